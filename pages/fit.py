@@ -1,0 +1,96 @@
+"""Does it fit? Where every byte goes, and how many requests fit: the textbook figure and vLLM's real pool."""
+import pandas as pd
+import streamlit as st
+
+from planner.errors import InputError
+from planner.memory_plan import breakdown_per_gpu, concurrency_vs_context, plan_memory, tp_options
+from planner.vllm_pool import vllm_constants
+from ui.charts.memory import concurrency_vs_context as concurrency_chart
+from ui.charts.memory import memory_stack
+from ui.state import current_resolved
+
+st.title("Does it fit?")
+try:
+    r = current_resolved()
+except InputError as err:
+    st.error(f"{err.field}: {err.message}")
+    st.stop()
+
+plan = plan_memory(r)
+dep = r.deployment
+st.caption(f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_parallel_size} · weights "
+           f"{r.weights.label} · KV {r.kv.label} ({r.kv_bytes:g} bytes/value) · max_model_len {r.max_model_len:,}")
+
+c = st.columns(6)
+c[0].metric("Parameters", f"{plan.params / 1e9:,.2f} B",
+            help=f"{plan.params:,} total" + (f"; {plan.active_params:,} active per token" if r.model.is_moe else ""))
+c[1].metric("Weights per GPU", f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB")
+c[2].metric("KV per token", f"{plan.kv_bytes_per_token:,.0f} B")
+c[3].metric("KV per request", f"{plan.kv_bytes_per_request / 1e9:,.3f} GB", help=f"{plan.context_tokens:,} tokens")
+c[4].metric("Textbook: requests fit", f"{plan.textbook_max_requests:,}")
+c[5].metric("vLLM: max concurrency", f"{plan.max_concurrency:,.2f}x", help=plan.pool.log_lines[1])
+for w in plan.warnings:
+    (st.error if w.startswith("Does not fit") else st.warning)(w)
+
+st.code("\n".join(f"INFO ... {line}" for line in plan.pool.log_lines), language="text")
+
+# --- where the memory goes -------------------------------------------------------------------------
+gb = r.gpu.marketed_bytes
+textbook_kv = plan.textbook_max_requests * plan.kv_bytes_per_request / plan.tensor_parallel_size
+bars = {"textbook (marketed GB)": {"weights": plan.weight_bytes_per_gpu, "KV for requests": textbook_kv,
+                                    "free": gb - plan.weight_bytes_per_gpu - textbook_kv}}
+per_gpu = breakdown_per_gpu(plan)
+for i in range(min(dep.tensor_parallel_size, 8)):
+    bars[f"vLLM: GPU {i}"] = per_gpu
+st.plotly_chart(memory_stack(bars, "Where the memory goes, per GPU"), width="stretch")
+with st.expander("Formula: the textbook fit, with your numbers"):
+    st.markdown(f"""
+- KV bytes per token = 2 × layers × KV heads × head dim × bytes = 2 × {r.model.num_layers} × {r.model.num_kv_heads}
+  × {r.model.head_dim} × {r.kv_bytes:g} = **{plan.kv_bytes_per_token:,.0f} B**
+  {"(MLA: layers × (kv_lora_rank + qk_rope_head_dim) × bytes)" if r.model.is_mla else ""}
+- KV per request = {plan.context_tokens:,} tokens × per-token bytes{" (windowed layers capped)" if r.model.sliding_window else ""}
+  = **{plan.kv_bytes_per_request / 1e9:,.3f} GB**
+- Weights = {plan.params:,} parameters × {r.weights.bits_per_weight:g} bits / 8 = **{plan.weight_bytes / 1e9:,.2f} GB**
+  ({plan.weight_bytes_per_gpu / 1e9:,.2f} GB per GPU at TP {plan.tensor_parallel_size})
+- Fit = floor(({r.gpu.memory_gb:g} GB − {plan.weight_bytes_per_gpu / 1e9:,.2f} GB) / {plan.kv_bytes_per_request / plan.tensor_parallel_size / 1e9:,.3f} GB)
+  = **{plan.textbook_max_requests}** requests (per replica; an upper bound: no activations or runtime memory)
+""")
+with st.expander("Formula: vLLM's KV pool, with your numbers"):
+    p, k = plan.pool, vllm_constants()
+    st.markdown(f"""
+- Budget = gpu_memory_utilization × usable memory = {dep.gpu_memory_utilization} × {r.gpu.usable_memory_bytes / 2**30:,.2f} GiB
+  = **{p.budget_bytes / 2**30:,.2f} GiB**
+- − weights {p.weights_bytes / 2**30:,.2f} GiB − activation peak {p.activation_bytes / 2**30:,.2f} GiB
+  (max_num_batched_tokens {dep.max_num_batched_tokens:,} × ({k.activation_intermediate_factor:g} × intermediate / TP
+  + {k.activation_hidden_factor:g} × hidden) × 2 B + max_num_seqs × vocab × {k.sampler_logit_bytes:g} B)
+  − non-torch {p.non_torch_bytes / 2**30:,.2f} GiB − CUDA graphs {p.cuda_graph_bytes / 2**30:,.2f} GiB
+  = **{max(p.kv_pool_bytes, 0) / 2**30:,.2f} GiB**
+- Blocks = floor(pool / (block_size {dep.block_size} × {plan.kv_bytes_per_token_per_gpu:,.0f} B)) = **{plan.num_gpu_blocks:,}**
+  → {plan.kv_cache_tokens:,} tokens; concurrency = {plan.kv_cache_tokens:,} / {r.max_model_len:,} = **{plan.max_concurrency:.2f}x**
+- Assumptions (data/vllm_memory.yaml, fitted on published vLLM logs): non-torch 0.35 GiB + 0.25 GiB per extra TP GPU,
+  CUDA graphs {k.cuda_graph_bytes / 2**30:.2f} GiB unless enforce_eager.
+""")
+
+# --- concurrency against context ---------------------------------------------------------------
+st.subheader("How many requests fit as the context grows")
+st.plotly_chart(concurrency_chart(concurrency_vs_context(r)), width="stretch")
+st.caption(f"Paged: a request holds ceil(tokens / {dep.block_size}) blocks of the pool. Contiguous: every request "
+           f"reserves max_model_len = {r.max_model_len:,} tokens up front, however short it is "
+           f"({plan.contiguous_max_requests} fit).")
+
+# --- tensor parallel options ---------------------------------------------------------------------
+st.subheader("Tensor-parallel options")
+df = pd.DataFrame(tp_options(r))
+df["weights_per_gpu_GB"] = df.pop("weights_per_gpu_bytes") / 1e9
+df["kv_pool_per_gpu_GiB"] = df.pop("kv_pool_per_gpu_bytes") / 2**30
+st.dataframe(df[["tp", "gpus", "fits", "weights_per_gpu_GB", "kv_pool_per_gpu_GiB", "kv_cache_tokens",
+                 "max_concurrency", "textbook_max_requests", "note"]], hide_index=True, width="stretch",
+             column_config={"weights_per_gpu_GB": st.column_config.NumberColumn("weights per GPU (GB)", format="%.2f"),
+                            "kv_pool_per_gpu_GiB": st.column_config.NumberColumn("KV pool per GPU (GiB)", format="%.2f"),
+                            "kv_cache_tokens": st.column_config.NumberColumn("KV tokens", format="%d"),
+                            "max_concurrency": st.column_config.NumberColumn("vLLM concurrency", format="%.2fx"),
+                            "textbook_max_requests": st.column_config.NumberColumn("textbook fit", format="%d")})
+with st.expander("Formula: tensor parallelism"):
+    st.markdown("Weights and KV heads are split across the TP group: weights per GPU = weights / TP; KV heads per "
+                "GPU = max(1, KV heads / TP) (replicated beyond the KV-head count; MLA's latent is not split). "
+                "Each extra GPU costs NCCL buffers (0.25 GiB assumed).")

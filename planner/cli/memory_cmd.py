@@ -1,0 +1,35 @@
+"""`python -m planner memory`: where the memory goes and how many requests fit (a contract: keep the keys)."""
+from __future__ import annotations
+
+from planner.cli import emit
+from planner.cli.scenario_args import add_scenario_args, resolved_from_args
+from planner.memory_plan import plan_memory
+from planner.units import GiB, fmt_gb
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("memory", help="weights, KV cache and how many requests fit")
+    add_scenario_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    r = resolved_from_args(args)
+    plan = plan_memory(r)
+    out = plan.to_dict()
+    out.update(model=r.model.name, gpu=r.gpu.id, weights=r.weights.id, kv_dtype=r.kv.id)
+    lines = [
+        f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} (TP={plan.tensor_parallel_size}), "
+        f"weights {r.weights.label}, KV {r.kv.label}",
+        f"  parameters            {plan.params:,}" + (f" ({plan.active_params:,} active)" if plan.active_params != plan.params else ""),
+        f"  weights               {fmt_gb(plan.weight_bytes)} total, {fmt_gb(plan.weight_bytes_per_gpu)} per GPU",
+        f"  KV per token          {plan.kv_bytes_per_token:,.0f} B ({plan.kv_bytes_per_token_per_gpu:,.0f} B per GPU)",
+        f"  KV per request        {fmt_gb(plan.kv_bytes_per_request)} for {plan.context_tokens:,} tokens",
+        f"  textbook fit          {plan.textbook_max_requests} requests per replica "
+        f"(floor(({r.gpu.memory_gb:g} GB − weights) / KV per request))",
+        f"  vLLM KV pool          {plan.kv_pool_bytes_per_gpu / GiB:,.2f} GiB per GPU, {plan.num_gpu_blocks:,} blocks",
+        *(f"  vLLM would log        {line}" for line in plan.pool.log_lines),
+        *(f"  warning: {w}" for w in plan.warnings),
+    ]
+    emit(out, args.json, "\n".join(lines))
+    return 0

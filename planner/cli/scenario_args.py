@@ -1,0 +1,61 @@
+"""The "memory flags" every scenario subcommand shares, and their translation into a Scenario."""
+from __future__ import annotations
+
+import argparse
+
+from pydantic import ValidationError
+
+from planner.catalog import DEFAULT_GPU, DEFAULT_MODEL
+from planner.errors import InputError, from_validation_error
+from planner.scenario import Resolved, Scenario, resolve
+from planner.specs import Deployment
+
+# CLI flag for each Deployment field, so that a validation error names the flag the user typed.
+_FLAG = {"num_gpus": "--num-gpus", "tensor_parallel_size": "--tp", "weights": "--weights",
+         "kv_cache_dtype": "--kv-dtype", "gpu_memory_utilization": "--gpu-memory-utilization",
+         "max_model_len": "--max-model-len", "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
+         "max_num_batched_tokens": "--max-num-batched-tokens", "enforce_eager": "--enforce-eager"}
+
+
+def add_scenario_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model and hardware")
+    g.add_argument("--model", default=DEFAULT_MODEL, help="preset id (Hugging Face repo id) or path to a config.json")
+    gpu = g.add_mutually_exclusive_group()
+    gpu.add_argument("--gpu", default=None, help=f"GPU id from data/gpus.yaml (default {DEFAULT_GPU})")
+    gpu.add_argument("--gpu-memory-gb", type=float, default=None, help="a custom GPU with this many decimal GB")
+    g.add_argument("--num-gpus", type=int, default=None, help="GPUs in the deployment (default: --tp)")
+    g.add_argument("--tp", type=int, default=1, help="tensor-parallel size")
+    g.add_argument("--weights", default="bf16", help="weight precision id (see data/precisions.yaml)")
+    g.add_argument("--kv-dtype", default="auto", help="KV-cache dtype: auto fp16 bf16 fp8")
+    e = p.add_argument_group("engine (vLLM names)")
+    e.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    e.add_argument("--max-model-len", type=int, default=None, help="default: the model's max_position_embeddings")
+    e.add_argument("--block-size", type=int, default=16)
+    e.add_argument("--max-num-seqs", type=int, default=256)
+    e.add_argument("--max-num-batched-tokens", type=int, default=8192)
+    e.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs")
+    e.add_argument("--context", type=int, default=None, help="tokens per request (prompt + output); default max-model-len")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def scenario_from_args(args: argparse.Namespace) -> Scenario:
+    values = {"num_gpus": args.num_gpus or args.tp, "tensor_parallel_size": args.tp, "weights": args.weights,
+              "kv_cache_dtype": args.kv_dtype, "gpu_memory_utilization": args.gpu_memory_utilization,
+              "max_model_len": args.max_model_len, "block_size": args.block_size, "max_num_seqs": args.max_num_seqs,
+              "max_num_batched_tokens": args.max_num_batched_tokens, "enforce_eager": args.enforce_eager}
+    try:
+        dep = Deployment(**values)
+    except ValidationError as err:
+        e = from_validation_error(err)
+        # cross-field checks have no field of their own: they concern --num-gpus against --tp
+        raise InputError(_FLAG.get(e.field, "--num-gpus"), e.message.removeprefix("Value error, ")) from None
+    if args.context is not None and args.context <= 0:
+        raise InputError("--context", "must be a positive number of tokens")
+    if args.gpu_memory_gb is not None and not args.gpu_memory_gb > 0:
+        raise InputError("--gpu-memory-gb", "must be a positive number of GB")
+    return Scenario(model=args.model, gpu=args.gpu or DEFAULT_GPU, gpu_memory_gb=args.gpu_memory_gb,
+                    deployment=dep, context_tokens=args.context)
+
+
+def resolved_from_args(args: argparse.Namespace) -> Resolved:
+    return resolve(scenario_from_args(args))

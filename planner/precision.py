@@ -1,0 +1,51 @@
+"""Weight and KV-cache precisions (data/precisions.yaml): effective bits per weight and who loads each format."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class WeightPrecision(BaseModel):
+    """A weight format; bits_per_weight already includes per-group scales and zeros."""
+
+    model_config = _FROZEN
+
+    id: str
+    label: str
+    bits_per_weight: PositiveFloat
+    group_size: PositiveInt | None = None
+    keeps_embeddings_16bit: bool = False  # GPTQ/AWQ/NF4 leave embeddings and lm_head at 16 bits
+    compute_dtype: Literal["fp32", "fp16", "bf16", "fp8", "int8"]
+    dequant_overhead: float = Field(default=0.0, ge=0, le=2)  # extra decode time fraction for dequant kernels
+    engines: list[str]
+    source: str
+
+    @property
+    def bytes_per_weight(self) -> float:
+        return self.bits_per_weight / 8
+
+
+class KVPrecision(BaseModel):
+    """A KV-cache dtype; `auto` (bytes_per_value None) follows the model's activation dtype."""
+
+    model_config = _FROZEN
+
+    id: str
+    label: str
+    bytes_per_value: PositiveFloat | None
+    engines: list[str]
+    source: str
+
+
+def resolve_kv_bytes(kv: KVPrecision, weights: WeightPrecision) -> float:
+    """Bytes per cached value: the KV dtype, or for `auto` the activation dtype (16-bit unless weights are FP32).
+
+    vLLM's `auto` uses the model dtype; quantized weights (GPTQ, AWQ, GGUF, FP8 weights) still run 16-bit
+    activations, so their KV cache stays 2 bytes per value: quantizing the weights does not shrink the cache.
+    """
+    if kv.bytes_per_value is not None:
+        return kv.bytes_per_value
+    return 4.0 if weights.id == "fp32" else 2.0

@@ -1,0 +1,59 @@
+"""The engine-realistic pool against published vLLM logs (../shared/data/measurements/vllm_kv_observations.csv).
+
+Each row is rebuilt as a scenario with the settings its log states (and vLLM's defaults of its time where it
+states none). Errors are signed (predicted − observed) / observed, in % of GPU blocks.
+"""
+from __future__ import annotations
+
+import csv
+import statistics
+
+import pytest
+
+from conftest import SHARED
+from planner.memory_plan import plan_memory
+from planner.scenario import Scenario, resolve
+from planner.specs import Deployment
+
+OBSERVATIONS = SHARED / "data" / "measurements" / "vllm_kv_observations.csv"
+
+# id -> (model preset, gpu, tp, weights, max_model_len, max_num_batched_tokens). Versions before chunked prefill
+# profiled max_num_batched_tokens = max(max_model_len, 2048); B10's log states 2048.
+ROWS = {
+    "B01": ("meta-llama/Llama-3.1-8B", "RTX-3090", 1, "bf16", 20000, 20000),
+    "B03": ("meta-llama/Llama-2-7b-hf", "A100-80GB", 1, "fp16", 4096, 4096),
+    "B04": ("meta-llama/Llama-2-70b-hf", "A100-80GB", 4, "fp16", 4096, 4096),
+    "B10": ("meta-llama/Llama-3.1-8B", "RTX-4090", 1, "bf16", 32768, 2048),
+}
+
+
+def _observed() -> dict[str, int]:
+    with OBSERVATIONS.open() as f:
+        return {row["id"]: int(row["gpu_blocks"]) for row in csv.DictReader(f)}
+
+
+def predicted_blocks(row_id: str) -> int:
+    model, gpu, tp, weights, max_len, batched = ROWS[row_id]
+    dep = Deployment(num_gpus=tp, tensor_parallel_size=tp, weights=weights, max_model_len=max_len,
+                     max_num_batched_tokens=batched)
+    return plan_memory(resolve(Scenario(model=model, gpu=gpu, deployment=dep))).num_gpu_blocks
+
+
+def errors_pct() -> dict[str, float]:
+    observed = _observed()
+    return {rid: 100 * (predicted_blocks(rid) - observed[rid]) / observed[rid] for rid in ROWS}
+
+
+@pytest.mark.parametrize("row_id", ["B03", "B10"])
+def test_close_to_logs_of_unmodified_profiler(row_id):
+    # B03 (Llama-2-7B, A100-80GB) was not used in the fit; B10 fixed the CUDA-graph constant.
+    assert abs(errors_pct()[row_id]) < 2.0
+
+
+def test_summary_error_over_all_observations():
+    errs = errors_pct()
+    # B01 is vLLM ~0.6, which did not reserve CUDA-graph memory in the pool (−14%); B04 is 70B TP=4 after PR #2031,
+    # whose profiler counted ~14 GB per GPU we do not model (+46%). Both stated in the README.
+    assert -20 < errs["B01"] < 0
+    assert 30 < errs["B04"] < 60
+    assert statistics.median(abs(e) for e in errs.values()) < 10

@@ -1,0 +1,118 @@
+"""The shared sidebar: the scenario every page reads (model, GPU, precision, engine settings).
+
+Invalid input shows an error naming the field and keeps the last valid scenario, so nothing typed is lost.
+"""
+from __future__ import annotations
+
+import streamlit as st
+from pydantic import ValidationError
+
+from planner.catalog import DEFAULT_GPU, DEFAULT_MODEL, gpus, kv_precisions, model_presets, weight_precisions
+from planner.errors import InputError, from_validation_error
+from planner.hf_config import MAX_CONFIG_BYTES, parse_config_text
+from planner.scenario import Scenario, resolve
+from planner.specs import Deployment, ModelSpec
+from ui.state import current_scenario, set_scenario
+
+UPLOAD = "Upload or paste config.json"
+MANUAL = "Manual fields"
+
+
+def _model_source() -> tuple[str, ModelSpec | None]:
+    presets = list(model_presets())
+    options = presets + [UPLOAD, MANUAL]
+    choice = st.selectbox("Model", options, index=presets.index(DEFAULT_MODEL), key="sb_model",
+                          help="Presets are published Hugging Face config.json files (data/models/).")
+    if choice == UPLOAD:
+        return choice, _uploaded_model()
+    if choice == MANUAL:
+        return choice, _manual_model()
+    return choice, None
+
+
+def _uploaded_model() -> ModelSpec | None:
+    up = st.file_uploader("config.json", type=["json"], key="sb_config_upload",
+                          help=f"At most {MAX_CONFIG_BYTES // 1000:,} KB.")
+    text = st.text_area("…or paste its contents", key="sb_config_paste", height=120)
+    raw = up.getvalue() if up is not None else text.strip()
+    if not raw:
+        st.info("Upload or paste a config.json; the last valid model stays in use meanwhile.")
+        return None
+    name = up.name.removesuffix(".json") if up is not None else "pasted config.json"
+    return parse_config_text(raw, name=name, source=up.name if up is not None else "pasted config.json")
+
+
+def _manual_model() -> ModelSpec:
+    c1, c2 = st.columns(2)
+    layers = c1.number_input("Layers", 1, 512, 32, key="sb_m_layers")
+    hidden = c2.number_input("Hidden size", 64, 65536, 4096, step=64, key="sb_m_hidden")
+    heads = c1.number_input("Attention heads", 1, 1024, 32, key="sb_m_heads")
+    kv_heads = c2.number_input("KV heads", 1, 1024, 8, key="sb_m_kv_heads")
+    head_dim = c1.number_input("Head dim", 8, 1024, 128, key="sb_m_head_dim")
+    inter = c2.number_input("Intermediate size", 64, 262144, 14336, step=64, key="sb_m_inter")
+    vocab = c1.number_input("Vocabulary", 1, 1_000_000, 128256, key="sb_m_vocab")
+    max_pos = c2.number_input("Max positions", 128, 10_000_000, 8192, key="sb_m_maxpos")
+    try:
+        return ModelSpec(name="manual model", hidden_size=hidden, num_layers=layers, num_attention_heads=heads,
+                         num_kv_heads=kv_heads, head_dim=head_dim, intermediate_size=inter, vocab_size=vocab,
+                         max_position_embeddings=max_pos)
+    except ValidationError as err:
+        raise from_validation_error(err, prefix="manual model: ") from None
+
+
+def _hardware() -> dict:
+    catalogue = gpus()
+    ids = list(catalogue)
+    gpu = st.selectbox("GPU", ids, index=ids.index(DEFAULT_GPU), key="sb_gpu",
+                       format_func=lambda g: f"{g} ({catalogue[g].memory_gb:g} GB)")
+    custom = st.checkbox("Custom memory size", key="sb_custom_mem")
+    mem = st.number_input("GPU memory (decimal GB)", 1.0, 2000.0, 48.0, key="sb_gpu_mem_gb") if custom else None
+    c1, c2 = st.columns(2)
+    tp = c1.selectbox("Tensor parallel", [1, 2, 4, 8], key="sb_tp")
+    num_gpus = c2.number_input("GPUs", 1, 1024, 1, key="sb_num_gpus")
+    weights = list(weight_precisions())
+    w = st.selectbox("Weights", weights, index=weights.index("bf16"), key="sb_weights",
+                     format_func=lambda p: weight_precisions()[p].label)
+    kv = st.selectbox("KV cache", list(kv_precisions()), key="sb_kv", format_func=lambda p: kv_precisions()[p].label)
+    return dict(gpu=gpu, gpu_memory_gb=mem, tp=tp, num_gpus=max(num_gpus, tp), weights=w, kv=kv)
+
+
+def _engine() -> dict:
+    with st.expander("Engine settings (vLLM names)"):
+        util = st.slider("gpu_memory_utilization", 0.5, 0.99, 0.9, 0.01, key="sb_util")
+        limit = st.checkbox("Set max_model_len", value=True, key="sb_set_maxlen",
+                            help="Off: the model's max_position_embeddings, as vLLM defaults.")
+        max_len = st.number_input("max_model_len", 128, 10_000_000, 8192, step=1024, key="sb_max_len") if limit else None
+        block = st.selectbox("block_size", [8, 16, 32], index=1, key="sb_block")
+        seqs = st.number_input("max_num_seqs", 1, 4096, 256, key="sb_max_seqs")
+        batched = st.number_input("max_num_batched_tokens", 16, 1_000_000, 8192, step=512, key="sb_batched")
+        eager = st.checkbox("enforce_eager (no CUDA graphs)", key="sb_eager")
+    ctx = st.number_input("Tokens per request (prompt + output)", 1, 10_000_000, 4096, step=256, key="sb_ctx")
+    return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager, ctx=ctx)
+
+
+def render_sidebar() -> Scenario:
+    """Draw the sidebar, validate it into a Scenario, store it; on error keep the last valid one."""
+    with st.sidebar:
+        st.header("Scenario")
+        try:
+            choice, spec = _model_source()
+            hw, eng = _hardware(), _engine()
+            dep = Deployment(num_gpus=hw["num_gpus"] // hw["tp"] * hw["tp"], tensor_parallel_size=hw["tp"],
+                             weights=hw["weights"], kv_cache_dtype=hw["kv"], gpu_memory_utilization=eng["util"],
+                             max_model_len=eng["max_len"], block_size=eng["block"], max_num_seqs=eng["seqs"],
+                             max_num_batched_tokens=eng["batched"], enforce_eager=eng["eager"])
+            previous = current_scenario()
+            model_id = choice if spec is None and choice not in (UPLOAD, MANUAL) else previous.model
+            if spec is None and choice in (UPLOAD, MANUAL):
+                spec = previous.model_spec  # keep the last valid upload while the user fixes theirs
+            scenario = Scenario(model=model_id, model_spec=spec, gpu=hw["gpu"], gpu_memory_gb=hw["gpu_memory_gb"],
+                                deployment=dep, context_tokens=eng["ctx"])
+            resolve(scenario)
+            set_scenario(scenario)
+        except InputError as err:
+            st.error(f"{err.field}: {err.message}")
+        except ValidationError as err:
+            e = from_validation_error(err)
+            st.error(f"{e.field}: {e.message}")
+    return current_scenario()
