@@ -9,5 +9,6 @@ render_sidebar()
 
 PAGES = [
     st.Page("pages/fit.py", title="Does it fit?", icon=":material/memory:", default=True),
+    st.Page("pages/batching.py", title="Batching", icon=":material/view_timeline:"),
 ]
 st.navigation(PAGES).run()

@@ -1,0 +1,49 @@
+"""`python -m planner batching`: static against continuous batching on a CSV of requests (primer §6 step model)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from planner.batching import run_pair
+from planner.batching_report import cli_summary
+from planner.batching_requests import parse_requests_csv
+from planner.cli import emit
+from planner.errors import InputError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "batching", help="static vs continuous batching on a CSV of requests (times in decode steps)",
+        description="Simulate static and continuous batching in decode steps. CSV columns: "
+                    "name,arrival,output_tokens (optional prompt_tokens).")
+    parser.add_argument("--requests", required=True, metavar="FILE.csv", help="CSV of requests")
+    parser.add_argument("--slots", required=True, type=int, help="requests that run at once")
+    parser.add_argument("--max-wait", required=True, type=int,
+                        help="static: steps the oldest request waits before a partial batch fires")
+    parser.add_argument("--json", action="store_true", help="print the JSON contract")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.slots < 1:
+        raise InputError("--slots", "must be at least 1")
+    if args.max_wait < 0:
+        raise InputError("--max-wait", "must be 0 or more steps")
+    path = Path(args.requests)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError("--requests", f"cannot read {path}: {err.strerror or err}") from None
+    requests = parse_requests_csv(text, source=str(path))
+    results = {name: cli_summary(r) for name, r in run_pair(requests, args.slots, args.max_wait).items()}
+    emit(results, args.json, _text(results, len(requests), args.slots))
+    return 0
+
+
+def _text(results: dict, num_requests: int, slots: int) -> str:
+    lines = [f"{num_requests} requests on {slots} slots (times in decode steps)",
+             f"{'policy':<11} {'end step':>9} {'GPU busy':>9} {'avg wait':>9} {'avg lat':>9} {'p95 lat':>9} {'p99 lat':>9}"]
+    for name, s in results.items():
+        lines.append(f"{name:<11} {s['end_step']:>9,} {s['gpu_busy']:>9.1%} {s['avg_wait']:>9.2f} "
+                     f"{s['avg_latency']:>9.2f} {s['p95_latency']:>9.2f} {s['p99_latency']:>9.2f}")
+    return "\n".join(lines)
