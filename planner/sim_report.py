@@ -1,0 +1,202 @@
+"""Simulation records and what is derived from them: latency percentiles, throughput, goodput, DataFrames.
+
+Definitions (primer §2): queue wait = first scheduled - arrival; TTFT = first token - arrival (the end of the step
+that completes the prompt); TPOT = (e2e - TTFT) / (N - 1) for N > 1 output tokens; e2e = finish - arrival;
+throughput = output tokens / makespan; goodput = requests per second that met every SLO set.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+REJECT_NONE, REJECT_TOO_LONG, REJECT_QUEUE_FULL = 0, 1, 2
+REJECT_REASONS = {REJECT_NONE: "", REJECT_TOO_LONG: "too long for the KV pool", REJECT_QUEUE_FULL: "queue full"}
+PERCENTILES = (50, 95, 99)
+
+
+@dataclass
+class RequestRecords:
+    """Per request (index = request id); times in seconds, NaN where never reached."""
+
+    arrival_s: np.ndarray
+    first_scheduled_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    num_preemptions: np.ndarray
+    prefix_hit_tokens: np.ndarray  # prompt tokens skipped thanks to the prefix cache (over all admissions)
+    recomputed_tokens: np.ndarray  # computed tokens thrown away by preemption
+    rejected: np.ndarray  # 0 served, 1 too long, 2 queue full
+
+    @property
+    def finished(self) -> np.ndarray:
+        return ~np.isnan(self.finish_s)
+
+
+def request_records(wl) -> RequestRecords:
+    n = wl.num_requests
+    nan = lambda: np.full(n, np.nan)  # noqa: E731
+    zeros = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
+    return RequestRecords(np.array(wl.arrival_s, dtype=float), nan(), nan(), nan(), wl.prompt_tokens.copy(),
+                          wl.output_tokens.copy(), zeros(), zeros(), zeros(), np.zeros(n, dtype=np.int8))
+
+
+@dataclass(frozen=True)
+class StepRecords:
+    """Per scheduler step: start time, duration, sequences computed, requests running and waiting after
+    scheduling, KV blocks held by running requests, tokens computed."""
+
+    time_s: np.ndarray
+    duration_s: np.ndarray
+    num_seqs: np.ndarray
+    num_running: np.ndarray
+    num_waiting: np.ndarray
+    kv_blocks: np.ndarray
+    new_tokens: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.time_s)
+
+
+class StepRecorder:
+    """Collects step rows into growing numpy buffers (one row per step, or a run of pure-decode steps)."""
+
+    FIELDS = ("time_s", "duration_s", "num_seqs", "num_running", "num_waiting", "kv_blocks", "new_tokens")
+    DTYPES = (np.float64, np.float64, np.int32, np.int32, np.int32, np.int32, np.int32)
+
+    def __init__(self, capacity: int = 1 << 16):
+        self.size = 0
+        self.cols = [np.empty(capacity, dtype=d) for d in self.DTYPES]
+
+    def _reserve(self, m: int) -> None:
+        if self.size + m > len(self.cols[0]):
+            cap = max(2 * len(self.cols[0]), self.size + m)
+            self.cols = [np.concatenate((c[:self.size], np.empty(cap - self.size, dtype=c.dtype))) for c in self.cols]
+
+    def add(self, *values) -> None:
+        self._reserve(1)
+        k = self.size
+        for col, v in zip(self.cols, values):
+            col[k] = v
+        self.size = k + 1
+
+    def add_run(self, time_s, duration_s, num_seqs: int, num_running: int, kv_blocks) -> None:
+        """len(time_s) pure-decode steps: every sequence decodes one token, nobody waits."""
+        m = len(time_s)
+        self._reserve(m)
+        k, cols = self.size, self.cols
+        run = (time_s, duration_s, num_seqs, num_running, 0, kv_blocks, num_seqs)
+        for col, v in zip(cols, run):
+            col[k:k + m] = v
+        self.size = k + m
+
+    def finish(self) -> StepRecords:
+        return StepRecords(*(c[:self.size].copy() for c in self.cols))
+
+
+@dataclass(frozen=True)
+class SimResult:
+    config: object  # SchedulerConfig
+    seed: int
+    workload: object  # Workload
+    requests: RequestRecords
+    steps: StepRecords
+    end_s: float  # simulated time when the last request finished
+    peak_kv_blocks: int  # most blocks ever allocated, cached prefixes included (<= config.num_gpu_blocks)
+    num_prefix_evictions: int
+    wall_s: float  # seconds the simulation took to run
+
+
+def latencies(res: SimResult) -> dict[str, np.ndarray]:
+    """Per finished request: queue wait, TTFT, TPOT (NaN for 1-token outputs) and end-to-end, in seconds."""
+    r = res.requests
+    ok = r.finished
+    ttft = r.first_token_s[ok] - r.arrival_s[ok]
+    e2e = r.finish_s[ok] - r.arrival_s[ok]
+    steps_after_first = r.output_tokens[ok] - 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(steps_after_first > 0, (e2e - ttft) / steps_after_first, np.nan)
+    return {"queue_wait_s": r.first_scheduled_s[ok] - r.arrival_s[ok], "ttft_s": ttft, "tpot_s": tpot,
+            "e2e_s": e2e}
+
+
+def stats(values: np.ndarray) -> dict[str, float]:
+    """mean, p50, p95, p99 ignoring NaN (NaN if nothing to summarise)."""
+    v = values[~np.isnan(values)]
+    if not len(v):
+        return {"mean": np.nan, **{f"p{p}": np.nan for p in PERCENTILES}}
+    return {"mean": float(v.mean()), **{f"p{p}": float(np.percentile(v, p)) for p in PERCENTILES}}
+
+
+def meets_slo(res: SimResult, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> np.ndarray:
+    """Per finished request: met every SLO given (defaults: the config's)."""
+    slo_ttft_s = res.config.slo_ttft_s if slo_ttft_s is None else slo_ttft_s
+    slo_tpot_s = res.config.slo_tpot_s if slo_tpot_s is None else slo_tpot_s
+    lat = latencies(res)
+    ok = np.ones(len(lat["ttft_s"]), dtype=bool)
+    if slo_ttft_s is not None:
+        ok &= lat["ttft_s"] <= slo_ttft_s
+    if slo_tpot_s is not None:
+        ok &= np.nan_to_num(lat["tpot_s"], nan=0.0) <= slo_tpot_s
+    return ok
+
+
+def time_average(res: SimResult, values: np.ndarray) -> float:
+    """Time average of a per-step quantity over [0, end], idle time counting as 0."""
+    return float(np.dot(values, res.steps.duration_s) / res.end_s) if res.end_s > 0 else 0.0
+
+
+def summary(res: SimResult, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> dict:
+    """One flat dict of headline figures (seconds, tokens, requests; fractions in 0..1)."""
+    r, s, cfg = res.requests, res.steps, res.config
+    ok = r.finished
+    makespan_s = res.end_s - float(np.nanmin(r.arrival_s)) if ok.any() else 0.0
+    out_tokens = int(r.output_tokens[ok].sum())
+    served_prompt = int(r.prompt_tokens[r.first_scheduled_s == r.first_scheduled_s].sum())
+    good = meets_slo(res, slo_ttft_s, slo_tpot_s)
+    rate = (lambda x: x / makespan_s if makespan_s > 0 else np.nan)  # noqa: E731
+    out = {"seed": res.seed, "num_requests": len(r.arrival_s), "num_finished": int(ok.sum()),
+           "num_rejected": int((r.rejected != REJECT_NONE).sum()),
+           "num_rejected_queue_full": int((r.rejected == REJECT_QUEUE_FULL).sum()),
+           "num_rejected_too_long": int((r.rejected == REJECT_TOO_LONG).sum()),
+           "makespan_s": makespan_s, "throughput_tokens_per_s": rate(out_tokens),
+           "throughput_requests_per_s": rate(int(ok.sum())), "goodput_requests_per_s": rate(int(good.sum())),
+           "goodput_tokens_per_s": rate(int(r.output_tokens[ok][good].sum())),
+           "slo_attainment": float(good.mean()) if len(good) else np.nan,
+           "num_preemptions": int(r.num_preemptions.sum()),
+           "prefix_hit_rate": float(r.prefix_hit_tokens.sum() / served_prompt) if served_prompt else 0.0,
+           "num_steps": len(s), "kv_pool_blocks": cfg.num_gpu_blocks, "peak_kv_blocks": res.peak_kv_blocks,
+           "mean_kv_use": time_average(res, s.kv_blocks) / cfg.num_gpu_blocks,
+           "mean_running": time_average(res, s.num_running), "mean_waiting": time_average(res, s.num_waiting),
+           "max_waiting": int(s.num_waiting.max()) if len(s) else 0, "wall_s": res.wall_s}
+    for name, values in latencies(res).items():
+        for stat, v in stats(values).items():
+            out[f"{name.removesuffix('_s')}_{stat}_s"] = v
+    return out
+
+
+def summary_frame(res: SimResult) -> pd.DataFrame:
+    """Latency table: rows queue wait, TTFT, TPOT, e2e; columns mean, p50, p95, p99 (seconds)."""
+    return pd.DataFrame({k.removesuffix("_s"): stats(v) for k, v in latencies(res).items()}).T
+
+
+def request_frame(res: SimResult) -> pd.DataFrame:
+    r = res.requests
+    df = pd.DataFrame({f: getattr(r, f) for f in r.__dataclass_fields__})
+    for name, values in latencies(res).items():
+        df[name] = np.nan
+        df.loc[r.finished, name] = values
+    df["rejected_reason"] = [REJECT_REASONS[int(c)] for c in r.rejected]
+    return df
+
+
+def step_frame(res: SimResult, max_points: int | None = 2000) -> pd.DataFrame:
+    """Per-step records, thinned to at most `max_points` rows for plotting (every k-th step)."""
+    s = res.steps
+    stride = max(1, -(-len(s) // max_points)) if max_points else 1
+    df = pd.DataFrame({f: getattr(s, f)[::stride] for f in s.__dataclass_fields__})
+    df["kv_use"] = df["kv_blocks"] / res.config.num_gpu_blocks
+    return df
