@@ -15,7 +15,8 @@ from pydantic import ValidationError
 from planner.errors import InputError, from_validation_error
 from planner.specs import ModelSpec
 
-MAX_CONFIG_BYTES = 1_000_000  # a real config.json is a few KB; anything larger is not one
+MAX_CONFIG_BYTES = 1_000_000
+SPEC_KEY = "servingplan_model_spec"  # a real config.json is a few KB; anything larger is not one
 
 
 def _first(cfg: dict, *keys: str, default: Any = ..., source: str = "config.json") -> Any:
@@ -130,7 +131,7 @@ def model_from_hf_config(cfg: dict, name: str | None = None, source: str = "conf
 
 def parse_config_text(text: str | bytes, name: str | None = None, source: str = "config.json") -> ModelSpec:
     """ModelSpec from config.json text (an upload or a paste), with size and syntax checked first."""
-    if len(text) > MAX_CONFIG_BYTES:
+    if len(text) > MAX_CONFIG_BYTES:  # checked before parsing: never decode an oversized upload
         raise InputError(source, f"file is {len(text):,} bytes; a config.json is at most {MAX_CONFIG_BYTES:,}")
     if isinstance(text, bytes):
         try:
@@ -141,7 +142,17 @@ def parse_config_text(text: str | bytes, name: str | None = None, source: str = 
         cfg = json.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(source, f"is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+    if isinstance(cfg, dict) and isinstance(cfg.get(SPEC_KEY), dict):  # a servingplan model spec (shared links)
+        try:
+            return ModelSpec(**cfg[SPEC_KEY])
+        except ValidationError as err:
+            raise from_validation_error(err, prefix=f"{source}: ") from None
     return model_from_hf_config(cfg, name=name, source=source)
+
+
+def spec_document(spec: ModelSpec) -> str:
+    """A ModelSpec as a document parse_config_text reads back exactly (used to restore shared custom models)."""
+    return json.dumps({SPEC_KEY: spec.model_dump()}, indent=1)
 
 
 def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:

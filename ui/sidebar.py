@@ -1,6 +1,7 @@
 """The shared sidebar: the scenario every page reads (model, GPU, precision, engine settings).
 
 Invalid input shows an error naming the field and keeps the last valid scenario, so nothing typed is lost.
+A shared link (query string) or a saved scenario JSON is applied to the widgets before they are drawn.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from planner.errors import InputError, from_validation_error
 from planner.hf_config import MAX_CONFIG_BYTES, parse_config_text
 from planner.scenario import Scenario, resolve
 from planner.specs import Deployment, ModelSpec
+from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
 from ui.state import current_scenario, set_scenario
 
 UPLOAD = "Upload or paste config.json"
@@ -68,7 +70,7 @@ def _hardware() -> dict:
     custom = st.checkbox("Custom memory size", key="sb_custom_mem")
     mem = st.number_input("GPU memory (decimal GB)", 1.0, 2000.0, 48.0, key="sb_gpu_mem_gb") if custom else None
     c1, c2 = st.columns(2)
-    tp = c1.selectbox("Tensor parallel", [1, 2, 4, 8], key="sb_tp")
+    tp = c1.selectbox("Tensor parallel", TP_CHOICES, key="sb_tp")
     num_gpus = c2.number_input("GPUs", 1, 1024, 1, key="sb_num_gpus")
     weights = list(weight_precisions())
     w = st.selectbox("Weights", weights, index=weights.index("bf16"), key="sb_weights",
@@ -91,23 +93,29 @@ def _engine() -> dict:
     return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager, ctx=ctx)
 
 
+def _scenario_from_widgets() -> Scenario:
+    choice, spec = _model_source()
+    hw, eng = _hardware(), _engine()
+    dep = Deployment(num_gpus=hw["num_gpus"] // hw["tp"] * hw["tp"], tensor_parallel_size=hw["tp"],
+                     weights=hw["weights"], kv_cache_dtype=hw["kv"], gpu_memory_utilization=eng["util"],
+                     max_model_len=eng["max_len"], block_size=eng["block"], max_num_seqs=eng["seqs"],
+                     max_num_batched_tokens=eng["batched"], enforce_eager=eng["eager"])
+    previous = current_scenario()
+    model_id = choice if spec is None and choice not in (UPLOAD, MANUAL) else previous.model
+    if spec is None and choice in (UPLOAD, MANUAL):
+        spec = previous.model_spec  # keep the last valid upload while the user fixes theirs
+    return Scenario(model=model_id, model_spec=spec, gpu=hw["gpu"], gpu_memory_gb=hw["gpu_memory_gb"],
+                    deployment=dep, context_tokens=eng["ctx"])
+
+
 def render_sidebar() -> Scenario:
     """Draw the sidebar, validate it into a Scenario, store it; on error keep the last valid one."""
     with st.sidebar:
         st.header("Scenario")
+        for message in apply_pending_restores(UPLOAD):
+            st.error(message)
         try:
-            choice, spec = _model_source()
-            hw, eng = _hardware(), _engine()
-            dep = Deployment(num_gpus=hw["num_gpus"] // hw["tp"] * hw["tp"], tensor_parallel_size=hw["tp"],
-                             weights=hw["weights"], kv_cache_dtype=hw["kv"], gpu_memory_utilization=eng["util"],
-                             max_model_len=eng["max_len"], block_size=eng["block"], max_num_seqs=eng["seqs"],
-                             max_num_batched_tokens=eng["batched"], enforce_eager=eng["eager"])
-            previous = current_scenario()
-            model_id = choice if spec is None and choice not in (UPLOAD, MANUAL) else previous.model
-            if spec is None and choice in (UPLOAD, MANUAL):
-                spec = previous.model_spec  # keep the last valid upload while the user fixes theirs
-            scenario = Scenario(model=model_id, model_spec=spec, gpu=hw["gpu"], gpu_memory_gb=hw["gpu_memory_gb"],
-                                deployment=dep, context_tokens=eng["ctx"])
+            scenario = _scenario_from_widgets()
             resolve(scenario)
             set_scenario(scenario)
         except InputError as err:
@@ -115,4 +123,5 @@ def render_sidebar() -> Scenario:
         except ValidationError as err:
             e = from_validation_error(err)
             st.error(f"{e.field}: {e.message}")
+        render_share_box(current_scenario())
     return current_scenario()

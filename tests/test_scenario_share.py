@@ -1,0 +1,87 @@
+"""Scenarios travel as a URL query string and as a saved JSON file, and both restore exactly."""
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from planner.catalog import get_model
+from planner.errors import InputError
+from planner.scenario import Scenario
+from planner.scenario_codec import from_json, from_query, to_json, to_query
+from planner.specs import Deployment
+
+SCENARIOS = [
+    Scenario(),
+    Scenario(gpu="A100-80GB", context_tokens=2000,
+             deployment=Deployment(num_gpus=8, tensor_parallel_size=4, weights="awq-int4", kv_cache_dtype="fp8",
+                                   gpu_memory_utilization=0.85, max_model_len=16384, block_size=32,
+                                   max_num_seqs=64, max_num_batched_tokens=4096, enforce_eager=True)),
+    Scenario(model_spec=get_model("deepseek-ai/DeepSeek-V2-Lite"), gpu="L4", gpu_memory_gb=48),
+]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_query_round_trip_is_exact(scenario):
+    assert from_query(to_query(scenario)) == scenario
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_json_round_trip_is_exact(scenario):
+    assert from_json(to_json(scenario)) == scenario
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"tp": "two"}, "tp"), ({"util": "1.5"}, "util"), ({"gpus": "3", "tp": "2"}, "tp"),
+    ({"eager": "perhaps"}, "eager"), ({"spec": "{not json"}, "spec"), ({"ctx": "-1"}, "ctx"),
+])
+def test_bad_query_names_the_parameter(params, field):
+    with pytest.raises(InputError) as err:
+        from_query(params)
+    assert field in err.value.field
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("{", "not valid JSON"), ("[]", "not a servingplan scenario"), ('{"gpu": "H100-SXM"}', "not a servingplan scenario"),
+    ('{"servingplan_scenario": 1, "deployment": {"tensor_parallel_size": 0}}', "tensor_parallel_size"),
+    ("x" * 300_000, "at most"),
+])
+def test_bad_scenario_json_is_rejected_with_the_reason(text, reason):
+    with pytest.raises(InputError) as err:
+        from_json(text)
+    assert reason in str(err.value)
+
+
+def _app_with_query(**params) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def test_opening_a_shared_url_restores_the_scenario():
+    expected = SCENARIOS[1]
+    at = _app_with_query(**to_query(expected))
+    assert not at.exception and not at.error
+    assert at.session_state["scenario"] == expected
+    assert at.session_state["sb_gpu"] == "A100-80GB" and at.session_state["sb_tp"] == 4
+
+
+def test_shared_custom_model_restores_exactly():
+    expected = SCENARIOS[2]
+    at = _app_with_query(**to_query(expected))
+    assert not at.exception and not at.error
+    assert at.session_state["scenario"].model_spec == expected.model_spec
+
+
+def test_the_url_follows_the_scenario():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    at.session_state["sb_gpu"] = "L40S"
+    at.run()
+    assert at.query_params["gpu"] in ("L40S", ["L40S"])
+
+
+def test_a_bad_shared_url_is_reported_and_the_defaults_stay():
+    at = _app_with_query(tp="3")
+    assert any("Shared link ignored" in e.value and "tp" in e.value for e in at.error)
+    assert at.session_state["scenario"].deployment.tensor_parallel_size == 1
