@@ -21,14 +21,20 @@ dep = r.deployment
 st.caption(f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_parallel_size} · weights "
            f"{r.weights.label} · KV {r.kv.label} ({r.kv_bytes:g} bytes/value) · max_model_len {r.max_model_len:,}")
 
-c = st.columns(6)
+c = st.columns(4)
 c[0].metric("Parameters", f"{plan.params / 1e9:,.2f} B",
             help=f"{plan.params:,} total" + (f"; {plan.active_params:,} active per token" if r.model.is_moe else ""))
 c[1].metric("Weights per GPU", f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB")
-c[2].metric("KV per token", f"{plan.kv_bytes_per_token:,.0f} B")
-c[3].metric("KV per request", f"{plan.kv_bytes_per_request / 1e9:,.3f} GB", help=f"{plan.context_tokens:,} tokens")
-c[4].metric("Textbook: requests fit", f"{plan.textbook_max_requests:,}")
-c[5].metric("vLLM: max concurrency", f"{plan.max_concurrency:,.2f}x", help=plan.pool.log_lines[1])
+c[2].metric("KV per token", f"{plan.kv_bytes_per_token:,.0f} B", help="all layers, K and V, whole model")
+c[3].metric("KV per request", f"{plan.kv_bytes_per_request / 1e9:,.3f} GB", help=f"{plan.context_tokens:,} tokens"
+            + (" (sliding-window layers capped at the window)" if r.model.sliding_window else ""))
+c = st.columns(4)
+c[0].metric("Textbook: requests fit", f"{plan.textbook_max_requests:,}",
+            help=f"floor((GPU memory − weights) / KV per request), requests of {plan.context_tokens:,} tokens")
+c[1].metric("vLLM: requests fit", f"{plan.paged_max_requests:,}",
+            help=f"requests of {plan.context_tokens:,} tokens in the paged pool's blocks")
+c[2].metric("vLLM: max concurrency", f"{plan.max_concurrency:,.2f}x", help=plan.pool.log_lines[1])
+c[3].metric("vLLM KV pool per GPU", f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB")
 for w in plan.warnings:
     (st.error if w.startswith("Does not fit") else st.warning)(w)
 

@@ -1,6 +1,7 @@
 """Where every byte goes for a scenario: the textbook fit and vLLM's real pool, per GPU, with TP options."""
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from planner import memory
@@ -64,7 +65,7 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
     req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, tp)
     textbook = memory.textbook_max_requests(r.gpu.marketed_bytes, w_gpu, req_gpu)
     pool = vllm_pool(r.gpu.usable_memory_bytes, w_gpu, kv_tok_gpu, r.model, dep, r.max_model_len)
-    paged = pool.num_gpu_blocks // blocks_per_request(ctx, dep.block_size)
+    paged = pool.num_gpu_blocks // blocks_per_request(effective_tokens(req_gpu, kv_tok_gpu), dep.block_size)
     contiguous = max(0, int(max(pool.kv_pool_bytes, 0) // (r.max_model_len * kv_tok_gpu)))
     warnings = _warnings(r, tp, pool, w_gpu)
     return MemoryPlan(
@@ -94,6 +95,11 @@ def _warnings(r: Resolved, tp: int, pool: VllmPool, w_gpu: float) -> list[str]:
     if r.model.num_kv_heads < tp and not r.model.is_mla:
         out.append(f"TP={tp} exceeds the {r.model.num_kv_heads} KV heads: each GPU keeps a replicated copy")
     return out
+
+
+def effective_tokens(request_bytes: float, bytes_per_token: float) -> int:
+    """Token slots a request really occupies: its context, or less where sliding-window layers cap the cache."""
+    return max(1, math.ceil(request_bytes / bytes_per_token - 1e-9))
 
 
 def breakdown_per_gpu(p: MemoryPlan) -> dict[str, float]:
@@ -128,6 +134,7 @@ def concurrency_vs_context(r: Resolved, contexts: list[int] | None = None) -> li
         req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, base.tensor_parallel_size)
         rows.append({"context_tokens": ctx,
                      "textbook": memory.textbook_max_requests(base.gpu_memory_bytes, base.weight_bytes_per_gpu, req_gpu),
-                     "vllm_paged": base.num_gpu_blocks // blocks_per_request(ctx, r.deployment.block_size),
+                     "vllm_paged": base.num_gpu_blocks // blocks_per_request(
+                         effective_tokens(req_gpu, base.kv_bytes_per_token_per_gpu), r.deployment.block_size),
                      "contiguous": base.contiguous_max_requests})
     return rows
