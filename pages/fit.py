@@ -80,9 +80,15 @@ with st.expander("Formula: vLLM's KV pool, with your numbers"):
 # --- concurrency against context ---------------------------------------------------------------
 st.subheader("How many requests fit as the context grows")
 st.plotly_chart(concurrency_chart(concurrency_vs_context(r)), width="stretch")
-st.caption(f"Paged: a request holds ceil(tokens / {dep.block_size}) blocks of the pool. Contiguous: every request "
-           f"reserves max_model_len = {r.max_model_len:,} tokens up front, however short it is "
-           f"({plan.contiguous_max_requests} fit).")
+with st.expander("Formula: paged blocks against contiguous reservation, with your numbers"):
+    st.markdown(f"""
+- Textbook: floor(({r.gpu.memory_gb:g} GB − weights per GPU) / (tokens × {plan.kv_bytes_per_token_per_gpu:,.0f} B per token per GPU)).
+- vLLM paged: a request of T tokens holds ceil(T / {dep.block_size}) blocks; requests = floor({plan.num_gpu_blocks:,} blocks
+  / blocks per request). Sliding-window layers cap T at the window.
+- Contiguous reservation (engines before PagedAttention): each request reserves max_model_len = {r.max_model_len:,}
+  tokens up front however short it is: floor(pool / ({r.max_model_len:,} × {plan.kv_bytes_per_token_per_gpu:,.0f} B))
+  = **{plan.contiguous_max_requests}** requests at any context.
+""")
 
 # --- tensor parallel options ---------------------------------------------------------------------
 st.subheader("Tensor-parallel options")
