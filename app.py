@@ -9,6 +9,7 @@ render_sidebar()
 
 PAGES = [
     st.Page("pages/fit.py", title="Does it fit?", icon=":material/memory:", default=True),
+    st.Page("pages/latency.py", title="Latency & throughput", icon=":material/speed:"),
     st.Page("pages/batching.py", title="Batching", icon=":material/view_timeline:"),
 ]
 st.navigation(PAGES).run()

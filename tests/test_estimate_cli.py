@@ -1,0 +1,68 @@
+"""`python -m planner estimate`: the JSON contract, the text output and the memory-limit error."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from planner.cli import main
+
+KEYS = {"prefill_s", "ttft_s", "tpot_s", "e2e_s", "tokens_per_s_per_user", "throughput_tokens_per_s", "bound",
+        "step_time_breakdown"}
+ARGS = ["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--batch", "32",
+        "--input-tokens", "2000", "--output-tokens", "300"]
+
+
+def run_json(capsys, argv) -> dict:
+    assert main(argv + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_contract(capsys):
+    out = run_json(capsys, ARGS)
+    assert KEYS <= out.keys()
+    assert out["bound"] in ("memory", "compute")
+    assert out["ttft_s"] == pytest.approx(out["prefill_s"])  # no queue wait
+    assert out["e2e_s"] == pytest.approx(out["ttft_s"] + 299 * out["tpot_s"])
+    assert out["tokens_per_s_per_user"] == pytest.approx(1 / out["tpot_s"])
+    # B × O / (batch prefill + all decode steps)
+    assert out["throughput_tokens_per_s"] == pytest.approx(32 * 300 / (out["prefill_s"] + 299 * out["tpot_s"]))
+    assert sum(out["step_time_breakdown"].values()) == pytest.approx(out["tpot_s"])
+
+
+def test_engine_profiles_differ(capsys):
+    vllm = run_json(capsys, ARGS + ["--engine", "vllm"])
+    trt = run_json(capsys, ARGS + ["--engine", "tensorrt-llm"])
+    assert vllm["engine"] == "vllm" and trt["engine"] == "tensorrt-llm"
+    assert vllm["tpot_s"] != trt["tpot_s"]
+
+
+def test_queue_wait_adds_to_ttft(capsys):
+    out = run_json(capsys, ARGS + ["--queue-wait-ms", "40"])
+    assert out["ttft_s"] == pytest.approx(out["prefill_s"] + 0.040)
+
+
+def test_batch_above_memory_limit_names_the_limit(capsys):
+    out = run_json(capsys, ARGS)
+    limit = out["max_batch"]
+    argv = [a if a != "32" else str(limit + 1) for a in ARGS]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--batch" in err and "memory limit" in err and f"at most {limit}" in err
+
+
+@pytest.mark.parametrize("flag", ["--batch", "--input-tokens", "--output-tokens"])
+def test_non_positive_workload_is_refused(capsys, flag):
+    argv = list(ARGS)
+    argv[argv.index(flag) + 1] = "0"
+    assert main(argv) == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_text_output_via_module():
+    res = subprocess.run([sys.executable, "-m", "planner", *ARGS], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "TTFT" in res.stdout and "TPOT" in res.stdout and "throughput" in res.stdout
