@@ -1,15 +1,19 @@
 """servingplan: the frame. Page config, the shared sidebar scenario, and navigation over pages/."""
 import streamlit as st
 
+from ui.report import render_report_downloads
 from ui.sidebar import render_sidebar
 
 st.set_page_config(page_title="servingplan: LLM serving capacity planner", page_icon="🧮", layout="wide")
 
-render_sidebar()
+scenario = render_sidebar()
+with st.sidebar:
+    render_report_downloads(scenario)
 
 PAGES = [
     st.Page("pages/fit.py", title="Does it fit?", icon=":material/memory:", default=True),
     st.Page("pages/latency.py", title="Latency & throughput", icon=":material/speed:"),
     st.Page("pages/batching.py", title="Batching", icon=":material/view_timeline:"),
+    st.Page("pages/walkthroughs.py", title="Walkthroughs", icon=":material/school:"),
 ]
 st.navigation(PAGES).run()
