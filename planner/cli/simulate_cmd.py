@@ -1,0 +1,149 @@
+"""`python -m planner simulate`: replay traffic against one replica and report TTFT, TPOT, e2e and queue wait
+percentiles, throughput, goodput, preemptions, prefix hits and rejections (a contract: keep the JSON keys)."""
+from __future__ import annotations
+
+import argparse
+import math
+
+from planner.cli import emit
+from planner.cli.scenario_args import add_scenario_args, resolved_from_args
+from planner.efficiency import DEFAULT_ENGINE, ENGINES
+from planner.errors import InputError
+from planner.serving import result_summary, run_serving
+from planner.traces import load_trace, rescale, sample
+from planner.traffic import ARRIVAL_PROCESSES, LengthDist, Workload, closed_loop, open_loop
+
+DEFAULT_INPUT = "lognormal:mean=1000,sigma=0.8"
+DEFAULT_OUTPUT = "lognormal:mean=200,sigma=0.8"
+DEFAULT_NUM_REQUESTS = 1000
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "simulate", help="simulate one replica serving open-loop, closed-loop or trace traffic",
+        description="Discrete-event simulation of one vLLM-like replica (continuous batching, chunked prefill, "
+                    "paged KV, preemption, optional prefix caching) with step times from the latency model. "
+                    "Length SPECs: fixed:N | uniform:LO,HI | lognormal:mean=M,sigma=S[,max=X] | empirical:TRACE.")
+    add_scenario_args(p)
+    p.add_argument("--engine", default=DEFAULT_ENGINE, choices=ENGINES, help="efficiency profile (default vllm)")
+    t = p.add_argument_group("traffic (pick one)").add_mutually_exclusive_group(required=True)
+    t.add_argument("--rate", type=float, help="open loop: mean arrivals per second")
+    t.add_argument("--users", type=int, help="closed loop: simulated users, each waiting for its reply")
+    t.add_argument("--trace", help="replay a trace file, or a shared trace: azure_conv, azure_code, mooncake")
+    g = p.add_argument_group("traffic options")
+    g.add_argument("--arrival", default="poisson", choices=ARRIVAL_PROCESSES, help="open-loop arrival process")
+    g.add_argument("--cv", type=float, default=None, help="gamma arrivals: coefficient of variation (1 = Poisson)")
+    g.add_argument("--think-time", type=float, default=None, help="closed loop: mean think time, seconds")
+    g.add_argument("--time-scale", type=float, default=1.0, help="trace: speed-up (2 = twice the arrival rate)")
+    g.add_argument("--num-requests", type=int, default=None,
+                   help=f"requests to simulate (default {DEFAULT_NUM_REQUESTS}; with --trace: a seeded random "
+                        "subset, which lowers the rate; default the whole trace)")
+    i = g.add_mutually_exclusive_group()
+    i.add_argument("--input-tokens", type=int, help="every prompt this long")
+    i.add_argument("--input-dist", help=f"prompt length SPEC (default {DEFAULT_INPUT})")
+    o = g.add_mutually_exclusive_group()
+    o.add_argument("--output-tokens", type=int, help="every output this long")
+    o.add_argument("--output-dist", help=f"output length SPEC (default {DEFAULT_OUTPUT})")
+    s = p.add_argument_group("server and SLO")
+    s.add_argument("--prefix-caching", action="store_true", help="reuse cached prefix blocks (trace hash_ids)")
+    s.add_argument("--max-queue", type=int, default=None, help="reject arrivals while this many wait (backpressure)")
+    s.add_argument("--slo-ttft-ms", type=float, default=None, help="goodput: TTFT target, ms")
+    s.add_argument("--slo-tpot-ms", type=float, default=None, help="goodput: TPOT target, ms")
+    s.add_argument("--seed", type=int, default=0, help="seed for arrivals, lengths and sampling (default 0)")
+    p.set_defaults(func=run)
+
+
+def _positive(flag: str, value, integer: bool = False, allow_zero: bool = False) -> None:
+    if value is None:
+        return
+    ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        raise InputError(flag, f"must be {'0 or more' if allow_zero else 'greater than 0'}, got {value:g}")
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    for flag, value in (("--rate", args.rate), ("--users", args.users), ("--time-scale", args.time_scale),
+                        ("--num-requests", args.num_requests), ("--input-tokens", args.input_tokens),
+                        ("--output-tokens", args.output_tokens), ("--cv", args.cv),
+                        ("--slo-ttft-ms", args.slo_ttft_ms), ("--slo-tpot-ms", args.slo_tpot_ms)):
+        _positive(flag, value)
+    _positive("--think-time", args.think_time, allow_zero=True)
+    _positive("--max-queue", args.max_queue, allow_zero=True)
+    _positive("--seed", args.seed, allow_zero=True)
+    if args.cv is not None and args.arrival != "gamma":
+        raise InputError("--cv", "applies only to --arrival gamma")
+    if args.users is not None and args.think_time is None:
+        raise InputError("--think-time", "is required with --users (seconds each user waits between replies)")
+    if args.users is None and args.think_time is not None:
+        raise InputError("--think-time", "applies only to --users")
+    if args.trace is None and args.time_scale != 1.0:
+        raise InputError("--time-scale", "applies only to --trace")
+    if args.trace is not None:
+        for flag in ("input_tokens", "input_dist", "output_tokens", "output_dist"):
+            if getattr(args, flag) is not None:
+                raise InputError("--" + flag.replace("_", "-"), "lengths come from the trace with --trace")
+        if args.arrival != "poisson":
+            raise InputError("--arrival", "a trace keeps its own arrival times (use --time-scale)")
+
+
+def _length(tokens: int | None, spec: str | None, default: str, flag: str) -> LengthDist:
+    if tokens is not None:
+        return LengthDist.parse(f"fixed:{tokens}", flag.replace("dist", "tokens"))
+    return LengthDist.parse(spec or default, flag)
+
+
+def workload_from_args(args: argparse.Namespace) -> Workload:
+    """The traffic the flags describe (flags already checked)."""
+    n = args.num_requests
+    if args.trace is not None:
+        try:
+            wl = load_trace(args.trace)
+        except InputError as err:
+            raise InputError("--trace", str(err)) from None
+        if n is not None:
+            wl = sample(wl, max_requests=n, seed=args.seed)
+        return rescale(wl, args.time_scale)
+    prompt = _length(args.input_tokens, args.input_dist, DEFAULT_INPUT, "--input-dist")
+    output = _length(args.output_tokens, args.output_dist, DEFAULT_OUTPUT, "--output-dist")
+    n = n or DEFAULT_NUM_REQUESTS
+    if args.users is not None:
+        return closed_loop(args.users, n, args.think_time, prompt, output, seed=args.seed)
+    cv = args.cv if args.cv is not None else 1.0
+    return open_loop(n, args.rate, prompt, output, args.arrival, cv, seed=args.seed)
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_flags(args)
+    r = resolved_from_args(args)
+    wl = workload_from_args(args)
+    slo_ttft = args.slo_ttft_ms / 1e3 if args.slo_ttft_ms else None
+    slo_tpot = args.slo_tpot_ms / 1e3 if args.slo_tpot_ms else None
+    res = run_serving(r, wl, args.engine, args.prefix_caching, args.max_queue, slo_ttft, slo_tpot, args.seed)
+    out = result_summary(res)
+    out.update(model=r.model.name, gpu=r.gpu.id, tp=r.deployment.tensor_parallel_size, engine=args.engine,
+               prefix_caching=args.prefix_caching, max_queue=args.max_queue)
+    emit(out, args.json, _text(out))
+    return 0
+
+
+def _ms(stat: dict) -> str:
+    return "  ".join(f"{k} {'–' if v is None else f'{v * 1e3:,.1f}':>9}" for k, v in stat.items())
+
+
+def _text(s: dict) -> str:
+    good = "" if s["slo_attainment"] is None or (s["slo_ttft_s"] is None and s["slo_tpot_s"] is None) else \
+        f"; goodput {s['goodput_requests_per_s']:,.2f} req/s ({s['slo_attainment']:.1%} met the SLO)"
+    lines = [f"{s['model']} on {s['gpu']} (TP={s['tp']}), engine {s['engine']}, one replica, seed {s['seed']}",
+             f"  traffic: {s['source']}",
+             f"  {s['completed']:,} of {s['num_requests']:,} completed, {s['rejected']:,} rejected "
+             f"({s['rejected_queue_full']:,} queue full, {s['rejected_too_long']:,} too long); "
+             f"{s['simulated_s']:,.1f} s simulated in {s['wall_s']:.2f} s",
+             "  latency (ms)"]
+    for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("end-to-end", "e2e_s"), ("queue wait", "queue_s")):
+        lines.append(f"    {label:<11} {_ms(s[key])}")
+    tput = s["throughput_tokens_per_s"] or 0.0
+    lines += [f"  throughput {tput:,.0f} output tokens/s, {s['throughput_requests_per_s'] or 0:,.2f} req/s{good}",
+              f"  KV use mean {s['mean_kv_use']:.1%}, peak {s['peak_kv_use']:.1%} of {s['kv_pool_tokens']:,} tokens; "
+              f"mean batch {s['mean_running']:,.1f}, max queue {s['max_waiting']:,}",
+              f"  preemptions {s['preemptions']:,}, prefix hit rate {s['prefix_hit_rate']:.1%}"]
+    return "\n".join(lines)
