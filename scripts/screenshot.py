@@ -30,9 +30,10 @@ def shoot(url: str, out: Path, titles: list[str], height: int = 2400) -> list[Pa
         page.goto(url)
         page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=30000)
         wait_idle(page)
-        links = titles or [a.inner_text() for a in page.locator('[data-testid="stSidebarNav"] a').all()]
+        nav = page.locator('[data-testid="stSidebarNav"] a')
+        links = titles or [a.inner_text().splitlines()[-1].strip() for a in nav.all()]
         for title in links:
-            page.get_by_role("link", name=title).first.click()
+            nav.filter(has_text=title).first.click()
             wait_idle(page)
             path = out / f"{title.lower().replace(' ', '_').replace('?', '').replace('&', 'and')}.png"
             page.screenshot(path=str(path), full_page=True)

@@ -1,0 +1,41 @@
+"""Techniques: each serving technique of the primer as a what-if on your scenario: what it saves, what it costs,
+and when it stops paying."""
+import streamlit as st
+
+from planner.errors import InputError
+from ui.state import current_resolved, current_scenario
+from ui.techniques_data import Request, prepare_widget_state
+from ui.techniques_hw_tabs import quant_tab, tp_tab
+from ui.techniques_memory_tabs import flash_tab, lora_tab, paged_tab
+from ui.techniques_speed_tabs import prefix_tab, spec_decode_tab
+
+st.title("Techniques")
+try:
+    r = current_resolved()
+except InputError as err:
+    st.error(f"{err.field}: {err.message}")
+    st.stop()
+
+sj = current_scenario().model_dump_json()
+dep = r.deployment
+st.caption(f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_parallel_size} · weights "
+           f"{r.weights.label} · KV {r.kv.label} · vLLM profile. Each tab changes one thing about this scenario.")
+c = st.columns(3)
+prompt = c[0].number_input("Prompt tokens", 1, 10_000_000, 2000, step=100, key="tech_prompt")
+output = c[1].number_input("Output tokens", 1, 10_000_000, 300, step=50, key="tech_output")
+batch = c[2].number_input("Batch (requests decoding together)", 1, 100_000, 8, key="tech_batch")
+if prompt + output > r.max_model_len:
+    st.error(f"Prompt + output tokens: {prompt + output:,} exceeds max_model_len {r.max_model_len:,}")
+    st.stop()
+q = Request(int(prompt), int(output), int(batch))
+prepare_widget_state(q.prompt, q.output, q.batch, r.max_model_len)
+
+# Only the open tab runs (on_change="rerun"), which keeps a rerun fast; the hidden tabs' widgets keep their values.
+TABS = {"Speculative decoding": lambda: spec_decode_tab(sj, r, q), "Prefix caching": lambda: prefix_tab(sj, r, q),
+        "PagedAttention": lambda: paged_tab(sj, r, q), "FlashAttention": lambda: flash_tab(r, q),
+        "Quantization": lambda: quant_tab(sj, r, q), "Tensor parallelism": lambda: tp_tab(sj, r, q),
+        "Multi-LoRA": lambda: lora_tab(sj, r, q)}
+for tab, render in zip(st.tabs(list(TABS), key="tech_tab", on_change="rerun"), TABS.values()):
+    if tab.open:
+        with tab:
+            render()

@@ -1,0 +1,105 @@
+"""Headless test of pages/techniques.py: every tab runs and shows its key numbers; widgets rerun it; reruns are fast."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+
+PAGE = str(ROOT / "pages" / "techniques.py")
+TABS = ["Speculative decoding", "Prefix caching", "PagedAttention", "FlashAttention", "Quantization",
+        "Tensor parallelism", "Multi-LoRA"]
+KEY_METRICS = {
+    "Speculative decoding": ("Expected tokens per pass", "Speed-up at batch 8", "Best k", "Draft weights per GPU"),
+    "Prefix caching": ("TTFT, given rates", "TTFT, roofline", "Prefill FLOPs saved", "KV blocks saved"),
+    "PagedAttention": ("Contiguous: max requests", "Paged: max requests", "Paged: memory wasted"),
+    "FlashAttention": ("Standard: scores per layer", "FlashAttention: HBM", "Less HBM for scores"),
+    "Quantization": ("KV per token, every format", "Fastest decode at batch 1", "Most requests"),
+    "Tensor parallelism": ("Smallest TP that fits", "Lowest TPOT (batch 1)", "Most tokens/s per GPU"),
+    "Multi-LoRA": ("One adapter", "4 slots per GPU", "Max requests", "Adapters that fit"),
+}
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def open_tab(at: AppTest, label: str) -> AppTest:
+    at.session_state["tech_tab"] = label
+    return at.run()
+
+
+@pytest.fixture(scope="module")
+def at() -> AppTest:
+    return AppTest.from_file(PAGE, default_timeout=60).run()
+
+
+@pytest.mark.parametrize("tab", TABS)
+def test_each_tab_runs_and_shows_its_key_numbers(at, tab):
+    open_tab(at, tab)
+    assert not at.exception
+    assert not at.error
+    m = metrics(at)
+    for label in KEY_METRICS[tab]:
+        assert label in m, (tab, label, list(m))
+    assert at.get("plotly_chart"), tab
+    assert any(e.label.startswith("Formula") for e in at.expander), tab
+
+
+def test_pinned_figures_on_defaults(at):
+    m = metrics(open_tab(at, "Speculative decoding"))
+    assert m["Expected tokens per pass"] == "3.36"  # α 0.8, k 4
+    assert "3 accepted + 1 from the target = 4 tokens" in " ".join(at.table[0].value["what"])
+    assert metrics(open_tab(at, "Prefix caching"))["TTFT, given rates"] == "240 → 90 ms"
+    assert metrics(open_tab(at, "Quantization"))["KV per token, every format"] == "131,072 B"
+    assert metrics(open_tab(at, "FlashAttention"))["Less HBM for scores"] == "1,000×"  # 2,000 × 2 B / 4 B
+    m = metrics(open_tab(at, "Multi-LoRA"))
+    # Llama-3.1-8B rank 16 on q,k,v,o (8 KV heads × 128 = 1,024 for k and v):
+    # 16 × [(4096 + 4096) + 2 × (4096 + 1024) + (4096 + 4096)] × 32 layers × 2 B = 27,262,976 B
+    assert m["One adapter"] == "27.26 MB"
+
+
+def test_widget_change_reruns_and_values_survive_a_tab_switch(at):
+    open_tab(at, "Speculative decoding")
+    at.slider(key="tech_alpha").set_value(0.5).run()
+    assert not at.exception
+    assert metrics(at)["Expected tokens per pass"] == "1.94"  # (1 − 0.5^5) / 0.5 = 1.9375
+    open_tab(at, "Prefix caching")
+    at.number_input(key="tech_prefix").set_value(1000).run()
+    assert metrics(at)["TTFT, given rates"] == "240 → 140 ms"
+    open_tab(at, "Speculative decoding")
+    assert at.slider(key="tech_alpha").value == 0.5
+    at.number_input(key="tech_batch").set_value(256).run()
+    assert "Speed-up at batch 256" in metrics(at)
+
+
+def test_mooncake_hit_rate_behind_a_button(at):
+    open_tab(at, "Prefix caching")
+    at.button(key="tech_mooncake").click().run()
+    assert not at.exception
+    m = metrics(at)
+    for label in ("Mooncake hit rate (infinite cache)", "Mooncake hit rate (LRU, your KV pool)"):
+        assert 0 < float(m[label].rstrip("%")) < 100
+
+
+def test_charts_have_titles(at):
+    open_tab(at, "Speculative decoding")
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert any("fades" in t for t in titles) and any("Best k" in t for t in titles)
+
+
+def test_rerun_is_fast_on_defaults():
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    for tab in TABS:
+        open_tab(at, tab)
+        best = min(_timed_run(at) for _ in range(3))
+        assert best < 0.3, (tab, best)
+
+
+def _timed_run(at: AppTest) -> float:
+    t0 = time.perf_counter()
+    at.run()
+    return time.perf_counter() - t0
