@@ -1,0 +1,188 @@
+"""Validation: how accurate is the planner? Published measurements, calibration from your own load test, and the plan
+for that load test."""
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from planner.calibration_points import MEASUREMENTS_CSV
+from planner.efficiency import ENGINES, FIT_FIELDS, choose_profile
+from planner.errors import InputError
+from planner.latency import memory_limit, sweep
+from planner.loadtest_plan import load_test_plan
+from planner.perf_model import PerfModel
+from planner.scenario import Scenario, resolve
+from planner.profile_fit import applicable_profile, fit_user_profile, profile_yaml
+from planner.user_calibration import CSV_COLUMNS, parse_upload
+from planner.validation import (KV_CSV, coverage_table, error_summary, kv_table, overall, pair_status,
+                                points_table)
+from ui.charts.validation import before_after_chart, error_by_group_chart, parity_chart
+from ui.state import current_resolved, current_scenario
+
+PROFILE_KEY, TARGET_KEY = "calibration_profile", "calibration_target"  # read by the other pages
+ERROR_COLUMNS = {"median_abs_error_pct": "median |error| %", "p90_abs_error_pct": "p90 |error| %"}
+
+
+@st.cache_data(show_spinner=False)
+def published(points_csv: str, kv_csv: str, mtimes: tuple[float, float]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Predicted against measured for both measurement files (mtimes only key the cache)."""
+    return points_table(Path(points_csv)), kv_table(Path(kv_csv))
+
+
+@st.cache_data(show_spinner=False)
+def published_figures(points_csv: str, kv_csv: str, mtimes: tuple[float, float], color: str):
+    """The parity scatter and the error-by-metric bars (plotly builds them slowly: ~60 ms)."""
+    both = pd.concat(published(points_csv, kv_csv, mtimes), ignore_index=True)
+    return parity_chart(both, color), error_by_group_chart(error_summary(both, "metric"), "metric")
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def fitted(text: str, name: str, scenario_json: str, engine: str):
+    """Parse an upload and fit the profile for the scenario (cached on the text, scenario and engine)."""
+    data = parse_upload(name, text)
+    r = resolve(Scenario.model_validate_json(scenario_json))
+    return data, fit_user_profile(r, engine, data, choose_profile(engine, r.gpu.family).profile, name)
+
+
+st.title("Validation")
+st.caption("How accurate is the planner? Every published measurement against the model's prediction, your own "
+           "benchmark to make it exact for your setup, and the commands to measure it.")
+try:
+    s, r = current_scenario(), current_resolved()
+except InputError as err:
+    st.error(f"{err.field}: {err.message}")
+    st.stop()
+
+files = (str(MEASUREMENTS_CSV), str(KV_CSV), (MEASUREMENTS_CSV.stat().st_mtime, KV_CSV.stat().st_mtime))
+pts, kv = published(*files)
+both = pd.concat([pts, kv], ignore_index=True)
+tab_pub, tab_cal, tab_plan = st.tabs(["Published measurements", "Calibrate from your benchmark", "Load-test plan"])
+
+# --- 1. published measurements -------------------------------------------------------------------------------------
+with tab_pub:
+    o, ok = overall(pts), overall(kv)
+    m = st.columns(4)
+    m[0].metric("Latency points predicted", f"{o['n']} of {len(pts)}",
+                help=f"{o['unpredicted']} measured at a request rate need the serving simulator")
+    m[1].metric("Median |error|", f"{o['median_abs_error_pct']:.1f}%", help="latency and throughput points")
+    m[2].metric("90th percentile |error|", f"{o['p90_abs_error_pct']:.1f}%")
+    m[3].metric("KV capacity: median |error|", f"{ok['median_abs_error_pct']:.1f}%",
+                help=f"vLLM '# GPU blocks' log lines, {ok['n']} of {len(kv)} rebuilt as scenarios")
+    color = st.selectbox("Colour points by", ["metric", "gpu", "engine", "source"], key="val_color")
+    parity, by_metric = published_figures(*files, color)
+    st.plotly_chart(parity, width="stretch", key="val_chart_parity")
+    st.caption("In-sample for the latency points: the same measurements fitted data/efficiency.yaml. The KV rows "
+               "are out-of-sample except B10. Dotted lines: ±25%.")
+    st.subheader("Error by source, metric and GPU")
+    table = error_summary(both, ["source", "metric", "gpu"]).round(1).rename(columns=ERROR_COLUMNS)
+    st.dataframe(table, hide_index=True, width="stretch", key="val_table_errors")
+    st.plotly_chart(by_metric, width="stretch", key="val_chart_metric")
+    st.subheader("Calibrated or estimated: the GPU/engine pairs measured")
+    pairs = pair_status(pts)[["gpu", "engine", "calibration", "status", "profile", "n", "median_abs_error_pct"]]
+    st.dataframe(pairs.round(1).rename(columns=ERROR_COLUMNS), hide_index=True, width="stretch",
+                 key="val_table_pairs")
+    st.caption("calibrated: the profile was fitted on that GPU family's own points (status partial: few points, "
+               "unpinned constants at their priors); estimated: the engine's default stands in.")
+    with st.expander("Every GPU × engine a user can pick: calibrated or estimated"):
+        st.dataframe(coverage_table(), hide_index=True, width="stretch", key="val_table_coverage")
+    with st.expander("vLLM KV capacity: observed against predicted GPU blocks"):
+        st.dataframe(kv[["id", "model", "gpu", "tp", "vllm_version", "measured", "predicted", "error_pct", "reason"]]
+                     .round(1), hide_index=True, width="stretch", key="val_table_kv")
+    with st.expander("Every point, with the reason when it is not predicted"):
+        cols = ["id", "source", "model", "gpu", "engine", "metric", "unit", "measured", "predicted", "error_pct",
+                "profile", "status", "reason"]
+        st.dataframe(pts[cols].round(2), hide_index=True, width="stretch", key="val_table_points")
+
+# --- 2. calibration from the user's own results ---------------------------------------------------------------------
+with tab_cal:
+    engine = st.selectbox("Engine you measured", ENGINES, key="val_engine")
+    base = choose_profile(engine, r.gpu.family)
+    st.caption(f"Fits the constants of **{base.engine}/{r.gpu.family}** (now {base.status}, from "
+               f"{base.source_key}) for {r.model.name} on {r.deployment.num_gpus} × {r.gpu.name}, TP "
+               f"{r.deployment.tensor_parallel_size}, weights {r.weights.label}: set the sidebar to what you measured.")
+    up = st.file_uploader("vLLM benchmark_serving --save-result JSON, GuideLLM JSON report, or CSV",
+                          type=["json", "csv"], key="val_upload")
+    pasted = st.text_area("…or paste the file's contents", key="val_paste", height=100,
+                          placeholder=",".join(CSV_COLUMNS) + "\n8,512,256,10.5,133.9")
+    text = up.getvalue().decode("utf-8-sig", errors="replace") if up is not None else pasted.strip()
+    name = up.name if up is not None else "pasted text"
+    data = fit = None
+    if not text:
+        stored = st.session_state.get(TARGET_KEY)
+        if stored and st.button(f"Clear the calibration from {stored['source']} ({stored['engine']}/"
+                                f"{stored['gpu_family']})", key="val_clear"):
+            st.session_state.pop(PROFILE_KEY, None)
+            st.session_state.pop(TARGET_KEY, None)
+        st.info(f"Upload the result of a load test (see *Load-test plan*), or a CSV with columns "
+                f"{', '.join(CSV_COLUMNS)} (one of the two times may be blank). With TPOT at two or more batch "
+                "sizes or contexts the memory efficiency and step overhead are fitted; with TTFT, the matmul "
+                "efficiency; the other constants keep the planner's values.")
+    else:
+        try:
+            data, fit = fitted(text, name, s.model_dump_json(), engine)
+        except InputError as err:
+            st.error(f"{err.field}: {err.message}")
+    if fit is not None:
+        if data.model_id and data.model_id.lower() not in (s.model.lower(), r.model.name.lower()):
+            st.warning(f"The results name model {data.model_id!r}; the scenario is {r.model.name}. "
+                       "Pick the measured model in the sidebar, or the fit describes the wrong model.")
+        c = st.columns(3)
+        c[0].metric("Points read", f"{len(data.points)} ({data.kind})")
+        c[1].metric("Median |error| before", f"{fit.median_abs_before_pct:.1f}%")
+        c[2].metric("Median |error| after", f"{fit.median_abs_after_pct:.1f}%",
+                    delta=f"{fit.median_abs_after_pct - fit.median_abs_before_pct:.1f} pts", delta_color="inverse")
+        for note in data.notes:
+            st.caption(f"Approximation: {note}.")
+        st.plotly_chart(before_after_chart(fit.table), width="stretch", key="val_chart_before_after")
+        consts = pd.DataFrame([{"constant": f, "planner": getattr(fit.base, f), "fitted": getattr(fit.profile, f),
+                                "from your data": f in fit.fitted_fields} for f in FIT_FIELDS])
+        st.dataframe(consts, hide_index=True, width="stretch", key="val_table_constants",
+                     column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("planner", "fitted")})
+        st.dataframe(fit.table.round(2), hide_index=True, width="stretch", key="val_table_fit")
+        if st.toggle("Apply to the scenario (other pages use these constants for this GPU family and engine)",
+                     value=True, key="val_apply"):
+            st.session_state[PROFILE_KEY] = fit.profile
+            st.session_state[TARGET_KEY] = {"engine": fit.engine, "gpu_family": fit.gpu_family, "source": name}
+        else:
+            st.session_state.pop(PROFILE_KEY, None)
+            st.session_state.pop(TARGET_KEY, None)
+        st.download_button("Download the constants (data/efficiency.yaml entry)", profile_yaml(fit),
+                           file_name=f"efficiency-{fit.engine}-{fit.gpu_family}.yaml", mime="application/x-yaml",
+                           key="val_download")
+
+# --- predictions with the calibration, and the load-test plan -------------------------------------------------------
+user_profile = applicable_profile(st.session_state.get(TARGET_KEY), st.session_state.get(PROFILE_KEY),
+                                  st.session_state.get("val_engine", "vllm"), r.gpu.family)
+pm = PerfModel(r, st.session_state.get("val_engine", "vllm"), profile=user_profile)
+with tab_cal:
+    if user_profile is not None:
+        i, o = 1024, 256
+        limit = max(1, memory_limit(r, i, o))
+        batches = sorted({b for b in (1, 8, 32, 128) if b <= limit} | {min(limit, 256)})
+        planner_pm = PerfModel(r, pm.choice.engine)
+        a, b = sweep(planner_pm, batches, i, o), sweep(pm, batches, i, o)
+        st.markdown(f"**The scenario with your calibration** ({i:,} prompt, {o} output tokens, static batches)")
+        st.dataframe(pd.DataFrame({"batch": batches, "TTFT planner (ms)": a["ttft_s"] * 1e3,
+                                   "TTFT calibrated (ms)": b["ttft_s"] * 1e3, "TPOT planner (ms)": a["tpot_s"] * 1e3,
+                                   "TPOT calibrated (ms)": b["tpot_s"] * 1e3}).round(2),
+                     hide_index=True, width="stretch", key="val_table_scenario")
+
+with tab_plan:
+    c = st.columns(2)
+    input_tokens = int(c[0].number_input("Prompt tokens", 1, 1_000_000, 1024, step=128, key="val_input"))
+    output_tokens = int(c[1].number_input("Output tokens", 2, 1_000_000, 256, step=64, key="val_output"))
+    if input_tokens + output_tokens > r.max_model_len:
+        st.error(f"Prompt + output tokens: {input_tokens + output_tokens:,} exceeds max_model_len {r.max_model_len:,}")
+        st.stop()
+    if memory_limit(r, input_tokens, output_tokens) < 1:
+        st.info("Not one request of this length fits the KV pool: see *Does it fit?*.")
+        st.stop()
+    plan = load_test_plan(s, r, input_tokens, output_tokens, pm=pm)
+    st.markdown("**1. Start the server with the planner's settings**")
+    st.code(plan.serve, language="bash", wrap_lines=True)
+    st.markdown("**2. Sweep the request rate** (one result JSON per rate; upload any of them under *Calibrate*)")
+    st.code(plan.bench, language="bash", wrap_lines=True)
+    st.markdown("**…or with GuideLLM** (one JSON report for the whole sweep)")
+    st.code(plan.guidellm, language="bash", wrap_lines=True)
+    for note in plan.notes:
+        st.caption(note)

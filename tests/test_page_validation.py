@@ -1,0 +1,83 @@
+"""The Validation page, headless: published errors, a pasted calibration, bad uploads, the load-test plan."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from planner.efficiency import EfficiencyProfile
+
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+@pytest.fixture
+def page() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "pages" / "validation.py"), default_timeout=60)
+    return at.run()
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_default_page_shows_the_published_errors(page):
+    assert not page.exception and not page.error
+    m = metrics(page)
+    assert m["Latency points predicted"] == "85 of 101"
+    assert m["Median |error|"].endswith("%") and m["KV capacity: median |error|"].endswith("%")
+    parity = json.loads(page.get("plotly_chart")[0].proto.spec)
+    assert parity["data"][0]["name"] == "y = x"
+    names = {t["name"] for t in parity["data"][3:]}  # one trace per metric after y = x and the ±25 % lines
+    assert {"token_time (TBT/TPOT)", "generation_speed", "gpu_blocks (vLLM KV capacity)"} <= names
+    assert len(names) == 8  # 8 latency metrics + the KV capacity, less the ITL slope (~7e-4 ms) kept off the axes
+    assert "C215" in parity["layout"]["title"]["text"]
+    assert any(set(d.value.columns) >= {"source", "metric", "gpu", "median |error| %"} for d in page.dataframe)
+    assert any("calibration" in d.value.columns for d in page.dataframe)
+    assert "calibration_profile" not in page.session_state
+
+
+def test_colour_choice_regroups_the_scatter(page):
+    page.selectbox(key="val_color").set_value("gpu").run()
+    names = {t["name"] for t in json.loads(page.get("plotly_chart")[0].proto.spec)["data"]}
+    assert {"A100-80GB", "H100-SXM"} <= names
+
+
+def test_pasted_results_are_fitted_and_applied(page):
+    page.text_area(key="val_paste").set_value((FIXTURES / "user_points.csv").read_text()).run()
+    assert not page.exception and not page.error
+    m = metrics(page)
+    assert m["Points read"] == "5 (csv)"
+    before, after = (float(m[k].rstrip("%")) for k in ("Median |error| before", "Median |error| after"))
+    assert after < before
+    prof = page.session_state["calibration_profile"]
+    assert isinstance(prof, EfficiencyProfile) and prof.status == "calibrated"
+    assert page.session_state["calibration_target"]["gpu_family"] == "hopper"
+    assert any("TPOT calibrated (ms)" in d.value.columns for d in page.dataframe)
+    page.toggle(key="val_apply").set_value(False).run()
+    assert "calibration_profile" not in page.session_state
+
+
+def test_guidellm_report_names_its_approximation(page):
+    page.text_area(key="val_paste").set_value((FIXTURES / "guidellm.json").read_text()).run()
+    assert not page.exception
+    assert metrics(page)["Points read"] == "2 (guidellm)"
+    assert any("concurrency" in c.value for c in page.caption)
+
+
+@pytest.mark.parametrize("name, field", [("bad_nonnumeric.csv", "row 3, column output_tokens"),
+                                         ("bad_nan.json", "result.mean_ttft_ms")])
+def test_bad_upload_is_named_and_the_page_lives_on(page, name, field):
+    page.text_area(key="val_paste").set_value((FIXTURES / name).read_text()).run()
+    assert not page.exception
+    assert any(field in e.value for e in page.error)
+    assert any("vllm serve" in c.value for c in page.code)  # the load-test plan still renders
+
+
+def test_load_test_plan_follows_the_inputs(page):
+    serve = page.code[0].value
+    assert serve.startswith("vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1")
+    page.number_input(key="val_input").set_value(3000).run()
+    assert "--random-input-len 3000" in page.code[1].value
+    assert "prompt_tokens=3000" in page.code[2].value

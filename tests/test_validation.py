@@ -1,0 +1,117 @@
+"""planner.validation: predicted against measured for both measurement files, reasons, summaries, coverage."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from planner.calibration_points import NEEDS_SIMULATOR, evaluate
+from planner.efficiency import choose_profile
+from planner.errors import InputError
+from planner.validation import (KV_ROWS, coverage_table, error_summary, kv_table, overall, pair_status,
+                                points_table, predicted_blocks, read_point_rows, summary_dict)
+
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def published():
+    return points_table()
+
+
+def test_published_points_match_the_calibration_module(published):
+    ref = evaluate().set_index("id")
+    mine = published.set_index("id")
+    assert list(mine.index) == list(ref.index)  # one row per CSV row, in file order
+    used = ref["excluded"] == ""
+    np.testing.assert_allclose(mine.loc[used, "predicted"], ref.loc[used, "predicted"], rtol=1e-12)
+    assert (mine.loc[used, "profile"] == ref.loc[used, "profile"]).all()
+
+
+def test_every_row_is_predicted_or_says_why(published):
+    predicted = published["predicted"].notna()
+    assert (published.loc[predicted, "reason"] == "").all()
+    assert (published.loc[~predicted, "reason"] != "").all()
+    assert set(published.loc[~predicted, "reason"]) == {NEEDS_SIMULATOR}  # the 16 SGLang/vLLM points at 4 and 8 QPS
+    assert (~predicted).sum() == 16
+
+
+def test_error_is_signed_percent_of_measured(published):
+    r = published.dropna(subset=["predicted"]).iloc[0]
+    assert r["error_pct"] == pytest.approx(100 * (r["predicted"] - r["measured"]) / r["measured"])
+
+
+def test_summaries_count_every_predicted_point(published):
+    s = summary_dict(published)
+    assert sum(v["n"] for v in s.values()) == 85
+    for v in s.values():
+        assert 0 <= v["median_abs_error_pct"] <= v["p90_abs_error_pct"]
+    o = overall(published)
+    assert (o["n"], o["unpredicted"]) == (85, 16)
+    assert o["median_abs_error_pct"] < 15  # the calibration targets (decode 15%, prefill 20%) hold overall
+    by = error_summary(published, ["source", "metric", "gpu"])
+    assert by["n"].sum() == 85 and {"source", "metric", "gpu"} <= set(by.columns)
+
+
+def test_kv_rows_match_the_capacity_test_mapping():
+    from test_vllm_capacity import ROWS, predicted_blocks as test_predicted_blocks
+    assert KV_ROWS == ROWS  # one mapping: the test could import planner.validation.KV_ROWS instead
+    assert predicted_blocks("B03") == test_predicted_blocks("B03")
+
+
+def test_kv_table_predicts_the_rebuilt_rows_and_explains_the_rest():
+    kv = kv_table().set_index("id")
+    assert set(kv.index[kv["predicted"].notna()]) == set(KV_ROWS)
+    assert abs(kv.loc["B03", "error_pct"]) < 2 and abs(kv.loc["B10", "error_pct"]) < 2
+    assert "PR #2031" in kv.loc["B14", "reason"] and math.isnan(kv.loc["B15", "predicted"])
+
+
+def test_rows_it_cannot_predict_keep_a_reason():
+    df = points_table(FIXTURES / "points_mixed.csv").set_index("id")
+    assert "unknown model" in df.loc["X02", "reason"] and math.isnan(df.loc["X02", "predicted"])
+    assert df.loc["X03", "reason"] == NEEDS_SIMULATOR
+    # X01 copies C129 (Llama-2-7B, A100, TensorRT-LLM, TTFT at 128 tokens): same prediction
+    c129 = evaluate().set_index("id").loc["C129", "predicted"]
+    assert df.loc["X01", "predicted"] == pytest.approx(c129)
+    # X05 names a catalogue GPU id (L4): no vLLM calibration for Ada, so the default profile is estimated
+    assert (df.loc["X05", "gpu"], df.loc["X05", "status"], df.loc["X05", "profile"]) == ("L4", "estimated",
+                                                                                        "vllm/default")
+
+
+def test_malformed_csv_names_row_and_column():
+    with pytest.raises(InputError, match=r"row 3 \(X02\), column value"):
+        read_point_rows(FIXTURES / "bad_points.csv")
+    with pytest.raises(InputError, match="missing column"):
+        read_point_rows(text="id,model\nA,b\n")
+    with pytest.raises(InputError, match="no rows"):
+        read_point_rows(text=(FIXTURES / "points_mixed.csv").read_text().splitlines()[0] + "\n")
+    header = (FIXTURES / "points_mixed.csv").read_text().splitlines()[:2]
+    for bad in ("nan", "-3", "0"):
+        row = header[1].replace(",16.2,", f",{bad},")
+        with pytest.raises(InputError, match="column value"):
+            read_point_rows(text=header[0] + "\n" + row + "\n")
+
+
+def test_a_profile_under_test_replaces_the_catalogue_one():
+    base = choose_profile("tensorrt-llm", "ampere").profile
+    slow = base.model_copy(update={"matmul_efficiency": base.matmul_efficiency / 2})
+    df = points_table(FIXTURES / "points_mixed.csv", profiles={"tensorrt-llm/ampere": slow}).set_index("id")
+    ref = points_table(FIXTURES / "points_mixed.csv").set_index("id")
+    assert df.loc["X01", "status"] == "user-calibrated"
+    assert df.loc["X01", "predicted"] > ref.loc["X01", "predicted"]  # TTFT is compute-bound: half the FLOP/s
+
+
+def test_coverage_marks_calibrated_and_estimated_pairs():
+    cov = coverage_table().set_index(["gpu", "engine"])
+    assert cov.loc[("A100-80GB", "tensorrt-llm"), "calibration"] == "calibrated"
+    assert cov.loc[("H100-SXM", "vllm"), ("status", "calibration")].tolist() == ["partial", "calibrated"]
+    assert cov.loc[("L4", "vllm"), ("status", "calibration")].tolist() == ["estimated", "estimated"]
+
+
+def test_pair_status_lists_the_measured_pairs(published):
+    pairs = pair_status(published)
+    assert pairs["n"].sum() == 85
+    assert set(zip(pairs["gpu"], pairs["engine"])) >= {("A100-80GB", "vllm"), ("H100-SXM", "tensorrt-llm")}
+    assert set(pairs["calibration"]) == {"calibrated"}
