@@ -19,7 +19,7 @@ from planner.validation import (KV_CSV, coverage_table, error_summary, kv_table,
 from ui.charts.validation import before_after_chart, error_by_group_chart, parity_chart
 from ui.state import current_resolved, current_scenario
 
-PROFILE_KEY, TARGET_KEY = "calibration_profile", "calibration_target"  # read by the other pages
+from ui.state import PROFILE_KEY, TARGET_KEY  # noqa: E402  (the sidebar puts the calibration into the scenario)
 ERROR_COLUMNS = {"median_abs_error_pct": "median |error| %", "p90_abs_error_pct": "p90 |error| %"}
 
 
@@ -159,7 +159,7 @@ with tab_cal:
         i, o = 1024, 256
         limit = max(1, memory_limit(r, i, o))
         batches = sorted({b for b in (1, 8, 32, 128) if b <= limit} | {min(limit, 256)})
-        planner_pm = PerfModel(r, pm.choice.engine)
+        planner_pm = PerfModel(r, pm.choice.engine, profile=choose_profile(pm.choice.engine, r.gpu.family).profile)
         a, b = sweep(planner_pm, batches, i, o), sweep(pm, batches, i, o)
         st.markdown(f"**The scenario with your calibration** ({i:,} prompt, {o} output tokens, static batches)")
         st.dataframe(pd.DataFrame({"batch": batches, "TTFT planner (ms)": a["ttft_s"] * 1e3,

@@ -80,7 +80,13 @@ class PerfModel:
 
     def __init__(self, r: Resolved, engine: str = DEFAULT_ENGINE, profile: EfficiencyProfile | None = None):
         self.resolved = r
-        if profile is None:
+        cal = r.calibration
+        if profile is None and cal is not None and cal.applies_to(engine, r.gpu.family):
+            # the user's own fit (Validation page) replaces the catalogue's constants for its engine and family
+            self.choice = ProfileChoice(engine.lower(), r.gpu.family, cal.profile.model_copy(update={
+                "status": "calibrated", "note": f"your calibration from {cal.source}"}),
+                f"{engine.lower()}/{r.gpu.family} (your calibration)")
+        elif profile is None:
             self.choice: ProfileChoice = choose_profile(engine, r.gpu.family)
         else:  # a profile under test (the fit script): no lookup in data/efficiency.yaml
             self.choice = ProfileChoice(engine.lower(), r.gpu.family, profile, f"{engine.lower()}/{r.gpu.family}")

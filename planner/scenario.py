@@ -10,9 +10,24 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from planner.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
+from planner.efficiency import EfficiencyProfile
 from planner.errors import InputError
 from planner.precision import KVPrecision, WeightPrecision, resolve_kv_bytes
 from planner.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
+
+
+class Calibration(BaseModel):
+    """Efficiency constants the user fitted on their own benchmark results, for one engine and GPU family."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    engine: str
+    gpu_family: str
+    profile: EfficiencyProfile
+    source: str = "your benchmark results"
+
+    def applies_to(self, engine: str, gpu_family: str) -> bool:
+        return self.engine.lower() == engine.lower() and self.gpu_family.lower() == gpu_family.lower()
 
 
 class Scenario(BaseModel):
@@ -25,6 +40,7 @@ class Scenario(BaseModel):
     deployment: Deployment = Field(default_factory=Deployment)
     context_tokens: PositiveInt | None = None  # tokens per request (prompt + output); None = max_model_len
     engine: str = "vllm"
+    calibration: Calibration | None = None  # the user's fitted constants (Validation page); None = data/efficiency.yaml
 
 
 @dataclass(frozen=True)
@@ -39,6 +55,7 @@ class Resolved:
     kv_bytes: float  # bytes per cached value
     max_model_len: int
     context_tokens: int
+    calibration: Calibration | None = None
 
 
 def resolve(s: Scenario) -> Resolved:
@@ -56,4 +73,4 @@ def resolve(s: Scenario) -> Resolved:
     max_len = dep.max_model_len or model.max_position_embeddings
     return Resolved(model=model, gpu=gpu, deployment=dep, weights=weights, kv=kv,
                     kv_bytes=resolve_kv_bytes(kv, weights), max_model_len=max_len,
-                    context_tokens=s.context_tokens or max_len)
+                    context_tokens=s.context_tokens or max_len, calibration=s.calibration)

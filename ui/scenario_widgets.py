@@ -14,6 +14,7 @@ from planner.errors import InputError
 from planner.hf_config import spec_document
 from planner.scenario import Scenario
 from planner.scenario_codec import from_json, from_query, to_json, to_query
+from ui.state import calibration_to_state
 
 TP_CHOICES = [1, 2, 4, 8]
 # widget key -> (min, max) of its number_input / slider, checked before a restore sets it
@@ -62,6 +63,7 @@ def _check_choices(values: dict) -> None:
 def _apply(s: Scenario, upload_choice: str) -> None:
     for key, value in widget_values(s, upload_choice).items():
         st.session_state[key] = value
+    calibration_to_state(s.calibration)  # a saved file carries its calibration (a URL carries none)
     st.session_state.pop("scenario", None)  # the restored scenario replaces the last valid one
 
 

@@ -14,7 +14,7 @@ from planner.hf_config import MAX_CONFIG_BYTES, parse_config_text
 from planner.scenario import Scenario, resolve
 from planner.specs import Deployment, ModelSpec
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
-from ui.state import current_scenario, set_scenario
+from ui.state import calibration_from_state, current_scenario, set_scenario
 
 UPLOAD = "Upload or paste config.json"
 MANUAL = "Manual fields"
@@ -105,7 +105,7 @@ def _scenario_from_widgets() -> Scenario:
     if spec is None and choice in (UPLOAD, MANUAL):
         spec = previous.model_spec  # keep the last valid upload while the user fixes theirs
     return Scenario(model=model_id, model_spec=spec, gpu=hw["gpu"], gpu_memory_gb=hw["gpu_memory_gb"],
-                    deployment=dep, context_tokens=eng["ctx"])
+                    deployment=dep, context_tokens=eng["ctx"], calibration=calibration_from_state())
 
 
 def render_sidebar() -> Scenario:

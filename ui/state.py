@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.scenario import Resolved, Scenario, resolve
+from planner.scenario import Calibration, Resolved, Scenario, resolve
 
 SCENARIO_KEY = "scenario"
+# The Validation page stores the user's fitted constants here; the sidebar puts them into the scenario.
+PROFILE_KEY, TARGET_KEY = "calibration_profile", "calibration_target"
 
 
 def current_scenario() -> Scenario:
@@ -21,3 +23,23 @@ def set_scenario(scenario: Scenario) -> None:
 def current_resolved() -> Resolved:
     """The current scenario with its specs looked up (ids were validated by the sidebar)."""
     return resolve(current_scenario())
+
+
+def calibration_from_state() -> Calibration | None:
+    """The user's calibration (fitted on the Validation page), if any."""
+    profile, target = st.session_state.get(PROFILE_KEY), st.session_state.get(TARGET_KEY)
+    if profile is None or not target:
+        return None
+    return Calibration(engine=target["engine"], gpu_family=target["gpu_family"], profile=profile,
+                       source=target.get("source", "your benchmark results"))
+
+
+def calibration_to_state(calibration: Calibration | None) -> None:
+    """Restore a saved scenario's calibration (or clear it)."""
+    if calibration is None:
+        st.session_state.pop(PROFILE_KEY, None)
+        st.session_state.pop(TARGET_KEY, None)
+    else:
+        st.session_state[PROFILE_KEY] = calibration.profile
+        st.session_state[TARGET_KEY] = {"engine": calibration.engine, "gpu_family": calibration.gpu_family,
+                                        "source": calibration.source}
