@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from planner.efficiency import FIT_FIELDS, EfficiencyProfile
 from planner.errors import InputError, from_validation_error
 from planner.latency import sweep
+from planner.optimize import nelder_mead
 from planner.perf_model import PerfModel
 from planner.scenario import Resolved
 from planner.user_calibration import UserData, UserPoint
@@ -32,35 +33,6 @@ BOUNDS = {"matmul_efficiency": (0.5, 0.05, 1.0), "attention_efficiency": (0.7, 0
           "memory_efficiency": (0.3, 0.2, 1.0), "step_overhead_s": (1.5, 1e-5, 0.1),
           "allreduce_latency_s": (1.5, 1e-7, 1e-3), "moe_efficiency": (0.5, 0.05, 1.0)}
 PRIOR_WEIGHT = 0.01  # = (log 1.105)²: one prior sd costs as much as one point 10% off
-
-
-def nelder_mead(f, x0: np.ndarray, step: float = 0.4, iters: int = 600, tol: float = 1e-10) -> np.ndarray:
-    """Minimise f from x0 (reflection / expansion / contraction / shrink), as in scripts/fit_efficiency.py."""
-    simplex = [x0] + [x0 + step * np.eye(len(x0))[i] for i in range(len(x0))]
-    values = [f(x) for x in simplex]
-    for _ in range(iters):
-        order = np.argsort(values)
-        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
-        if values[-1] - values[0] < tol:
-            break
-        centroid = np.mean(simplex[:-1], axis=0)
-        xr = centroid + (centroid - simplex[-1])
-        fr = f(xr)
-        if fr < values[0]:
-            xe = centroid + 2 * (centroid - simplex[-1])
-            fe = f(xe)
-            simplex[-1], values[-1] = (xe, fe) if fe < fr else (xr, fr)
-        elif fr < values[-2]:
-            simplex[-1], values[-1] = xr, fr
-        else:
-            xc = centroid + 0.5 * (simplex[-1] - centroid)
-            fc = f(xc)
-            if fc < values[-1]:
-                simplex[-1], values[-1] = xc, fc
-            else:
-                simplex = [simplex[0] + 0.5 * (s - simplex[0]) for s in simplex]
-                values = [f(s) for s in simplex]
-    return simplex[int(np.argmin(values))]
 
 
 # -- predictions -------------------------------------------------------------------------------------------------
@@ -141,7 +113,7 @@ def fit_user_profile(r: Resolved, engine: str, data: UserData, base: EfficiencyP
         return data_term + PRIOR_WEIGHT * prior
 
     x0 = np.log([getattr(base, n) for n in fields])
-    x = nelder_mead(objective, x0) if fields else x0
+    x = nelder_mead(objective, x0, iters=600, tol=1e-10) if fields else x0
     n_values = sum((p.tpot_ms is not None) + (p.ttft_ms is not None) for p in points)
     status = "calibrated" if n_values >= 6 and len(fields) == 3 else "partial"
     note = (f"fitted on {len(points)} uploaded point(s) from {source} ({data.kind}): "

@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from planner.calibration_points import error_summary, evaluate, load_points, scenario  # noqa: E402
 from planner.efficiency import EFFICIENCY_PATH, FIT_FIELDS, EfficiencyProfile  # noqa: E402
+from planner.optimize import nelder_mead  # noqa: E402
 
 # constant -> (prior value, prior sd in natural log, lower bound, upper bound)
 PRIORS = {"matmul_efficiency": (0.6, 0.5, 0.05, 1.0), "attention_efficiency": (0.5, 0.7, 0.05, 1.0),
@@ -46,35 +47,6 @@ def objective(x, points, resolved, key) -> float:
     data = float(np.sum(np.log(df["predicted"] / df["measured"]) ** 2))
     prior = sum(((v - math.log(p)) / sd) ** 2 for v, (p, sd, _, _) in zip(x, PRIORS.values()))
     return data + PRIOR_WEIGHT * prior
-
-
-def nelder_mead(f, x0: np.ndarray, step: float = 0.4, iters: int = 1500, tol: float = 1e-9) -> np.ndarray:
-    """Minimise f from x0 (standard reflection / expansion / contraction / shrink)."""
-    simplex = [x0] + [x0 + step * np.eye(len(x0))[i] for i in range(len(x0))]
-    values = [f(x) for x in simplex]
-    for _ in range(iters):
-        order = np.argsort(values)
-        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
-        if values[-1] - values[0] < tol:
-            break
-        centroid = np.mean(simplex[:-1], axis=0)
-        xr = centroid + (centroid - simplex[-1])
-        fr = f(xr)
-        if fr < values[0]:
-            xe = centroid + 2 * (centroid - simplex[-1])
-            fe = f(xe)
-            simplex[-1], values[-1] = (xe, fe) if fe < fr else (xr, fr)
-        elif fr < values[-2]:
-            simplex[-1], values[-1] = xr, fr
-        else:
-            xc = centroid + 0.5 * (simplex[-1] - centroid)
-            fc = f(xc)
-            if fc < values[-1]:
-                simplex[-1], values[-1] = xc, fc
-            else:
-                simplex = [simplex[0] + 0.5 * (s - simplex[0]) for s in simplex]
-                values = [f(s) for s in simplex]
-    return simplex[int(np.argmin(values))]
 
 
 def fit_all() -> tuple[dict, object]:

@@ -11,32 +11,15 @@ import statistics
 import pytest
 
 from conftest import SHARED
-from planner.memory_plan import plan_memory
-from planner.scenario import Scenario, resolve
-from planner.specs import Deployment
+from planner.validation import KV_ROWS as ROWS
+from planner.validation import predicted_blocks
 
 OBSERVATIONS = SHARED / "data" / "measurements" / "vllm_kv_observations.csv"
-
-# id -> (model preset, gpu, tp, weights, max_model_len, max_num_batched_tokens). Versions before chunked prefill
-# profiled max_num_batched_tokens = max(max_model_len, 2048); B10's log states 2048.
-ROWS = {
-    "B01": ("meta-llama/Llama-3.1-8B", "RTX-3090", 1, "bf16", 20000, 20000),
-    "B03": ("meta-llama/Llama-2-7b-hf", "A100-80GB", 1, "fp16", 4096, 4096),
-    "B04": ("meta-llama/Llama-2-70b-hf", "A100-80GB", 4, "fp16", 4096, 4096),
-    "B10": ("meta-llama/Llama-3.1-8B", "RTX-4090", 1, "bf16", 32768, 2048),
-}
 
 
 def _observed() -> dict[str, int]:
     with OBSERVATIONS.open() as f:
         return {row["id"]: int(row["gpu_blocks"]) for row in csv.DictReader(f)}
-
-
-def predicted_blocks(row_id: str) -> int:
-    model, gpu, tp, weights, max_len, batched = ROWS[row_id]
-    dep = Deployment(num_gpus=tp, tensor_parallel_size=tp, weights=weights, max_model_len=max_len,
-                     max_num_batched_tokens=batched)
-    return plan_memory(resolve(Scenario(model=model, gpu=gpu, deployment=dep))).num_gpu_blocks
 
 
 def errors_pct() -> dict[str, float]:
