@@ -28,6 +28,7 @@ PARAMS = {
     "Qwen/Qwen3-14B": (14_768_307_200, None),  # "14.8B"
     "Qwen/Qwen3-32B": (32_762_123_264, None),  # "32.8B"
     "Qwen/Qwen3-30B-A3B-Instruct-2507": (30_532_122_624, 3_353_032_704),  # "30.5B total, 3.3B active"
+    "unsloth/Llama-3.2-1B-Instruct": (1_235_814_400, None),  # "1.23B" (tied embeddings)
 }
 
 # 16-bit KV bytes per token over all layers (SOURCES.md table; Qwen3 rows: 2 × layers × 8 × 128 × 2).
@@ -38,6 +39,7 @@ KV_PER_TOKEN = {
     "Qwen/Qwen2.5-72B-Instruct": 327_680, "google/gemma-2-9b": 344_064, "google/gemma-2-27b": 376_832,
     "microsoft/Phi-3-mini-4k-instruct": 393_216, "deepseek-ai/DeepSeek-V2-Lite": 31_104, "tiiuae/falcon-7b": 8_192,
     "Qwen/Qwen3-14B": 163_840, "Qwen/Qwen3-32B": 262_144, "Qwen/Qwen3-30B-A3B-Instruct-2507": 98_304,
+    "unsloth/Llama-3.2-1B-Instruct": 32_768,  # 2 × 16 × 8 × 64 × 2
 }
 
 

@@ -76,5 +76,8 @@ def test_draft_takes_memory(seventy_b):
 def test_draft_presets_are_smaller_same_vocabulary_first():
     target = get_model("meta-llama/Llama-3.1-70B")
     options = sd.draft_candidates(target)
-    assert options[0] == "meta-llama/Llama-3.1-8B" == sd.default_draft(target)
+    # smallest same-vocabulary preset first: Llama-3.2-1B (128,256 tokens, like Llama-3.1), then Llama-3.1-8B
+    assert options[:2] == ["unsloth/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.1-8B"]
+    assert sd.default_draft(target) == options[0]
+    assert sd.default_draft(get_model("meta-llama/Llama-3.1-8B")) == "unsloth/Llama-3.2-1B-Instruct"
     assert "meta-llama/Llama-3.1-405B" not in options
