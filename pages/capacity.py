@@ -1,0 +1,205 @@
+"""Capacity & cost: replicas and $ for a target rate at a p95 SLO, a ranking of deployments, and a day of
+autoscaling (primer §9)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `streamlit run pages/capacity.py` puts only pages/ on the path
+    sys.path.insert(0, str(ROOT))
+
+from planner.autoscale import METRICS, Policy, diurnal_rates, measure_replica, simulate_day, trace_rates  # noqa: E402
+from planner.capacity import MIN_SERVED, SLO, TrafficSpec, base_workload, capacity_plan  # noqa: E402
+from planner.catalog import gpus  # noqa: E402
+from planner.errors import InputError  # noqa: E402
+from planner.load_sweep import PROFILES  # noqa: E402
+from planner.recommend import mark_pareto, recommend, tasks_for  # noqa: E402
+from planner.scenario import Scenario, resolve  # noqa: E402
+from ui.charts import capacity as charts  # noqa: E402
+from ui.state import current_scenario  # noqa: E402
+
+RANKING_NUM_REQUESTS = 600
+PROFILE_CHOICES = ["chat", "code", "rag"]
+
+
+def _price_table() -> pd.DataFrame:
+    return pd.DataFrame([{"GPU": g.id, "$ per GPU-hour": g.usd_per_hour, "price date": g.price_date,
+                          "source": g.source.get("price", "")} for g in gpus().values()])
+
+
+@st.cache_data(show_spinner="Searching the capacity per replica…", max_entries=32)
+def _plan(scenario_json: str, target: float, traffic: TrafficSpec, slo: SLO, headroom: float,
+          prices: tuple) -> dict:
+    return capacity_plan(Scenario.model_validate_json(scenario_json), target, traffic, slo, headroom, dict(prices))
+
+
+@st.cache_data(show_spinner="Measuring one replica at light load…", max_entries=16)
+def _replica(scenario_json: str, traffic: TrafficSpec, slo: SLO, plan: dict):
+    return measure_replica(Scenario.model_validate_json(scenario_json), traffic, slo, plan)
+
+
+def _usd(v) -> str:
+    return "–" if v is None else f"${v:,.2f}" if v >= 1 else f"${v:,.3f}"
+
+
+def _ms(v) -> str:
+    return "–" if v is None else f"{v * 1e3:,.0f}" if v >= 0.1 else f"{v * 1e3:,.1f}"
+
+
+for key, value in (("cap_target", 50.0), ("cap_profile", "chat"), ("cap_slo_ttft_ms", 2000),
+                   ("cap_slo_tpot_ms", 100), ("cap_headroom", 1.2), ("cap_e2e_on", False), ("cap_slo_e2e_s", 60.0),
+                   ("cap_seed", 0), ("cap_num_requests", 1000)):
+    st.session_state.setdefault(key, value)
+
+st.title("Capacity & cost")
+st.caption("How many replicas of which GPU, at which precision and tensor-parallel size, serve this traffic at "
+           "this p95 target, for how many dollars (primer §9: plan with measured numbers; cost per token = GPU "
+           "cost per hour / tokens served per hour).")
+scenario = current_scenario()
+try:
+    r = resolve(scenario)
+except InputError as err:
+    st.error(f"{err.field}: {err.message}")
+    st.stop()
+
+# --- inputs ----------------------------------------------------------------------------------------------
+c = st.columns(4)
+target = c[0].number_input("Target traffic (requests/s)", 0.01, 100_000.0, step=5.0, key="cap_target")
+profile = c[1].selectbox("Traffic profile", PROFILE_CHOICES, format_func=lambda p: PROFILES[p].label,
+                         key="cap_profile")
+headroom = c[2].number_input("Headroom ×", 1.0, 5.0, step=0.1, key="cap_headroom",
+                             help="Provision target × headroom: spare for bursts and a replica down.")
+seed = int(c[3].number_input("Seed", 0, 2**31 - 1, step=1, key="cap_seed"))
+c = st.columns(4)
+slo_ttft_ms = c[0].number_input("SLO: p95 TTFT (ms)", 10, 600_000, step=100, key="cap_slo_ttft_ms")
+slo_tpot_ms = c[1].number_input("SLO: p95 TPOT (ms)", 1, 10_000, step=5, key="cap_slo_tpot_ms")
+e2e_on = c[2].toggle("p99 end-to-end target", key="cap_e2e_on")
+slo_e2e_s = c[3].number_input("SLO: p99 end-to-end (s)", 0.1, 3600.0, step=5.0, key="cap_slo_e2e_s",
+                              disabled=not e2e_on)
+with st.expander("GPU prices ($ per GPU-hour): edit to use your own", expanded=False):
+    edited = st.data_editor(_price_table(), key="cap_prices", hide_index=True, disabled=["GPU", "price date", "source"],
+                            column_config={"$ per GPU-hour": st.column_config.NumberColumn(min_value=0.0, format="%.3f")})
+    st.caption("Defaults: on-demand prices from data/gpus.yaml at the date shown, with their source. Prices move "
+               "fast: treat them as a starting point.")
+prices = tuple(sorted((row["GPU"], float(row["$ per GPU-hour"])) for _, row in edited.iterrows()
+                      if pd.notna(row["$ per GPU-hour"])))
+slo = SLO(ttft_p95_s=slo_ttft_ms / 1e3, tpot_p95_s=slo_tpot_ms / 1e3, e2e_p99_s=slo_e2e_s if e2e_on else None)
+traffic = TrafficSpec(profile=profile, num_requests=int(st.session_state["cap_num_requests"]), seed=seed,
+                      prefix_caching=PROFILES[profile].prefix_caching)
+
+# --- one deployment: the sidebar scenario -----------------------------------------------------------------
+dep = r.deployment
+st.header(f"{r.model.name} on {dep.tensor_parallel_size} × {r.gpu.id} ({r.weights.label}) per replica")
+try:
+    plan = _plan(scenario.model_dump_json(), float(target), traffic, slo, float(headroom), prices)
+except InputError as err:
+    st.error(f"{err.field}: {err.message}")
+    st.stop()
+c = st.columns(4)
+c[0].metric("Capacity per replica (req/s)", f"{plan['max_rate_per_replica']:,.3g}",
+            help=f"Highest rate whose simulation meets every SLO and serves ≥ {MIN_SERVED:.0%} of the offered "
+                 f"rate; bisection to ±{plan['rel_tol']:.0%}, {len(plan['probes'])} simulations of "
+                 f"{plan['num_requests']:,} requests (seed {plan['seed']}).")
+if not plan["feasible"]:
+    st.warning("One replica cannot meet this SLO at any load: " + plan["probes"][-1]["reason"] +
+               ". Relax the targets, or try another GPU, precision or TP.")
+    st.stop()
+c[1].metric("Replicas", f"{plan['replicas']}", help=f"ceil({target:g} × {headroom:g} / capacity per replica); "
+                                                   f"{plan['num_gpus']} GPUs in all")
+c[2].metric("$ per hour", _usd(plan["usd_per_hour"]),
+            help=f"{plan['num_gpus']} GPUs × {_usd(plan['usd_per_gpu_hour'])} per GPU-hour; "
+                 f"{_usd(plan['usd_per_day'])} per day")
+c[3].metric("$ per million output tokens", _usd(plan["usd_per_million_output_tokens"]),
+            help="$/hour / (target rate × mean output tokens × 3600) × 1e6: at the target rate, headroom included. "
+                 f"At full utilisation: {_usd(plan['usd_per_million_output_tokens_at_capacity'])}.")
+op = plan["operating_point"] or {}
+c = st.columns(4)
+c[0].metric("$ per million tokens (in + out)", _usd(plan["usd_per_million_tokens"]))
+c[1].metric("GPU-hours per day", f"{plan['gpu_hours_per_day'] or 0:,.0f}")
+c[2].metric("p95 TTFT at the operating point (ms)", _ms(op.get("ttft_p95_s")),
+            help=f"Simulated at {op.get('rate_per_s', 0):,.3g} req/s per replica (target / replicas).")
+c[3].metric("p95 TPOT at the operating point (ms)", _ms(op.get("tpot_p95_s")))
+st.plotly_chart(charts.search_probes(plan["probes"], plan["max_rate_per_replica"], slo.ttft_p95_s),
+                key="cap_probes_chart")
+st.caption(f"Analytic starting point {plan['estimate_rps']:,.3g} req/s; mean prompt {plan['mean_prompt_tokens']:,.0f} "
+           f"tokens, mean output {plan['mean_output_tokens']:,.0f}; search took {plan['search_wall_s']:.2f} s.")
+
+# --- ranking ---------------------------------------------------------------------------------------------
+st.header("Which deployment is cheapest at this SLO?")
+num_tasks = len(tasks_for(scenario, float(target), traffic, slo, float(headroom), dict(prices)))
+st.caption(f"Every catalogue GPU × weight precision (BF16/FP16, FP8 where supported, AWQ-INT4) × TP 1/2/4/8 that "
+           f"fits {r.model.name}: {num_tasks} deployments, each searched with {RANKING_NUM_REQUESTS} requests per "
+           "probe, in parallel on all cores. Ranked by $/hour for the target, then $ per token at full use.")
+rank_key = (scenario.model_dump_json(), float(target), traffic, slo, float(headroom), prices)
+if st.button("Rank all deployments", type="primary", key="cap_rank"):
+    bar = st.progress(0.0, text="Searching…")
+    rows = recommend(scenario, float(target), traffic.model_copy(update={"num_requests": RANKING_NUM_REQUESTS}),
+                     slo, float(headroom), dict(prices),
+                     progress=lambda k, n: bar.progress(k / n, text=f"{k} of {n} deployments searched"))
+    bar.empty()
+    st.session_state["cap_ranking"] = (rank_key, rows)
+stored = st.session_state.get("cap_ranking")
+if stored and stored[0] == rank_key:
+    c = st.columns(2)
+    latency_key = c[0].selectbox("Pareto latency", list(charts.LATENCY_LABELS), format_func=charts.LATENCY_LABELS.get,
+                                 key="cap_pareto_latency")
+    cost_key = c[1].selectbox("Pareto cost", list(charts.COST_LABELS), format_func=charts.COST_LABELS.get,
+                              key="cap_pareto_cost")
+    rows = mark_pareto(stored[1], cost_key, latency_key)
+    best = rows[0]
+    st.success(f"Cheapest: **{best['id']}**, {best['replicas']} replicas ({best['num_gpus']} GPUs) for "
+               f"{_usd(best['usd_per_hour'])}/hour, {_usd(best['usd_per_million_output_tokens'])} per million "
+               "output tokens." if best["feasible"] else "No deployment meets this SLO.")
+    st.plotly_chart(charts.pareto(rows, cost_key, latency_key), key="cap_pareto_chart")
+    st.plotly_chart(charts.ranking_bars(rows), key="cap_ranking_chart")
+    cols = ["rank", "id", "max_rate_per_replica", "replicas", "num_gpus", "usd_per_hour",
+            "usd_per_million_output_tokens", "usd_per_million_tokens", "ttft_p95_s", "tpot_p95_s", "e2e_p95_s",
+            "pareto", "reason"]
+    st.dataframe(pd.DataFrame(rows)[cols], hide_index=True, key="cap_ranking_table")
+elif stored:
+    st.info("The inputs changed since the last ranking: press Rank all deployments again.")
+else:
+    st.info(f"Press Rank all deployments to search {num_tasks} deployments (about {num_tasks * 0.3:,.0f} s of "
+            "simulation, shared among the cores).")
+
+# --- autoscaling ---------------------------------------------------------------------------------------------
+st.header("A day under an autoscaler")
+st.caption("Scale on queue depth, tokens in flight or TTFT (never CPU). A new replica needs a node, the weights "
+           "downloaded and loaded to the GPU: keep a warm minimum, scale up early and down slowly (primer §9). "
+           "Fluid 1-minute model on this replica's measured capacity; p95 TTFT per minute ≈ the simulated p95 at "
+           "that utilisation + backlog / capacity.")
+c = st.columns(4)
+shape = c[0].selectbox("Traffic over the day", ["diurnal", "trace"], key="cap_shape",
+                       format_func={"diurnal": "diurnal curve", "trace": "the profile's trace, stretched"}.get)
+amplitude = c[1].slider("Day/night swing", 0.0, 0.95, 0.6, key="cap_amplitude", disabled=shape != "diurnal",
+                        help="λ(t) = mean × (1 + swing × cos(2π (hour − 14) / 24)); mean = the target rate.")
+metric = c[2].selectbox("Scale on", list(METRICS), format_func=METRICS.get, key="cap_metric")
+scale_target = c[3].slider("Target (× value at capacity)", 0.3, 1.0, 0.7, step=0.05, key="cap_scale_target")
+c = st.columns(4)
+min_replicas = int(c[0].number_input("Warm minimum", 1, 1000, 1, key="cap_min_replicas"))
+node_start_s = c[1].number_input("Node start (s)", 0.0, 3600.0, 120.0, step=30.0, key="cap_node_start")
+network = c[2].number_input("Download (GB/s)", 0.01, 100.0, 1.0, step=0.25, key="cap_network")
+cooldown_s = c[3].number_input("Scale-down cooldown (s)", 0.0, 7200.0, 600.0, step=60.0, key="cap_cooldown")
+policy = Policy(metric=metric, target=scale_target, min_replicas=min_replicas, node_start_s=node_start_s,
+                network_gb_per_s=network, cooldown_s=cooldown_s)
+if shape == "diurnal":
+    rates = diurnal_rates(float(target), amplitude)
+else:
+    rates = trace_rates(base_workload(traffic.model_copy(update={"arrival": "trace"})).arrival_s, float(target))
+replica = _replica(scenario.model_dump_json(), traffic, slo, plan)
+day = simulate_day(rates, replica, policy, slo.ttft_p95_s, plan["usd_per_gpu_hour"], headroom=float(headroom))
+c = st.columns(4)
+c[0].metric("Requests in SLO-violating minutes", f"{day['violating_request_share']:.1%}",
+            help=f"{day['violating_ticks']} minutes with estimated p95 TTFT above {slo_ttft_ms:,} ms.")
+c[1].metric("Replica-hours (autoscaled)", f"{day['replica_hours']:,.0f}",
+            help=f"Starting replicas are billed too; scale-up delay {day['scale_up_delay_s']:,.0f} s = node start + "
+                 f"{replica.model_bytes / 1e9:,.1f} GB / download + load to GPU.")
+c[2].metric("Cost per day (autoscaled)", _usd(day["usd"]), help=f"{len(day['events'])} scaling events")
+c[3].metric("vs static peak", _usd(day["static_usd"]),
+            delta=f"{day['savings']:.0%} saved" if day["savings"] >= 0 else f"{-day['savings']:.0%} more",
+            help=f"{day['static_replicas']} replicas all day = ceil(peak × headroom / capacity).")
+st.plotly_chart(charts.autoscale_day(day["series"], day["static_replicas"], slo.ttft_p95_s), key="cap_day_chart")

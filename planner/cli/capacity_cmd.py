@@ -1,0 +1,181 @@
+"""`python -m planner capacity` (one deployment: capacity at the SLO, replicas, $) and `python -m planner
+recommend` (every GPU × precision × TP that fits, ranked by cost at the SLO). JSON keys are a contract."""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from pydantic import ValidationError
+
+from planner.capacity import DEFAULT_HEADROOM, DEFAULT_REL_TOL, SLO, capacity_plan
+from planner.catalog import gpus
+from planner.cli import emit
+from planner.cli.scenario_args import add_scenario_args, scenario_from_args
+from planner.cli.traffic_args import add_traffic_args, traffic_from_args
+from planner.errors import InputError, from_validation_error
+from planner.memory_plan import TP_DEGREES
+from planner.recommend import recommend
+
+RANKING_NUM_REQUESTS = 600  # per probe in the ranking: keeps ~140 searches within ~30 s on two cores
+
+
+def _add_common(p: argparse.ArgumentParser, num_requests: int) -> None:
+    add_scenario_args(p)
+    add_traffic_args(p, num_requests)
+    s = p.add_argument_group("target, SLO and price")
+    s.add_argument("--target-rate", type=float, required=True, help="fleet traffic to serve, requests/s")
+    s.add_argument("--slo-ttft-p95", type=float, default=2.0, metavar="S", help="p95 TTFT target, s (default 2)")
+    s.add_argument("--slo-tpot-p95", type=float, default=0.1, metavar="S", help="p95 TPOT target, s (default 0.1)")
+    s.add_argument("--slo-e2e-p99", type=float, default=None, metavar="S", help="optional p99 end-to-end target, s")
+    s.add_argument("--headroom", type=float, default=DEFAULT_HEADROOM,
+                   help=f"provision target × headroom (default {DEFAULT_HEADROOM:g})")
+    s.add_argument("--price", action="append", default=[], metavar="GPU=USD",
+                   help="$ per GPU-hour for a GPU id (repeatable; default data/gpus.yaml)")
+    s.add_argument("--rel-tol", type=float, default=DEFAULT_REL_TOL, help="search tolerance on the rate (0.02 = 2%%)")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("capacity", help="replicas and $ for a target rate at a p95 SLO (one deployment)",
+                              description="Search the highest arrival rate one replica sustains under the SLO "
+                                          "(simulated), then replicas = ceil(target × headroom / that rate) and "
+                                          "the cost.")
+    _add_common(p, 1000)
+    p.set_defaults(func=run_capacity)
+    r = subparsers.add_parser("recommend", help="rank every GPU × precision × TP that fits by cost at the SLO",
+                              description="Capacity search for every catalogue GPU × weight precision × TP that "
+                                          "fits the model, in parallel on all cores (or on Ray), ranked by $/hour.")
+    _add_common(r, RANKING_NUM_REQUESTS)
+    r.add_argument("--gpus", default=None, help="comma-separated GPU ids (default: the whole catalogue)")
+    r.add_argument("--precisions", default=None, help="comma-separated weight precisions (default per GPU: "
+                                                      "bf16/fp16, fp8 where supported, awq-int4)")
+    r.add_argument("--tps", default=",".join(map(str, TP_DEGREES)), help="tensor-parallel sizes to try")
+    r.add_argument("--workers", type=int, default=None, help="local processes (default: all cores; 1 = serial)")
+    r.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="run on Ray: 'local' starts one here, 'auto' or 'ray://host:port' joins a cluster")
+    r.add_argument("--top", type=int, default=15, help="rows in the text table (JSON has all)")
+    r.set_defaults(func=run_recommend)
+
+
+def _slo(args) -> SLO:
+    try:
+        return SLO(ttft_p95_s=args.slo_ttft_p95, tpot_p95_s=args.slo_tpot_p95, e2e_p99_s=args.slo_e2e_p99)
+    except ValidationError as err:
+        field = from_validation_error(err).field
+        flag = {"ttft_p95_s": "--slo-ttft-p95", "tpot_p95_s": "--slo-tpot-p95", "e2e_p99_s": "--slo-e2e-p99"}
+        raise InputError(flag.get(field, field), "must be a number of seconds > 0") from None
+
+
+def _prices(items: list[str]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        gid, eq, usd = item.partition("=")
+        if not eq:
+            raise InputError("--price", f"{item!r}: use GPU=USD, e.g. H100-SXM=2.5")
+        match = [g for g in gpus() if g.lower() == gid.strip().lower()]
+        if not match:
+            raise InputError("--price", f"unknown GPU {gid.strip()!r}; known: {', '.join(gpus())}")
+        try:
+            value = float(usd)
+        except ValueError:
+            raise InputError("--price", f"{usd!r} is not a number of dollars") from None
+        if not (math.isfinite(value) and value >= 0):
+            raise InputError("--price", f"{gid}: the price must be >= 0")
+        out[match[0]] = value
+    return out
+
+
+def _check(args) -> None:
+    if not (math.isfinite(args.target_rate) and args.target_rate > 0):
+        raise InputError("--target-rate", f"must be a number of requests/s > 0, got {args.target_rate:g}")
+    if not (math.isfinite(args.headroom) and args.headroom >= 1):
+        raise InputError("--headroom", "must be >= 1 (1.2 = 20% spare)")
+    if not 0 < args.rel_tol < 0.5:
+        raise InputError("--rel-tol", "must be between 0 and 0.5")
+    if args.seed < 0:
+        raise InputError("--seed", "must be 0 or more")
+
+
+def run_capacity(args: argparse.Namespace) -> int:
+    _check(args)
+    s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
+    out = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.engine, args.rel_tol)
+    emit(out, args.json, _capacity_text(out))
+    return 0
+
+
+def _capacity_text(o: dict) -> str:
+    head = (f"{o['model']} on {o['gpu']} (TP={o['tp']}, {o['weights']}), SLO p95 TTFT ≤ {o['slo']['ttft_p95_s']:g} s, "
+            f"p95 TPOT ≤ {o['slo']['tpot_p95_s'] * 1e3:g} ms")
+    if not o["feasible"]:
+        return head + "\n  one replica cannot meet the SLO at any load: " + o["probes"][-1]["reason"]
+    return "\n".join([
+        head,
+        f"  capacity per replica: {o['max_rate_per_replica']:,.3g} req/s (±{o['rel_tol']:.0%}; analytic estimate "
+        f"{o['estimate_rps']:,.3g}); {len(o['probes'])} simulations of {o['num_requests']:,} requests",
+        f"  target {o['target_rate']:g} req/s × headroom {o['headroom']:g} → {o['replicas']} replicas = "
+        f"{o['num_gpus']} GPUs",
+        f"  ${o['usd_per_hour']:,.2f}/hour (${o['usd_per_gpu_hour']:g}/GPU-hour, price {o['price_date']}), "
+        f"${o['usd_per_day']:,.0f}/day",
+        f"  ${o['usd_per_million_output_tokens']:,.3f} per million output tokens, "
+        f"${o['usd_per_million_tokens']:,.3f} per million tokens in + out (at the target rate)"])
+
+
+def _csv(value: str | None, flag: str) -> list[str] | None:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise InputError(flag, "needs at least one value")
+    return items
+
+
+def _tps(value: str) -> tuple[int, ...]:
+    try:
+        tps = tuple(int(v) for v in _csv(value, "--tps"))
+    except ValueError:
+        raise InputError("--tps", f"{value!r}: use whole numbers, e.g. 1,2,4,8") from None
+    if any(t < 1 for t in tps):
+        raise InputError("--tps", "every TP must be >= 1")
+    return tps
+
+
+def run_recommend(args: argparse.Namespace) -> int:
+    _check(args)
+    if args.workers is not None and args.workers < 1:
+        raise InputError("--workers", "must be >= 1")
+    s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
+    gpu_ids = _csv(args.gpus, "--gpus")
+    if gpu_ids:
+        known = {g.lower(): g for g in gpus()}
+        bad = [g for g in gpu_ids if g.lower() not in known]
+        if bad:
+            raise InputError("--gpus", f"unknown GPU {bad[0]!r}; known: {', '.join(gpus())}")
+        gpu_ids = [known[g.lower()] for g in gpu_ids]
+    progress = None if args.json else _stderr_progress
+    rows = recommend(s.model_copy(update={"engine": args.engine}), args.target_rate, traffic, slo, args.headroom,
+                     prices, gpu_ids, _csv(args.precisions, "--precisions"), _tps(args.tps), args.rel_tol,
+                     args.workers, args.ray, progress)
+    out = {"model": s.model, "target_rate": args.target_rate, "slo": slo.model_dump(), "headroom": args.headroom,
+           "num_options": len(rows), "num_feasible": sum(bool(r["feasible"]) for r in rows), "options": rows}
+    emit(out, args.json, _recommend_text(out, args.top))
+    return 0
+
+
+def _stderr_progress(done: int, total: int) -> None:
+    print(f"\r  {done}/{total} deployments searched", end="\n" if done == total else "", file=sys.stderr)
+
+
+def _recommend_text(o: dict, top: int) -> str:
+    lines = [f"{o['model']}: {o['num_options']} deployments ({o['num_feasible']} meet the SLO) for "
+             f"{o['target_rate']:g} req/s; cheapest first",
+             f"  {'#':>3} {'deployment':<28} {'req/s/rep':>9} {'replicas':>8} {'$/hour':>9} {'$/M out':>8} "
+             f"{'p95 TTFT ms':>11} {'p95 TPOT ms':>11}"]
+    for r in o["options"][:top]:
+        if not r["feasible"]:
+            lines.append(f"  {r['rank']:>3} {r['id']:<28} cannot meet the SLO")
+            continue
+        lines.append(f"  {r['rank']:>3} {r['id']:<28} {r['max_rate_per_replica']:>9.3g} {r['replicas']:>8} "
+                     f"{r['usd_per_hour']:>9,.2f} {r['usd_per_million_output_tokens']:>8,.3f} "
+                     f"{(r['ttft_p95_s'] or 0) * 1e3:>11,.0f} {(r['tpot_p95_s'] or 0) * 1e3:>11,.1f}")
+    return "\n".join(lines)

@@ -1,0 +1,75 @@
+"""Traffic flags for commands that search over the arrival rate (capacity, recommend): the traffic's shape
+(profile, lengths, arrival process, request count, seed) without its rate, translated into a TrafficSpec.
+
+`simulate` keeps its own flags (it takes one rate, users or a trace replay); the length flags here use the same
+names and SPEC syntax so a command line moves between the two.
+"""
+from __future__ import annotations
+
+import argparse
+
+from pydantic import ValidationError
+
+from planner.capacity import TrafficSpec
+from planner.efficiency import DEFAULT_ENGINE, ENGINES
+from planner.errors import InputError, from_validation_error
+from planner.load_sweep import PROFILES
+from planner.traffic import LengthDist
+
+DEFAULT_INPUT = "lognormal:mean=1000,sigma=0.8"
+DEFAULT_OUTPUT = "lognormal:mean=200,sigma=0.8"
+PROFILE_CHOICES = [p for p in PROFILES if p != "upload"]
+
+
+def add_traffic_args(p: argparse.ArgumentParser, default_num_requests: int = 1000) -> None:
+    g = p.add_argument_group("traffic (its shape; the rate is what the search finds)")
+    g.add_argument("--profile", default="chat", choices=PROFILE_CHOICES,
+                   help="chat/code/rag: lengths from the Azure/Mooncake traces; custom: --input-dist/--output-dist")
+    g.add_argument("--trace", default=None, help="lengths (and timing) from this trace file instead of a profile")
+    i = g.add_mutually_exclusive_group()
+    i.add_argument("--input-tokens", type=int, help="custom: every prompt this long")
+    i.add_argument("--input-dist", help=f"custom: prompt length SPEC (default {DEFAULT_INPUT})")
+    o = g.add_mutually_exclusive_group()
+    o.add_argument("--output-tokens", type=int, help="custom: every output this long")
+    o.add_argument("--output-dist", help=f"custom: output length SPEC (default {DEFAULT_OUTPUT})")
+    g.add_argument("--arrival", default="poisson", choices=["poisson", "gamma", "constant", "trace"],
+                   help="arrival process (trace: a trace window's own timing, rescaled)")
+    g.add_argument("--cv", type=float, default=1.0, help="gamma arrivals: coefficient of variation")
+    g.add_argument("--num-requests", type=int, default=default_num_requests,
+                   help=f"requests per simulated probe (default {default_num_requests:,})")
+    g.add_argument("--seed", type=int, default=0, help="seed of lengths, arrivals and the simulator (default 0)")
+    g.add_argument("--prefix-caching", action="store_true", help="reuse cached prefix blocks (rag profile)")
+    g.add_argument("--engine", default=DEFAULT_ENGINE, choices=ENGINES, help="efficiency profile (default vllm)")
+
+
+def _length(tokens: int | None, spec: str | None, default: str, flag: str) -> str:
+    if tokens is not None:
+        if tokens < 1:
+            raise InputError(flag.replace("dist", "tokens"), "must be at least 1")
+        return f"fixed:{tokens}"
+    LengthDist.parse(spec or default, flag)  # a bad SPEC is reported against its flag
+    return spec or default
+
+
+def traffic_from_args(args: argparse.Namespace) -> TrafficSpec:
+    profile = "upload" if args.trace else args.profile
+    custom = profile == "custom"
+    for flag in ("input_tokens", "input_dist", "output_tokens", "output_dist"):
+        if getattr(args, flag) is not None and not custom:
+            raise InputError("--" + flag.replace("_", "-"), "applies only to --profile custom (lengths come "
+                                                             "from the trace otherwise)")
+    if custom and args.arrival == "trace":
+        raise InputError("--arrival", "trace timing needs a trace profile")
+    if not custom and args.arrival in ("gamma", "constant"):
+        raise InputError("--arrival", "trace profiles take poisson or trace arrivals")
+    if args.num_requests is not None and args.num_requests < 100:
+        raise InputError("--num-requests", "must be at least 100 (percentiles need requests)")
+    prompt = _length(args.input_tokens, args.input_dist, DEFAULT_INPUT, "--input-dist")
+    output = _length(args.output_tokens, args.output_dist, DEFAULT_OUTPUT, "--output-dist")
+    try:
+        return TrafficSpec(profile=profile, prompt=prompt, output=output, arrival=args.arrival, cv=args.cv,
+                           num_requests=args.num_requests, seed=args.seed, trace_path=args.trace or "",
+                           prefix_caching=args.prefix_caching)
+    except ValidationError as err:
+        e = from_validation_error(err)
+        raise InputError("--" + e.field.replace("_", "-"), e.message) from None

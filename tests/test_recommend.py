@@ -1,0 +1,67 @@
+"""planner.recommend: candidates, ranking by cost, the Pareto frontier, parallel == serial."""
+from __future__ import annotations
+
+from planner.capacity import TrafficSpec
+from planner.catalog import gpus
+from planner.recommend import candidates, default_weights, pareto_front, rank, recommend, run_tasks, tasks_for
+from planner.scenario import Scenario
+
+def without_timing(rows: list[dict]) -> list[dict]:
+    """Rows minus the wall-clock field (the only one that may differ between runs)."""
+    return [{k: v for k, v in r.items() if k != "search_wall_s"} for r in rows]
+
+
+SMALL = TrafficSpec(profile="custom", prompt="fixed:500", output="fixed:100", num_requests=200)
+
+
+def test_at_least_40_candidates_for_llama_8b_all_startable():
+    cands = candidates(Scenario())
+    assert len(cands) >= 40
+    assert len({(c.gpu, c.deployment.weights, c.deployment.tensor_parallel_size) for c in cands}) == len(cands)
+    assert all(c.deployment.num_gpus == c.deployment.tensor_parallel_size for c in cands)
+    t4 = {c.deployment.weights for c in cands if c.gpu == "T4"}
+    assert "bf16" not in t4 and "fp16" in t4  # Turing has no BF16
+    assert "fp8" not in {c.deployment.weights for c in cands if c.gpu == "A100-80GB"}  # nor FP8 on Ampere
+
+
+def test_default_weights_follow_the_gpu():
+    g = gpus()
+    assert default_weights(g["H100-SXM"]) == ["bf16", "fp8", "awq-int4"]
+    assert default_weights(g["T4"]) == ["fp16", "awq-int4"]
+
+
+def test_70b_drops_what_does_not_fit():
+    cands = candidates(Scenario(model="meta-llama/Llama-3.1-70B"), gpu_ids=["H100-SXM"])
+    assert {(c.deployment.weights, c.deployment.tensor_parallel_size) for c in cands} >= {("bf16", 4), ("bf16", 8), ("fp8", 2)}
+    assert ("bf16", 1) not in {(c.deployment.weights, c.deployment.tensor_parallel_size) for c in cands}
+
+
+def test_pareto_front_on_a_hand_made_set():
+    #            cost  latency
+    points = [(1.0, 9.0),   # cheapest: on the front
+              (2.0, 5.0),   # on
+              (3.0, 5.0),   # dominated by (2, 5): same latency, dearer
+              (2.5, 6.0),   # dominated by (2, 5)
+              (4.0, 1.0),   # fastest: on
+              (4.0, 1.0)]   # a duplicate is not dominated (not strictly worse)
+    assert pareto_front(points) == [True, True, False, False, True, True]
+
+
+def test_rank_sorts_feasible_by_cost_then_infeasible():
+    rows = [{"id": "c", "feasible": True, "usd_per_hour": 5.0, "usd_per_million_output_tokens_at_capacity": 1.0},
+            {"id": "x", "feasible": False, "usd_per_hour": None},
+            {"id": "a", "feasible": True, "usd_per_hour": 2.0, "usd_per_million_output_tokens_at_capacity": 0.9},
+            {"id": "b", "feasible": True, "usd_per_hour": 2.0, "usd_per_million_output_tokens_at_capacity": 0.5}]
+    assert [r["id"] for r in rank(rows)] == ["b", "a", "c", "x"]
+    assert [r["rank"] for r in rank(rows)] == [1, 2, 3, 4]
+
+
+def test_parallel_equals_serial_and_ranking_is_sorted_by_cost():
+    tasks = tasks_for(Scenario(), 20, SMALL, gpu_ids=["H100-SXM", "L40S"], tps=(1, 2))
+    serial = run_tasks(tasks, workers=1)
+    parallel = run_tasks(tasks, workers=2)
+    assert without_timing(serial) == without_timing(parallel)
+    rows = recommend(Scenario(), 20, SMALL, gpu_ids=["H100-SXM", "L40S"], tps=(1, 2), workers=2)
+    costs = [r["usd_per_hour"] for r in rows if r["feasible"]]
+    assert costs == sorted(costs) and len(rows) == len(tasks)
+    assert any(r["pareto"] for r in rows)
