@@ -18,9 +18,9 @@ from planner.catalog import gpus  # noqa: E402
 from planner.errors import InputError  # noqa: E402
 from planner.load_sweep import PROFILES  # noqa: E402
 from planner.recommend import mark_pareto, recommend, tasks_for  # noqa: E402
-from planner.scenario import Scenario, resolve  # noqa: E402
+from planner.scenario import Scenario  # noqa: E402
 from ui.charts import capacity as charts  # noqa: E402
-from ui.state import current_scenario  # noqa: E402
+from ui.state import current_scenario, resolved_or_stop  # noqa: E402
 
 RANKING_NUM_REQUESTS = 600
 PROFILE_CHOICES = ["chat", "code", "rag"]
@@ -60,11 +60,7 @@ st.caption("How many replicas of which GPU, at which precision and tensor-parall
            "this p95 target, for how many dollars (primer §9: plan with measured numbers; cost per token = GPU "
            "cost per hour / tokens served per hour).")
 scenario = current_scenario()
-try:
-    r = resolve(scenario)
-except InputError as err:
-    st.error(f"{err.field}: {err.message}")
-    st.stop()
+r = resolved_or_stop()
 
 # --- inputs ----------------------------------------------------------------------------------------------
 c = st.columns(4)

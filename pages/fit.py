@@ -2,19 +2,14 @@
 import pandas as pd
 import streamlit as st
 
-from planner.errors import InputError
 from planner.memory_plan import breakdown_per_gpu, concurrency_vs_context, plan_memory, tp_options
 from planner.vllm_pool import vllm_constants
 from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack
-from ui.state import current_resolved
+from ui.state import resolved_or_stop
 
 st.title("Does it fit?")
-try:
-    r = current_resolved()
-except InputError as err:
-    st.error(f"{err.field}: {err.message}")
-    st.stop()
+r = resolved_or_stop()
 
 plan = plan_memory(r)
 dep = r.deployment

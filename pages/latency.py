@@ -9,14 +9,10 @@ from planner.latency import batching_tradeoff, estimate, given_rates, memory_lim
 from planner.perf_model import PerfModel
 from ui.charts.latency import (breakdown_chart, per_user_chart, roofline_chart, server_chart, tradeoff_chart,
                                what_if_chart)
-from ui.state import current_resolved
+from ui.state import resolved_or_stop
 
 st.title("Latency & throughput")
-try:
-    r = current_resolved()
-except InputError as err:
-    st.error(f"{err.field}: {err.message}")
-    st.stop()
+r = resolved_or_stop()
 
 mode = st.radio("Mode", ["Predict from the hardware", "Given rates (primer §5)"], horizontal=True, key="latency_mode")
 c = st.columns(4)

@@ -23,7 +23,7 @@ from planner.sim_report import request_frame, step_frame  # noqa: E402
 from planner.traces import load_trace  # noqa: E402
 from planner.traffic import ARRIVAL_PROCESSES, LengthDist  # noqa: E402
 from ui.charts import load as charts  # noqa: E402
-from ui.state import current_scenario  # noqa: E402
+from ui.state import current_scenario, resolved_or_stop  # noqa: E402
 
 TIMING_LABELS = {"poisson": "Poisson at the rate", "trace": "the trace's own timing, rescaled to the rate"}
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "servingplan_uploads"
@@ -130,11 +130,7 @@ st.caption("Replay realistic traffic against one replica, sweep the arrival rate
            "percentiles at each level: where latency climbs sharply is the capacity per replica (primer §9). "
            "One replica = one copy of the model; divide fleet traffic by the number of replicas.")
 scenario = current_scenario()
-try:
-    r = resolve(scenario)
-except InputError as err:
-    st.error(f"{err.field}: {err.message}")
-    st.stop()
+r = resolved_or_stop()
 dep = r.deployment
 st.caption(f"{r.model.name} · {dep.tensor_parallel_size} × {r.gpu.name} per replica · weights {r.weights.label} · "
            f"max_num_seqs {dep.max_num_seqs} · max_num_batched_tokens {dep.max_num_batched_tokens:,}")

@@ -2,19 +2,14 @@
 and when it stops paying."""
 import streamlit as st
 
-from planner.errors import InputError
-from ui.state import current_resolved, current_scenario
+from ui.state import current_scenario, resolved_or_stop
 from ui.techniques_data import Request, prepare_widget_state
 from ui.techniques_hw_tabs import quant_tab, tp_tab
 from ui.techniques_memory_tabs import flash_tab, lora_tab, paged_tab
 from ui.techniques_speed_tabs import prefix_tab, spec_decode_tab
 
 st.title("Techniques")
-try:
-    r = current_resolved()
-except InputError as err:
-    st.error(f"{err.field}: {err.message}")
-    st.stop()
+r = resolved_or_stop()
 
 sj = current_scenario().model_dump_json()
 dep = r.deployment

@@ -17,7 +17,7 @@ from planner.user_calibration import CSV_COLUMNS, parse_upload
 from planner.validation import (KV_CSV, coverage_table, error_summary, kv_table, overall, pair_status,
                                 points_table)
 from ui.charts.validation import before_after_chart, error_by_group_chart, parity_chart
-from ui.state import current_resolved, current_scenario
+from ui.state import current_scenario, resolved_or_stop
 
 from ui.state import PROFILE_KEY, TARGET_KEY  # noqa: E402  (the sidebar puts the calibration into the scenario)
 ERROR_COLUMNS = {"median_abs_error_pct": "median |error| %", "p90_abs_error_pct": "p90 |error| %"}
@@ -47,11 +47,7 @@ def fitted(text: str, name: str, scenario_json: str, engine: str):
 st.title("Validation")
 st.caption("How accurate is the planner? Every published measurement against the model's prediction, your own "
            "benchmark to make it exact for your setup, and the commands to measure it.")
-try:
-    s, r = current_scenario(), current_resolved()
-except InputError as err:
-    st.error(f"{err.field}: {err.message}")
-    st.stop()
+s, r = current_scenario(), resolved_or_stop()
 
 files = (str(MEASUREMENTS_CSV), str(KV_CSV), (MEASUREMENTS_CSV.stat().st_mtime, KV_CSV.stat().st_mtime))
 pts, kv = published(*files)

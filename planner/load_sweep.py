@@ -24,7 +24,7 @@ from planner.errors import InputError
 from planner.perf_model import PerfModel
 from planner.scenario import Resolved
 from planner.serving import flat_row, result_summary, run_serving, scheduler_config_for, step_cost_for
-from planner.traces import load_trace, rescale
+from planner.traces import load_trace
 from planner.traffic import Workload, closed_loop, interarrival_s, open_loop
 
 KNEE_TTFT_FACTOR = 2.0  # p95 TTFT may at most double over the lightest load

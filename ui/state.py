@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from planner.errors import InputError
 from planner.scenario import Calibration, Resolved, Scenario, resolve
 
 SCENARIO_KEY = "scenario"
@@ -23,6 +24,15 @@ def set_scenario(scenario: Scenario) -> None:
 def current_resolved() -> Resolved:
     """The current scenario with its specs looked up (ids were validated by the sidebar)."""
     return resolve(current_scenario())
+
+
+def resolved_or_stop() -> Resolved:
+    """The page guard: the resolved scenario, or an error naming the field and the end of this page's run."""
+    try:
+        return current_resolved()
+    except InputError as err:
+        st.error(f"{err.field}: {err.message}")
+        st.stop()
 
 
 def calibration_from_state() -> Calibration | None:

@@ -46,7 +46,7 @@ def _text(e: Estimate, r) -> str:
         f"  end-to-end             {e.e2e_s:,.3f} s = TTFT + {e.output_tokens - 1:,} × TPOT",
         f"  throughput             {e.throughput_tokens_per_s:,.0f} output tokens/s",
         f"  decode step            {total * 1e3:.2f} ms: {parts}",
-        f"  ridge point            " + (f"decode turns compute-bound at batch {e.ridge_batch}" if e.ridge_batch
+        "  ridge point            " + (f"decode turns compute-bound at batch {e.ridge_batch}" if e.ridge_batch
                                         else "decode stays memory-bound at this context"),
         f"  efficiency             matmul {eff['matmul_efficiency']:.2f}, attention {eff['attention_efficiency']:.2f}, "
         f"memory {eff['memory_efficiency']:.2f}, overhead {eff['step_overhead_s'] * 1e3:.2f} ms/step",
