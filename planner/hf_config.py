@@ -35,14 +35,25 @@ def _positive_int(cfg: dict, *keys: str, default: Any = ..., source: str = "conf
     return int(value)
 
 
-def _sliding(cfg: dict, model_type: str, num_layers: int) -> tuple[int | None, int]:
+def _count(cfg: dict, key: str, source: str) -> int:
+    """An optional non-negative whole number (0 when absent or null)."""
+    value = cfg.get(key)
+    if value is None or value is False:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
+            or value != int(value):
+        raise InputError(f"{source}: {key}", f"must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _sliding(cfg: dict, model_type: str, num_layers: int, source: str) -> tuple[int | None, int]:
     """(window, number of windowed layers) as each family uses it."""
-    window = cfg.get("sliding_window")
+    window = _count(cfg, "sliding_window", source)
     if not window or cfg.get("use_sliding_window") is False:
         return None, 0
     if model_type == "gemma2":
-        return int(window), num_layers // 2  # Gemma-2 alternates local (windowed) and global layers
-    return int(window), num_layers  # Mistral v0.1, Phi-3: every layer windowed
+        return window, num_layers // 2  # Gemma-2 alternates local (windowed) and global layers
+    return window, num_layers  # Mistral v0.1, Phi-3: every layer windowed
 
 
 def _family_fields(cfg: dict, model_type: str, source: str) -> dict:
@@ -68,16 +79,19 @@ def _family_fields(cfg: dict, model_type: str, source: str) -> dict:
 
 
 def _moe_fields(cfg: dict, num_layers: int, source: str) -> dict:
-    experts = _first(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=0)
+    key = next((k for k in ("num_local_experts", "num_experts", "n_routed_experts") if cfg.get(k)), None)
+    experts = _count(cfg, key, source) if key else 0
     if not experts:
         return {}
-    fields = dict(num_experts=int(experts),
+    fields = dict(num_experts=experts,
                   num_experts_per_tok=_positive_int(cfg, "num_experts_per_tok", source=source),
-                  num_shared_experts=int(cfg.get("n_shared_experts") or 0),
-                  num_dense_layers=int(cfg.get("first_k_dense_replace") or 0))
+                  num_shared_experts=_count(cfg, "n_shared_experts", source),
+                  num_dense_layers=_count(cfg, "first_k_dense_replace", source))
     # Mixtral's experts use intermediate_size; Qwen3-MoE and DeepSeek name the expert width separately.
     fields["moe_intermediate_size"] = _positive_int(cfg, "moe_intermediate_size", "intermediate_size", source=source)
     if cfg.get("mlp_only_layers"):
+        if not isinstance(cfg["mlp_only_layers"], list):
+            raise InputError(f"{source}: mlp_only_layers", "must be a list of layer indices")
         fields["num_dense_layers"] = len(cfg["mlp_only_layers"])
     return fields
 
@@ -86,7 +100,7 @@ def _mla_fields(cfg: dict, source: str) -> dict:
     if not cfg.get("kv_lora_rank"):
         return {}
     return dict(kv_lora_rank=_positive_int(cfg, "kv_lora_rank", source=source),
-                q_lora_rank=int(cfg.get("q_lora_rank") or 0),
+                q_lora_rank=_count(cfg, "q_lora_rank", source),
                 qk_rope_head_dim=_positive_int(cfg, "qk_rope_head_dim", source=source),
                 qk_nope_head_dim=_positive_int(cfg, "qk_nope_head_dim", source=source),
                 v_head_dim=_positive_int(cfg, "v_head_dim", source=source))
@@ -105,7 +119,7 @@ def model_from_hf_config(cfg: dict, name: str | None = None, source: str = "conf
     else:
         kv_heads = _positive_int(cfg, "num_key_value_heads", "num_kv_heads", "n_head_kv", default=heads, source=source)
     default_ffn = 4 * hidden if model_type in ("falcon", "RefinedWebModel", "RefinedWeb") else ...
-    window, sliding_layers = _sliding(cfg, model_type, layers)
+    window, sliding_layers = _sliding(cfg, model_type, layers, source)
     fields = dict(
         name=name or str(cfg.get("_name_or_path") or model_type),
         model_type=model_type, hidden_size=hidden, num_layers=layers, num_attention_heads=heads,
