@@ -7,6 +7,7 @@ is reported by its Hugging Face name.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ def _first(cfg: dict, *keys: str, default: Any = ..., source: str = "config.json
 
 def _positive_int(cfg: dict, *keys: str, default: Any = ..., source: str = "config.json") -> int:
     value = _first(cfg, *keys, default=default, source=source)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value != int(value) or value <= 0:
         raise InputError(f"{source}: {keys[0]}", f"must be a positive integer, got {value!r}")
     return int(value)
 
@@ -40,7 +42,7 @@ def _count(cfg: dict, key: str, source: str) -> int:
     value = cfg.get(key)
     if value is None or value is False:
         return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 \
             or value != int(value):
         raise InputError(f"{source}: {key}", f"must be a non-negative integer, got {value!r}")
     return int(value)
