@@ -6,10 +6,6 @@ from ui.sidebar import render_sidebar
 
 st.set_page_config(page_title="servingplan: LLM serving capacity planner", page_icon="🧮", layout="wide")
 
-scenario = render_sidebar()
-with st.sidebar:
-    render_report_downloads(scenario)
-
 PAGES = [
     st.Page("pages/fit.py", title="Does it fit?", icon=":material/memory:", default=True),
     st.Page("pages/latency.py", title="Latency & throughput", icon=":material/speed:"),
@@ -20,4 +16,10 @@ PAGES = [
     st.Page("pages/validation.py", title="Validation", icon=":material/verified:"),
     st.Page("pages/walkthroughs.py", title="Walkthroughs", icon=":material/school:"),
 ]
-st.navigation(PAGES).run()
+# st.navigation first: on a server's first run, widgets drawn before it get other ids than on later runs,
+# which would drop the user's first sidebar change.
+navigation = st.navigation(PAGES)
+scenario = render_sidebar()
+with st.sidebar:
+    render_report_downloads(scenario)
+navigation.run()

@@ -295,8 +295,7 @@ ovc = _open_closed(server, traffic, ovc_rate, think_s)
 for name in ("open", "closed"):
     s = ovc[name]
     c = st.columns([1.2, 1, 1, 1, 1])
-    c[0].markdown(f"**{name.capitalize()} loop**" + (f"<br>{ovc['num_users']:,} users" if name == "closed" else ""),
-                  unsafe_allow_html=True)
+    c[0].markdown(f"**{name.capitalize()} loop**" + (f"  \n{ovc['num_users']:,} users" if name == "closed" else ""))
     c[1].metric("Sent (req/s)", f"{s['offered_requests_per_s'] or 0:,.3g}")
     c[2].metric("p95 queue wait (ms)", _ms(s["queue_s"]["p95"]))
     c[3].metric("p95 TTFT (ms)", _ms(s["ttft_s"]["p95"]))

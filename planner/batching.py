@@ -37,6 +37,9 @@ _NEVER = float("inf")  # "no such event" in next_event
 DEFAULT_BUCKET_EDGES = (128, 256, 512, 1024)  # prompt-token bucket boundaries: powers of two, as engines pad
 
 
+
+MAX_SLOTS = 100_000  # far above any GPU's batch; bounds the per-slot state a hostile value would allocate
+
 @dataclass(frozen=True)
 class Policy:
     """How a batcher admits and releases. max_batch None = the number of slots; queue_limit None = unlimited."""
@@ -93,8 +96,8 @@ class _Batcher:
     """All simulation state for one run; the two drivers below differ only in how the clock advances."""
 
     def __init__(self, requests: RequestSet, slots: int, policy: Policy):
-        if slots < 1:
-            raise InputError("slots", "must be at least 1")
+        if not 1 <= slots <= MAX_SLOTS:
+            raise InputError("slots", f"must be from 1 to {MAX_SLOTS:,}")
         self.req, self.slots, self.policy = requests, slots, policy
         self.max_batch = min(policy.max_batch or slots, slots)
         n = len(requests)

@@ -101,7 +101,13 @@ def parse_requests_csv(text: str, source: str = "requests") -> RequestSet:
 
     Rows are counted from 1 at the first data row (the header is row 0).
     """
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    try:
+        return _parse_rows(csv.DictReader(io.StringIO(text.lstrip("\ufeff"))), source)
+    except csv.Error as err:  # e.g. a field longer than the csv module's limit
+        raise InputError(source, f"is not a readable CSV file ({err})") from None
+
+
+def _parse_rows(reader: csv.DictReader, source: str) -> RequestSet:
     header = [h.strip() for h in (reader.fieldnames or [])]
     for column in CSV_COLUMNS:
         if column not in header:
@@ -121,14 +127,18 @@ def parse_requests_csv(text: str, source: str = "requests") -> RequestSet:
     return RequestSet(names, arrival, outputs, prompts)
 
 
+MAX_CELL = 10**12  # steps or tokens; beyond this a value cannot be a real request (and overflows int64 sums)
+
+
 def _int_cell(row: dict, column: str, minimum: int, row_num: int, source: str) -> int:
     raw = (row[column] or "").strip()
     try:
         value = int(raw)
     except ValueError:
         raise InputError(f"{source}: row {row_num}, column {column}", f"must be a whole number, got {raw!r}") from None
-    if value < minimum:
-        raise InputError(f"{source}: row {row_num}, column {column}", f"must be {minimum} or more, got {value}")
+    if not minimum <= value <= MAX_CELL:
+        raise InputError(f"{source}: row {row_num}, column {column}",
+                         f"must be from {minimum} to {MAX_CELL:,}, got {raw[:40]}")
     return value
 
 

@@ -26,7 +26,11 @@ def _read_yaml(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
-        raise InputError(path.name, f"is not valid YAML: {err}") from None
+        raise InputError(path.name, f"is not valid YAML: {str(err)[:300]}") from None
+    except UnicodeDecodeError:
+        raise InputError(path.name, "is not UTF-8 text (is it a binary file?)") from None
+    except RecursionError:
+        raise InputError(path.name, "nests too deeply to be a catalogue") from None
     except OSError as err:
         raise InputError(path.name, f"cannot be read: {err.strerror}") from None
     if not isinstance(data, dict):
@@ -133,6 +137,10 @@ def get_model(model: str) -> ModelSpec:
             raise InputError("--model", f"no such file: {model}")
         if path.is_dir():
             path = path / "config.json"
-        return load_config_file(path)
+        try:
+            return load_config_file(path)
+        except InputError as err:  # name the flag the path came from, then the file's own field
+            raise InputError(err.field if err.field.startswith("--model") else f"--model {err.field}",
+                             err.message) from None
     raise InputError("--model", f"unknown model {model!r}: give a preset id ({', '.join(model_presets())}) "
                                 "or a path to a config.json")

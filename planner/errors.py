@@ -16,9 +16,9 @@ class InputError(ValueError):
 def from_validation_error(err: ValidationError, prefix: str = "") -> InputError:
     """Turn pydantic's multi-line error into one InputError naming the first bad field."""
     first = err.errors()[0]
-    loc = ".".join(str(p) for p in first.get("loc", ())) or "input"
+    loc = ".".join(str(p) for p in first.get("loc", ())) or "input"  # a cross-field check names no single field
     field = f"{prefix}{loc}" if prefix else loc
-    msg = first.get("msg", "invalid value")
+    msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
     if first.get("type") == "extra_forbidden":
         msg = "unknown field"
-    return InputError(field, msg)
+    return InputError(field, msg[:300])

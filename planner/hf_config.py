@@ -17,6 +17,7 @@ from planner.errors import InputError, from_validation_error
 from planner.specs import ModelSpec
 
 MAX_CONFIG_BYTES = 1_000_000
+MAX_DIMENSION = 10**9  # no real layer count, width, vocabulary or context comes near this
 SPEC_KEY = "servingplan_model_spec"  # a real config.json is a few KB; anything larger is not one
 
 
@@ -29,11 +30,22 @@ def _first(cfg: dict, *keys: str, default: Any = ..., source: str = "config.json
     return default
 
 
+def _show(value: Any) -> str:
+    """A value for an error message, cut short (a hostile file can hold megabytes in one field)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _whole(value: Any, minimum: int) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            and value == int(value) and minimum <= value <= MAX_DIMENSION)
+
+
 def _positive_int(cfg: dict, *keys: str, default: Any = ..., source: str = "config.json") -> int:
     value = _first(cfg, *keys, default=default, source=source)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value != int(value) or value <= 0:
-        raise InputError(f"{source}: {keys[0]}", f"must be a positive integer, got {value!r}")
+    if not _whole(value, 1):
+        key = next((k for k in keys if k in cfg and cfg[k] is not None), keys[0])
+        raise InputError(f"{source}: {key}", f"must be a whole number from 1 to {MAX_DIMENSION:,}, got {_show(value)}")
     return int(value)
 
 
@@ -42,9 +54,8 @@ def _count(cfg: dict, key: str, source: str) -> int:
     value = cfg.get(key)
     if value is None or value is False:
         return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 \
-            or value != int(value):
-        raise InputError(f"{source}: {key}", f"must be a non-negative integer, got {value!r}")
+    if not _whole(value, 0):
+        raise InputError(f"{source}: {key}", f"must be a whole number from 0 to {MAX_DIMENSION:,}, got {_show(value)}")
     return int(value)
 
 
@@ -151,13 +162,15 @@ def parse_config_text(text: str | bytes, name: str | None = None, source: str = 
         raise InputError(source, f"file is {len(text):,} bytes; a config.json is at most {MAX_CONFIG_BYTES:,}")
     if isinstance(text, bytes):
         try:
-            text = text.decode("utf-8")
+            text = text.decode("utf-8-sig")  # a byte-order mark is harmless
         except UnicodeDecodeError:
             raise InputError(source, "is not UTF-8 text (is it a binary file?)") from None
     try:
         cfg = json.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(source, f"is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+    except (ValueError, RecursionError) as err:  # e.g. a 5,000-digit number, or arrays nested 100,000 deep
+        raise InputError(source, f"is not a usable JSON document ({type(err).__name__}: {_show(str(err))})") from None
     if isinstance(cfg, dict) and isinstance(cfg.get(SPEC_KEY), dict):  # a servingplan model spec (shared links)
         try:
             return ModelSpec(**cfg[SPEC_KEY])
@@ -175,7 +188,10 @@ def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
     """ModelSpec from a config.json on disk."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        if not path.is_file():
+            raise InputError("--model", f"{path} is not a regular file")
+        with path.open("rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)  # never read more than the cap (think /dev/zero)
     except OSError as err:
         raise InputError("--model", f"cannot read {path}: {err.strerror}") from None
     return parse_config_text(data, name=name or path.stem, source=path.name)

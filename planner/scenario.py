@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from planner.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
 from planner.efficiency import EfficiencyProfile
@@ -36,7 +36,7 @@ class Scenario(BaseModel):
     model: str = DEFAULT_MODEL  # a preset id or a config.json path
     model_spec: ModelSpec | None = None  # an uploaded/pasted/manual model; overrides `model`
     gpu: str = DEFAULT_GPU
-    gpu_memory_gb: PositiveFloat | None = None  # a custom GPU of this many decimal GB; overrides `gpu` memory
+    gpu_memory_gb: float | None = Field(default=None, ge=0.1, le=100_000)  # a custom GPU of this many decimal GB
     deployment: Deployment = Field(default_factory=Deployment)
     context_tokens: PositiveInt | None = None  # tokens per request (prompt + output); None = max_model_len
     engine: str = "vllm"

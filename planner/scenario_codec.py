@@ -110,8 +110,8 @@ def from_json(text: str | bytes, source: str = "scenario.json") -> Scenario:
         raise InputError(source, f"file is {len(text):,} bytes; a saved scenario is at most {MAX_SCENARIO_BYTES:,}")
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(source, f"is not valid JSON ({err})") from None
+    except (ValueError, RecursionError) as err:  # bad JSON, bad UTF-8, a 5,000-digit number, deep nesting
+        raise InputError(source, f"is not valid JSON ({type(err).__name__}: {str(err)[:200]})") from None
     if not isinstance(data, dict) or data.pop("servingplan_scenario", None) != 1:
         raise InputError(source, "is not a servingplan scenario (missing \"servingplan_scenario\": 1)")
     try:

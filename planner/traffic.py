@@ -195,6 +195,8 @@ def open_loop(num_requests: int, rate_per_s: float, prompt: str | LengthDist, ou
     """Open-loop traffic: arrivals at `rate_per_s` by `process`; lengths drawn independently of arrivals."""
     _check_positive("num_requests", num_requests, integer=True)
     _check_positive("rate_per_s", rate_per_s)
+    if not MIN_RATE_PER_S <= rate_per_s <= MAX_RATE_PER_S:
+        raise InputError("rate_per_s", f"must be from {MIN_RATE_PER_S:g} to {MAX_RATE_PER_S:g} requests/s, got {rate_per_s:g}")
     if process not in ARRIVAL_PROCESSES:
         raise InputError("process", f"unknown arrival process {process!r}; use one of {', '.join(ARRIVAL_PROCESSES)}")
     if process == "gamma":
@@ -234,6 +236,9 @@ def closed_loop(num_users: int, num_requests: int, think_time_s: float, prompt: 
     src = f"closed loop, {num_users} users, {think} think {think_time_s:g} s; prompt {prompt_d.spec}; output {output_d.spec}"
     return Workload(arrival_s, prompt_tokens, output_tokens, user_id=user_id, think_s=think_s, seed=seed,
                     source=src)
+
+
+MIN_RATE_PER_S, MAX_RATE_PER_S = 1e-6, 1e7  # one request in ~12 days .. ten million per second
 
 
 def _check_positive(name: str, value: float, integer: bool = False) -> None:

@@ -94,7 +94,11 @@ def _engine() -> dict:
 
 
 def _scenario_from_widgets() -> Scenario:
-    choice, spec = _model_source()
+    try:
+        choice, spec = _model_source()
+    except InputError:
+        _hardware(), _engine()  # still draw them: a widget not drawn in a run loses its value
+        raise
     hw, eng = _hardware(), _engine()
     dep = Deployment(num_gpus=hw["num_gpus"] // hw["tp"] * hw["tp"], tensor_parallel_size=hw["tp"],
                      weights=hw["weights"], kv_cache_dtype=hw["kv"], gpu_memory_utilization=eng["util"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from planner.batching import run_pair
+from planner.batching import MAX_SLOTS, run_pair
 from planner.batching_report import cli_summary
 from planner.batching_requests import parse_requests_csv
 from planner.cli import emit
@@ -25,15 +25,17 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.slots < 1:
-        raise InputError("--slots", "must be at least 1")
-    if args.max_wait < 0:
-        raise InputError("--max-wait", "must be 0 or more steps")
+    if not 1 <= args.slots <= MAX_SLOTS:
+        raise InputError("--slots", f"must be from 1 to {MAX_SLOTS:,}")
+    if not 0 <= args.max_wait <= 10**12:
+        raise InputError("--max-wait", "must be from 0 to 10^12 steps")
     path = Path(args.requests)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise InputError("--requests", f"cannot read {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise InputError("--requests", f"{path} is not UTF-8 text (is it a binary file?)") from None
     requests = parse_requests_csv(text, source=str(path))
     results = {name: cli_summary(r) for name, r in run_pair(requests, args.slots, args.max_wait).items()}
     emit(results, args.json, _text(results, len(requests), args.slots))

@@ -51,8 +51,8 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         raise InputError(_FLAG.get(e.field, "--num-gpus"), e.message.removeprefix("Value error, ")) from None
     if args.context is not None and args.context <= 0:
         raise InputError("--context", "must be a positive number of tokens")
-    if args.gpu_memory_gb is not None and not args.gpu_memory_gb > 0:
-        raise InputError("--gpu-memory-gb", "must be a positive number of GB")
+    if args.gpu_memory_gb is not None and not 0.1 <= args.gpu_memory_gb <= 100_000:
+        raise InputError("--gpu-memory-gb", "must be from 0.1 to 100,000 GB")
     return Scenario(model=args.model, gpu=args.gpu or DEFAULT_GPU, gpu_memory_gb=args.gpu_memory_gb,
                     deployment=dep, context_tokens=args.context)
 
