@@ -178,8 +178,8 @@ class CapacityResult:
 def bracket_and_bisect(sustains, start: float, rel_tol: float = DEFAULT_REL_TOL) -> float:
     """Highest rate with sustains(rate) True, to within rel_tol, searching from `start` (module note).
     Assumes sustains is monotone (True below the capacity, False above); 0.0 if nothing down to start/512."""
-    if not (rel_tol > 0 and start > 0):
-        raise InputError("rel_tol", "the tolerance and the starting rate must be > 0")
+    if not (rel_tol >= 1e-4 and start > 0):  # below ~1e-16, 1 + rel_tol == 1 and the bisection never ends
+        raise InputError("rel_tol", "the tolerance must be at least 1e-4 and the starting rate > 0")
     lo = hi = None
     if sustains(start):
         lo = start

@@ -21,11 +21,11 @@ from planner.traffic import LengthDist, as_length_dist
 
 
 def sample_lengths(prompt: str | LengthDist, output: str | LengthDist, num: int, seed: int,
-                   max_len: int) -> np.ndarray:
-    """Prompt + output tokens per request (seeded), capped at max_model_len."""
+                   max_len: int, fields: tuple[str, str] = ("prompt", "output")) -> np.ndarray:
+    """Prompt + output tokens per request (seeded), capped at max_model_len; `fields` name the inputs in errors."""
     rng = np.random.default_rng(seed)
-    p = as_length_dist(prompt, "prompt").sample(num, rng, "prompt")
-    o = as_length_dist(output, "output").sample(num, rng, "output")
+    p = as_length_dist(prompt, fields[0]).sample(num, rng, "prompt")
+    o = as_length_dist(output, fields[1]).sample(num, rng, "output")
     return np.minimum(p + o, max_len)
 
 
@@ -75,8 +75,9 @@ class PagedComparison:
     paged_waste_bytes: float
 
     @property
-    def concurrency_gain(self) -> float:
-        return self.paged_max_requests / self.contiguous_max_requests if self.contiguous_max_requests else float("inf")
+    def concurrency_gain(self) -> float | None:
+        """paged / contiguous requests; None when contiguous reservation fits none (no finite ratio)."""
+        return self.paged_max_requests / self.contiguous_max_requests if self.contiguous_max_requests else None
 
 
 def compare(r: Resolved, lengths: np.ndarray, reserve_tokens: int | None = None) -> PagedComparison:

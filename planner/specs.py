@@ -151,7 +151,7 @@ class Deployment(BaseModel):
     kv_cache_dtype: str = "auto"  # auto = the model's activation dtype
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
     max_model_len: PositiveInt | None = None  # None = the model's max_position_embeddings
-    block_size: PositiveInt = 16
+    block_size: int = Field(default=16, ge=1, le=1024)  # tokens per KV block
     max_num_seqs: PositiveInt = 256
     max_num_batched_tokens: PositiveInt = 8192
     enforce_eager: bool = False  # no CUDA graphs (saves their memory, costs per-step overhead)

@@ -133,10 +133,10 @@ def _parse_lognormal(rest: str, field_name: str, spec: str) -> LengthDist:
     if unknown or "mean" not in kv or "sigma" not in kv:
         raise InputError(field_name, hint)
     mean, sigma, cap = kv["mean"], kv["sigma"], kv.get("max", 0.0)
-    if not (math.isfinite(mean) and mean >= 1) or not (math.isfinite(sigma) and 0 <= sigma <= 5):
-        raise InputError(field_name, "lognormal needs mean >= 1 and 0 <= sigma <= 5")
-    if cap and not (math.isfinite(cap) and cap >= 1):
-        raise InputError(field_name, "lognormal max must be >= 1")
+    if not (math.isfinite(mean) and 1 <= mean <= MAX_TOKENS) or not (math.isfinite(sigma) and 0 <= sigma <= 5):
+        raise InputError(field_name, f"lognormal needs 1 <= mean <= {MAX_TOKENS:,} and 0 <= sigma <= 5")
+    if cap and not (math.isfinite(cap) and 1 <= cap <= MAX_TOKENS):
+        raise InputError(field_name, f"lognormal max must be from 1 to {MAX_TOKENS:,}")
     return LengthDist("lognormal", (mean, sigma, cap), spec=spec)
 
 
@@ -154,8 +154,8 @@ def _parse_int(text: str, field_name: str, hint: str) -> int:
         value = float(text)
     except ValueError:
         raise InputError(field_name, hint) from None
-    if not math.isfinite(value) or value != int(value) or value < 1:
-        raise InputError(field_name, f"{text.strip()!r} must be a whole number >= 1")
+    if not math.isfinite(value) or value != int(value) or not 1 <= value <= MAX_TOKENS:
+        raise InputError(field_name, f"{text.strip()[:40]!r} must be a whole number from 1 to {MAX_TOKENS:,}")
     return int(value)
 
 
@@ -194,6 +194,7 @@ def open_loop(num_requests: int, rate_per_s: float, prompt: str | LengthDist, ou
               process: str = "poisson", cv: float = 1.0, seed: int = 0) -> Workload:
     """Open-loop traffic: arrivals at `rate_per_s` by `process`; lengths drawn independently of arrivals."""
     _check_positive("num_requests", num_requests, integer=True)
+    _check_at_most("num_requests", num_requests, MAX_REQUESTS)
     _check_positive("rate_per_s", rate_per_s)
     if not MIN_RATE_PER_S <= rate_per_s <= MAX_RATE_PER_S:
         raise InputError("rate_per_s", f"must be from {MIN_RATE_PER_S:g} to {MAX_RATE_PER_S:g} requests/s, got {rate_per_s:g}")
@@ -201,6 +202,8 @@ def open_loop(num_requests: int, rate_per_s: float, prompt: str | LengthDist, ou
         raise InputError("process", f"unknown arrival process {process!r}; use one of {', '.join(ARRIVAL_PROCESSES)}")
     if process == "gamma":
         _check_positive("cv", cv)
+        if not MIN_CV <= cv <= MAX_CV:
+            raise InputError("cv", f"must be from {MIN_CV:g} to {MAX_CV:g} (1 = Poisson), got {cv:g}")
     prompt_d, output_d = as_length_dist(prompt, "prompt"), as_length_dist(output, "output")
     rng = np.random.default_rng(seed)
     arrival_s = np.cumsum(interarrival_s(num_requests, rate_per_s, process, cv, rng))
@@ -217,6 +220,8 @@ def closed_loop(num_users: int, num_requests: int, think_time_s: float, prompt: 
     think time (staggered start), each later one a think time after the user's previous reply finishes."""
     _check_positive("num_users", num_users, integer=True)
     _check_positive("num_requests", num_requests, integer=True)
+    _check_at_most("num_users", num_users, MAX_USERS)
+    _check_at_most("num_requests", num_requests, MAX_REQUESTS)
     if not (math.isfinite(think_time_s) and think_time_s >= 0):
         raise InputError("think_time_s", "must be a number >= 0")
     if think not in ("exponential", "fixed"):
@@ -239,6 +244,15 @@ def closed_loop(num_users: int, num_requests: int, think_time_s: float, prompt: 
 
 
 MIN_RATE_PER_S, MAX_RATE_PER_S = 1e-6, 1e7  # one request in ~12 days .. ten million per second
+MIN_CV, MAX_CV = 1e-3, 100.0  # burstiness of gamma arrivals; outside this cv² under- or overflows
+MAX_USERS = 1_000_000
+MAX_REQUESTS = 2_000_000  # per simulation: a few hundred MB of per-request state at most
+MAX_TOKENS = 10_000_000  # per prompt or output: beyond any model's context
+
+
+def _check_at_most(name: str, value: float, limit: float) -> None:
+    if value > limit:
+        raise InputError(name, f"must be at most {limit:,}, got {value:,}")
 
 
 def _check_positive(name: str, value: float, integer: bool = False) -> None:

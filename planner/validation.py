@@ -58,6 +58,8 @@ def read_point_rows(path: Path | None = None, text: str | None = None) -> list[d
             text = Path(path or cp.MEASUREMENTS_CSV).read_text(encoding="utf-8")
         except OSError as err:
             raise InputError("--points", f"cannot read {path}: {err.strerror}") from None
+        except UnicodeDecodeError:
+            raise InputError("--points", f"{path} is not UTF-8 text (is it a binary file?)") from None
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in POINT_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
@@ -68,17 +70,23 @@ def read_point_rows(path: Path | None = None, text: str | None = None) -> list[d
     for i, row in enumerate(rows, start=2):  # row 1 is the header
         for col in NUMERIC_COLUMNS:
             if col in row and (col != "num_gpus" or (row[col] or "").strip()):
-                _finite_positive(row[col], f"row {i} ({row.get('id') or 'no id'}), column {col}")
+                _finite_positive(row[col], f"row {i} ({_printable(row.get('id') or 'no id')}), column {col}")
     return rows
+
+
+def _printable(text: str) -> str:
+    """A cell for an error message: as typed, or quoted when it holds a newline or another control character."""
+    text = text[:40]
+    return text if text.isprintable() else repr(text)
 
 
 def _finite_positive(text: str | None, where: str) -> float:
     try:
         value = float(text)
     except (TypeError, ValueError):
-        raise InputError(where, f"not a number: {text!r}") from None
+        raise InputError(where, f"not a number: {str(text)[:40]!r}") from None
     if not math.isfinite(value) or value <= 0:
-        raise InputError(where, f"must be a positive finite number, got {text!r}")
+        raise InputError(where, f"must be a positive finite number, got {str(text)[:40]!r}")
     return value
 
 

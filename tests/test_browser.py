@@ -10,9 +10,8 @@ import json
 
 import pytest
 
-from browser_fixtures import (ROOT, app_url, browser, goto_page, metric_values, nav_titles, page,  # noqa: F401
-                              plotly_data, screenshot, server_log, sidebar_select, slug, wait_for_metric_change,
-                              wait_for_value, wait_idle)
+from browser_fixtures import (ROOT, goto_page, metric_values, nav_titles, plotly_data, screenshot, sidebar_select,
+                              slug, wait_for_metric_change, wait_for_value, wait_idle)
 
 pytestmark = pytest.mark.browser
 

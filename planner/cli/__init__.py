@@ -17,6 +17,19 @@ import sys
 from planner.errors import InputError
 
 
+# Engine-level fields a subcommand's flags feed, so an error raised deep in the engine still names the flag.
+FIELD_FLAGS = {"rate_per_s": "--rate", "num_users": "--users", "num_requests": "--num-requests", "cv": "--cv",
+               "think_time_s": "--think-time", "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
+               "max_num_batched_tokens": "--max-num-batched-tokens", "max_queue": "--max-queue",
+               "num_gpu_blocks": "--gpu-memory-utilization", "spec_k": "--k", "spec_alpha": "--alpha",
+               "rel_tol": "--rel-tol"}
+
+
+def flag_for(field: str) -> str:
+    """The flag behind an engine field name (the field itself when it already is a flag or a file position)."""
+    return FIELD_FLAGS.get(field, field)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit code 2 (argparse's own convention)."""
 
@@ -56,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except InputError as err:
-        print(f"error: {err}", file=sys.stderr)
+        message = " ".join(err.message.split())  # one line, whatever a file's field held
+        print(f"error: {flag_for(err.field)}: {message}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into `head` and closed early: not an error of ours
         sys.stdout = open(os.devnull, "w")

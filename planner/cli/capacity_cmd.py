@@ -90,8 +90,8 @@ def _check(args) -> None:
         raise InputError("--target-rate", f"must be a number of requests/s > 0, got {args.target_rate:g}")
     if not (math.isfinite(args.headroom) and args.headroom >= 1):
         raise InputError("--headroom", "must be >= 1 (1.2 = 20% spare)")
-    if not 0 < args.rel_tol < 0.5:
-        raise InputError("--rel-tol", "must be between 0 and 0.5")
+    if not 1e-4 <= args.rel_tol < 0.5:
+        raise InputError("--rel-tol", "must be from 0.0001 to 0.5 (each halving of it costs one more simulation)")
     if args.seed < 0:
         raise InputError("--seed", "must be 0 or more")
 

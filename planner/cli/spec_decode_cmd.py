@@ -33,6 +33,8 @@ def _validate(args) -> None:
     if not 1 <= args.k <= MAX_K:
         raise InputError("--k", f"must be between 1 and {MAX_K}")
     positive(args, "batch")
+    if args.batch > 1_000_000:
+        raise InputError("--batch", "must be at most 1,000,000 sequences")
 
 
 def run(args) -> int:

@@ -123,16 +123,22 @@ def _prefix_text(o: dict) -> str:
 def run_paged(args) -> int:
     r = resolved_from_args(args)
     positive(args, "samples")
+    if args.samples > 1_000_000:
+        raise InputError("--samples", "must be at most 1,000,000")
+    if not 0 <= args.seed < 2**32:
+        raise InputError("--seed", "must be from 0 to 2^32 - 1")
     if args.reserve_tokens is not None and args.reserve_tokens <= 0:
         raise InputError("--reserve-tokens", "must be positive")
-    lengths = sample_lengths(args.prompt_dist, args.output_dist, args.samples, args.seed, r.max_model_len)
+    lengths = sample_lengths(args.prompt_dist, args.output_dist, args.samples, args.seed, r.max_model_len,
+                             fields=("--prompt-dist", "--output-dist"))
     c = compare(r, lengths, args.reserve_tokens)
     out = dataclasses.asdict(c) | {"model": r.model.name, "gpu": r.gpu.id, "concurrency_gain": c.concurrency_gain}
     text = "\n".join([
         f"{r.model.name} on {r.gpu.name}: {c.num_samples:,} requests, mean {c.mean_tokens:,.0f} tokens "
         f"(p50 {c.p50_tokens:,.0f}, p95 {c.p95_tokens:,.0f}), KV pool {c.pool_tokens:,} tokens per GPU",
         f"  contiguous ({c.reserve_tokens:,} reserved)  {c.contiguous_max_requests:,} requests, "
-        f"{c.contiguous_waste_fraction:.1%} of reserved memory never written ({fmt_gb(c.contiguous_waste_bytes)})",
+        + (f"{c.contiguous_waste_fraction:.1%} of reserved memory never written ({fmt_gb(c.contiguous_waste_bytes)})"
+           if c.contiguous_max_requests else "one reservation is larger than the pool"),
         f"  paged (blocks of {c.block_size})          {c.paged_max_requests:,} requests, "
         f"{c.paged_waste_fraction:.2%} wasted in tail blocks ({fmt_gb(c.paged_waste_bytes)})",
     ])

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from planner.calibration_points import MEASUREMENTS_CSV
 from planner.cli import emit
+from planner.errors import InputError
 from planner.validation import error_summary, overall, points_table, summary_dict
 
 POINT_KEYS = ("id", "metric", "measured", "predicted", "error_pct", "reason")
@@ -28,7 +29,10 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    df = points_table(args.points)
+    try:
+        df = points_table(args.points)
+    except InputError as err:  # rows and columns are positions in the --points file
+        raise InputError(err.field if err.field.startswith("--") else f"--points {err.field}", err.message) from None
     points = [{k: _clean(row[k]) for k in POINT_KEYS} for row in df.to_dict("records")]
     result = {"points": points, "summary": summary_dict(df)}
     emit(result, args.json, _text(df, args.points))

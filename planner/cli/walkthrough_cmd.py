@@ -34,7 +34,10 @@ def run(args) -> int:
     unknown = [f for f in values if f not in w.inputs.model_fields]
     if unknown:
         raise InputError(f"--set {unknown[0]}", f"unknown input; {args.name} takes: {', '.join(w.inputs.model_fields)}")
-    inputs = build_inputs(w.inputs, values)
+    try:
+        inputs = build_inputs(w.inputs, values)
+    except InputError as err:
+        raise InputError(f"--set {err.field}", err.message) from None
     steps = run_walkthrough(args.name, inputs)
     result = {"name": args.name, "title": w.title, "section": w.section, "inputs": inputs.model_dump(),
               "steps": [s.to_dict() for s in steps]}

@@ -1,0 +1,255 @@
+"""Real-browser tests of sharing and saving a scenario (Playwright + Debian chromium against `streamlit run app.py`).
+
+Flows: download the sidebar's sizing report CSV and check it against planner.report; open a shared link in a new
+session and see the same scenario (selectboxes and "Does it fit?" metrics), then see the URL follow a change;
+save the scenario JSON, load it into a fresh session and see it restored; upload an oversized config.json and see
+the size limit named while the other inputs stay. Screenshots of these states go to artifacts/screenshots/.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import pytest
+
+from browser_fixtures import (TIMEOUT_MS, metric_values, screenshot, sidebar_select, wait_for_metric_change,
+                              wait_for_value, wait_idle)
+from planner.catalog import get_gpu, weight_precisions
+from planner.hf_config import MAX_CONFIG_BYTES
+from planner.memory_plan import plan_memory
+from planner.report import COLUMNS, report_rows, to_csv
+from planner.scenario import Scenario, resolve
+from planner.scenario_codec import from_json, from_query, to_query
+from planner.specs import Deployment
+
+pytestmark = pytest.mark.browser
+
+SIDEBAR = '[data-testid="stSidebar"]'
+SIDEBAR_ERROR = f'{SIDEBAR} [data-testid="stAlertContentError"]'
+SHARE_EXPANDER = "Share or save this scenario"
+CTX_LABEL = "Tokens per request (prompt + output)"
+# the shared link of test (b): every field off its default that the brief names
+SHARED = Scenario(model="mistralai/Mistral-7B-v0.1", gpu="L40S", deployment=Deployment(weights="fp8"),
+                  context_tokens=8000)
+
+
+# --- fixtures ---------------------------------------------------------------------------------------------------
+# browser, app_url, server_log and page are the session fixtures of tests/browser_fixtures.py (a conftest plugin):
+# one server and one Chromium for every browser module.
+
+# --- helpers ----------------------------------------------------------------------------------------------------
+
+def _open(browser, url: str):
+    """A fresh browser context (a new Streamlit session) on `url`, its first run finished."""
+    context = browser.new_context(viewport={"width": 1500, "height": 1400}, accept_downloads=True)
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    pg.goto(url)
+    pg.wait_for_selector('[data-testid="stSidebarNav"] a')
+    pg.wait_for_selector('[data-testid="stMetricValue"]')
+    wait_idle(pg)
+    return pg
+
+
+@pytest.fixture
+def open_page(browser):
+    """open_page(url) -> a page in its own new session; every context it made is closed afterwards."""
+    contexts = []
+
+    def _open_url(url: str):
+        pg = _open(browser, url)
+        contexts.append(pg.context)
+        return pg
+
+    yield _open_url
+    for context in contexts:
+        context.close()
+
+
+def _combobox(page, label: str):
+    return page.locator(f'{SIDEBAR} input[role="combobox"][aria-label="{label}"]')
+
+
+def _ctx_input(page):
+    return page.locator(SIDEBAR).get_by_label(CTX_LABEL)
+
+
+def _query(page) -> dict[str, str]:
+    return dict(parse_qsl(urlsplit(page.url).query))
+
+
+def _wait_query(page, **expected: str) -> dict[str, str]:
+    """Wait until the page URL's query string holds `expected` (the app rewrites it after each run)."""
+    try:
+        page.wait_for_function("""exp => { const q = new URLSearchParams(window.location.search);
+            return Object.entries(exp).every(([k, v]) => q.get(k) === v); }""", arg=expected, timeout=10_000)
+    except Exception:
+        raise AssertionError(f"URL query never showed {expected}: {page.url}") from None
+    return _query(page)
+
+
+def _gpu_label(gpu_id: str) -> str:
+    return f"{gpu_id} ({get_gpu(gpu_id).memory_gb:g} GB)"
+
+
+def _open_share_box(page):
+    """Expand the sidebar's "Share or save this scenario" expander; return its container."""
+    box = page.locator(f'{SIDEBAR} [data-testid="stExpander"]').filter(has_text=SHARE_EXPANDER)
+    if not box.get_by_text("Save scenario JSON").is_visible():
+        box.locator("summary").click()
+    box.get_by_role("button", name="Save scenario JSON").wait_for()
+    return box
+
+
+def _download(page, button) -> bytes:
+    with page.expect_download() as info:
+        button.click()
+    download = info.value
+    return download.path().read_bytes()
+
+
+def _fit_metrics(s: Scenario) -> dict[str, str]:
+    """What pages/fit.py shows for scenario `s`, computed by the planner (same formatting)."""
+    plan = plan_memory(resolve(s))
+    return {"Parameters": f"{plan.params / 1e9:,.2f} B",
+            "Weights per GPU": f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB",
+            "KV per token": f"{plan.kv_bytes_per_token:,.0f} B",
+            "KV per request": f"{plan.kv_bytes_per_request / 1e9:,.3f} GB",
+            "Textbook: requests fit": f"{plan.textbook_max_requests:,}",
+            "vLLM: requests fit": f"{plan.paged_max_requests:,}",
+            "vLLM: max concurrency": f"{plan.max_concurrency:,.2f}x",
+            "vLLM KV pool per GPU": f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB"}
+
+
+def _assert_fit_metrics(page, s: Scenario) -> None:
+    shown = metric_values(page)
+    expected = _fit_metrics(s)
+    assert {k: shown.get(k) for k in expected} == expected
+
+
+def _assert_sidebar_shows(page, s: Scenario) -> None:
+    """The sidebar's inputs hold scenario `s` (model, GPU, weights, tokens per request)."""
+    wait_for_value(page, _combobox(page, "Model"), s.model, "Model")
+    wait_for_value(page, _combobox(page, "GPU"), _gpu_label(s.gpu), "GPU")
+    wait_for_value(page, _combobox(page, "Weights"), weight_precisions()[s.deployment.weights].label, "Weights")
+    wait_for_value(page, _ctx_input(page), str(s.context_tokens), CTX_LABEL)
+
+
+# --- (a) the sizing report CSV ------------------------------------------------------------------------------------
+
+def test_report_csv_download_matches_planner(page):
+    sidebar_select(page, "GPU", "A100-80", _gpu_label("A100-80GB"))
+    query = _wait_query(page, gpu="A100-80GB")
+    scenario = from_query(query)
+    assert scenario.gpu == "A100-80GB"
+
+    button = page.locator(SIDEBAR).get_by_role("button", name="Sizing report (CSV)", exact=True)
+    text = _download(page, button).decode("utf-8")
+    lines = text.splitlines()
+    assert lines[0] == "section,name,value,unit,note" == ",".join(COLUMNS)
+    got = {(r["section"], r["name"]): r for r in csv.DictReader(io.StringIO(text))}
+    assert got[("input: model", "model")]["value"] == scenario.model == "meta-llama/Llama-3.1-8B"
+    assert got[("input: GPU", "gpu")]["value"] == "A100-80GB"
+
+    expected = {(r.section, r.name): r for r in report_rows(scenario)}
+    for key in [("memory (textbook)", "kv_bytes_per_token"), ("memory (textbook)", "kv_bytes_per_request"),
+                ("memory (textbook)", "textbook_max_requests"), ("memory (textbook)", "textbook_max_requests_total"),
+                ("memory (vLLM)", "num_gpu_blocks"), ("memory (vLLM)", "fits")]:
+        assert got[key]["value"] == str(expected[key].value), (key, got[key], expected[key])
+        assert got[key]["unit"] == expected[key].unit
+    assert float(got[("memory (textbook)", "kv_bytes_per_token")]["value"]) == 131_072  # 2 × 32 × 8 × 128 × 2
+    assert text == to_csv(report_rows(scenario))  # and every other row, byte for byte
+    screenshot(page, "share_report_csv_a100_80gb")
+
+
+# --- (b) a shared link ----------------------------------------------------------------------------------------
+
+def test_shared_link_restores_scenario_and_url_follows(open_page, app_url):
+    pg = open_page(f"{app_url}/?{urlencode(to_query(SHARED))}")
+    _assert_sidebar_shows(pg, SHARED)
+    assert not pg.locator(SIDEBAR_ERROR).count(), pg.locator(SIDEBAR_ERROR).first.inner_text()
+    _assert_fit_metrics(pg, SHARED)
+    assert metric_values(pg)["Parameters"] == "7.24 B"  # Mistral-7B, not the default Llama-3.1-8B
+    screenshot(pg, "share_link_opened")
+
+    before = metric_values(pg)
+    sidebar_select(pg, "GPU", "H100-S", _gpu_label("H100-SXM"))
+    query = _wait_query(pg, gpu="H100-SXM")
+    changed = SHARED.model_copy(update={"gpu": "H100-SXM"})
+    # the rest of the shared scenario stays, in the widgets and in the link
+    assert from_query(query) == changed, query
+    assert (query["model"], query["w"], query["ctx"]) == ("mistralai/Mistral-7B-v0.1", "fp8", "8000")
+    wait_for_metric_change(pg, "Textbook: requests fit", before["Textbook: requests fit"])
+    _assert_fit_metrics(pg, changed)
+    code = pg.locator(f'{SIDEBAR} [data-testid="stExpander"]').filter(has_text=SHARE_EXPANDER).locator("code")
+    assert "gpu=H100-SXM" in code.first.text_content()  # the copyable link follows too
+
+
+# --- (c) save and load a scenario JSON --------------------------------------------------------------------------
+
+def test_saved_scenario_json_restores_in_fresh_session(page, open_page, app_url, tmp_path):
+    sidebar_select(page, "GPU", "L40", _gpu_label("L40S"))
+    sidebar_select(page, "Weights", "FP8", weight_precisions()["fp8"].label)
+    _wait_query(page, gpu="L40S", w="fp8")
+    box = _open_share_box(page)
+    saved = _download(page, box.get_by_role("button", name="Save scenario JSON"))
+    saved_path = tmp_path / "scenario.json"
+    saved_path.write_bytes(saved)
+    scenario = from_json(saved)
+    assert json.loads(saved)["servingplan_scenario"] == 1
+    assert (scenario.gpu, scenario.deployment.weights, scenario.model) == ("L40S", "fp8", "meta-llama/Llama-3.1-8B")
+
+    fresh = open_page(app_url)  # a new session on the defaults
+    wait_for_value(fresh, _combobox(fresh, "GPU"), _gpu_label("H100-SXM"), "GPU of a fresh session")
+    default_fit = metric_values(fresh)
+    box = _open_share_box(fresh)
+    uploader = box.locator('[data-testid="stFileUploader"]').filter(
+        has=fresh.get_by_text("Load a saved scenario JSON", exact=True))
+    uploader.locator('input[type="file"]').set_input_files(str(saved_path))
+    wait_for_value(fresh, _combobox(fresh, "GPU"), _gpu_label("L40S"), "GPU after loading the saved JSON")
+    wait_for_value(fresh, _combobox(fresh, "Weights"), weight_precisions()["fp8"].label, "Weights after loading")
+    wait_for_metric_change(fresh, "Weights per GPU", default_fit["Weights per GPU"])
+    assert not fresh.locator(SIDEBAR_ERROR).count(), fresh.locator(SIDEBAR_ERROR).first.inner_text()
+    _assert_fit_metrics(fresh, scenario)
+    assert _wait_query(fresh, gpu="L40S", w="fp8") == to_query(scenario)  # the link now shares the loaded scenario
+    screenshot(fresh, "share_scenario_json_loaded")
+
+
+# --- (d) an oversized config.json -----------------------------------------------------------------------------
+
+def test_oversized_config_upload_names_limit_and_keeps_inputs(page, tmp_path):
+    sidebar_select(page, "GPU", "L40", _gpu_label("L40S"))
+    sidebar_select(page, "Model", "Upload or paste", "Upload or paste config.json")
+    valid = metric_values(page)
+    # valid JSON, a real config padded just past the cap
+    real = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192}
+    pad = MAX_CONFIG_BYTES + 10 - len(json.dumps({**real, "padding": ""}))
+    big = tmp_path / "config.json"
+    big.write_text(json.dumps({**real, "padding": "x" * pad}))
+    size = big.stat().st_size
+    assert MAX_CONFIG_BYTES < size <= MAX_CONFIG_BYTES + 10
+    json.loads(big.read_text())
+
+    uploader = page.locator(f'{SIDEBAR} [data-testid="stFileUploader"]').filter(
+        has=page.get_by_text("config.json", exact=True))
+    uploader.locator('input[type="file"]').set_input_files(str(big))
+    error = page.locator(SIDEBAR_ERROR).filter(has_text=f"{MAX_CONFIG_BYTES:,}")
+    error.first.wait_for()
+    wait_idle(page)
+    text = error.first.inner_text()
+    assert text.startswith("config.json") and f"{size:,} bytes" in text, text
+    wait_for_value(page, _combobox(page, "GPU"), _gpu_label("L40S"), "GPU after an oversized upload")
+    wait_for_value(page, _combobox(page, "Model"), "Upload or paste config.json", "Model after an oversized upload")
+    assert metric_values(page) == valid  # the last valid scenario stays in use
+    assert _query(page)["gpu"] == "L40S"
+    assert not page.locator('[data-testid="stException"]').count()
+    screenshot(page, "share_oversized_config_upload")
+
+
+def test_server_logged_no_traceback(page, server_log):
+    """Runs last: nothing the flows above did made this module's server log a traceback."""
+    text = server_log.read_text()
+    assert "Traceback" not in text, text[text.index("Traceback"):][:3000]
