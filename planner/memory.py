@@ -16,13 +16,19 @@ from planner.specs import ModelSpec
 BYTES_16BIT = 2
 
 
+def weight_bytes_for_params(params: float, bits_per_weight: float) -> float:
+    """weights = parameters × bytes per parameter (bits / 8): primer §4 (7B at 16 bits = 14 GB)."""
+    return params * bits_per_weight / 8
+
+
 def weight_bytes(model: ModelSpec, precision: WeightPrecision) -> float:
     """Bytes of all weights: quantized linear layers at the format's effective bits, embeddings where kept 16-bit."""
     params = count_params(model)
     if precision.keeps_embeddings_16bit:
         quantized = params.total - params.embedding
-        return quantized * precision.bytes_per_weight + params.embedding * BYTES_16BIT
-    return params.total * precision.bytes_per_weight
+        return (weight_bytes_for_params(quantized, precision.bits_per_weight)
+                + weight_bytes_for_params(params.embedding, 8 * BYTES_16BIT))
+    return weight_bytes_for_params(params.total, precision.bits_per_weight)
 
 
 def weight_bytes_per_gpu(total_weight_bytes: float, tp: int) -> float:

@@ -118,20 +118,16 @@ def token_positions(i: TokenPositionsInputs) -> list[Step]:
 
 
 # -- §4 weights -----------------------------------------------------------------------------------------------
-def weight_bytes_from_count(params: float, bits: float) -> float:
-    """weights = parameters × bytes per parameter (bits / 8): primer §4, the formula of memory.weight_bytes."""
-    return params * bits / 8
-
 
 def _weight_step(number: str, params_b: float, bits: float) -> Step:
     return Step(number, f"{num(params_b)}B parameters at {num(bits)} bits", "parameters × bytes per parameter",
-                f"{num(params_b)} × 10⁹ × {num(bits / 8)} B", weight_bytes_from_count(params_b * 1e9, bits) / GB,
+                f"{num(params_b)} × 10⁹ × {num(bits / 8)} B", memory.weight_bytes_for_params(params_b * 1e9, bits) / GB,
                 "GB", 1)
 
 
 def weights(i: WeightsInputs) -> list[Step]:
     """Primer §4: weight memory at three precisions and whether a large model fits one GPU."""
-    large = weight_bytes_from_count(i.large_params_billion * 1e9, i.high_bits)
+    large = memory.weight_bytes_for_params(i.large_params_billion * 1e9, i.high_bits)
     gpus = math.ceil(large / (i.gpu_gb * GB))
     verdict = "fits one GPU" if gpus <= 1 else f"does not fit one {num(i.gpu_gb)} GB GPU: split it with tensor parallelism (§8)"
     return [

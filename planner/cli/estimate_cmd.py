@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from planner.cli import emit
-from planner.cli.scenario_args import add_scenario_args, resolved_from_args
-from planner.efficiency import DEFAULT_ENGINE, ENGINES
+from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolved_from_args
 from planner.latency import Estimate, estimate
 
 
@@ -16,7 +15,7 @@ def register(subparsers) -> None:
     g.add_argument("--batch", type=int, required=True, help="requests decoded together (per replica)")
     g.add_argument("--input-tokens", type=int, required=True, help="prompt tokens per request")
     g.add_argument("--output-tokens", type=int, required=True, help="output tokens per request")
-    g.add_argument("--engine", default=DEFAULT_ENGINE, choices=ENGINES, help="efficiency profile (default vllm)")
+    add_engine_arg(g)
     g.add_argument("--queue-wait-ms", type=float, default=0.0, help="queue wait added to TTFT")
     p.set_defaults(func=run)
 

@@ -6,6 +6,7 @@ import argparse
 from pydantic import ValidationError
 
 from planner.catalog import DEFAULT_GPU, DEFAULT_MODEL
+from planner.efficiency import DEFAULT_ENGINE, ENGINES
 from planner.errors import InputError, from_validation_error
 from planner.scenario import Resolved, Scenario, resolve
 from planner.specs import Deployment
@@ -15,6 +16,11 @@ _FLAG = {"num_gpus": "--num-gpus", "tensor_parallel_size": "--tp", "weights": "-
          "kv_cache_dtype": "--kv-dtype", "gpu_memory_utilization": "--gpu-memory-utilization",
          "max_model_len": "--max-model-len", "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
          "max_num_batched_tokens": "--max-num-batched-tokens", "enforce_eager": "--enforce-eager"}
+
+
+def add_engine_arg(group) -> None:
+    """--engine: which efficiency profile (data/efficiency.yaml) the latency model uses."""
+    group.add_argument("--engine", default=DEFAULT_ENGINE, choices=ENGINES, help="efficiency profile (default vllm)")
 
 
 def add_scenario_args(p: argparse.ArgumentParser) -> None:

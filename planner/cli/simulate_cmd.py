@@ -6,15 +6,13 @@ import argparse
 import math
 
 from planner.cli import emit
-from planner.cli.scenario_args import add_scenario_args, resolved_from_args
-from planner.efficiency import DEFAULT_ENGINE, ENGINES
+from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolved_from_args
+from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
 from planner.errors import InputError
 from planner.serving import result_summary, run_serving
 from planner.traces import load_trace, rescale, sample
 from planner.traffic import ARRIVAL_PROCESSES, LengthDist, Workload, closed_loop, open_loop
 
-DEFAULT_INPUT = "lognormal:mean=1000,sigma=0.8"
-DEFAULT_OUTPUT = "lognormal:mean=200,sigma=0.8"
 DEFAULT_NUM_REQUESTS = 1000
 
 
@@ -25,7 +23,7 @@ def register(subparsers) -> None:
                     "paged KV, preemption, optional prefix caching) with step times from the latency model. "
                     "Length SPECs: fixed:N | uniform:LO,HI | lognormal:mean=M,sigma=S[,max=X] | empirical:TRACE.")
     add_scenario_args(p)
-    p.add_argument("--engine", default=DEFAULT_ENGINE, choices=ENGINES, help="efficiency profile (default vllm)")
+    add_engine_arg(p)
     t = p.add_argument_group("traffic (pick one)").add_mutually_exclusive_group(required=True)
     t.add_argument("--rate", type=float, help="open loop: mean arrivals per second")
     t.add_argument("--users", type=int, help="closed loop: simulated users, each waiting for its reply")
@@ -38,12 +36,7 @@ def register(subparsers) -> None:
     g.add_argument("--num-requests", type=int, default=None,
                    help=f"requests to simulate (default {DEFAULT_NUM_REQUESTS}; with --trace: a seeded random "
                         "subset, which lowers the rate; default the whole trace)")
-    i = g.add_mutually_exclusive_group()
-    i.add_argument("--input-tokens", type=int, help="every prompt this long")
-    i.add_argument("--input-dist", help=f"prompt length SPEC (default {DEFAULT_INPUT})")
-    o = g.add_mutually_exclusive_group()
-    o.add_argument("--output-tokens", type=int, help="every output this long")
-    o.add_argument("--output-dist", help=f"output length SPEC (default {DEFAULT_OUTPUT})")
+    add_length_args(g)
     s = p.add_argument_group("server and SLO")
     s.add_argument("--prefix-caching", action="store_true", help="reuse cached prefix blocks (trace hash_ids)")
     s.add_argument("--max-queue", type=int, default=None, help="reject arrivals while this many wait (backpressure)")

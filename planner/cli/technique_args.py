@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from planner.efficiency import DEFAULT_ENGINE, ENGINES
+from planner.cli.scenario_args import add_engine_arg
 from planner.errors import InputError
 
 
@@ -13,7 +13,7 @@ def add_request_args(p: argparse.ArgumentParser, batch_default: int | None = 32)
     g.add_argument("--output-tokens", type=int, default=300, help="output tokens per request (default 300)")
     if batch_default is not None:
         g.add_argument("--batch", type=int, default=batch_default, help=f"requests decoding together (default {batch_default})")
-    g.add_argument("--engine", default=DEFAULT_ENGINE, choices=ENGINES, help="efficiency profile (default vllm)")
+    add_engine_arg(g)
 
 
 def positive(args: argparse.Namespace, *names: str) -> None:

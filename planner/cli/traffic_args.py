@@ -11,7 +11,7 @@ import argparse
 from pydantic import ValidationError
 
 from planner.capacity import TrafficSpec
-from planner.efficiency import DEFAULT_ENGINE, ENGINES
+from planner.cli.scenario_args import add_engine_arg
 from planner.errors import InputError, from_validation_error
 from planner.load_sweep import PROFILES
 from planner.traffic import LengthDist
@@ -21,17 +21,22 @@ DEFAULT_OUTPUT = "lognormal:mean=200,sigma=0.8"
 PROFILE_CHOICES = [p for p in PROFILES if p != "upload"]
 
 
+def add_length_args(group, note: str = "") -> None:
+    """--input-tokens | --input-dist and --output-tokens | --output-dist: a fixed length or a SPEC, not both."""
+    i = group.add_mutually_exclusive_group()
+    i.add_argument("--input-tokens", type=int, help=f"{note}every prompt this long")
+    i.add_argument("--input-dist", help=f"{note}prompt length SPEC (default {DEFAULT_INPUT})")
+    o = group.add_mutually_exclusive_group()
+    o.add_argument("--output-tokens", type=int, help=f"{note}every output this long")
+    o.add_argument("--output-dist", help=f"{note}output length SPEC (default {DEFAULT_OUTPUT})")
+
+
 def add_traffic_args(p: argparse.ArgumentParser, default_num_requests: int = 1000) -> None:
     g = p.add_argument_group("traffic (its shape; the rate is what the search finds)")
     g.add_argument("--profile", default="chat", choices=PROFILE_CHOICES,
                    help="chat/code/rag: lengths from the Azure/Mooncake traces; custom: --input-dist/--output-dist")
     g.add_argument("--trace", default=None, help="lengths (and timing) from this trace file instead of a profile")
-    i = g.add_mutually_exclusive_group()
-    i.add_argument("--input-tokens", type=int, help="custom: every prompt this long")
-    i.add_argument("--input-dist", help=f"custom: prompt length SPEC (default {DEFAULT_INPUT})")
-    o = g.add_mutually_exclusive_group()
-    o.add_argument("--output-tokens", type=int, help="custom: every output this long")
-    o.add_argument("--output-dist", help=f"custom: output length SPEC (default {DEFAULT_OUTPUT})")
+    add_length_args(g, "custom: ")
     g.add_argument("--arrival", default="poisson", choices=["poisson", "gamma", "constant", "trace"],
                    help="arrival process (trace: a trace window's own timing, rescaled)")
     g.add_argument("--cv", type=float, default=1.0, help="gamma arrivals: coefficient of variation")
@@ -39,7 +44,7 @@ def add_traffic_args(p: argparse.ArgumentParser, default_num_requests: int = 100
                    help=f"requests per simulated probe (default {default_num_requests:,})")
     g.add_argument("--seed", type=int, default=0, help="seed of lengths, arrivals and the simulator (default 0)")
     g.add_argument("--prefix-caching", action="store_true", help="reuse cached prefix blocks (rag profile)")
-    g.add_argument("--engine", default=DEFAULT_ENGINE, choices=ENGINES, help="efficiency profile (default vllm)")
+    add_engine_arg(g)
 
 
 def _length(tokens: int | None, spec: str | None, default: str, flag: str) -> str:
