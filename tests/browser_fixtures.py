@@ -101,18 +101,24 @@ def browser():
         b.close()
 
 
-@pytest.fixture
-def page(browser, app_url):
-    """A fresh browser context (a new Streamlit session) on the app's default page, first run finished."""
+def open_session(browser, url: str):
+    """A fresh browser context (a new Streamlit session) on `url`, its first run finished."""
     context = browser.new_context(viewport={"width": 1500, "height": 1400}, accept_downloads=True)
     pg = context.new_page()
     pg.set_default_timeout(TIMEOUT_MS)
-    pg.goto(app_url)
+    pg.goto(url)
     pg.wait_for_selector('[data-testid="stSidebarNav"] a')
     pg.wait_for_selector('[data-testid="stMetricValue"]')
     wait_idle(pg)
+    return pg
+
+
+@pytest.fixture
+def page(browser, app_url):
+    """A new session on the app's default page."""
+    pg = open_session(browser, app_url)
     yield pg
-    context.close()
+    pg.context.close()
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
 
-from browser_fixtures import (TIMEOUT_MS, metric_values, screenshot, sidebar_select, wait_for_metric_change,
+from browser_fixtures import (metric_values, open_session, screenshot, sidebar_select, wait_for_metric_change,
                               wait_for_value, wait_idle)
 from planner.catalog import get_gpu, weight_precisions
 from planner.hf_config import MAX_CONFIG_BYTES
@@ -41,25 +41,13 @@ SHARED = Scenario(model="mistralai/Mistral-7B-v0.1", gpu="L40S", deployment=Depl
 
 # --- helpers ----------------------------------------------------------------------------------------------------
 
-def _open(browser, url: str):
-    """A fresh browser context (a new Streamlit session) on `url`, its first run finished."""
-    context = browser.new_context(viewport={"width": 1500, "height": 1400}, accept_downloads=True)
-    pg = context.new_page()
-    pg.set_default_timeout(TIMEOUT_MS)
-    pg.goto(url)
-    pg.wait_for_selector('[data-testid="stSidebarNav"] a')
-    pg.wait_for_selector('[data-testid="stMetricValue"]')
-    wait_idle(pg)
-    return pg
-
-
 @pytest.fixture
 def open_page(browser):
     """open_page(url) -> a page in its own new session; every context it made is closed afterwards."""
     contexts = []
 
     def _open_url(url: str):
-        pg = _open(browser, url)
+        pg = open_session(browser, url)
         contexts.append(pg.context)
         return pg
 
