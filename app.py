@@ -10,7 +10,7 @@ PAGES = [
     st.Page("pages/fit.py", title="Does it fit?", icon=":material/memory:", default=True),
     st.Page("pages/latency.py", title="Latency & throughput", icon=":material/speed:"),
     st.Page("pages/batching.py", title="Batching", icon=":material/view_timeline:"),
-    st.Page("pages/load_test.py", title="Traffic & load test", icon=":material/monitoring:"),
+    st.Page("pages/traffic.py", title="Traffic & load test", icon=":material/monitoring:"),
     st.Page("pages/capacity.py", title="Capacity & cost", icon=":material/payments:"),
     st.Page("pages/techniques.py", title="Techniques", icon=":material/tune:"),
     st.Page("pages/validation.py", title="Validation", icon=":material/verified:"),

@@ -16,7 +16,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.calibration_points import error_summary, evaluate  # noqa: E402
+from planner.accuracy.published_points import error_summary, evaluate  # noqa: E402
 
 TARGETS = {"decode": 15.0, "prefill": 20.0}  # median absolute % error the issue asks for
 

@@ -35,11 +35,11 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import fit_efficiency as fe
 
-from planner.calibration_points import error_summary, evaluate, load_points, scenario
-from planner.optimize import nelder_mead
+from planner.accuracy.published_points import error_summary, evaluate, load_points, scenario
+from planner.accuracy.optimize import nelder_mead
 
 TARGETS = {"decode": 15.0, "prefill": 20.0}  # as benchmarks/accuracy.py
-ITERS = 1500  # planner.optimize.nelder_mead's default, used by fit_all
+ITERS = 1500  # planner.accuracy.optimize.nelder_mead's default, used by fit_all
 
 POINTS = [p for p in load_points() if not p.excluded]
 RESOLVED = {p.id: scenario(p) for p in POINTS}

@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.batching import continuous_policy, simulate, simulate_stepwise, static_policy  # noqa: E402
-from planner.batching_requests import steady  # noqa: E402
+from planner.batching.step_model import continuous_policy, simulate, simulate_stepwise, static_policy  # noqa: E402
+from planner.batching.requests import steady  # noqa: E402
 
 SLOTS, MAX_WAIT = 8, 20  # the built-in "steady" scenario's settings
 

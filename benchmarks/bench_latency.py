@@ -15,9 +15,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.latency import step_grid, sweep  # noqa: E402
-from planner.perf_model import PerfModel  # noqa: E402
-from planner.scenario import Scenario, resolve  # noqa: E402
+from planner.latency.metrics import step_grid, sweep  # noqa: E402
+from planner.latency.perf_model import PerfModel  # noqa: E402
+from planner.core.scenario import Scenario, resolve  # noqa: E402
 
 CONTEXTS = [128, 512, 1024, 2048, 4096, 8192, 16384, 32768]
 

@@ -1,4 +1,4 @@
-"""Serving simulator speed with the REAL latency model (planner.serving: PerfModel step costs, KV pool from the
+"""Serving simulator speed with the REAL latency model (planner.sim.serving: PerfModel step costs, KV pool from the
 memory plan) on Llama-3.1-8B / one H100-SXM. Targets: the Azure conversation trace (19,366 requests, one hour)
 in <= 2 s; 100,000 Poisson requests in <= 10 s; peak memory <= 500 MB.
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.scenario import Scenario, resolve  # noqa: E402
-from planner.serving import result_summary, run_serving  # noqa: E402
-from planner.traces import load_trace  # noqa: E402
-from planner.traffic import open_loop  # noqa: E402
+from planner.core.scenario import Scenario, resolve  # noqa: E402
+from planner.sim.serving import result_summary, run_serving  # noqa: E402
+from planner.traffic.traces import load_trace  # noqa: E402
+from planner.traffic.generators import open_loop  # noqa: E402
 
 SCENARIO = Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM")
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.sim_config import LLAMA31_8B_H100_KV_TOKENS, llama31_8b_h100_cost  # noqa: E402
-from planner.sim_report import summary  # noqa: E402
-from planner.simulator import simulate  # noqa: E402
-from planner.traces import load_trace  # noqa: E402
-from planner.traffic import open_loop  # noqa: E402
+from planner.sim.config import LLAMA31_8B_H100_KV_TOKENS, llama31_8b_h100_cost  # noqa: E402
+from planner.sim.records import summary  # noqa: E402
+from planner.sim.simulator import simulate  # noqa: E402
+from planner.traffic.traces import load_trace  # noqa: E402
+from planner.traffic.generators import open_loop  # noqa: E402
 
 CONFIG = dict(num_gpu_blocks=LLAMA31_8B_H100_KV_TOKENS // 16, block_size=16, max_num_seqs=256,
               max_num_batched_tokens=8192)

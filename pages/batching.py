@@ -10,10 +10,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `streamlit run pages/batching.py` puts only pages/ on the path
     sys.path.insert(0, str(ROOT))
 
-from planner.batching import bucketing_pair, dynamic_policy, run_pair  # noqa: E402
-from planner.batching_report import comparison_frame, requests_frame, spread_sweep, summarize  # noqa: E402
-from planner.batching_requests import SCENARIOS, parse_requests_csv, primer_six, to_csv, with_spread  # noqa: E402
-from planner.errors import InputError  # noqa: E402
+from planner.batching.step_model import bucketing_pair, dynamic_policy, run_pair  # noqa: E402
+from planner.batching.report import comparison_frame, requests_frame, spread_sweep, summarize  # noqa: E402
+from planner.batching.requests import SCENARIOS, parse_requests_csv, primer_six, to_csv, with_spread  # noqa: E402
+from planner.core.errors import InputError  # noqa: E402
 from ui.charts import batching as charts  # noqa: E402
 
 SOURCES = {"six": "Six requests (primer §6)", "burst": "Burst: 200 at step 0", "steady": "Steady: one every 10–50 steps",

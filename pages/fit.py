@@ -2,8 +2,8 @@
 import pandas as pd
 import streamlit as st
 
-from planner.memory_plan import breakdown_per_gpu, concurrency_vs_context, plan_memory, tp_options
-from planner.vllm_pool import vllm_constants
+from planner.memory.plan import breakdown_per_gpu, concurrency_vs_context, plan_memory, tp_options
+from planner.memory.vllm_pool import vllm_constants
 from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack
 from ui.state import resolved_or_stop

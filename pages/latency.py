@@ -3,10 +3,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from planner.efficiency import ENGINES, FIT_FIELDS, efficiency_summary
-from planner.errors import InputError
-from planner.latency import batching_tradeoff, estimate, given_rates, memory_limit, ridge_batch, sweep, what_ifs
-from planner.perf_model import PerfModel
+from planner.latency.efficiency import ENGINES, FIT_FIELDS, efficiency_summary
+from planner.core.errors import InputError
+from planner.latency.metrics import batching_tradeoff, estimate, given_rates, memory_limit, ridge_batch, sweep, what_ifs
+from planner.latency.perf_model import PerfModel
 from ui.charts.latency import (breakdown_chart, per_user_chart, roofline_chart, server_chart, tradeoff_chart,
                                what_if_chart)
 from ui.state import resolved_or_stop

@@ -3,10 +3,10 @@ and when it stops paying."""
 import streamlit as st
 
 from ui.state import current_scenario, resolved_or_stop
-from ui.techniques_data import Request, prepare_widget_state
-from ui.techniques_hw_tabs import quant_tab, tp_tab
-from ui.techniques_memory_tabs import flash_tab, lora_tab, paged_tab
-from ui.techniques_speed_tabs import prefix_tab, spec_decode_tab
+from ui.techniques.data import Request, prepare_widget_state
+from ui.techniques.hw_tabs import quant_tab, tp_tab
+from ui.techniques.memory_tabs import flash_tab, lora_tab, paged_tab
+from ui.techniques.speed_tabs import prefix_tab, spec_decode_tab
 
 st.title("Techniques")
 r = resolved_or_stop()

@@ -5,16 +5,16 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from planner.calibration_points import MEASUREMENTS_CSV
-from planner.efficiency import ENGINES, FIT_FIELDS, choose_profile
-from planner.errors import InputError
-from planner.latency import memory_limit, sweep
-from planner.loadtest_plan import load_test_plan
-from planner.perf_model import PerfModel
-from planner.scenario import Scenario, resolve
-from planner.profile_fit import applicable_profile, fit_user_profile, profile_yaml
-from planner.user_calibration import CSV_COLUMNS, parse_upload
-from planner.validation import (KV_CSV, coverage_table, error_summary, kv_table, overall, pair_status,
+from planner.accuracy.published_points import MEASUREMENTS_CSV
+from planner.latency.efficiency import ENGINES, FIT_FIELDS, choose_profile
+from planner.core.errors import InputError
+from planner.latency.metrics import memory_limit, sweep
+from planner.accuracy.benchmark_plan import load_test_plan
+from planner.latency.perf_model import PerfModel
+from planner.core.scenario import Scenario, resolve
+from planner.accuracy.profile_fit import applicable_profile, fit_user_profile, profile_yaml
+from planner.accuracy.user_points import CSV_COLUMNS, parse_upload
+from planner.accuracy.validation import (KV_CSV, coverage_table, error_summary, kv_table, overall, pair_status,
                                 points_table)
 from ui.charts.validation import before_after_chart, error_by_group_chart, parity_chart
 from ui.state import current_scenario, resolved_or_stop

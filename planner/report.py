@@ -11,12 +11,12 @@ import io
 import json
 from dataclasses import asdict, dataclass
 
-from planner.errors import InputError
-from planner.latency import estimate, memory_limit
-from planner.memory_plan import MemoryPlan, breakdown_per_gpu, plan_memory, tp_options
-from planner.scenario import Resolved, Scenario, resolve
-from planner.units import GB, GiB
-from planner.walkthrough_scenario import split_context
+from planner.core.errors import InputError
+from planner.latency.metrics import estimate, memory_limit
+from planner.memory.plan import MemoryPlan, breakdown_per_gpu, plan_memory, tp_options
+from planner.core.scenario import Resolved, Scenario, resolve
+from planner.core.units import GB, GiB
+from planner.teaching.from_scenario import split_context
 
 COLUMNS = ("section", "name", "value", "unit", "note")
 REPORT_OUTPUT_TOKENS = 300  # the scenario holds only tokens per request: assume the primer's 300-token answer

@@ -1,10 +1,10 @@
-"""planner.autoscale: warm minimum, the scale-up delay by hand, cooldown, autoscaled vs static peak."""
+"""planner.capacity.autoscale: warm minimum, the scale-up delay by hand, cooldown, autoscaled vs static peak."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from planner.autoscale import (Policy, ReplicaModel, desired_replicas, diurnal_rates, scale_up_delay_s,
+from planner.capacity.autoscale import (Policy, ReplicaModel, desired_replicas, diurnal_rates, scale_up_delay_s,
                                simulate_day, static_peak_replicas, trace_rates)
 
 M = ReplicaModel(max_rate_per_replica=10.0, ttft_light_s=0.15, ttft_capacity_s=0.3, e2e_mean_s=4.0,

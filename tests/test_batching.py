@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.batching import (Policy, bucketing_pair, continuous_policy, dynamic_policy, run_pair, simulate,
+from planner.batching.step_model import (Policy, bucketing_pair, continuous_policy, dynamic_policy, run_pair, simulate,
                               simulate_stepwise, static_policy)
-from planner.batching_report import percentile, requests_frame, spread_sweep, steps_frame, summarize
-from planner.batching_requests import (OUTPUT_LENGTHS, burst, make_requests, parse_requests_csv, primer_six,
+from planner.batching.report import percentile, requests_frame, spread_sweep, steps_frame, summarize
+from planner.batching.requests import (OUTPUT_LENGTHS, burst, make_requests, parse_requests_csv, primer_six,
                                        steady, to_csv, with_spread)
-from planner.errors import InputError
+from planner.core.errors import InputError
 
 
 def times(result, column):

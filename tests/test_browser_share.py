@@ -16,13 +16,13 @@ import pytest
 
 from browser_fixtures import (metric_values, open_session, screenshot, sidebar_select, wait_for_metric_change,
                               wait_for_value, wait_idle)
-from planner.catalog import get_gpu, weight_precisions
-from planner.hf_config import MAX_CONFIG_BYTES
-from planner.memory_plan import plan_memory
+from planner.core.catalog import get_gpu, weight_precisions
+from planner.core.hf_config import MAX_CONFIG_BYTES
+from planner.memory.plan import plan_memory
 from planner.report import COLUMNS, report_rows, to_csv
-from planner.scenario import Scenario, resolve
-from planner.scenario_codec import from_json, from_query, to_query
-from planner.specs import Deployment
+from planner.core.scenario import Scenario, resolve
+from planner.core.scenario_codec import from_json, from_query, to_query
+from planner.core.specs import Deployment
 
 pytestmark = pytest.mark.browser
 

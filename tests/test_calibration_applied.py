@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from apptest_helpers import app
-from planner.efficiency import choose_profile
-from planner.latency import estimate
-from planner.perf_model import PerfModel
-from planner.scenario import Calibration, Scenario, resolve
-from planner.scenario_codec import from_json, to_json
+from planner.latency.efficiency import choose_profile
+from planner.latency.metrics import estimate
+from planner.latency.perf_model import PerfModel
+from planner.core.scenario import Calibration, Scenario, resolve
+from planner.core.scenario_codec import from_json, to_json
 
 BASE = choose_profile("vllm", "hopper").profile
 SLOW = BASE.model_copy(update={"memory_efficiency": BASE.memory_efficiency / 2, "step_overhead_s": 0.005})

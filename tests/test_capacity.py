@@ -1,4 +1,4 @@
-"""planner.capacity: the search brackets and converges, more hardware never lowers capacity, replicas and cost by
+"""planner.capacity.replicas: the search brackets and converges, more hardware never lowers capacity, replicas and cost by
 hand, determinism."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from planner.capacity import (SLO, TrafficSpec, bracket_and_bisect, capacity_plan, cost_for, find_capacity,
+from planner.capacity.replicas import (SLO, TrafficSpec, bracket_and_bisect, capacity_plan, cost_for, find_capacity,
                               replicas_for, workload_at)
-from planner.errors import InputError
-from planner.scenario import Scenario, resolve
+from planner.core.errors import InputError
+from planner.core.scenario import Scenario, resolve
 
 TRAFFIC = TrafficSpec(profile="custom", prompt="fixed:1000", output="fixed:200", num_requests=600)
 R = resolve(Scenario())  # Llama-3.1-8B BF16 on one H100-SXM

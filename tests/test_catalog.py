@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.catalog import get_gpu, gpus, kv_precisions, load_gpus, weight_precisions
-from planner.errors import InputError
+from planner.core.catalog import get_gpu, gpus, kv_precisions, load_gpus, weight_precisions
+from planner.core.errors import InputError
 
 REQUIRED_GPUS = ["A100-40GB", "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "L4", "L40S", "A10G", "T4",
                  "RTX-4090", "RTX-3090", "RTX-6000-Ada", "A40", "MI300X"]

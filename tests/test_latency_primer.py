@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.errors import InputError
-from planner.latency import batching_tradeoff, given_rates
+from planner.core.errors import InputError
+from planner.latency.metrics import batching_tradeoff, given_rates
 
 # 2,000-token prompt, 300 output tokens, 40 ms queue wait, prefill at 10,000 tokens/s, TPOT 25 ms
 BASE = dict(prompt_tokens=2000, output_tokens=300, queue_wait_s=0.040, prefill_tokens_per_s=10_000, tpot_s=0.025)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner import memory
-from planner.specs import ModelSpec
+from planner.memory import sizes as memory
+from planner.core.specs import ModelSpec
 
 # Primer §3: 7B, 32 layers, 32 heads, head dim 128, hidden 4,096, FP16
 SEVEN_B = ModelSpec(name="7B", hidden_size=4096, num_layers=32, num_attention_heads=32, num_kv_heads=32,

@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 
 from apptest_helpers import app, metrics
-from planner.memory_plan import plan_memory
-from planner.scenario import Scenario, resolve
-from planner.specs import Deployment
+from planner.memory.plan import plan_memory
+from planner.core.scenario import Scenario, resolve
+from planner.core.specs import Deployment
 from ui.sidebar import UPLOAD
 
 

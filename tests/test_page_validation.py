@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from planner.efficiency import EfficiencyProfile
+from planner.latency.efficiency import EfficiencyProfile
 
 FIXTURES = ROOT / "tests" / "fixtures"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from planner.practice import generate
-from planner.scenario import Scenario
-from planner.specs import Deployment
+from planner.teaching.practice import generate
+from planner.core.scenario import Scenario
+from planner.core.specs import Deployment
 
 
 def page() -> AppTest:

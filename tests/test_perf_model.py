@@ -1,4 +1,4 @@
-"""Roofline invariants of planner.perf_model, and the calibration error targets (a regression fails here)."""
+"""Roofline invariants of planner.latency.perf_model, and the calibration error targets (a regression fails here)."""
 from __future__ import annotations
 
 import time
@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.calibration_points import MEASUREMENTS_CSV, error_summary, evaluate
-from planner.latency import ridge_batch, sweep
-from planner.perf_model import BREAKDOWN_KEYS, PerfModel, expected_experts
-from planner.scenario import Scenario, resolve
-from planner.specs import Deployment
+from planner.accuracy.published_points import MEASUREMENTS_CSV, error_summary, evaluate
+from planner.latency.metrics import ridge_batch, sweep
+from planner.latency.perf_model import BREAKDOWN_KEYS, PerfModel, expected_experts
+from planner.core.scenario import Scenario, resolve
+from planner.core.specs import Deployment
 
 
 def resolved(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", tp=1, weights="bf16", kv="auto"):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.errors import InputError
-from planner.practice import KINDS, RELATIVE_TOLERANCE, check_answer, generate, parse_answer
+from planner.core.errors import InputError
+from planner.teaching.practice import KINDS, RELATIVE_TOLERANCE, check_answer, generate, parse_answer
 
 
 def test_same_seed_same_questions():

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from planner import memory
-from planner.catalog import get_model, model_presets
-from planner.params import count_params
+from planner.memory import sizes as memory
+from planner.core.catalog import get_model, model_presets
+from planner.core.params import count_params
 
 # (total, active) parameters. Exact figures: Phi-3-mini from keras-hub phi3_presets.py (3,821,079,552); the rest
 # are the derived counts of data/models/SOURCES.md, checked against the published rounded sizes in comments.

@@ -1,4 +1,4 @@
-"""Property tests (hypothesis) over the batching simulators (planner.batching, primer §6 step model).
+"""Property tests (hypothesis) over the batching simulators (planner.batching.step_model, primer §6 step model).
 
 For any requests, slots and policy: every request is served or rejected exactly once and produces all its
 tokens (conservation of requests and tokens, per request and per step); no more than `slots` run at once; nobody
@@ -11,9 +11,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.batching import (continuous_policy, dynamic_policy, simulate, simulate_stepwise, static_policy)
-from planner.batching_report import percentile, steps_frame, summarize
-from planner.batching_requests import make_requests, parse_requests_csv, to_csv, with_spread
+from planner.batching.step_model import (continuous_policy, dynamic_policy, simulate, simulate_stepwise, static_policy)
+from planner.batching.report import percentile, steps_frame, summarize
+from planner.batching.requests import make_requests, parse_requests_csv, to_csv, with_spread
 
 SETTINGS = settings(max_examples=150, deadline=None)
 

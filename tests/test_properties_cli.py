@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from planner.catalog import gpus, kv_precisions, model_presets, weight_precisions
+from planner.core.catalog import gpus, kv_precisions, model_presets, weight_precisions
 from planner.cli import main
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.catalog import gpus, model_presets, weight_precisions
-from planner.efficiency import ENGINES
-from planner.lora import ALL_MODULES
-from planner.validation import POINT_COLUMNS
-from planner.walkthroughs import WALKTHROUGHS
+from planner.core.catalog import gpus, model_presets, weight_precisions
+from planner.latency.efficiency import ENGINES
+from planner.techniques.lora import ALL_MODULES
+from planner.accuracy.validation import POINT_COLUMNS
+from planner.teaching.walkthroughs import WALKTHROUGHS
 from test_properties_cli import MEMORY_FLAGS, flag_value, junk, run_cli
 
 # 13 commands × EXAMPLES examples, a few ms to ~0.2 s (capacity) each: ~20 s for the file at 150.

@@ -13,14 +13,14 @@ import math
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from planner import memory
-from planner.catalog import kv_precisions, model_presets, weight_precisions
-from planner.errors import InputError
-from planner.hf_config import model_from_hf_config, parse_config_text
-from planner.memory_plan import plan_memory
-from planner.precision import resolve_kv_bytes
-from planner.scenario import Scenario, resolve
-from planner.specs import Deployment, ModelSpec
+from planner.memory import sizes as memory
+from planner.core.catalog import kv_precisions, model_presets, weight_precisions
+from planner.core.errors import InputError
+from planner.core.hf_config import model_from_hf_config, parse_config_text
+from planner.memory.plan import plan_memory
+from planner.core.precision import resolve_kv_bytes
+from planner.core.scenario import Scenario, resolve
+from planner.core.specs import Deployment, ModelSpec
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 WEIGHTS = sorted(weight_precisions())

@@ -1,4 +1,4 @@
-"""Property tests (hypothesis) over the replica simulator (planner.simulator) and its traffic (planner.traffic).
+"""Property tests (hypothesis) over the replica simulator (planner.sim.simulator) and its traffic (planner.traffic.generators).
 
 For any workload and scheduler configuration: every request is finished or rejected, never both, never lost;
 the tokens computed equal the prompts + outputs − prefix hits + recomputation (conservation); KV blocks, running
@@ -13,11 +13,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.errors import InputError
-from planner.sim_config import LinearStepCost, scheduler_config
-from planner.sim_report import REJECT_NONE, summary
-from planner.simulator import simulate
-from planner.traffic import closed_loop, open_loop
+from planner.core.errors import InputError
+from planner.sim.config import LinearStepCost, scheduler_config
+from planner.sim.records import REJECT_NONE, summary
+from planner.sim.simulator import simulate
+from planner.traffic.generators import closed_loop, open_loop
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -120,14 +120,14 @@ def test_traffic_inputs_raise_only_input_errors(n, rate, prompt, output):
         assert err.field in ("rate_per_s", "prompt", "output", "num_requests", "process", "cv"), err.field
 
 
-# --- the step cost the simulator runs on (planner.perf_model): physics of batching -------------------------------
+# --- the step cost the simulator runs on (planner.latency.perf_model): physics of batching -------------------------------
 
 @st.composite
 def perf_models(draw):
-    from planner.catalog import gpus, model_presets
-    from planner.perf_model import PerfModel
-    from planner.scenario import Scenario, resolve
-    from planner.specs import Deployment
+    from planner.core.catalog import gpus, model_presets
+    from planner.latency.perf_model import PerfModel
+    from planner.core.scenario import Scenario, resolve
+    from planner.core.specs import Deployment
 
     weights = draw(st.sampled_from(["bf16", "fp16", "fp8", "int8", "awq-int4", "q4_k_m"]))
     scenario = Scenario(model=draw(st.sampled_from(sorted(model_presets()))), gpu=draw(st.sampled_from(sorted(gpus()))),
@@ -141,7 +141,7 @@ BATCHES = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512
 @settings(max_examples=40, deadline=None)
 @given(perf_models(), st.integers(1, 8000), st.integers(2, 2000))
 def test_tpot_never_falls_and_throughput_rises_until_compute_bound(pm, input_tokens, output_tokens):
-    from planner.latency import sweep
+    from planner.latency.metrics import sweep
 
     s = sweep(pm, BATCHES, input_tokens, output_tokens)
     tpot, thr = s["tpot_s"], s["throughput_tokens_per_s"]

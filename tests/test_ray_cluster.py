@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from planner.capacity import TrafficSpec
-from planner.recommend import recommend
-from planner.scenario import Scenario
+from planner.capacity.replicas import TrafficSpec
+from planner.capacity.recommend import recommend
+from planner.core.scenario import Scenario
 from test_recommend import without_timing
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra (pip install '.[cluster]'); not installed here")

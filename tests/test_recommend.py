@@ -1,10 +1,10 @@
-"""planner.recommend: candidates, ranking by cost, the Pareto frontier, parallel == serial."""
+"""planner.capacity.recommend: candidates, ranking by cost, the Pareto frontier, parallel == serial."""
 from __future__ import annotations
 
-from planner.capacity import TrafficSpec
-from planner.catalog import gpus
-from planner.recommend import candidates, default_weights, pareto_front, rank, recommend, run_tasks, tasks_for
-from planner.scenario import Scenario
+from planner.capacity.replicas import TrafficSpec
+from planner.core.catalog import gpus
+from planner.capacity.recommend import candidates, default_weights, pareto_front, rank, recommend, run_tasks, tasks_for
+from planner.core.scenario import Scenario
 
 def without_timing(rows: list[dict]) -> list[dict]:
     """Rows minus the wall-clock field (the only one that may differ between runs)."""

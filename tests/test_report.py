@@ -8,11 +8,11 @@ import zipfile
 
 import pytest
 
-from planner.latency import estimate
-from planner.memory_plan import plan_memory, tp_options
+from planner.latency.metrics import estimate
+from planner.memory.plan import plan_memory, tp_options
 from planner.report import COLUMNS, report_rows, to_csv, to_json, to_markdown
-from planner.scenario import Scenario, resolve
-from planner.specs import Deployment
+from planner.core.scenario import Scenario, resolve
+from planner.core.specs import Deployment
 
 SCENARIO = Scenario(gpu="A100-80GB", context_tokens=4096, deployment=Deployment(max_model_len=8192, block_size=32))
 

@@ -10,8 +10,8 @@ import sys
 from conftest import ROOT
 from planner.cli import main
 from planner.report import report_rows, to_csv
-from planner.scenario import Scenario
-from planner.specs import Deployment
+from planner.core.scenario import Scenario
+from planner.core.specs import Deployment
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:

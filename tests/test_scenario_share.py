@@ -5,11 +5,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from planner.catalog import get_model
-from planner.errors import InputError
-from planner.scenario import Scenario
-from planner.scenario_codec import from_json, from_query, to_json, to_query
-from planner.specs import Deployment
+from planner.core.catalog import get_model
+from planner.core.errors import InputError
+from planner.core.scenario import Scenario
+from planner.core.scenario_codec import from_json, from_query, to_json, to_query
+from planner.core.specs import Deployment
 
 SCENARIOS = [
     Scenario(),

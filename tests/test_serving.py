@@ -1,4 +1,4 @@
-"""planner.serving and planner.load_sweep: scenario -> scheduler + step cost, the summary contract, the knee,
+"""planner.sim.serving and planner.capacity.load_sweep: scenario -> scheduler + step cost, the summary contract, the knee,
 traffic profiles, and open vs closed loop (the closed loop hides the queue)."""
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ import math
 import numpy as np
 import pytest
 
-from planner.errors import InputError
-from planner.load_sweep import (find_knee, open_vs_closed, profile_workload, rate_sweep, trace_window,
+from planner.core.errors import InputError
+from planner.capacity.load_sweep import (find_knee, open_vs_closed, profile_workload, rate_sweep, trace_window,
                                 users_for_rate)
-from planner.memory_plan import plan_memory
-from planner.perf_model import PerfModel
-from planner.scenario import Scenario, resolve
-from planner.serving import (DecodeRunCost, result_summary, run_serving, scheduler_config_for, steady_rates,
+from planner.memory.plan import plan_memory
+from planner.latency.perf_model import PerfModel
+from planner.core.scenario import Scenario, resolve
+from planner.sim.serving import (DecodeRunCost, result_summary, run_serving, scheduler_config_for, steady_rates,
                              step_cost_for)
-from planner.specs import Deployment
-from planner.traces import load_trace
-from planner.traffic import Workload, open_loop
+from planner.core.specs import Deployment
+from planner.traffic.traces import load_trace
+from planner.traffic.generators import Workload, open_loop
 
 R = resolve(Scenario())  # Llama-3.1-8B on one H100-SXM
 CONTRACT = {"ttft_s", "tpot_s", "e2e_s", "queue_s", "throughput_tokens_per_s", "completed", "rejected",
@@ -171,6 +171,6 @@ def test_closed_loop_hides_the_queue_open_loop_builds_near_saturation():
 
 
 def test_decode_run_cost_is_a_step_cost():
-    from planner.sim_config import StepCost
+    from planner.sim.config import StepCost
 
     assert isinstance(step_cost_for(R), StepCost) and isinstance(step_cost_for(R), DecodeRunCost)

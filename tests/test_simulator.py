@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.errors import InputError
-from planner.kv_blocks import BlockPool
-from planner.sim_config import ConstantStepCost, LinearStepCost, SchedulerConfig, scheduler_config
-from planner.sim_report import REJECT_QUEUE_FULL, REJECT_TOO_LONG, request_frame, step_frame, summary
-from planner.simulator import simulate
-from planner.traffic import Workload, closed_loop, open_loop
+from planner.core.errors import InputError
+from planner.sim.block_pool import BlockPool
+from planner.sim.config import ConstantStepCost, LinearStepCost, SchedulerConfig, scheduler_config
+from planner.sim.records import REJECT_QUEUE_FULL, REJECT_TOO_LONG, request_frame, step_frame, summary
+from planner.sim.simulator import simulate
+from planner.traffic.generators import Workload, closed_loop, open_loop
 
 ONE_SECOND = ConstantStepCost(1.0)
 

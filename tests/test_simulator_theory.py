@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.sim_config import ConstantStepCost, LinearStepCost
-from planner.sim_report import latencies, summary, time_average
-from planner.simulator import simulate
-from planner.traffic import Workload, open_loop
+from planner.sim.config import ConstantStepCost, LinearStepCost
+from planner.sim.records import latencies, summary, time_average
+from planner.sim.simulator import simulate
+from planner.traffic.generators import Workload, open_loop
 
 
 @pytest.mark.parametrize("seed", [1, 2])

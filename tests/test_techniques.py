@@ -5,19 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner import flash_attention as fa
-from planner import lora
-from planner import prefix_cache as pc
-from planner.catalog import get_model, weight_precisions
-from planner.memory_plan import plan_memory
-from planner.paged_attention import compare, paged_blocks, sample_lengths
-from planner.perf_model import PerfModel
-from planner.quant_compare import compare_formats
-from planner.scenario import Scenario, resolve
-from planner.specs import Deployment
-from planner.tp_compare import compare_tp, min_fitting_tp
-from planner.traces import load_trace
-from planner.traffic import Workload
+from planner.techniques import flash_attention as fa
+from planner.techniques import lora
+from planner.techniques import prefix_cache as pc
+from planner.core.catalog import get_model, weight_precisions
+from planner.memory.plan import plan_memory
+from planner.techniques.paged_attention import compare, paged_blocks, sample_lengths
+from planner.latency.perf_model import PerfModel
+from planner.techniques.quantization import compare_formats
+from planner.core.scenario import Scenario, resolve
+from planner.core.specs import Deployment
+from planner.techniques.tensor_parallel import compare_tp, min_fitting_tp
+from planner.traffic.traces import load_trace
+from planner.traffic.generators import Workload
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.errors import InputError
-from planner.traces import TRACES_DIR, load_trace, rescale, sample
-from planner.traffic import LengthDist, closed_loop, open_loop
+from planner.core.errors import InputError
+from planner.traffic.traces import TRACES_DIR, load_trace, rescale, sample
+from planner.traffic.generators import LengthDist, closed_loop, open_loop
 
 HAVE_TRACES = (TRACES_DIR / "AzureLLMInferenceTrace_conv.csv").is_file()
 needs_traces = pytest.mark.skipif(not HAVE_TRACES, reason="shared traces not present")

@@ -6,15 +6,15 @@ import json
 import pytest
 
 from conftest import ROOT
-from planner.efficiency import FIT_FIELDS, EfficiencyProfile, choose_profile
-from planner.errors import InputError
-from planner.loadtest_plan import load_test_plan, sweep_rates
-from planner.perf_model import PerfModel
-from planner.profile_fit import (applicable_profile, fields_to_fit, fit_user_profile, predict_ms, profile_from_yaml,
+from planner.latency.efficiency import FIT_FIELDS, EfficiencyProfile, choose_profile
+from planner.core.errors import InputError
+from planner.accuracy.benchmark_plan import load_test_plan, sweep_rates
+from planner.latency.perf_model import PerfModel
+from planner.accuracy.profile_fit import (applicable_profile, fields_to_fit, fit_user_profile, predict_ms, profile_from_yaml,
                                  profile_yaml)
-from planner.scenario import Scenario, resolve
-from planner.specs import Deployment
-from planner.user_calibration import UserData, UserPoint, parse_upload
+from planner.core.scenario import Scenario, resolve
+from planner.core.specs import Deployment
+from planner.accuracy.user_points import UserData, UserPoint, parse_upload
 
 FIXTURES = ROOT / "tests" / "fixtures"
 

@@ -1,4 +1,4 @@
-"""planner.validation: predicted against measured for both measurement files, reasons, summaries, coverage."""
+"""planner.accuracy.validation: predicted against measured for both measurement files, reasons, summaries, coverage."""
 from __future__ import annotations
 
 import math
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from planner.calibration_points import NEEDS_SIMULATOR, evaluate
-from planner.efficiency import choose_profile
-from planner.errors import InputError
-from planner.validation import (KV_ROWS, coverage_table, error_summary, kv_table, overall, pair_status,
+from planner.accuracy.published_points import NEEDS_SIMULATOR, evaluate
+from planner.latency.efficiency import choose_profile
+from planner.core.errors import InputError
+from planner.accuracy.validation import (KV_ROWS, coverage_table, error_summary, kv_table, overall, pair_status,
                                 points_table, predicted_blocks, read_point_rows, summary_dict)
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -57,7 +57,7 @@ def test_summaries_count_every_predicted_point(published):
 
 def test_kv_rows_match_the_capacity_test_mapping():
     from test_vllm_capacity import ROWS, predicted_blocks as test_predicted_blocks
-    assert KV_ROWS == ROWS  # one mapping: the test could import planner.validation.KV_ROWS instead
+    assert KV_ROWS == ROWS  # one mapping: the test could import planner.accuracy.validation.KV_ROWS instead
     assert predicted_blocks("B03") == test_predicted_blocks("B03")
 
 

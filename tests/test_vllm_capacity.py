@@ -11,8 +11,8 @@ import statistics
 import pytest
 
 from conftest import SHARED
-from planner.validation import KV_ROWS as ROWS
-from planner.validation import predicted_blocks
+from planner.accuracy.validation import KV_ROWS as ROWS
+from planner.accuracy.validation import predicted_blocks
 
 OBSERVATIONS = SHARED / "data" / "measurements" / "vllm_kv_observations.csv"
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from planner.errors import InputError
-from planner.scenario import Scenario, resolve
-from planner.specs import Deployment
-from planner.walkthrough_inputs import KVCacheInputs, SixRequestsInputs, build_inputs
-from planner.walkthroughs import WALKTHROUGHS, inputs_from_scenario, run_walkthrough
+from planner.core.errors import InputError
+from planner.core.scenario import Scenario, resolve
+from planner.core.specs import Deployment
+from planner.teaching.inputs import KVCacheInputs, SixRequestsInputs, build_inputs
+from planner.teaching.walkthroughs import WALKTHROUGHS, inputs_from_scenario, run_walkthrough
 
 
 def steps(name: str, **inputs) -> dict:

@@ -16,13 +16,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from planner.errors import InputError
-from planner.latency import memory_limit, sweep
-from planner.memory_plan import breakdown_per_gpu, concurrency_vs_context, plan_memory
-from planner.perf_model import PerfModel
+from planner.core.errors import InputError
+from planner.latency.metrics import memory_limit, sweep
+from planner.memory.plan import breakdown_per_gpu, concurrency_vs_context, plan_memory
+from planner.latency.perf_model import PerfModel
 from planner.report import REPORT_OUTPUT_TOKENS, report_rows, to_csv, to_markdown
-from planner.scenario import Scenario, resolve
-from planner.walkthrough_scenario import split_context
+from planner.core.scenario import Scenario, resolve
+from planner.teaching.from_scenario import split_context
 from ui.charts.latency import tradeoff_chart
 from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack

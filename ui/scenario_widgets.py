@@ -9,11 +9,11 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from planner.catalog import get_gpu, kv_precisions, model_presets, weight_precisions
-from planner.errors import InputError
-from planner.hf_config import spec_document
-from planner.scenario import Scenario
-from planner.scenario_codec import from_json, from_query, to_json, to_query
+from planner.core.catalog import get_gpu, kv_precisions, model_presets, weight_precisions
+from planner.core.errors import InputError
+from planner.core.hf_config import spec_document
+from planner.core.scenario import Scenario
+from planner.core.scenario_codec import from_json, from_query, to_json, to_query
 from ui.state import calibration_to_state
 
 TP_CHOICES = [1, 2, 4, 8]

@@ -8,11 +8,11 @@ from __future__ import annotations
 import streamlit as st
 from pydantic import ValidationError
 
-from planner.catalog import DEFAULT_GPU, DEFAULT_MODEL, gpus, kv_precisions, model_presets, weight_precisions
-from planner.errors import InputError, from_validation_error
-from planner.hf_config import MAX_CONFIG_BYTES, parse_config_text
-from planner.scenario import Scenario, resolve
-from planner.specs import Deployment, ModelSpec
+from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, gpus, kv_precisions, model_presets, weight_precisions
+from planner.core.errors import InputError, from_validation_error
+from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
+from planner.core.scenario import Scenario, resolve
+from planner.core.specs import Deployment, ModelSpec
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
 from ui.state import calibration_from_state, current_scenario, set_scenario
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.errors import InputError
-from planner.scenario import Calibration, Resolved, Scenario, resolve
+from planner.core.errors import InputError
+from planner.core.scenario import Calibration, Resolved, Scenario, resolve
 
 SCENARIO_KEY = "scenario"
 # The Validation page stores the user's fitted constants here; the sidebar puts them into the scenario.

@@ -14,7 +14,7 @@ import os
 import pkgutil
 import sys
 
-from planner.errors import InputError
+from planner.core.errors import InputError
 
 
 # Engine-level fields a subcommand's flags feed, so an error raised deep in the engine still names the flag.

@@ -4,11 +4,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from planner.batching import MAX_SLOTS, run_pair
-from planner.batching_report import cli_summary
-from planner.batching_requests import parse_requests_csv
+from planner.batching.step_model import MAX_SLOTS, run_pair
+from planner.batching.report import cli_summary
+from planner.batching.requests import parse_requests_csv
 from planner.cli import emit
-from planner.errors import InputError
+from planner.core.errors import InputError
 
 
 def register(subparsers) -> None:

@@ -8,14 +8,14 @@ import sys
 
 from pydantic import ValidationError
 
-from planner.capacity import DEFAULT_HEADROOM, DEFAULT_REL_TOL, SLO, capacity_plan
-from planner.catalog import gpus
+from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, SLO, capacity_plan
+from planner.core.catalog import gpus
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, scenario_from_args
 from planner.cli.traffic_args import add_traffic_args, traffic_from_args
-from planner.errors import InputError, from_validation_error
-from planner.memory_plan import TP_DEGREES
-from planner.recommend import recommend
+from planner.core.errors import InputError, from_validation_error
+from planner.memory.plan import TP_DEGREES
+from planner.capacity.recommend import recommend
 
 RANKING_NUM_REQUESTS = 600  # per probe in the ranking: keeps ~140 searches within ~30 s on two cores
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from planner.cli import emit
 from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolved_from_args
-from planner.latency import Estimate, estimate
+from planner.latency.metrics import Estimate, estimate
 
 
 def register(subparsers) -> None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
-from planner.memory_plan import plan_memory
-from planner.units import GiB, fmt_gb
+from planner.memory.plan import plan_memory
+from planner.core.units import GiB, fmt_gb
 
 
 def register(subparsers) -> None:

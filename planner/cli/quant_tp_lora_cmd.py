@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from planner.catalog import get_weight_precision
+from planner.core.catalog import get_weight_precision
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.cli.technique_args import add_request_args, decode_context, positive, request_tokens
-from planner.errors import InputError
-from planner.lora import ALL_MODULES, ATTENTION_MODULES, lora_plan
-from planner.quant_compare import ENGINE_LOADERS, compare_formats
-from planner.tp_compare import compare_tp, min_fitting_tp
-from planner.units import fmt_gb
+from planner.core.errors import InputError
+from planner.techniques.lora import ALL_MODULES, ATTENTION_MODULES, lora_plan
+from planner.techniques.quantization import ENGINE_LOADERS, compare_formats
+from planner.techniques.tensor_parallel import compare_tp, min_fitting_tp
+from planner.core.units import fmt_gb
 
 
 def register(subparsers) -> None:

@@ -5,11 +5,11 @@ import argparse
 
 from pydantic import ValidationError
 
-from planner.catalog import DEFAULT_GPU, DEFAULT_MODEL
-from planner.efficiency import DEFAULT_ENGINE, ENGINES
-from planner.errors import InputError, from_validation_error
-from planner.scenario import Resolved, Scenario, resolve
-from planner.specs import Deployment
+from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL
+from planner.latency.efficiency import DEFAULT_ENGINE, ENGINES
+from planner.core.errors import InputError, from_validation_error
+from planner.core.scenario import Resolved, Scenario, resolve
+from planner.core.specs import Deployment
 
 # CLI flag for each Deployment field, so that a validation error names the flag the user typed.
 _FLAG = {"num_gpus": "--num-gpus", "tensor_parallel_size": "--tp", "weights": "--weights",

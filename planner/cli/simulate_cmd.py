@@ -8,10 +8,10 @@ import math
 from planner.cli import emit
 from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolved_from_args
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
-from planner.errors import InputError
-from planner.serving import result_summary, run_serving
-from planner.traces import load_trace, rescale, sample
-from planner.traffic import ARRIVAL_PROCESSES, LengthDist, Workload, closed_loop, open_loop
+from planner.core.errors import InputError
+from planner.sim.serving import result_summary, run_serving
+from planner.traffic.traces import load_trace, rescale, sample
+from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, Workload, closed_loop, open_loop
 
 DEFAULT_NUM_REQUESTS = 1000
 

@@ -2,13 +2,13 @@
 `expected_tokens_per_pass` and `speedup`)."""
 from __future__ import annotations
 
-from planner.catalog import get_model
+from planner.core.catalog import get_model
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.cli.technique_args import add_request_args, decode_context, positive, request_tokens
-from planner.errors import InputError
-from planner.spec_decode import default_draft, resolve_draft, spec_decode_report
-from planner.units import fmt_gb
+from planner.core.errors import InputError
+from planner.techniques.spec_decode import default_draft, resolve_draft, spec_decode_report
+from planner.core.units import fmt_gb
 
 MAX_K = 32
 

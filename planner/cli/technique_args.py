@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from planner.cli.scenario_args import add_engine_arg
-from planner.errors import InputError
+from planner.core.errors import InputError
 
 
 def add_request_args(p: argparse.ArgumentParser, batch_default: int | None = 32) -> None:

@@ -3,17 +3,17 @@ from __future__ import annotations
 
 import dataclasses
 
-from planner import flash_attention as fa
-from planner import prefix_cache as pc
+from planner.techniques import flash_attention as fa
+from planner.techniques import prefix_cache as pc
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.cli.technique_args import add_request_args, positive, request_tokens
-from planner.errors import InputError
-from planner.memory_plan import plan_memory
-from planner.paged_attention import compare, sample_lengths
-from planner.perf_model import PerfModel
-from planner.traces import load_trace
-from planner.units import fmt_bytes, fmt_gb
+from planner.core.errors import InputError
+from planner.memory.plan import plan_memory
+from planner.techniques.paged_attention import compare, sample_lengths
+from planner.latency.perf_model import PerfModel
+from planner.traffic.traces import load_trace
+from planner.core.units import fmt_bytes, fmt_gb
 
 
 def register(subparsers) -> None:

@@ -10,11 +10,11 @@ import argparse
 
 from pydantic import ValidationError
 
-from planner.capacity import TrafficSpec
+from planner.capacity.replicas import TrafficSpec
 from planner.cli.scenario_args import add_engine_arg
-from planner.errors import InputError, from_validation_error
-from planner.load_sweep import PROFILES
-from planner.traffic import LengthDist
+from planner.core.errors import InputError, from_validation_error
+from planner.capacity.load_sweep import PROFILES
+from planner.traffic.generators import LengthDist
 
 DEFAULT_INPUT = "lognormal:mean=1000,sigma=0.8"
 DEFAULT_OUTPUT = "lognormal:mean=200,sigma=0.8"

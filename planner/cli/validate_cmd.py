@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from planner.calibration_points import MEASUREMENTS_CSV
+from planner.accuracy.published_points import MEASUREMENTS_CSV
 from planner.cli import emit
-from planner.errors import InputError
-from planner.validation import error_summary, overall, points_table, summary_dict
+from planner.core.errors import InputError
+from planner.accuracy.validation import error_summary, overall, points_table, summary_dict
 
 POINT_KEYS = ("id", "metric", "measured", "predicted", "error_pct", "reason")
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from planner.cli import emit
-from planner.errors import InputError
-from planner.walkthrough_inputs import build_inputs
-from planner.walkthroughs import WALKTHROUGHS, Step, run_walkthrough
+from planner.core.errors import InputError
+from planner.teaching.inputs import build_inputs
+from planner.teaching.walkthroughs import WALKTHROUGHS, Step, run_walkthrough
 
 
 def register(subparsers) -> None:

@@ -6,8 +6,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from planner.batching import SimResult
-from planner.batching_report import latencies, requests_frame, steps_frame, waits
+from planner.batching.step_model import SimResult
+from planner.batching.report import latencies, requests_frame, steps_frame, waits
 
 POLICY_COLORS = {"static": "#d62728", "continuous": "#1f77b4", "dynamic": "#2ca02c",
                  "bucketed": "#2ca02c", "one queue": "#9467bd"}

@@ -1,4 +1,4 @@
-"""Charts for the "Latency & throughput" page: pure functions from planner.latency results to plotly figures."""
+"""Charts for the "Latency & throughput" page: pure functions from planner.latency.metrics results to plotly figures."""
 from __future__ import annotations
 
 import numpy as np

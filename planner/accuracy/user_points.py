@@ -1,0 +1,221 @@
+"""The user's own load-test results, read into points the roofline model can predict (fitting: planner.accuracy.profile_fit).
+
+Three upload formats:
+
+- vLLM `benchmark_serving.py --save-result` / `vllm bench serve --save-result` JSON: one result object (or a list of
+  them, one per request rate). Field names as vLLM writes them (vllm-project/vllm benchmarks/benchmark_serving.py,
+  `benchmark()` result dict and `main()` result_json, checked at commit 0049e29c): "model_id", "request_rate"
+  (a number or the string "inf"), "max_concurrency" (null unless set), "completed", "duration",
+  "total_input_tokens", "total_output_tokens", "request_throughput", "output_throughput", "input_lens" /
+  "output_lens" (per request, only with detailed results), "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms",
+  "mean_tpot_ms", "median_tpot_ms", "mean_itl_ms", and "mean_e2el_ms" when e2el is among --percentile-metrics.
+- GuideLLM JSON report (vllm-project/guidellm src/guidellm/benchmark/schemas/generative/metrics.py,
+  GenerativeMetrics): {"benchmarks": [{"config": {"strategy": {...}}, "metrics": {NAME: {"successful": {"mean",
+  "median", "percentiles", ...}, "errored": ..., "incomplete": ..., "total": ...}}}]} with NAME among
+  time_to_first_token_ms, inter_token_latency_ms (excludes the first token: vLLM's TPOT),
+  time_per_output_token_ms (includes the first token), prompt_token_count, output_token_count,
+  request_concurrency, requests_per_second, request_latency (seconds). Only "successful" requests are read.
+- A CSV with columns batch, input_tokens, output_tokens, tpot_ms, ttft_ms (one of the two times may be blank).
+
+A serving run at a request rate has no fixed batch: its effective batch is taken as the concurrency, which is
+max_concurrency when the client capped it, GuideLLM's measured mean concurrency, or else Little's law
+L = λ × W (request throughput × mean end-to-end latency). That is an approximation, and each such point says so.
+Its TTFT is predicted as one prompt's prefill (no queueing, no interleaving with other requests' decode steps).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+
+from planner.core.errors import InputError
+
+CSV_COLUMNS = ("batch", "input_tokens", "output_tokens", "tpot_ms", "ttft_ms")
+CSV_ALIASES = {"input": "input_tokens", "input_len": "input_tokens", "prompt_tokens": "input_tokens",
+               "output": "output_tokens", "output_len": "output_tokens", "tpot": "tpot_ms", "ttft": "ttft_ms",
+               "concurrency": "batch", "batch_size": "batch"}
+
+
+@dataclass(frozen=True)
+class UserPoint:
+    """One measured operating point: B requests of I prompt and O output tokens, with TPOT and/or TTFT in ms."""
+
+    label: str
+    batch: float  # requests decoding together (effective concurrency for a serving run)
+    input_tokens: float
+    output_tokens: float
+    tpot_ms: float | None
+    ttft_ms: float | None
+    ttft_batch: float  # prompts prefilled together before the first token: B for a static batch, 1 when serving
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class UserData:
+    """What an upload held: its format, the points, the model it names (if any) and what was approximated."""
+
+    kind: str  # benchmark_serving | guidellm | csv
+    points: tuple[UserPoint, ...]
+    model_id: str = ""
+    notes: tuple[str, ...] = ()
+
+
+def parse_upload(name: str, data: bytes | str) -> UserData:
+    """Dispatch on content: JSON with "benchmarks" is GuideLLM, other JSON benchmark_serving, else the CSV."""
+    text = data.decode("utf-8-sig", errors="replace") if isinstance(data, bytes) else data
+    if not text.strip():
+        raise InputError(name or "upload", "is empty")
+    if text.lstrip()[:1] in "{[":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise InputError(name or "upload", f"is not valid JSON (line {err.lineno}: {err.msg})") from None
+        if isinstance(doc, dict) and "benchmarks" in doc:
+            return parse_guidellm(doc)
+        return parse_benchmark_serving(doc)
+    return parse_csv(text)
+
+
+# -- vLLM benchmark_serving --------------------------------------------------------------------------------------
+def parse_benchmark_serving(doc) -> UserData:
+    """Points from one benchmark_serving result (or a list of them); InputError names the missing/bad field."""
+    results = doc if isinstance(doc, list) else [doc]
+    if not results or not all(isinstance(r, dict) for r in results):
+        raise InputError("benchmark_serving JSON", "must be a result object or a list of result objects")
+    points = [_serving_point(r, f"result[{i}]" if isinstance(doc, list) else "result") for i, r in enumerate(results)]
+    model = str(results[0].get("model_id") or "")
+    return UserData("benchmark_serving", tuple(points), model,
+                    ("effective batch = max_concurrency when set, else Little's law: request throughput × mean "
+                     "end-to-end latency", "TTFT compared with one prompt's prefill (queueing not modelled)"))
+
+
+def _serving_point(r: dict, where: str) -> UserPoint:
+    completed = _number(r, "completed", where)
+    mean_in = _mean_len(r, "input_lens", "total_input_tokens", completed, where)
+    mean_out = _mean_len(r, "output_lens", "total_output_tokens", completed, where)
+    tpot = _first_number(r, ("mean_tpot_ms", "median_tpot_ms"), where)
+    ttft = _first_number(r, ("mean_ttft_ms", "median_ttft_ms"), where)
+    rate = r.get("request_rate")
+    if r.get("max_concurrency") is not None:
+        batch, how = _number(r, "max_concurrency", where), "max_concurrency"
+    else:
+        e2e_ms = r.get("mean_e2el_ms") or ttft + (mean_out - 1) * tpot  # E2E = TTFT + (N − 1) × TPOT
+        throughput = r.get("request_throughput")
+        lam = _number(r, "request_throughput", where) if throughput is not None else _number(r, "request_rate", where)
+        batch, how = lam * e2e_ms / 1e3, f"Little's law {lam:.3g} req/s × {e2e_ms / 1e3:.3g} s"
+    label = f"rate {rate}" + (f", concurrency {r['max_concurrency']}" if r.get("max_concurrency") is not None else "")
+    return UserPoint(label=label, batch=max(batch, 1.0), input_tokens=mean_in, output_tokens=mean_out, tpot_ms=tpot,
+                     ttft_ms=ttft, ttft_batch=1.0, note=f"batch ≈ {max(batch, 1.0):.1f} ({how})")
+
+
+def _mean_len(r: dict, lens_key: str, total_key: str, completed: float, where: str) -> float:
+    lens = r.get(lens_key)
+    if isinstance(lens, list) and lens:
+        values = [_check(v, f"{where}.{lens_key}[{i}]") for i, v in enumerate(lens)]
+        return sum(values) / len(values)
+    return _number(r, total_key, where) / completed
+
+
+# -- GuideLLM ------------------------------------------------------------------------------------------------------
+def parse_guidellm(doc: dict) -> UserData:
+    """Points from a GuideLLM report: one per benchmark (strategy), from its successful requests."""
+    benches = doc.get("benchmarks")
+    if not isinstance(benches, list) or not benches:
+        raise InputError("benchmarks", "must be a non-empty list of GuideLLM benchmarks")
+    points = []
+    for i, b in enumerate(benches):
+        where = f"benchmarks[{i}].metrics"
+        m = b.get("metrics") if isinstance(b, dict) else None
+        if not isinstance(m, dict):
+            raise InputError(where, "missing (not a GuideLLM report?)")
+        tpot = _successful(m, "inter_token_latency_ms", where, required=False)
+        if tpot is None:  # older reports: per-token time including the first token (slightly high)
+            tpot = _successful(m, "time_per_output_token_ms", where)
+        ttft = _successful(m, "time_to_first_token_ms", where)
+        mean_in, mean_out = _successful(m, "prompt_token_count", where), _successful(m, "output_token_count", where)
+        conc = _successful(m, "request_concurrency", where, required=False)
+        how = "GuideLLM mean request concurrency"
+        if conc is None:
+            rps, latency_s = _successful(m, "requests_per_second", where), _successful(m, "request_latency", where)
+            conc, how = rps * latency_s, f"Little's law {rps:.3g} req/s × {latency_s:.3g} s"
+        strategy = ((b.get("config") or b.get("args") or {}).get("strategy") or {}) if isinstance(b, dict) else {}
+        label = str(strategy.get("type_", f"benchmark {i}")) + (f" {strategy['rate']:g}/s"
+                                                               if isinstance(strategy.get("rate"), (int, float)) else "")
+        points.append(UserPoint(label=label, batch=max(conc, 1.0), input_tokens=mean_in, output_tokens=mean_out,
+                                tpot_ms=tpot, ttft_ms=ttft, ttft_batch=1.0, note=f"batch ≈ {max(conc, 1.0):.1f} ({how})"))
+    return UserData("guidellm", tuple(points), "", ("effective batch = GuideLLM's mean request concurrency",
+                                                    "TTFT compared with one prompt's prefill (queueing not modelled)"))
+
+
+def _successful(m: dict, name: str, where: str, required: bool = True) -> float | None:
+    dist = m.get(name)
+    stats = dist.get("successful") if isinstance(dist, dict) else None
+    if not isinstance(stats, dict) or stats.get("mean") is None:
+        if required:
+            raise InputError(f"{where}.{name}.successful.mean", "missing")
+        return None
+    return _check(stats["mean"], f"{where}.{name}.successful.mean")
+
+
+# -- CSV -----------------------------------------------------------------------------------------------------------
+def parse_csv(text: str) -> UserData:
+    """Static-batch points from the simple CSV; InputError names the row and column of a bad cell."""
+    reader = csv.DictReader(io.StringIO(text.strip()))
+    header = {h: _column(h) for h in (reader.fieldnames or [])}
+    missing = [c for c in ("batch", "input_tokens", "output_tokens") if c not in header.values()]
+    if missing:
+        raise InputError("CSV", f"missing column(s) {', '.join(missing)}; expected {', '.join(CSV_COLUMNS)}")
+    if not {"tpot_ms", "ttft_ms"} & set(header.values()):
+        raise InputError("CSV", "needs a tpot_ms or a ttft_ms column")
+    points = []
+    for n, raw in enumerate(reader, start=2):
+        row = {header[k]: (v or "").strip() for k, v in raw.items() if k in header}
+        cell = {c: _check(row[c], f"row {n}, column {c}") if row.get(c) else None for c in CSV_COLUMNS}
+        for c in ("batch", "input_tokens", "output_tokens"):
+            if cell[c] is None:
+                raise InputError(f"row {n}, column {c}", "is empty")
+        if cell["tpot_ms"] is None and cell["ttft_ms"] is None:
+            raise InputError(f"row {n}", "gives neither tpot_ms nor ttft_ms")
+        points.append(UserPoint(label=f"row {n}", batch=cell["batch"], input_tokens=cell["input_tokens"],
+                                output_tokens=cell["output_tokens"], tpot_ms=cell["tpot_ms"],
+                                ttft_ms=cell["ttft_ms"], ttft_batch=cell["batch"]))
+    if not points:
+        raise InputError("CSV", "has a header but no rows")
+    return UserData("csv", tuple(points), "", ("static batches: TTFT compared with the whole batch's prefill",))
+
+
+def _column(header: str) -> str:
+    key = header.strip().lower().replace(" ", "_").replace("-", "_").replace("(ms)", "ms").replace("__", "_")
+    key = key.removesuffix("_")
+    return CSV_ALIASES.get(key, key)
+
+
+# -- numbers -------------------------------------------------------------------------------------------------------
+def _check(value, where: str) -> float:
+    """A finite, positive number (bools and strings that are not numbers are rejected with the field named)."""
+    if isinstance(value, bool):
+        raise InputError(where, f"must be a number, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(where, f"not a number: {value!r}") from None
+    if math.isnan(x) or math.isinf(x):
+        raise InputError(where, f"must be finite, got {value!r}")
+    if x <= 0:
+        raise InputError(where, f"must be positive, got {value!r}")
+    return x
+
+
+def _number(r: dict, key: str, where: str) -> float:
+    if r.get(key) is None:
+        raise InputError(f"{where}.{key}", "missing (is this a benchmark_serving --save-result file?)")
+    return _check(r[key], f"{where}.{key}")
+
+
+def _first_number(r: dict, keys: tuple[str, ...], where: str) -> float:
+    for key in keys:
+        if r.get(key) is not None:
+            return _check(r[key], f"{where}.{key}")
+    raise InputError(f"{where}.{keys[0]}", "missing (is this a benchmark_serving --save-result file?)")

@@ -1,0 +1,245 @@
+"""How accurate is the planner? Predicted against measured for every published point, and the error summaries.
+
+Two kinds of evidence (../shared/data/measurements):
+
+    published_points.csv      latency / throughput points  -> planner.accuracy.published_points.predict under the profile
+                                                               the point's (engine, GPU family) gets
+    vllm_kv_observations.csv  vLLM "# GPU blocks" log lines -> planner.memory.plan.plan_memory(...).num_gpu_blocks
+
+error % = 100 × (predicted − measured) / measured. A row the model cannot predict (unknown model or GPU, a metric
+it does not compute, a point measured at a request rate) keeps `predicted` empty and says why in `reason`. Each
+(engine, GPU family) is "calibrated" when data/efficiency.yaml holds a profile fitted on its own points, "partial"
+when that fit had few points, and "estimated" when the engine's default profile stands in.
+Note: the latency errors are in-sample (the same points fitted the constants); the KV rows are out-of-sample
+except B10, which pinned the CUDA-graph constant.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from planner.accuracy import published_points as cp
+from planner.core.catalog import get_gpu, gpus, model_presets
+from planner.latency.efficiency import ENGINES, EfficiencyProfile, choose_profile
+from planner.core.errors import InputError
+from planner.memory.plan import plan_memory
+from planner.latency.perf_model import PerfModel
+from planner.core.scenario import Scenario, resolve
+from planner.core.specs import Deployment
+
+KV_CSV = cp.MEASUREMENTS_CSV.parent / "vllm_kv_observations.csv"
+KV_METRIC = "gpu_blocks (vLLM KV capacity)"
+POINT_COLUMNS = ("id", "model", "gpu", "tp", "weight_dtype", "kv_dtype", "engine", "input_len", "output_len",
+                 "batch_or_concurrency", "qps", "metric", "value", "unit")
+NUMERIC_COLUMNS = ("value", "tp", "num_gpus")  # must parse as finite numbers (num_gpus only when present)
+
+# vLLM KV rows rebuilt as scenarios: id -> (model preset, gpu, tp, weights, max_model_len, max_num_batched_tokens).
+# Versions before chunked prefill profiled max_num_batched_tokens = max(max_model_len, 2048); B10's log states 2048.
+KV_ROWS = {
+    "B01": ("meta-llama/Llama-3.1-8B", "RTX-3090", 1, "bf16", 20000, 20000),
+    "B03": ("meta-llama/Llama-2-7b-hf", "A100-80GB", 1, "fp16", 4096, 4096),
+    "B04": ("meta-llama/Llama-2-70b-hf", "A100-80GB", 4, "fp16", 4096, 4096),
+    "B10": ("meta-llama/Llama-3.1-8B", "RTX-4090", 1, "bf16", 32768, 2048),
+}
+KV_NOT_MODELLED = "logged by vLLM's profiler before PR #2031, which under-measured peak memory (the planner models the fix)"
+
+
+# -- published latency / throughput points --------------------------------------------------------------------
+def read_point_rows(path: Path | None = None, text: str | None = None) -> list[dict]:
+    """The CSV's rows, checked for the columns and numbers every row needs (InputError names row and column)."""
+    if text is None:
+        try:
+            text = Path(path or cp.MEASUREMENTS_CSV).read_text(encoding="utf-8")
+        except OSError as err:
+            raise InputError("--points", f"cannot read {path}: {err.strerror}") from None
+        except UnicodeDecodeError:
+            raise InputError("--points", f"{path} is not UTF-8 text (is it a binary file?)") from None
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in POINT_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError("--points", f"missing column(s) {', '.join(missing)} (format of published_points.csv)")
+    rows = list(reader)
+    if not rows:
+        raise InputError("--points", "has a header but no rows")
+    for i, row in enumerate(rows, start=2):  # row 1 is the header
+        for col in NUMERIC_COLUMNS:
+            if col in row and (col != "num_gpus" or (row[col] or "").strip()):
+                _finite_positive(row[col], f"row {i} ({_printable(row.get('id') or 'no id')}), column {col}")
+    return rows
+
+
+def _printable(text: str) -> str:
+    """A cell for an error message: as typed, or quoted when it holds a newline or another control character."""
+    text = text[:40]
+    return text if text.isprintable() else repr(text)
+
+
+def _finite_positive(text: str | None, where: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise InputError(where, f"not a number: {str(text)[:40]!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(where, f"must be a positive finite number, got {str(text)[:40]!r}")
+    return value
+
+
+def to_point(row: dict) -> tuple[cp.Point | None, str]:
+    """A row as a calibration Point (calibration_points' name tables, then the catalogues), or (None, why not)."""
+    if (row.get("qps") or "").strip():
+        return None, cp.NEEDS_SIMULATOR
+    kind, group = cp.METRICS.get(row["metric"], ("", ""))
+    if not kind:
+        return None, f"metric {row['metric']!r} is not one the model predicts"
+    model, gpu = _model_id(row["model"]), _gpu_id(row["gpu"])
+    if model is None:
+        return None, f"unknown model {row['model']!r} (no preset of that name)"
+    if gpu is None:
+        return None, f"unknown GPU {row['gpu']!r} (not in data/gpus.yaml)"
+    try:
+        weights, kv = cp._first_word(row["weight_dtype"], cp.WEIGHTS), cp._first_word(row["kv_dtype"], cp.KV)
+    except KeyError as err:
+        return None, f"unknown precision {err.args[0]!r}"
+    tp = int(float(row["tp"]))
+    num_gpus = int(float(row["num_gpus"])) if (row.get("num_gpus") or "").strip() else tp
+    return cp.Point(id=row["id"], model=model, gpu=gpu, tp=tp, num_gpus=num_gpus, weights=weights, kv_dtype=kv,
+                    engine=cp.ENGINES.get(row["engine"], row["engine"].strip().lower()),
+                    input_len=cp._int(row["input_len"], 1), output_len=cp._int(row["output_len"], 1),
+                    batch=cp._int(row["batch_or_concurrency"], 1), metric=row["metric"], kind=kind,
+                    group=cp._group(kind, group, row), value=float(row["value"]), unit=row["unit"], excluded=""), ""
+
+
+def _model_id(text: str) -> str | None:
+    """A preset id only (a CSV row must not name files to read)."""
+    model = cp.MODELS.get(text, text.strip())
+    return next((pid for pid in model_presets() if pid.lower() == model.lower()), None)
+
+
+def _gpu_id(text: str) -> str | None:
+    try:
+        return cp._first_word(text, cp.GPUS)
+    except KeyError:
+        pass
+    try:
+        return get_gpu(text.strip()).id
+    except InputError:
+        return None
+
+
+def _predict_row(p: cp.Point, profiles: dict[str, EfficiencyProfile]) -> dict:
+    """Predicted value, error, profile and status for one usable point (a reason instead when it fails)."""
+    try:
+        r = cp.scenario(p)
+        key = f"{p.engine}/{r.gpu.family}"
+        pm = PerfModel(r, p.engine, profile=profiles.get(key))
+        pred = cp.predict(p, pm)
+    except (InputError, ValueError) as err:
+        return {"reason": str(err)}
+    status = "user-calibrated" if key in profiles else pm.choice.status
+    return {"predicted": pred, "error_pct": 100 * (pred - p.value) / p.value,
+            "profile": key if key in profiles else pm.choice.source_key, "status": status, "family": r.gpu.family}
+
+
+def points_table(path: Path | None = None, text: str | None = None,
+                 profiles: dict[str, EfficiencyProfile] | None = None) -> pd.DataFrame:
+    """Predicted against measured for every row of a published_points.csv-format file (one row per CSV row)."""
+    rows = []
+    for row in read_point_rows(path, text):
+        p, reason = to_point(row)
+        out = {"id": row["id"], "source": short_source(row.get("source", "")), "model": row["model"],
+               "gpu": row["gpu"], "engine": row["engine"], "tp": row["tp"], "metric": row["metric"],
+               "unit": row["unit"], "measured": float(row["value"]), "predicted": np.nan, "error_pct": np.nan,
+               "profile": "", "status": "", "family": "", "group": "", "reason": reason}
+        if p is not None:
+            out.update(gpu=p.gpu, engine=p.engine, group=p.group, **_predict_row(p, profiles or {}))
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def short_source(source: str) -> str:
+    """'owner/repo @commit : path' -> 'owner/repo'; a GitHub issue/PR address -> 'owner/repo#N'; else the title."""
+    m = re.match(r"https://github\.com/([^/]+/[^/]+)/(?:issues|pull)/(\d+)", source.strip())
+    if m:
+        return f"{m.group(1)}#{m.group(2)}"
+    return source.split(" @")[0].split(" (")[0].strip()[:60] or "unknown"
+
+
+# -- vLLM KV-capacity observations ----------------------------------------------------------------------------
+def predicted_blocks(row_id: str) -> int:
+    """GPU blocks the planner's vLLM pool predicts for one observation row (KV_ROWS)."""
+    model, gpu, tp, weights, max_len, batched = KV_ROWS[row_id]
+    dep = Deployment(num_gpus=tp, tensor_parallel_size=tp, weights=weights, max_model_len=max_len,
+                     max_num_batched_tokens=batched)
+    return plan_memory(resolve(Scenario(model=model, gpu=gpu, deployment=dep))).num_gpu_blocks
+
+
+def kv_table(path: Path | None = None) -> pd.DataFrame:
+    """Observed against predicted GPU blocks for every vLLM log row."""
+    with open(path or KV_CSV, newline="", encoding="utf-8") as f:
+        obs = list(csv.DictReader(f))
+    rows = []
+    for o in obs:
+        measured = float(o["gpu_blocks"])
+        out = {"id": o["id"], "source": short_source(o["source"]), "model": o["model"], "gpu": o["gpu"],
+               "engine": "vllm", "tp": o["tp"], "metric": KV_METRIC, "unit": "blocks", "measured": measured,
+               "predicted": np.nan, "error_pct": np.nan, "vllm_version": o["vllm_version"],
+               "reason": "" if o["id"] in KV_ROWS else KV_NOT_MODELLED}
+        if o["id"] in KV_ROWS:
+            pred = float(predicted_blocks(o["id"]))
+            out.update(predicted=pred, error_pct=100 * (pred - measured) / measured)
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+# -- summaries ------------------------------------------------------------------------------------------------
+def error_summary(df: pd.DataFrame, by: str | list[str] = "metric") -> pd.DataFrame:
+    """n, median and 90th-percentile absolute % error per group, over the rows that were predicted."""
+    used = df[df["predicted"].notna()].assign(abs_error_pct=lambda d: d["error_pct"].abs())
+    g = used.groupby(by)["abs_error_pct"]
+    return pd.DataFrame({"n": g.size(), "median_abs_error_pct": g.median(),
+                         "p90_abs_error_pct": g.quantile(0.9)}).reset_index()
+
+
+def summary_dict(df: pd.DataFrame) -> dict[str, dict]:
+    """{metric: {n, median_abs_error_pct, p90_abs_error_pct}} (the CLI's JSON summary)."""
+    return {str(r["metric"]): {"n": int(r["n"]), "median_abs_error_pct": round(float(r["median_abs_error_pct"]), 2),
+                               "p90_abs_error_pct": round(float(r["p90_abs_error_pct"]), 2)}
+            for _, r in error_summary(df).iterrows()}
+
+
+def overall(df: pd.DataFrame) -> dict[str, float]:
+    """Points predicted, and the median and 90th-percentile absolute % error over all of them."""
+    err = df["error_pct"].dropna().abs()
+    return {"n": int(err.size), "unpredicted": int(df["predicted"].isna().sum()),
+            "median_abs_error_pct": float(err.median()) if err.size else math.nan,
+            "p90_abs_error_pct": float(err.quantile(0.9)) if err.size else math.nan}
+
+
+def coverage_table(engines: tuple[str, ...] = ENGINES) -> pd.DataFrame:
+    """Every catalogue GPU × user engine: calibrated / partial / estimated, and the profile it runs with."""
+    rows = []
+    for g in gpus().values():
+        for engine in engines:
+            c = choose_profile(engine, g.family)
+            rows.append({"gpu": g.id, "family": g.family, "engine": engine, "calibration": calibration_label(c.status),
+                         "status": c.status, "profile": c.source_key, "points": c.profile.num_points})
+    return pd.DataFrame(rows)
+
+
+def calibration_label(status: str) -> str:
+    """The two-way mark the page shows: a family's own fit (full or partial) is calibrated, a default estimated."""
+    return "estimated" if status in ("estimated", "") else "calibrated"
+
+
+def pair_status(df: pd.DataFrame) -> pd.DataFrame:
+    """The GPU/engine pairs of a points table with their calibration status and error."""
+    used = df[df["predicted"].notna()]
+    g = used.assign(abs_error_pct=used["error_pct"].abs()).groupby(["gpu", "engine", "profile", "status"])
+    out = g["abs_error_pct"].agg(n="size", median_abs_error_pct="median").reset_index()
+    return out.assign(calibration=out["status"].map(calibration_label))

@@ -1,0 +1,182 @@
+"""Load testing one replica (primer §9): traffic profiles, a rate sweep, its knee, and open vs closed loop.
+
+Knee (the capacity per replica), stated so a test can pin it: walk the sweep from the lowest rate up; a point is
+healthy when its p95 TTFT is at most KNEE_TTFT_FACTOR × the lowest rate's p95 TTFT AND the server keeps up,
+completing at least KNEE_MIN_SERVED × the offered request rate (both counted between the 10th and 90th percentile
+arrival times: planner.sim.serving.steady_rates). The knee is the last point of that healthy run
+(the first unhealthy point ends it, even if a later one looks fine again); None when the lowest point already
+fails to keep up.
+
+Open vs closed loop: the same server, the same lengths; the closed loop's users are sized by Little's law as a
+load tester would size them from a quiet server, N = ceil(λ × (think + R₁)), R₁ = the reply time of one
+mean-sized request alone on the server. When the server slows, each user waits for the slower reply before
+sending again, so the closed loop offers less than λ: it never builds the queue that open-loop traffic does.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.latency.efficiency import DEFAULT_ENGINE
+from planner.core.errors import InputError
+from planner.latency.perf_model import PerfModel
+from planner.core.scenario import Resolved
+from planner.sim.serving import flat_row, result_summary, run_serving, scheduler_config_for, step_cost_for
+from planner.traffic.traces import load_trace
+from planner.traffic.generators import Workload, closed_loop, interarrival_s, open_loop
+
+KNEE_TTFT_FACTOR = 2.0  # p95 TTFT may at most double over the lightest load
+KNEE_MIN_SERVED = 0.95  # served requests/s >= 95% of offered requests/s
+TIMINGS = ("poisson", "trace")  # trace profiles: Poisson arrivals, or the trace's own timing rescaled
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A named traffic shape: lengths (and prefix ids) from a trace, or length distributions."""
+
+    label: str
+    trace: str | None = None  # a shared trace name; None = custom distributions
+    prefix_caching: bool = False  # the profile's default
+    note: str = ""
+
+
+PROFILES = {
+    "chat": Profile("chat (Azure conversation trace lengths)", "azure_conv",
+                    note="Azure 2023 conversation trace: prompts ~1,155 tokens, outputs ~211 on average."),
+    "code": Profile("code (Azure code trace)", "azure_code",
+                    note="Azure 2023 code trace: long prompts (~2,048 tokens), short outputs (~28)."),
+    "rag": Profile("long-context RAG (Mooncake, prefix sharing)", "mooncake", prefix_caching=True,
+                   note="Mooncake FAST'25 trace: ~12,000-token prompts sharing 512-token prefix blocks."),
+    "custom": Profile("custom", note="Length distributions and an arrival process of your choice."),
+    "upload": Profile("upload a trace", note="Azure CSV, Mooncake JSONL or CSV arrival_s,prompt_tokens,output_tokens."),
+}
+
+
+def trace_window(trace: Workload, num_requests: int, rate_per_s: float, seed: int = 0,
+                 timing: str = "poisson") -> Workload:
+    """`num_requests` consecutive requests of a trace (from a seeded start, prefix ids kept), arriving at
+    `rate_per_s`: Poisson, or the window's own timing compressed/stretched to that mean rate."""
+    if timing not in TIMINGS:
+        raise InputError("timing", f"use one of {', '.join(TIMINGS)}")
+    if not (math.isfinite(rate_per_s) and rate_per_s > 0):
+        raise InputError("rate_per_s", f"must be a number > 0, got {rate_per_s!r}")
+    n = min(int(num_requests), trace.num_requests)
+    rng = np.random.default_rng(seed)
+    start = int(rng.integers(0, trace.num_requests - n + 1))
+    win = trace.take(np.arange(start, start + n), seed=seed)
+    if timing == "poisson" or n < 2 or win.arrival_s[-1] <= win.arrival_s[0]:
+        arrival_s = np.cumsum(interarrival_s(n, rate_per_s, "poisson", 1.0, rng))
+        how = f"Poisson at {rate_per_s:g} req/s"
+    else:
+        rel = win.arrival_s - win.arrival_s[0]
+        arrival_s = rel * ((n - 1) / rel[-1]) / rate_per_s  # mean gap becomes 1 / rate
+        how = f"trace timing rescaled to {rate_per_s:g} req/s"
+    return Workload(arrival_s, win.prompt_tokens, win.output_tokens, win.prefix_ids, win.prefix_block_tokens,
+                    seed=seed, source=f"{trace.source}: requests {start:,}–{start + n - 1:,}, {how}")
+
+
+def profile_workload(profile: str, num_requests: int, rate_per_s: float, seed: int = 0, *,
+                     prompt: str = "lognormal:mean=1000,sigma=0.8", output: str = "lognormal:mean=200,sigma=0.8",
+                     arrival: str = "poisson", cv: float = 1.0, trace: Workload | None = None) -> Workload:
+    """Open-loop traffic of a profile at `rate_per_s` (`arrival` is poisson|gamma|constant for custom, or
+    poisson|trace for trace profiles; `trace` is the loaded upload for the upload profile)."""
+    if profile not in PROFILES:
+        raise InputError("profile", f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
+    if profile == "custom":
+        return open_loop(num_requests, rate_per_s, prompt, output, arrival, cv, seed)
+    if profile == "upload" and trace is None:
+        raise InputError("trace", "upload a trace file first")
+    wl = trace if profile == "upload" else load_trace(PROFILES[profile].trace)
+    return trace_window(wl, num_requests, rate_per_s, seed, arrival if arrival in TIMINGS else "poisson")
+
+
+def mean_lengths(wl: Workload) -> tuple[float, float]:
+    return float(wl.prompt_tokens.mean()), float(wl.output_tokens.mean())
+
+
+def single_request_s(pm: PerfModel, prompt_tokens: float, output_tokens: float) -> float:
+    """R₁: one request alone on the server = prefill + (N − 1) decode steps at batch 1 (mid-answer context)."""
+    prefill = float(pm.prefill(1, prompt_tokens).total_s)
+    decode = float(pm.decode(1, prompt_tokens + output_tokens / 2).total_s)
+    return prefill + max(output_tokens - 1, 0) * decode
+
+
+def estimate_capacity_rps(r: Resolved, prompt_tokens: float, output_tokens: float,
+                          engine: str = DEFAULT_ENGINE) -> float:
+    """Rough requests/s one replica sustains: batch b = min(max_num_seqs, KV pool / tokens per request); each
+    request costs its prefill plus (output / b) batch-b decode steps. Only a starting point for the sweep range."""
+    pm = PerfModel(r, engine)
+    cfg = scheduler_config_for(r)
+    per_request = max(prompt_tokens + output_tokens, 1.0)
+    b = max(1, min(cfg.max_num_seqs, int(cfg.kv_pool_tokens // per_request)))
+    prefill_s = float(pm.prefill(1, prompt_tokens).total_s)
+    decode_s = float(pm.decode(b, prompt_tokens + output_tokens / 2).total_s)
+    return 1.0 / (prefill_s + output_tokens * decode_s / b)
+
+
+def rate_sweep(r: Resolved, rates, workload_for_rate, engine: str = DEFAULT_ENGINE, prefix_caching: bool = False,
+               max_queue: int | None = None, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None,
+               seed: int = 0, progress=None) -> list[dict]:
+    """One flat summary row per rate (ascending), each from `workload_for_rate(rate)`; `progress(done, total)`
+    is called after every point."""
+    rates = sorted(float(x) for x in rates)
+    if not rates or any(not (math.isfinite(x) and x > 0) for x in rates):
+        raise InputError("rates", "need one or more rates > 0")
+    cost = step_cost_for(r, engine)  # built once, shared by every point
+    rows = []
+    for k, rate in enumerate(rates, start=1):
+        res = run_serving(r, workload_for_rate(rate), engine, prefix_caching, max_queue, slo_ttft_s, slo_tpot_s,
+                          seed, cost=cost)
+        rows.append({"rate_per_s": rate, **flat_row(result_summary(res))})
+        if progress is not None:
+            progress(k, len(rates))
+    return rows
+
+
+def _healthy(row: dict, base_ttft_s: float, ttft_factor: float, min_served: float) -> bool:
+    ttft, served = row.get("ttft_p95_s"), row.get("served_requests_per_s")
+    offered = row.get("offered_requests_per_s") or row["rate_per_s"]
+    if ttft is None or served is None:
+        return False
+    return ttft <= ttft_factor * base_ttft_s and served >= min_served * offered
+
+
+def find_knee(rows: list[dict], ttft_factor: float = KNEE_TTFT_FACTOR,
+              min_served: float = KNEE_MIN_SERVED) -> dict | None:
+    """The last row of the healthy run from the lowest rate up (see the module note), or None."""
+    rows = sorted(rows, key=lambda row: row["rate_per_s"])
+    if not rows or rows[0].get("ttft_p95_s") is None:
+        return None
+    base = rows[0]["ttft_p95_s"]
+    knee = None
+    for row in rows:
+        if not _healthy(row, base, ttft_factor, min_served):
+            break
+        knee = row
+    return knee
+
+
+def users_for_rate(rate_per_s: float, think_time_s: float, reply_s: float) -> int:
+    """Little's law for a closed loop: N users each cycling think + reply offer N / (think + reply) req/s."""
+    return max(1, math.ceil(rate_per_s * (think_time_s + reply_s) - 1e-9))
+
+
+def open_vs_closed(r: Resolved, rate_per_s: float, num_requests: int, prompt: str, output: str,
+                   think_time_s: float = 5.0, engine: str = DEFAULT_ENGINE, prefix_caching: bool = False,
+                   max_queue: int | None = None, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None,
+                   seed: int = 0) -> dict:
+    """The same server under open-loop Poisson at λ and closed-loop users sized to offer λ (module note)."""
+    cost = step_cost_for(r, engine)
+    open_wl = open_loop(num_requests, rate_per_s, prompt, output, "poisson", 1.0, seed)
+    mean_prompt, mean_output = mean_lengths(open_wl)
+    reply_s = single_request_s(cost.pm, mean_prompt, mean_output)
+    users = users_for_rate(rate_per_s, think_time_s, reply_s)
+    closed_wl = closed_loop(users, num_requests, think_time_s, prompt, output, seed=seed)
+    kw = dict(engine=engine, prefix_caching=prefix_caching, max_queue=max_queue, slo_ttft_s=slo_ttft_s,
+              slo_tpot_s=slo_tpot_s, seed=seed, cost=cost)
+    open_res, closed_res = run_serving(r, open_wl, **kw), run_serving(r, closed_wl, **kw)
+    return {"rate_per_s": rate_per_s, "num_users": users, "think_time_s": think_time_s, "single_reply_s": reply_s,
+            "open": result_summary(open_res), "closed": result_summary(closed_res),
+            "results": {"open": open_res, "closed": closed_res}}

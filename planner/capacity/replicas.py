@@ -1,0 +1,316 @@
+"""Capacity per replica at an SLO, replicas for a target rate, and what they cost (primer §9).
+
+"Sustains": a replica sustains an arrival rate λ when a seeded simulation of `num_requests` open-loop requests at λ
+has p95 TTFT ≤ the TTFT target, p95 TPOT ≤ the TPOT target, p99 end-to-end ≤ its target (if set), AND the server
+keeps up: it completes ≥ 95% of the offered requests/s (planner.sim.serving.steady_rates, 10th–90th percentile arrival
+window). The capacity `max_rate_per_replica` is the highest sustained rate, found by search:
+
+1. bracket from the analytic estimate (planner.capacity.load_sweep.estimate_capacity_rps): probe it, then step up ×1.5 (or
+   down ÷2) until the outcome flips;
+2. bisect geometrically until hi ≤ lo × (1 + rel_tol) (rel_tol 2% by default) and report lo (a sustained rate).
+
+Every probe reuses the same requests (same lengths, same unit-rate arrival gaps divided by λ, same simulator seed:
+common random numbers), so the search is deterministic and the probes differ only in their rate. None of the
+probes sustaining at estimate/512 means the SLO cannot be met at any load (capacity 0, e.g. a TTFT target below
+the prefill time of the long prompts).
+
+Cost: replicas = ceil(target × headroom / max_rate_per_replica); GPUs = replicas × GPUs per replica (TP);
+$/hour = GPUs × $ per GPU-hour; $ per million output tokens = $/hour / (TARGET rate × mean output tokens ×
+3600) × 1e6, i.e. what the traffic you actually serve costs (idle headroom included). The figure at full
+utilisation (rate = capacity) is reported as `usd_per_million_output_tokens_at_capacity`.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+
+from planner.latency.efficiency import DEFAULT_ENGINE
+from planner.core.errors import InputError
+from planner.capacity.load_sweep import PROFILES, estimate_capacity_rps, profile_workload
+from planner.core.scenario import Resolved, Scenario, resolve
+from planner.sim.serving import run_serving, steady_rates, step_cost_for
+from planner.sim.records import latencies
+from planner.traffic.traces import load_trace
+from planner.traffic.generators import Workload
+
+MIN_SERVED = 0.95  # served requests/s >= 95% of offered
+DEFAULT_REL_TOL = 0.02  # the search stops when hi <= lo × 1.02
+DEFAULT_HEADROOM = 1.2  # provision 20% above the target rate (bursts, a replica down)
+UP_FACTOR, DOWN_FACTOR, MAX_BRACKET_STEPS = 1.5, 2.0, 9
+SECONDS_PER_HOUR = 3600.0
+
+
+class SLO(BaseModel):
+    """Latency targets one replica must meet (seconds)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ttft_p95_s: PositiveFloat = 2.0
+    tpot_p95_s: PositiveFloat = 0.1
+    e2e_p99_s: PositiveFloat | None = None
+
+
+class TrafficSpec(BaseModel):
+    """Traffic without its rate: a load_sweep profile (chat/code/rag trace lengths, or custom distributions),
+    the arrival process and the request count per simulation; picklable and hashable (a cache key)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    profile: str = "chat"
+    prompt: str = "lognormal:mean=1000,sigma=0.8"  # custom profile only
+    output: str = "lognormal:mean=200,sigma=0.8"
+    arrival: str = "poisson"  # poisson|gamma|constant (custom) or poisson|trace (trace profiles)
+    cv: PositiveFloat = 1.0
+    num_requests: PositiveInt = 1000
+    seed: int = Field(0, ge=0)
+    trace_path: str = ""  # the upload profile: a trace file
+    prefix_caching: bool = False
+
+    @model_validator(mode="after")
+    def profile_is_known(self) -> "TrafficSpec":
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}")
+        if self.profile == "upload" and not self.trace_path:
+            raise ValueError("profile upload needs trace_path")
+        return self
+
+
+@lru_cache(maxsize=16)
+def base_workload(traffic: TrafficSpec) -> Workload:
+    """The spec's requests arriving at 1 request/s (cached: a trace is parsed once per process)."""
+    trace = load_trace(traffic.trace_path) if traffic.profile == "upload" else None
+    return profile_workload(traffic.profile, traffic.num_requests, 1.0, traffic.seed, prompt=traffic.prompt,
+                            output=traffic.output, arrival=traffic.arrival, cv=traffic.cv, trace=trace)
+
+
+def workload_at(traffic: TrafficSpec, rate_per_s: float) -> Workload:
+    """The same requests at `rate_per_s`: unit-rate arrival times / rate (every arrival process scales so)."""
+    base = base_workload(traffic)
+    return Workload(base.arrival_s / rate_per_s, base.prompt_tokens, base.output_tokens, base.prefix_ids,
+                    base.prefix_block_tokens, seed=base.seed, source=f"{traffic.profile} at {rate_per_s:.4g} req/s")
+
+
+def mean_tokens(traffic: TrafficSpec) -> tuple[float, float]:
+    """(mean prompt, mean output) tokens of the simulated requests."""
+    wl = base_workload(traffic)
+    return float(wl.prompt_tokens.mean()), float(wl.output_tokens.mean())
+
+
+def _pct(values: np.ndarray, q: float) -> float | None:
+    v = values[~np.isnan(values)]
+    return float(np.percentile(v, q)) if len(v) else None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One simulated rate and whether the replica sustained it (module note)."""
+
+    rate_per_s: float
+    ttft_p95_s: float | None
+    tpot_p95_s: float | None
+    e2e_p95_s: float | None
+    e2e_p99_s: float | None
+    ttft_mean_s: float | None
+    e2e_mean_s: float | None
+    served_ratio: float | None  # served / offered requests/s
+    sustains: bool
+    reason: str  # why not, or ""
+
+
+def _verdict(ttft, tpot, e2e, ratio, slo: SLO) -> str:
+    if ttft is None or ratio is None:
+        return "nothing completed"
+    if ratio < MIN_SERVED:
+        return f"served only {ratio:.0%} of offered"
+    if ttft > slo.ttft_p95_s:
+        return f"p95 TTFT {ttft * 1e3:,.0f} ms > {slo.ttft_p95_s * 1e3:,.0f} ms"
+    if tpot is not None and tpot > slo.tpot_p95_s:
+        return f"p95 TPOT {tpot * 1e3:,.1f} ms > {slo.tpot_p95_s * 1e3:,.1f} ms"
+    if slo.e2e_p99_s is not None and e2e is not None and e2e > slo.e2e_p99_s:
+        return f"p99 end-to-end {e2e:,.2f} s > {slo.e2e_p99_s:,.2f} s"
+    return ""
+
+
+def probe(r: Resolved, traffic: TrafficSpec, slo: SLO, rate_per_s: float, engine: str = DEFAULT_ENGINE,
+          cost=None) -> Probe:
+    """Simulate one replica at `rate_per_s` and judge it against the SLO."""
+    res = run_serving(r, workload_at(traffic, rate_per_s), engine, traffic.prefix_caching, seed=traffic.seed,
+                      cost=cost)
+    lat = latencies(res)
+    offered, served = steady_rates(res)
+    ratio = float(served / offered) if offered else None
+    ttft, tpot, e2e = _pct(lat["ttft_s"], 95), _pct(lat["tpot_s"], 95), _pct(lat["e2e_s"], 99)
+    reason = _verdict(ttft, tpot, e2e, ratio, slo)
+    mean = lambda v: float(np.nanmean(v)) if len(v) else None  # noqa: E731
+    return Probe(rate_per_s, ttft, tpot, _pct(lat["e2e_s"], 95), e2e, mean(lat["ttft_s"]), mean(lat["e2e_s"]), ratio, not reason, reason)
+
+
+@dataclass(frozen=True)
+class CapacityResult:
+    max_rate_per_replica: float  # requests/s; 0 when the SLO is out of reach
+    estimate_rps: float  # the analytic starting point
+    rel_tol: float
+    at_capacity: Probe | None  # the probe at max_rate_per_replica
+    probes: tuple[Probe, ...]  # in the order they ran
+    mean_prompt_tokens: float
+    mean_output_tokens: float
+    num_requests: int
+    seed: int
+    wall_s: float
+    slo: SLO = field(default_factory=SLO)
+
+    @property
+    def feasible(self) -> bool:
+        return self.max_rate_per_replica > 0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["slo"] = self.slo.model_dump()
+        out["feasible"] = self.feasible
+        return out
+
+
+def bracket_and_bisect(sustains, start: float, rel_tol: float = DEFAULT_REL_TOL) -> float:
+    """Highest rate with sustains(rate) True, to within rel_tol, searching from `start` (module note).
+    Assumes sustains is monotone (True below the capacity, False above); 0.0 if nothing down to start/512."""
+    if not (rel_tol >= 1e-4 and start > 0):  # below ~1e-16, 1 + rel_tol == 1 and the bisection never ends
+        raise InputError("rel_tol", "the tolerance must be at least 1e-4 and the starting rate > 0")
+    lo = hi = None
+    if sustains(start):
+        lo = start
+        for _ in range(MAX_BRACKET_STEPS):
+            if not sustains(lo * UP_FACTOR):
+                hi = lo * UP_FACTOR
+                break
+            lo *= UP_FACTOR
+        if hi is None:
+            return lo  # still sustaining far above the estimate: report the highest probed rate
+    else:
+        hi = start
+        for _ in range(MAX_BRACKET_STEPS):
+            if sustains(hi / DOWN_FACTOR):
+                lo = hi / DOWN_FACTOR
+                break
+            hi /= DOWN_FACTOR
+        if lo is None:
+            return 0.0
+    while hi > lo * (1.0 + rel_tol):
+        mid = math.sqrt(lo * hi)  # geometric midpoint: the tolerance is relative
+        if sustains(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def find_capacity(r: Resolved, traffic: TrafficSpec = TrafficSpec(), slo: SLO = SLO(),
+                  engine: str = DEFAULT_ENGINE, rel_tol: float = DEFAULT_REL_TOL) -> CapacityResult:
+    """The highest arrival rate one replica sustains under `slo` (module note): a pure function of its inputs."""
+    t0 = time.perf_counter()
+    mean_in, mean_out = mean_tokens(traffic)
+    estimate = estimate_capacity_rps(r, mean_in, mean_out, engine)
+    cost = step_cost_for(r, engine)  # built once, shared by every probe
+    probes: dict[float, Probe] = {}
+
+    def sustains(rate: float) -> bool:
+        probes[rate] = probe(r, traffic, slo, rate, engine, cost)
+        return probes[rate].sustains
+
+    best = bracket_and_bisect(sustains, estimate, rel_tol)
+    return CapacityResult(best, estimate, rel_tol, probes.get(best), tuple(probes.values()), mean_in, mean_out,
+                          traffic.num_requests, traffic.seed, time.perf_counter() - t0, slo)
+
+
+# --- replicas and cost ------------------------------------------------------------------------------------
+def replicas_for(target_rps: float, max_rate_per_replica: float, headroom: float = DEFAULT_HEADROOM) -> int | None:
+    """ceil(target × headroom / capacity per replica); None when one replica sustains nothing."""
+    if not (target_rps > 0 and math.isfinite(target_rps)):
+        raise InputError("--target-rate", f"must be a number > 0, got {target_rps!r}")
+    if not (headroom >= 1 and math.isfinite(headroom)):
+        raise InputError("--headroom", f"must be >= 1 (1.2 = 20% spare), got {headroom!r}")
+    if max_rate_per_replica <= 0:
+        return None
+    return max(1, math.ceil(target_rps * headroom / max_rate_per_replica - 1e-9))
+
+
+@dataclass(frozen=True)
+class Cost:
+    replicas: int
+    gpus_per_replica: int
+    num_gpus: int
+    usd_per_gpu_hour: float
+    gpu_hours_per_day: float
+    usd_per_hour: float
+    usd_per_day: float
+    usd_per_million_output_tokens: float  # at the target rate
+    usd_per_million_tokens: float  # prompt + output tokens, at the target rate
+
+
+def cost_for(target_rps: float, replicas: int, gpus_per_replica: int, usd_per_gpu_hour: float,
+             mean_prompt_tokens: float, mean_output_tokens: float) -> Cost:
+    """$/hour = replicas × GPUs per replica × $/GPU-hour; $ per million tokens = $/hour / tokens per hour × 1e6."""
+    num_gpus = replicas * gpus_per_replica
+    usd_per_hour = num_gpus * usd_per_gpu_hour
+    out_per_hour = target_rps * mean_output_tokens * SECONDS_PER_HOUR  # output tokens served per hour
+    all_per_hour = target_rps * (mean_prompt_tokens + mean_output_tokens) * SECONDS_PER_HOUR
+    return Cost(replicas, gpus_per_replica, num_gpus, usd_per_gpu_hour, num_gpus * 24.0, usd_per_hour,
+                usd_per_hour * 24.0, usd_per_hour / out_per_hour * 1e6, usd_per_hour / all_per_hour * 1e6)
+
+
+def usd_per_million_output_at_capacity(cap: CapacityResult, gpus_per_replica: int, usd_per_gpu_hour: float):
+    """One replica fully used: its $/hour over the output tokens it makes per hour at capacity (× 1e6)."""
+    if not cap.feasible:
+        return None
+    return gpus_per_replica * usd_per_gpu_hour / (cap.max_rate_per_replica * cap.mean_output_tokens * 3600) * 1e6
+
+
+def replica_scenario(s: Scenario) -> Scenario:
+    """The scenario as ONE replica: num_gpus = TP (replicas are counted by the capacity plan instead)."""
+    dep = s.deployment
+    return s.model_copy(update={"deployment": dep.model_copy(update={"num_gpus": dep.tensor_parallel_size})})
+
+
+def price_of(r: Resolved, prices: dict[str, float] | None = None) -> float:
+    """$ per GPU-hour: a user override by GPU id, else data/gpus.yaml's usd_per_hour."""
+    prices = prices or {}
+    for gid, usd in prices.items():
+        if gid.lower() == r.gpu.id.lower():
+            return float(usd)
+    return float(r.gpu.usd_per_hour)
+
+
+def capacity_plan(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSpec(), slo: SLO = SLO(),
+                  headroom: float = DEFAULT_HEADROOM, prices: dict[str, float] | None = None,
+                  engine: str | None = None, rel_tol: float = DEFAULT_REL_TOL, operating_point: bool = True) -> dict:
+    """Capacity, replicas and cost of one deployment for `target_rps` (the CLI/JSON contract keys), plus the
+    latency at the operating point (target / replicas per replica) when `operating_point`."""
+    s = replica_scenario(s)
+    r = resolve(s)
+    engine = engine or s.engine
+    replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
+    cap = find_capacity(r, traffic, slo, engine, rel_tol)
+    tp = r.deployment.tensor_parallel_size
+    usd = price_of(r, prices)
+    n = replicas_for(target_rps, cap.max_rate_per_replica, headroom)
+    out = {"model": r.model.name, "gpu": r.gpu.id, "tp": tp, "weights": r.weights.id,
+           "engine": engine, "target_rate": target_rps, "headroom": headroom, "feasible": cap.feasible,
+           "max_rate_per_replica": cap.max_rate_per_replica, "estimate_rps": cap.estimate_rps,
+           "rel_tol": rel_tol, "slo": slo.model_dump(), "mean_prompt_tokens": cap.mean_prompt_tokens,
+           "mean_output_tokens": cap.mean_output_tokens, "num_requests": traffic.num_requests, "seed": traffic.seed,
+           "usd_per_gpu_hour": usd, "price_date": r.gpu.price_date, "price_source": r.gpu.source.get("price", ""),
+           "usd_per_million_output_tokens_at_capacity": usd_per_million_output_at_capacity(cap, tp, usd),
+           "at_capacity": asdict(cap.at_capacity) if cap.at_capacity else None,
+           "probes": [asdict(p) for p in cap.probes], "search_wall_s": cap.wall_s}
+    cost = cost_for(target_rps, n, tp, usd, cap.mean_prompt_tokens, cap.mean_output_tokens) if n else None
+    out.update(asdict(cost) if cost else dict.fromkeys(Cost.__dataclass_fields__, None))
+    out.update(gpus_per_replica=tp, usd_per_gpu_hour=usd)
+    out["operating_point"] = None
+    if n and operating_point:
+        op = probe(r, traffic, slo, target_rps / n, engine)
+        out["operating_point"] = asdict(op)
+    return out

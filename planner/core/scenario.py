@@ -1,0 +1,76 @@
+"""The user's scenario: which model, on which GPU, at which precision, with which engine settings.
+
+It is the one object the sidebar edits, the URL and a saved JSON carry, and every page reads. `resolve` turns
+ids into specs (raising InputError naming the field when an id is unknown).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+
+from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
+from planner.latency.efficiency import EfficiencyProfile
+from planner.core.errors import InputError
+from planner.core.precision import KVPrecision, WeightPrecision, resolve_kv_bytes
+from planner.core.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
+
+
+class Calibration(BaseModel):
+    """Efficiency constants the user fitted on their own benchmark results, for one engine and GPU family."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    engine: str
+    gpu_family: str
+    profile: EfficiencyProfile
+    source: str = "your benchmark results"
+
+    def applies_to(self, engine: str, gpu_family: str) -> bool:
+        return self.engine.lower() == engine.lower() and self.gpu_family.lower() == gpu_family.lower()
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = DEFAULT_MODEL  # a preset id or a config.json path
+    model_spec: ModelSpec | None = None  # an uploaded/pasted/manual model; overrides `model`
+    gpu: str = DEFAULT_GPU
+    gpu_memory_gb: float | None = Field(default=None, ge=0.1, le=100_000)  # a custom GPU of this many decimal GB
+    deployment: Deployment = Field(default_factory=Deployment)
+    context_tokens: PositiveInt | None = None  # tokens per request (prompt + output); None = max_model_len
+    engine: str = "vllm"
+    calibration: Calibration | None = None  # the user's fitted constants (Validation page); None = data/efficiency.yaml
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A scenario with its ids looked up: the specs every calculation needs."""
+
+    model: ModelSpec
+    gpu: GPUSpec
+    deployment: Deployment
+    weights: WeightPrecision
+    kv: KVPrecision
+    kv_bytes: float  # bytes per cached value
+    max_model_len: int
+    context_tokens: int
+    calibration: Calibration | None = None
+
+
+def resolve(s: Scenario) -> Resolved:
+    model = s.model_spec or get_model(s.model)
+    if s.gpu_memory_gb is not None:
+        gpu = custom_gpu(s.gpu_memory_gb, like=get_gpu(s.gpu) if s.gpu else None)
+    else:
+        gpu = get_gpu(s.gpu)
+    dep = s.deployment
+    if model.num_attention_heads % dep.tensor_parallel_size:
+        raise InputError("--tp", f"{model.num_attention_heads} attention heads are not divisible by "
+                                 f"tensor_parallel_size={dep.tensor_parallel_size} (vLLM requires it)")
+    weights = get_weight_precision(dep.weights)
+    kv = get_kv_precision(dep.kv_cache_dtype)
+    max_len = dep.max_model_len or model.max_position_embeddings
+    return Resolved(model=model, gpu=gpu, deployment=dep, weights=weights, kv=kv,
+                    kv_bytes=resolve_kv_bytes(kv, weights), max_model_len=max_len,
+                    context_tokens=s.context_tokens or max_len, calibration=s.calibration)

@@ -1,0 +1,168 @@
+"""Specs: one frozen pydantic model per concept (model architecture, GPU, deployment).
+
+Every model forbids unknown fields and checks its invariants, so a bad value is reported with its field name
+(see planner.core.errors). Derived quantities (parameter counts, bytes) live in their own modules, not here.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelSpec(BaseModel):
+    """A decoder-only transformer's architecture, as far as memory and FLOPs depend on it."""
+
+    model_config = _FROZEN
+
+    name: str = Field(min_length=1)
+    model_type: str = "llama"
+    hidden_size: PositiveInt
+    num_layers: PositiveInt
+    num_attention_heads: PositiveInt
+    num_kv_heads: PositiveInt
+    head_dim: PositiveInt
+    intermediate_size: PositiveInt
+    vocab_size: PositiveInt
+    max_position_embeddings: PositiveInt = 4096
+    tie_word_embeddings: bool = False
+    mlp_kind: Literal["gated", "plain"] = "gated"  # gated: gate+up+down (SwiGLU/GeGLU); plain: up+down
+    norm_kind: Literal["rms", "layer"] = "rms"  # layer norm carries a bias vector too
+    norms_per_layer: int = Field(default=2, ge=0)
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False  # Qwen3: RMSNorm over q and k heads (head_dim weights each)
+    torch_dtype: str = "bfloat16"
+    # Sliding-window attention: the first `num_sliding_layers` layers (by count) cache at most `sliding_window` tokens.
+    sliding_window: PositiveInt | None = None
+    num_sliding_layers: int = Field(default=0, ge=0)
+    # Mixture of experts: routed experts of width moe_intermediate_size, plus always-on shared experts.
+    num_experts: int = Field(default=0, ge=0)
+    num_experts_per_tok: int = Field(default=0, ge=0)
+    moe_intermediate_size: int = Field(default=0, ge=0)
+    num_shared_experts: int = Field(default=0, ge=0)
+    num_dense_layers: int = Field(default=0, ge=0)  # MoE models whose first layers keep a dense MLP
+    # Multi-head latent attention (DeepSeek-V2): the cache holds kv_lora_rank + qk_rope_head_dim values per layer.
+    kv_lora_rank: int = Field(default=0, ge=0)
+    q_lora_rank: int = Field(default=0, ge=0)
+    qk_rope_head_dim: int = Field(default=0, ge=0)
+    qk_nope_head_dim: int = Field(default=0, ge=0)
+    v_head_dim: int = Field(default=0, ge=0)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @model_validator(mode="after")
+    def kv_heads_divide_query_heads(self) -> "ModelSpec":
+        if self.num_kv_heads > self.num_attention_heads:
+            raise ValueError("num_kv_heads must not exceed num_attention_heads")
+        if self.num_attention_heads % self.num_kv_heads:
+            raise ValueError("num_attention_heads must be a multiple of num_kv_heads")
+        return self
+
+    @model_validator(mode="after")
+    def experts_are_consistent(self) -> "ModelSpec":
+        if self.is_moe:
+            if not 0 < self.num_experts_per_tok <= self.num_experts:
+                raise ValueError("num_experts_per_tok must be between 1 and num_experts")
+            if self.moe_intermediate_size <= 0:
+                raise ValueError("moe_intermediate_size must be positive for a mixture-of-experts model")
+            if self.num_dense_layers > self.num_layers:
+                raise ValueError("num_dense_layers must not exceed num_layers")
+        return self
+
+    @model_validator(mode="after")
+    def sliding_layers_within_model(self) -> "ModelSpec":
+        if self.num_sliding_layers > self.num_layers:
+            raise ValueError("num_sliding_layers must not exceed num_layers")
+        if self.num_sliding_layers and self.sliding_window is None:
+            raise ValueError("num_sliding_layers needs a sliding_window")
+        return self
+
+
+class GPUSpec(BaseModel):
+    """One accelerator as catalogued in data/gpus.yaml (every figure sourced there)."""
+
+    model_config = _FROZEN
+
+    id: str = Field(min_length=1)
+    name: str
+    vendor: Literal["nvidia", "amd", "custom"]
+    family: str
+    memory_gb: PositiveFloat  # marketed memory, in the vendor's GB
+    usable_memory_bytes: PositiveInt  # total bytes CUDA/ROCm reports
+    tflops_fp16: PositiveFloat
+    tflops_bf16: PositiveFloat | None = None
+    tflops_fp8: PositiveFloat | None = None
+    tflops_int8: PositiveFloat | None = None
+    hbm_bandwidth_gb_s: PositiveFloat
+    interconnect: str = "PCIe"
+    interconnect_bandwidth_gb_s: PositiveFloat = 32.0
+    usd_per_hour: float = Field(default=0.0, ge=0)
+    price_date: str = ""
+    source: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def marketed_bytes(self) -> float:
+        """Marketed memory in bytes, read as decimal GB (the primer's convention for textbook sums)."""
+        return self.memory_gb * 1e9
+
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        return self.hbm_bandwidth_gb_s * 1e9
+
+    @property
+    def interconnect_bytes_per_s(self) -> float:
+        return self.interconnect_bandwidth_gb_s * 1e9
+
+    def peak_flops(self, dtype: str) -> float | None:
+        """Dense tensor-core FLOP/s for a compute dtype, or None where the GPU lacks it."""
+        tflops = {"fp32": self.tflops_fp16 / 2 if self.tflops_fp16 else None, "fp16": self.tflops_fp16,
+                  "bf16": self.tflops_bf16, "fp8": self.tflops_fp8, "int8": self.tflops_int8}.get(dtype)
+        return tflops * 1e12 if tflops else None
+
+
+def custom_gpu(memory_gb: float, like: GPUSpec | None = None) -> GPUSpec:
+    """A GPU of `memory_gb` decimal GB (both marketed and usable), other figures borrowed from `like`."""
+    base = like.model_dump() if like else {
+        "family": "custom", "tflops_fp16": 312.0, "tflops_bf16": 312.0, "hbm_bandwidth_gb_s": 2039.0,
+        "source": {"spec": "compute and bandwidth borrowed from A100-80GB as a placeholder"}}
+    base.update(id=f"custom-{memory_gb:g}GB", name=f"Custom GPU ({memory_gb:g} GB)", vendor="custom",
+                memory_gb=memory_gb, usable_memory_bytes=int(round(memory_gb * 1e9)), usd_per_hour=base.get("usd_per_hour", 0.0))
+    return GPUSpec(**base)
+
+
+class Deployment(BaseModel):
+    """How the model is served: GPU count, parallelism, precision and vLLM's own engine settings."""
+
+    model_config = _FROZEN
+
+    num_gpus: PositiveInt = 1
+    tensor_parallel_size: PositiveInt = 1
+    weights: str = "bf16"  # a weight precision id from data/precisions.yaml
+    kv_cache_dtype: str = "auto"  # auto = the model's activation dtype
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    max_model_len: PositiveInt | None = None  # None = the model's max_position_embeddings
+    block_size: int = Field(default=16, ge=1, le=1024)  # tokens per KV block
+    max_num_seqs: PositiveInt = 256
+    max_num_batched_tokens: PositiveInt = 8192
+    enforce_eager: bool = False  # no CUDA graphs (saves their memory, costs per-step overhead)
+
+    @model_validator(mode="after")
+    def tp_divides_gpus(self) -> "Deployment":
+        if self.num_gpus % self.tensor_parallel_size:
+            raise ValueError("num_gpus must be a multiple of tensor_parallel_size")
+        return self
+
+    @property
+    def num_replicas(self) -> int:
+        """Data-parallel copies of the model across the GPUs."""
+        return self.num_gpus // self.tensor_parallel_size

@@ -1,0 +1,140 @@
+"""Where every byte goes for a scenario: the textbook fit and vLLM's real pool, per GPU, with TP options."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from planner.memory import sizes as memory
+from planner.core.params import count_params
+from planner.core.scenario import Resolved
+from planner.memory.vllm_pool import VllmPool, blocks_per_request, vllm_pool
+
+TP_DEGREES = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    params: int
+    active_params: int
+    weight_bytes: float
+    weight_bytes_per_gpu: float
+    kv_bytes_per_token: float
+    kv_bytes_per_token_per_gpu: float
+    context_tokens: int
+    kv_bytes_per_request: float  # whole request on the whole model (all GPUs)
+    gpu_memory_bytes: float  # marketed memory in decimal GB × 1e9 (textbook)
+    usable_memory_bytes: int  # what CUDA reports (engine-realistic)
+    textbook_max_requests: int  # per replica
+    kv_pool_bytes_per_gpu: float
+    num_gpu_blocks: int
+    kv_cache_tokens: int
+    max_model_len: int
+    max_concurrency: float  # vLLM's logged figure, per replica
+    paged_max_requests: int  # requests of context_tokens that fit in the pool's blocks
+    contiguous_max_requests: int  # requests that fit when each reserves max_model_len
+    num_replicas: int
+    tensor_parallel_size: int
+    fits: bool
+    warnings: tuple[str, ...]
+    pool: VllmPool
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out.pop("pool")
+        out["warnings"] = list(self.warnings)
+        out["vllm_log"] = list(self.pool.log_lines)
+        out["breakdown_per_gpu"] = breakdown_per_gpu(self)
+        out["textbook_max_requests_total"] = self.textbook_max_requests * self.num_replicas
+        out["max_concurrency_total"] = self.max_concurrency * self.num_replicas
+        return out
+
+
+def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
+    """The full memory picture of a resolved scenario (optionally at another TP degree)."""
+    if tp is not None:  # one replica at another TP degree
+        dep = r.deployment.model_copy(update={"tensor_parallel_size": tp, "num_gpus": tp})
+    else:
+        dep = r.deployment
+    tp = dep.tensor_parallel_size
+    pc = count_params(r.model)
+    weights = memory.weight_bytes(r.model, r.weights)
+    w_gpu = memory.weight_bytes_per_gpu(weights, tp)
+    kv_tok = memory.kv_bytes_per_token(r.model, r.kv_bytes)
+    kv_tok_gpu = memory.kv_bytes_per_token(r.model, r.kv_bytes, tp)
+    ctx = r.context_tokens
+    req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, tp)
+    textbook = memory.textbook_max_requests(r.gpu.marketed_bytes, w_gpu, req_gpu)
+    pool = vllm_pool(r.gpu.usable_memory_bytes, w_gpu, kv_tok_gpu, r.model, dep, r.max_model_len)
+    paged = pool.num_gpu_blocks // blocks_per_request(effective_tokens(req_gpu, kv_tok_gpu), dep.block_size)
+    contiguous = max(0, int(max(pool.kv_pool_bytes, 0) // (r.max_model_len * kv_tok_gpu)))
+    warnings = _warnings(r, tp, pool, w_gpu)
+    return MemoryPlan(
+        params=pc.total, active_params=pc.active, weight_bytes=weights, weight_bytes_per_gpu=w_gpu,
+        kv_bytes_per_token=kv_tok, kv_bytes_per_token_per_gpu=kv_tok_gpu, context_tokens=ctx,
+        kv_bytes_per_request=memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx),
+        gpu_memory_bytes=r.gpu.marketed_bytes, usable_memory_bytes=r.gpu.usable_memory_bytes,
+        textbook_max_requests=textbook, kv_pool_bytes_per_gpu=max(pool.kv_pool_bytes, 0.0),
+        num_gpu_blocks=pool.num_gpu_blocks, kv_cache_tokens=pool.kv_cache_tokens, max_model_len=r.max_model_len,
+        max_concurrency=pool.max_concurrency, paged_max_requests=paged, contiguous_max_requests=contiguous,
+        num_replicas=dep.num_replicas, tensor_parallel_size=tp, fits=not any(w.startswith("Does not fit") for w in warnings),
+        warnings=tuple(warnings), pool=pool)
+
+
+def _warnings(r: Resolved, tp: int, pool: VllmPool, w_gpu: float) -> list[str]:
+    out = []
+    if r.model.num_attention_heads % tp:
+        out.append(f"Does not fit: vLLM needs the {r.model.num_attention_heads} attention heads divisible by TP={tp}")
+    if w_gpu >= pool.budget_bytes:
+        out.append(f"Does not fit: weights per GPU ({w_gpu / 1e9:.1f} GB) exceed the memory budget "
+                   f"({pool.budget_bytes / 1e9:.1f} GB = gpu_memory_utilization × usable memory)")
+    elif pool.kv_cache_tokens < r.max_model_len:
+        out.append(f"Does not fit: the KV pool holds {pool.kv_cache_tokens:,} tokens, fewer than one request of "
+                   f"max_model_len={r.max_model_len:,}; vLLM refuses to start (lower max_model_len or add GPUs)")
+    if r.context_tokens > r.max_model_len:
+        out.append(f"Context of {r.context_tokens:,} tokens exceeds max_model_len={r.max_model_len:,}")
+    if r.model.num_kv_heads < tp and not r.model.is_mla:
+        out.append(f"TP={tp} exceeds the {r.model.num_kv_heads} KV heads: each GPU keeps a replicated copy")
+    return out
+
+
+def effective_tokens(request_bytes: float, bytes_per_token: float) -> int:
+    """Token slots a request really occupies: its context, or less where sliding-window layers cap the cache."""
+    return max(1, math.ceil(request_bytes / bytes_per_token - 1e-9))
+
+
+def breakdown_per_gpu(p: MemoryPlan) -> dict[str, float]:
+    """Usable memory of one GPU split into weights, activations, runtime overhead, KV pool and unused (bytes)."""
+    pool = p.pool
+    kv_used = p.kv_cache_tokens * p.kv_bytes_per_token_per_gpu  # whole blocks only
+    parts = {"weights": pool.weights_bytes, "activations": pool.activation_bytes,
+             "runtime overhead": pool.non_torch_bytes + pool.cuda_graph_bytes, "KV pool": float(kv_used)}
+    parts["unused"] = p.usable_memory_bytes - sum(parts.values())
+    return parts
+
+
+def tp_options(r: Resolved) -> list[dict]:
+    """One row per TP degree: memory per GPU and whether vLLM can start."""
+    rows = []
+    for tp in TP_DEGREES:
+        p = plan_memory(r, tp=tp)
+        rows.append({"tp": tp, "gpus": tp, "weights_per_gpu_bytes": p.weight_bytes_per_gpu,
+                     "kv_pool_per_gpu_bytes": p.kv_pool_bytes_per_gpu, "kv_cache_tokens": p.kv_cache_tokens,
+                     "max_concurrency": p.max_concurrency, "textbook_max_requests": p.textbook_max_requests,
+                     "fits": p.fits, "note": "; ".join(p.warnings)})
+    return rows
+
+
+def concurrency_vs_context(r: Resolved, contexts: list[int] | None = None) -> list[dict]:
+    """Max concurrent requests (textbook, paged pool, contiguous reservation) as the context grows."""
+    base = plan_memory(r)
+    contexts = contexts or [c for c in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+                            if c <= r.max_model_len] or [r.max_model_len]
+    rows = []
+    for ctx in contexts:
+        req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, base.tensor_parallel_size)
+        rows.append({"context_tokens": ctx,
+                     "textbook": memory.textbook_max_requests(base.gpu_memory_bytes, base.weight_bytes_per_gpu, req_gpu),
+                     "vllm_paged": base.num_gpu_blocks // blocks_per_request(
+                         effective_tokens(req_gpu, base.kv_bytes_per_token_per_gpu), r.deployment.block_size),
+                     "contiguous": base.contiguous_max_requests})
+    return rows

@@ -1,0 +1,80 @@
+"""Memory maths: weight bytes, KV-cache bytes per token and per request, and the textbook fit (primer §3-§4).
+
+    weights            = parameters × bytes per parameter          (embeddings kept at 16 bits by GPTQ/AWQ/NF4)
+    KV bytes per token = 2 (K and V) × layers × KV heads × head dim × bytes per value
+                         (MLA: layers × (kv_lora_rank + qk_rope_head_dim) × bytes, a latent shared by all heads)
+    textbook fit       = floor((GPU memory − weights) / KV bytes per request)
+"""
+from __future__ import annotations
+
+import math
+
+from planner.core.params import count_params
+from planner.core.precision import WeightPrecision
+from planner.core.specs import ModelSpec
+
+BYTES_16BIT = 2
+
+
+def weight_bytes_for_params(params: float, bits_per_weight: float) -> float:
+    """weights = parameters × bytes per parameter (bits / 8): primer §4 (7B at 16 bits = 14 GB)."""
+    return params * bits_per_weight / 8
+
+
+def weight_bytes(model: ModelSpec, precision: WeightPrecision) -> float:
+    """Bytes of all weights: quantized linear layers at the format's effective bits, embeddings where kept 16-bit."""
+    params = count_params(model)
+    if precision.keeps_embeddings_16bit:
+        quantized = params.total - params.embedding
+        return (weight_bytes_for_params(quantized, precision.bits_per_weight)
+                + weight_bytes_for_params(params.embedding, 8 * BYTES_16BIT))
+    return weight_bytes_for_params(params.total, precision.bits_per_weight)
+
+
+def weight_bytes_per_gpu(total_weight_bytes: float, tp: int) -> float:
+    """Tensor parallelism shards every matrix (and the vocabulary) across the TP group."""
+    return total_weight_bytes / tp
+
+
+def kv_heads_per_gpu(model: ModelSpec, tp: int) -> int:
+    """KV heads each GPU caches: split by TP, replicated (one per GPU) once TP exceeds the KV-head count."""
+    return max(1, model.num_kv_heads // tp)
+
+
+def kv_values_per_token_per_layer(model: ModelSpec, tp: int = 1) -> int:
+    """Cached values per token per layer on one GPU. MLA's latent is not split by TP."""
+    if model.is_mla:
+        return model.kv_lora_rank + model.qk_rope_head_dim
+    return 2 * kv_heads_per_gpu(model, tp) * model.head_dim  # 2 = K and V
+
+
+def kv_bytes_per_token(model: ModelSpec, kv_bytes: float, tp: int = 1) -> float:
+    """KV bytes one token adds across all layers (on one GPU when tp > 1)."""
+    return model.num_layers * kv_values_per_token_per_layer(model, tp) * kv_bytes
+
+
+def kv_bytes_per_request(model: ModelSpec, kv_bytes: float, tokens: int, tp: int = 1) -> float:
+    """KV bytes of one request of `tokens` (prompt + output); sliding-window layers hold at most the window."""
+    per_layer = kv_values_per_token_per_layer(model, tp) * kv_bytes
+    windowed = model.num_sliding_layers
+    window_tokens = min(tokens, model.sliding_window or tokens)
+    return per_layer * ((model.num_layers - windowed) * tokens + windowed * window_tokens)
+
+
+def textbook_max_requests(gpu_bytes: float, weights_bytes: float, request_bytes: float) -> int:
+    """floor(free bytes / bytes per request), 0 when the weights alone do not fit."""
+    free = gpu_bytes - weights_bytes
+    if free <= 0 or request_bytes <= 0:
+        return 0
+    return math.floor(free / request_bytes)
+
+
+def token_positions_without_cache(prompt_tokens: int, output_tokens: int) -> int:
+    """Without a KV cache every step re-runs the whole sequence: P + (P+1) + … + (P+N−1) positions."""
+    n = output_tokens
+    return n * prompt_tokens + n * (n - 1) // 2
+
+
+def token_positions_with_cache(prompt_tokens: int, output_tokens: int) -> int:
+    """With a cache the prompt runs once, then one new position per later step: P + N − 1."""
+    return prompt_tokens + output_tokens - 1

@@ -1,0 +1,117 @@
+"""What the simulator is told: the scheduler configuration and the step-cost interface (with two simple costs).
+
+The latency model implements `StepCost`; the simulator depends only on this protocol. A cost may also offer
+`step_times_s(...)` taking numpy arrays for `kv_read_tokens` and `attn_pairs` (one entry per step); the simulator
+then advances runs of pure-decode steps in one vectorised call instead of one call per step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from planner.core.errors import InputError, from_validation_error
+
+
+@runtime_checkable
+class StepCost(Protocol):
+    def step_time_s(self, new_tokens: int, num_seqs: int, kv_read_tokens: int, attn_pairs: int) -> float:
+        """Seconds for one forward pass. new_tokens: tokens computed (prefill chunks + 1 per decode, or 1 + k
+        when verifying drafts); num_seqs: sequences in the pass; kv_read_tokens: sum of context lengths read;
+        attn_pairs: sum of new_tokens_i x context_len_i (attention FLOPs are proportional to it)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ConstantStepCost:
+    """Every step takes `seconds` whatever it holds (the teaching model of primer §6; M/D/1 checks)."""
+
+    seconds: float
+
+    def step_time_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs):
+        return self.seconds + 0.0 * kv_read_tokens  # keeps the array shape when called vectorised
+
+    step_times_s = step_time_s
+
+
+@dataclass(frozen=True)
+class LinearStepCost:
+    """step = base + per_token x new tokens + per_kv_token x KV tokens read + per_attn_pair x attention pairs.
+
+    base: weights read once per step (bytes / HBM bandwidth) + launch overhead; per_token: 2 x params FLOPs /
+    peak FLOPs; per_kv_token: KV bytes per token / HBM bandwidth."""
+
+    base_s: float
+    per_token_s: float = 0.0
+    per_kv_token_s: float = 0.0
+    per_attn_pair_s: float = 0.0
+
+    def step_time_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs):
+        return (self.base_s + self.per_token_s * new_tokens + self.per_kv_token_s * kv_read_tokens
+                + self.per_attn_pair_s * attn_pairs)
+
+    step_times_s = step_time_s
+
+
+def llama31_8b_h100_cost() -> LinearStepCost:
+    """Rough Llama-3.1-8B BF16 on one H100-SXM (3.35 TB/s HBM, ~600 TFLOPS achievable dense BF16)."""
+    return LinearStepCost(
+        base_s=16.06e9 / 3.35e12 + 1e-3,  # 16 GB of weights read per step + ~1 ms launch/CPU overhead
+        per_token_s=2 * 8.03e9 / 600e12,  # 2 FLOPs per parameter per token ≈ 16 GFLOP per token
+        per_kv_token_s=131_072 / 3.35e12,  # 2 (K,V) x 32 layers x 8 KV heads x 128 dim x 2 B per token read
+    )
+
+
+LLAMA31_8B_H100_KV_TOKENS = 450_000  # ≈ (0.9 x 80 GB - 16 GB weights - activations) / 131 kB per token
+
+
+class SchedulerConfig(BaseModel):
+    """vLLM-like scheduler knobs (names follow vLLM's engine arguments) plus the SLO used for goodput."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    num_gpu_blocks: int = Field(gt=0, description="KV pool size in blocks (from the memory model)")
+    block_size: int = Field(16, gt=0, le=1024, description="tokens per KV block")
+    max_num_seqs: int = Field(256, gt=0, description="most requests running at once")
+    max_num_batched_tokens: int = Field(8192, gt=0, description="token budget per step")
+    enable_chunked_prefill: bool = True
+    enable_prefix_caching: bool = False
+    max_queue: int | None = Field(None, ge=0, description="waiting requests beyond this are rejected")
+    spec_k: int = Field(0, ge=0, le=32, description="draft tokens per verification step (0 = off)")
+    spec_alpha: float = Field(0.0, ge=0.0, le=1.0, description="per-token draft acceptance rate")
+    spec_draft_cost_s: float = Field(0.0, ge=0.0, description="seconds per draft-model pass")
+    slo_ttft_s: float | None = Field(None, gt=0)
+    slo_tpot_s: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def budget_covers_max_num_seqs(self) -> "SchedulerConfig":
+        # vLLM requires this too: every running request must be able to decode one token per step
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            raise ValueError("max_num_batched_tokens must be >= max_num_seqs")
+        return self
+
+    @property
+    def kv_pool_tokens(self) -> int:
+        return self.num_gpu_blocks * self.block_size
+
+    @property
+    def spec_enabled(self) -> bool:
+        return self.spec_k > 0
+
+
+def scheduler_config(config: SchedulerConfig | dict | None = None, **kwargs) -> SchedulerConfig:
+    """Build a SchedulerConfig from a dict or keywords; bad input raises InputError naming the field."""
+    if isinstance(config, SchedulerConfig) and not kwargs:
+        return config
+    data = dict(config.model_dump() if isinstance(config, SchedulerConfig) else (config or {}), **kwargs)
+    try:
+        return SchedulerConfig(**data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        if not first.get("loc"):  # a cross-field check: name the field its message starts with
+            msg = first.get("msg", "").removeprefix("Value error, ")
+            raise InputError(msg.split()[0], msg) from None
+        raise from_validation_error(err) from None
+    except TypeError as err:
+        raise InputError("config", str(err)) from None

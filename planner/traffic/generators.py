@@ -1,0 +1,263 @@
+"""Traffic for the simulator: a Workload of numpy arrays, arrival processes and length distributions.
+
+Open loop (arrivals ignore the server): Poisson, gamma with a burstiness CV (CV 1 = Poisson, > 1 = burstier),
+constant spacing. Closed loop: N users, each sends a request, waits for the reply, thinks, sends the next; the
+simulator fills in those arrival times as replies finish. Lengths come from a SPEC string:
+
+    fixed:512 | uniform:100,2000 | lognormal:mean=1000,sigma=0.8[,max=8192] | empirical:PATH_OR_NAME
+
+`empirical` resamples (with replacement) the matching column of a trace (prompt or output); NAME is one of the
+shared traces (azure_conv, azure_code, mooncake). Every generator takes an explicit seed; nothing uses a global RNG.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.core.errors import InputError
+
+ARRIVAL_PROCESSES = ("poisson", "gamma", "constant")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Requests as parallel arrays indexed by request id (the order of arrival for open-loop traffic)."""
+
+    arrival_s: np.ndarray  # float64 seconds from t=0; NaN for closed-loop requests the simulator times itself
+    prompt_tokens: np.ndarray  # int64 >= 1
+    output_tokens: np.ndarray  # int64 >= 1
+    prefix_ids: tuple[np.ndarray, ...] | None = None  # per request: prefix-block hash ids, first block first
+    prefix_block_tokens: int = 16  # tokens covered by one prefix hash id (Mooncake: 512)
+    user_id: np.ndarray | None = None  # closed loop: the user who sends each request (requests in send order)
+    think_s: np.ndarray | None = None  # closed loop: think time before sending each request
+    seed: int | None = None  # the seed that generated or sampled this workload (None: replayed as is)
+    source: str = ""  # one line on where it came from
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.arrival_s)
+        for name in ("prompt_tokens", "output_tokens"):
+            arr = getattr(self, name)
+            if len(arr) != n:
+                raise InputError(name, f"has {len(arr)} entries but arrival_s has {n}")
+            if n and int(np.min(arr)) < 1:
+                raise InputError(name, "every request needs at least 1 token")
+        if self.prefix_ids is not None and len(self.prefix_ids) != n:
+            raise InputError("prefix_ids", f"has {len(self.prefix_ids)} entries but there are {n} requests")
+        if self.prefix_block_tokens < 1:
+            raise InputError("prefix_block_tokens", "must be >= 1")
+        if self.user_id is None and n and not np.all(np.diff(self.arrival_s) >= 0):
+            raise InputError("arrival_s", "open-loop arrivals must be sorted in time")
+
+    @property
+    def num_requests(self) -> int:
+        return len(self.arrival_s)
+
+    @property
+    def is_closed_loop(self) -> bool:
+        return self.user_id is not None
+
+    def take(self, idx: np.ndarray, source: str | None = None, seed: int | None = None) -> "Workload":
+        """A new open-loop workload of the requests at `idx` (sorted), with arrivals as given."""
+        idx = np.asarray(idx, dtype=np.int64)
+        prefix = None if self.prefix_ids is None else tuple(self.prefix_ids[i] for i in idx)
+        return Workload(self.arrival_s[idx], self.prompt_tokens[idx], self.output_tokens[idx], prefix,
+                        self.prefix_block_tokens, seed=self.seed if seed is None else seed,
+                        source=source or self.source)
+
+
+@dataclass(frozen=True)
+class LengthDist:
+    """A token-length distribution parsed from a SPEC string (see module note)."""
+
+    kind: str
+    params: tuple[float, ...] = ()
+    path: str = ""
+    spec: str = ""
+
+    @classmethod
+    def parse(cls, spec: str, field_name: str = "length") -> "LengthDist":
+        kind, _, rest = str(spec).strip().partition(":")
+        kind = kind.strip().lower()
+        parser = _PARSERS.get(kind)
+        if parser is None:
+            raise InputError(field_name, f"unknown length distribution {kind!r}; use one of {', '.join(_PARSERS)}")
+        return parser(rest.strip(), field_name, str(spec).strip())
+
+    def sample(self, n: int, rng: np.random.Generator, role: str = "prompt") -> np.ndarray:
+        """n lengths (int64, >= 1). `role` picks the trace column for `empirical` (prompt or output)."""
+        if self.kind == "fixed":
+            return np.full(n, int(self.params[0]), dtype=np.int64)
+        if self.kind == "uniform":
+            lo, hi = int(self.params[0]), int(self.params[1])
+            return rng.integers(lo, hi + 1, size=n, dtype=np.int64)
+        if self.kind == "lognormal":
+            mean, sigma, cap = self.params
+            mu = math.log(mean) - sigma * sigma / 2  # E[exp(N(mu, s^2))] = exp(mu + s^2/2) = mean
+            vals = np.rint(rng.lognormal(mu, sigma, size=n)).astype(np.int64)
+            return np.clip(vals, 1, int(cap) if cap > 0 else None)
+        pool = _empirical_pool(self.path, role)
+        return pool[rng.integers(0, len(pool), size=n)]
+
+
+def _parse_fixed(rest: str, field_name: str, spec: str) -> LengthDist:
+    value = _parse_int(rest, field_name, "fixed:N needs a whole number of tokens, e.g. fixed:512")
+    return LengthDist("fixed", (value,), spec=spec)
+
+
+def _parse_uniform(rest: str, field_name: str, spec: str) -> LengthDist:
+    parts = rest.split(",")
+    hint = "uniform:LO,HI needs two whole numbers, e.g. uniform:100,2000"
+    if len(parts) != 2:
+        raise InputError(field_name, hint)
+    lo, hi = (_parse_int(p, field_name, hint) for p in parts)
+    if hi < lo:
+        raise InputError(field_name, f"uniform:{lo},{hi} has HI below LO")
+    return LengthDist("uniform", (lo, hi), spec=spec)
+
+
+def _parse_lognormal(rest: str, field_name: str, spec: str) -> LengthDist:
+    hint = "lognormal needs mean=TOKENS,sigma=S (optional max=TOKENS), e.g. lognormal:mean=1000,sigma=0.8"
+    kv = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, val = part.partition("=")
+        if not eq:
+            raise InputError(field_name, hint)
+        try:
+            kv[key.strip().lower()] = float(val)
+        except ValueError:
+            raise InputError(field_name, f"{key.strip()}={val!r} is not a number") from None
+    unknown = set(kv) - {"mean", "sigma", "max"}
+    if unknown or "mean" not in kv or "sigma" not in kv:
+        raise InputError(field_name, hint)
+    mean, sigma, cap = kv["mean"], kv["sigma"], kv.get("max", 0.0)
+    if not (math.isfinite(mean) and 1 <= mean <= MAX_TOKENS) or not (math.isfinite(sigma) and 0 <= sigma <= 5):
+        raise InputError(field_name, f"lognormal needs 1 <= mean <= {MAX_TOKENS:,} and 0 <= sigma <= 5")
+    if cap and not (math.isfinite(cap) and 1 <= cap <= MAX_TOKENS):
+        raise InputError(field_name, f"lognormal max must be from 1 to {MAX_TOKENS:,}")
+    return LengthDist("lognormal", (mean, sigma, cap), spec=spec)
+
+
+def _parse_empirical(rest: str, field_name: str, spec: str) -> LengthDist:
+    if not rest:
+        raise InputError(field_name, "empirical:PATH needs a trace file or one of azure_conv, azure_code, mooncake")
+    from planner.traffic.traces import resolve_trace_path
+
+    path = resolve_trace_path(rest, field_name)
+    return LengthDist("empirical", (), path=str(path), spec=spec)
+
+
+def _parse_int(text: str, field_name: str, hint: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(field_name, hint) from None
+    if not math.isfinite(value) or value != int(value) or not 1 <= value <= MAX_TOKENS:
+        raise InputError(field_name, f"{text.strip()[:40]!r} must be a whole number from 1 to {MAX_TOKENS:,}")
+    return int(value)
+
+
+_PARSERS = {"fixed": _parse_fixed, "uniform": _parse_uniform, "lognormal": _parse_lognormal,
+            "empirical": _parse_empirical}
+_EMPIRICAL_CACHE: dict[tuple[str, str], np.ndarray] = {}
+
+
+def _empirical_pool(path: str, role: str) -> np.ndarray:
+    """The trace column to resample, loaded once per (path, role)."""
+    key = (path, role)
+    if key not in _EMPIRICAL_CACHE:
+        from planner.traffic.traces import load_trace
+
+        wl = load_trace(path)
+        _EMPIRICAL_CACHE[key] = wl.output_tokens if role == "output" else wl.prompt_tokens
+    return _EMPIRICAL_CACHE[key]
+
+
+def as_length_dist(spec: str | LengthDist, field_name: str) -> LengthDist:
+    return spec if isinstance(spec, LengthDist) else LengthDist.parse(spec, field_name)
+
+
+def interarrival_s(n: int, rate_per_s: float, process: str, cv: float, rng: np.random.Generator) -> np.ndarray:
+    """n gaps between arrivals with mean 1/rate; gamma shape k = 1/CV^2 keeps the mean and sets the CV."""
+    mean_gap_s = 1.0 / rate_per_s
+    if process == "poisson":
+        return rng.exponential(mean_gap_s, size=n)
+    if process == "gamma":
+        shape = 1.0 / (cv * cv)
+        return rng.gamma(shape, mean_gap_s / shape, size=n)
+    return np.full(n, mean_gap_s)
+
+
+def open_loop(num_requests: int, rate_per_s: float, prompt: str | LengthDist, output: str | LengthDist,
+              process: str = "poisson", cv: float = 1.0, seed: int = 0) -> Workload:
+    """Open-loop traffic: arrivals at `rate_per_s` by `process`; lengths drawn independently of arrivals."""
+    _check_positive("num_requests", num_requests, integer=True)
+    _check_at_most("num_requests", num_requests, MAX_REQUESTS)
+    _check_positive("rate_per_s", rate_per_s)
+    if not MIN_RATE_PER_S <= rate_per_s <= MAX_RATE_PER_S:
+        raise InputError("rate_per_s", f"must be from {MIN_RATE_PER_S:g} to {MAX_RATE_PER_S:g} requests/s, got {rate_per_s:g}")
+    if process not in ARRIVAL_PROCESSES:
+        raise InputError("process", f"unknown arrival process {process!r}; use one of {', '.join(ARRIVAL_PROCESSES)}")
+    if process == "gamma":
+        _check_positive("cv", cv)
+        if not MIN_CV <= cv <= MAX_CV:
+            raise InputError("cv", f"must be from {MIN_CV:g} to {MAX_CV:g} (1 = Poisson), got {cv:g}")
+    prompt_d, output_d = as_length_dist(prompt, "prompt"), as_length_dist(output, "output")
+    rng = np.random.default_rng(seed)
+    arrival_s = np.cumsum(interarrival_s(num_requests, rate_per_s, process, cv, rng))
+    prompt_tokens = prompt_d.sample(num_requests, rng, "prompt")
+    output_tokens = output_d.sample(num_requests, rng, "output")
+    cv_txt = f", CV {cv:g}" if process == "gamma" else ""
+    src = f"open loop {process}{cv_txt} at {rate_per_s:g} req/s; prompt {prompt_d.spec}; output {output_d.spec}"
+    return Workload(arrival_s, prompt_tokens, output_tokens, seed=seed, source=src)
+
+
+def closed_loop(num_users: int, num_requests: int, think_time_s: float, prompt: str | LengthDist,
+                output: str | LengthDist, think: str = "exponential", seed: int = 0) -> Workload:
+    """Closed-loop traffic: request j belongs to user j mod N; each user's first request arrives after one
+    think time (staggered start), each later one a think time after the user's previous reply finishes."""
+    _check_positive("num_users", num_users, integer=True)
+    _check_positive("num_requests", num_requests, integer=True)
+    _check_at_most("num_users", num_users, MAX_USERS)
+    _check_at_most("num_requests", num_requests, MAX_REQUESTS)
+    if not (math.isfinite(think_time_s) and think_time_s >= 0):
+        raise InputError("think_time_s", "must be a number >= 0")
+    if think not in ("exponential", "fixed"):
+        raise InputError("think", "use exponential or fixed")
+    prompt_d, output_d = as_length_dist(prompt, "prompt"), as_length_dist(output, "output")
+    rng = np.random.default_rng(seed)
+    prompt_tokens = prompt_d.sample(num_requests, rng, "prompt")
+    output_tokens = output_d.sample(num_requests, rng, "output")
+    if think == "exponential" and think_time_s > 0:
+        think_s = rng.exponential(think_time_s, size=num_requests)
+    else:
+        think_s = np.full(num_requests, float(think_time_s))
+    user_id = np.arange(num_requests, dtype=np.int64) % num_users
+    arrival_s = np.full(num_requests, np.nan)
+    first = np.arange(min(num_users, num_requests))
+    arrival_s[first] = think_s[first]
+    src = f"closed loop, {num_users} users, {think} think {think_time_s:g} s; prompt {prompt_d.spec}; output {output_d.spec}"
+    return Workload(arrival_s, prompt_tokens, output_tokens, user_id=user_id, think_s=think_s, seed=seed,
+                    source=src)
+
+
+MIN_RATE_PER_S, MAX_RATE_PER_S = 1e-6, 1e7  # one request in ~12 days .. ten million per second
+MIN_CV, MAX_CV = 1e-3, 100.0  # burstiness of gamma arrivals; outside this cv² under- or overflows
+MAX_USERS = 1_000_000
+MAX_REQUESTS = 2_000_000  # per simulation: a few hundred MB of per-request state at most
+MAX_TOKENS = 10_000_000  # per prompt or output: beyond any model's context
+
+
+def _check_at_most(name: str, value: float, limit: float) -> None:
+    if value > limit:
+        raise InputError(name, f"must be at most {limit:,}, got {value:,}")
+
+
+def _check_positive(name: str, value: float, integer: bool = False) -> None:
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value) and value > 0
+    if ok and integer:
+        ok = float(value) == int(value)
+    if not ok:
+        raise InputError(name, f"must be a {'whole ' if integer else ''}number > 0, got {value!r}")
