@@ -8,7 +8,6 @@ from pathlib import Path
 pytest_plugins = ["browser_fixtures"]  # the live server and Chromium, shared by every browser test module
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

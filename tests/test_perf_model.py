@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.accuracy.published_points import MEASUREMENTS_CSV, error_summary, evaluate
+from planner.accuracy.published_points import error_summary, evaluate
 from planner.latency.metrics import ridge_batch, sweep
 from planner.latency.perf_model import BREAKDOWN_KEYS, PerfModel, expected_experts
 from planner.core.scenario import Scenario, resolve
@@ -127,7 +127,6 @@ def test_uncalibrated_family_is_marked_estimated():
     assert PerfModel(resolved(gpu="A100-80GB"), "tensorrt-llm").choice.status == "calibrated"
 
 
-@pytest.mark.skipif(not MEASUREMENTS_CSV.exists(), reason=f"measurements not found at {MEASUREMENTS_CSV}")
 def test_calibration_error_targets():
     df = evaluate()
     used = df[df["excluded"] == ""]

@@ -5,11 +5,9 @@ import numpy as np
 import pytest
 
 from planner.core.errors import InputError
-from planner.traffic.traces import TRACES_DIR, load_trace, rescale, sample
+from planner.traffic.traces import load_trace, rescale, sample
 from planner.traffic.generators import LengthDist, closed_loop, open_loop
 
-HAVE_TRACES = (TRACES_DIR / "AzureLLMInferenceTrace_conv.csv").is_file()
-needs_traces = pytest.mark.skipif(not HAVE_TRACES, reason="shared traces not present")
 
 
 def test_length_specs_parse_and_sample():
@@ -64,7 +62,6 @@ def test_closed_loop_workload_shape():
     assert wl.arrival_s[:3].tolist() == [2.0, 2.0, 2.0] and np.isnan(wl.arrival_s[3:]).all()
 
 
-@needs_traces
 def test_azure_conv_trace():
     wl = load_trace("azure_conv")
     assert wl.num_requests == 19_366
@@ -73,7 +70,6 @@ def test_azure_conv_trace():
     assert wl.output_tokens.mean() == pytest.approx(211.1, abs=0.1)
 
 
-@needs_traces
 def test_mooncake_trace_has_prefix_ids():
     wl = load_trace("mooncake")
     assert wl.num_requests == 12_031 and wl.prefix_block_tokens == 512
@@ -81,7 +77,6 @@ def test_mooncake_trace_has_prefix_ids():
     assert wl.prefix_ids[0][:3].tolist() == [0, 1, 2]
 
 
-@needs_traces
 def test_empirical_lengths_from_trace():
     d = LengthDist.parse("empirical:azure_code")
     x = d.sample(50_000, np.random.default_rng(0), "output")

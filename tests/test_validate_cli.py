@@ -7,6 +7,7 @@ import sys
 
 from conftest import ROOT
 from planner.cli import main
+from planner.core.paths import published_points_csv
 
 FIXTURES = ROOT / "tests" / "fixtures"
 POINT_KEYS = {"id", "metric", "measured", "predicted", "error_pct", "reason"}
@@ -19,7 +20,7 @@ def run_json(capsys, *args) -> dict:
 
 
 def test_contract_keys_on_the_published_points(capsys):
-    out = run_json(capsys, "--points", str(ROOT.parent / "shared" / "data" / "measurements" / "published_points.csv"))
+    out = run_json(capsys, "--points", str(published_points_csv()))
     assert set(out) == {"points", "summary"}
     assert len(out["points"]) == 101 and all(set(p) == POINT_KEYS for p in out["points"])
     assert all(set(v) == SUMMARY_KEYS for v in out["summary"].values())

@@ -1,4 +1,4 @@
-"""The engine-realistic pool against published vLLM logs (../shared/data/measurements/vllm_kv_observations.csv).
+"""The engine-realistic pool against published vLLM logs (data/measurements/vllm_kv_observations.csv).
 
 Each row is rebuilt as a scenario with the settings its log states (and vLLM's defaults of its time where it
 states none). Errors are signed (predicted − observed) / observed, in % of GPU blocks.
@@ -10,11 +10,11 @@ import statistics
 
 import pytest
 
-from conftest import SHARED
+from planner.core.paths import measurements_dir
 from planner.accuracy.validation import KV_ROWS as ROWS
 from planner.accuracy.validation import predicted_blocks
 
-OBSERVATIONS = SHARED / "data" / "measurements" / "vllm_kv_observations.csv"
+OBSERVATIONS = measurements_dir() / "vllm_kv_observations.csv"
 
 
 def _observed() -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""Published measurements (../shared/data/measurements/published_points.csv) as scenarios the model can predict.
+"""Published measurements (data/measurements/published_points.csv) as scenarios the model can predict.
 
 Each row maps to a Resolved scenario (model preset, catalogue GPU, TP, precisions), an engine profile and a
 metric the model can compute in the row's own unit. Rows measured under a request rate (serving benchmarks at a
@@ -8,7 +8,6 @@ scripts/fit_efficiency.py, benchmarks/accuracy.py and the pages.
 from __future__ import annotations
 
 import csv
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,15 +15,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from planner.core.catalog import DATA_DIR
+from planner.core.paths import published_points_csv
 from planner.latency.efficiency import EfficiencyProfile
 from planner.latency.metrics import sweep
 from planner.latency.perf_model import PerfModel
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment
 
-MEASUREMENTS_CSV = Path(os.environ.get("SERVINGPLAN_MEASUREMENTS",
-                                       DATA_DIR.parents[1] / "shared" / "data" / "measurements" / "published_points.csv"))
+MEASUREMENTS_CSV = published_points_csv()
 NEEDS_SIMULATOR = "needs the serving simulator (measured at a request rate)"
 
 MODELS = {"meta-llama/Llama-2-7b": "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-70b": "meta-llama/Llama-2-70b-hf",

@@ -1,6 +1,6 @@
 """How accurate is the planner? Predicted against measured for every published point, and the error summaries.
 
-Two kinds of evidence (../shared/data/measurements):
+Two kinds of evidence (data/measurements):
 
     published_points.csv      latency / throughput points  -> planner.accuracy.published_points.predict under the profile
                                                                the point's (engine, GPU family) gets
@@ -28,12 +28,13 @@ from planner.accuracy import published_points as cp
 from planner.core.catalog import get_gpu, gpus, model_presets
 from planner.latency.efficiency import ENGINES, EfficiencyProfile, choose_profile
 from planner.core.errors import InputError
+from planner.core.paths import measurements_dir
 from planner.memory.plan import plan_memory
 from planner.latency.perf_model import PerfModel
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 
-KV_CSV = cp.MEASUREMENTS_CSV.parent / "vllm_kv_observations.csv"
+KV_CSV = measurements_dir() / "vllm_kv_observations.csv"
 KV_METRIC = "gpu_blocks (vLLM KV capacity)"
 POINT_COLUMNS = ("id", "model", "gpu", "tp", "weight_dtype", "kv_dtype", "engine", "input_len", "output_len",
                  "batch_or_concurrency", "qps", "metric", "value", "unit")

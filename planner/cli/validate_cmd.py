@@ -23,7 +23,7 @@ def register(subparsers) -> None:
                               description="Predict every row of a CSV in the format of published_points.csv and "
                                           "report the absolute %% error per metric (median, 90th percentile).")
     p.add_argument("--points", type=Path, default=MEASUREMENTS_CSV,
-                   help="CSV in the format of ../shared/data/measurements/published_points.csv (default: that file)")
+                   help="CSV in the format of data/measurements/published_points.csv (default: that file)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(func=run)
 

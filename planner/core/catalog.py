@@ -11,11 +11,12 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from planner.core.errors import InputError, from_validation_error
+from planner.core.paths import data_dir
 from planner.core.hf_config import load_config_file
 from planner.core.precision import KVPrecision, WeightPrecision
 from planner.core.specs import GPUSpec, ModelSpec
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+DATA_DIR = data_dir()
 MODELS_DIR = DATA_DIR / "models"
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"
 DEFAULT_GPU = "H100-SXM"

@@ -1,6 +1,6 @@
 """Trace replay: load real request traces into a Workload, then rescale time and sample.
 
-Formats (see ../shared/data/traces/README.md):
+Formats (see data/traces/README.md):
 - Azure LLM inference 2023 CSV `TIMESTAMP,ContextTokens,GeneratedTokens` (timestamps are datetimes);
 - Mooncake JSONL `{"timestamp": ms, "input_length", "output_length", "hash_ids": [...]}`, one prefix hash id per
   512-token block, equal ids = a reusable prefix;
@@ -20,9 +20,10 @@ import numpy as np
 import pandas as pd
 
 from planner.core.errors import InputError
+from planner.core.paths import traces_dir
 from planner.traffic.generators import Workload
 
-TRACES_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "traces"
+TRACES_DIR = traces_dir()
 NAMED_TRACES = {
     "azure_conv": "AzureLLMInferenceTrace_conv.csv",
     "azure_code": "AzureLLMInferenceTrace_code.csv",
@@ -35,7 +36,7 @@ MAX_TRACE_BYTES = 512 * 2**20
 
 
 def resolve_trace_path(path_or_name: str | Path, field: str = "trace") -> Path:
-    """A shared trace by name (azure_conv, azure_code, mooncake) or any existing file path."""
+    """A bundled trace by name (azure_conv, azure_code, mooncake) or any existing file path."""
     name = str(path_or_name).strip()
     path = TRACES_DIR / NAMED_TRACES[name] if name in NAMED_TRACES else Path(name).expanduser()
     if not path.is_file():
