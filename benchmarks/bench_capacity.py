@@ -14,7 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.capacity.replicas import TrafficSpec, find_capacity  # noqa: E402
+from planner.capacity.replicas import find_capacity  # noqa: E402
+from planner.core.workload import TrafficSpec
 from planner.capacity.recommend import recommend  # noqa: E402
 from planner.core.scenario import Scenario, resolve  # noqa: E402
 

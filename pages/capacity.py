@@ -13,10 +13,11 @@ if str(ROOT) not in sys.path:  # `streamlit run pages/capacity.py` puts only pag
     sys.path.insert(0, str(ROOT))
 
 from planner.capacity.autoscale import METRICS, Policy, diurnal_rates, measure_replica, simulate_day, trace_rates  # noqa: E402
-from planner.capacity.replicas import MIN_SERVED, SLO, TrafficSpec, base_workload, capacity_plan  # noqa: E402
+from planner.capacity.replicas import MIN_SERVED, base_workload, capacity_plan  # noqa: E402
+from planner.core.workload import SLO, TrafficSpec  # noqa: E402
 from planner.core.catalog import gpus  # noqa: E402
 from planner.core.errors import InputError  # noqa: E402
-from planner.capacity.load_sweep import PROFILES  # noqa: E402
+from planner.core.workload import PROFILES  # noqa: E402
 from planner.capacity.recommend import mark_pareto, recommend, tasks_for  # noqa: E402
 from planner.core.scenario import Scenario  # noqa: E402
 from ui.charts import capacity as charts  # noqa: E402

@@ -15,8 +15,9 @@ if str(ROOT) not in sys.path:  # `streamlit run pages/traffic.py` puts only page
     sys.path.insert(0, str(ROOT))
 
 from planner.core.errors import InputError  # noqa: E402
-from planner.capacity.load_sweep import (KNEE_MIN_SERVED, KNEE_TTFT_FACTOR, PROFILES, estimate_capacity_rps,  # noqa: E402
-                                find_knee, mean_lengths, open_vs_closed, profile_workload, rate_sweep)
+from planner.capacity.load_sweep import (KNEE_MIN_SERVED, KNEE_TTFT_FACTOR, estimate_capacity_rps,  # noqa: E402
+                                         find_knee, mean_lengths, open_vs_closed, profile_workload, rate_sweep)
+from planner.core.workload import PROFILES  # noqa: E402
 from planner.core.scenario import Scenario, resolve  # noqa: E402
 from planner.sim.serving import result_summary, run_serving  # noqa: E402
 from planner.sim.records import request_frame, step_frame  # noqa: E402

@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from planner.capacity.replicas import (SLO, TrafficSpec, bracket_and_bisect, capacity_plan, cost_for, find_capacity,
-                              replicas_for, workload_at)
+from planner.capacity.replicas import (bracket_and_bisect, capacity_plan, cost_for, find_capacity, replicas_for,
+                                      workload_at)
+from planner.core.workload import SLO, TrafficSpec
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.capacity.replicas import TrafficSpec
+from planner.core.workload import TrafficSpec
 from planner.capacity.recommend import recommend
 from planner.core.scenario import Scenario
 from test_recommend import without_timing

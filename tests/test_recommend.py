@@ -1,7 +1,7 @@
 """planner.capacity.recommend: candidates, ranking by cost, the Pareto frontier, parallel == serial."""
 from __future__ import annotations
 
-from planner.capacity.replicas import TrafficSpec
+from planner.core.workload import TrafficSpec
 from planner.core.catalog import gpus
 from planner.capacity.recommend import candidates, default_weights, pareto_front, rank, recommend, run_tasks, tasks_for
 from planner.core.scenario import Scenario

@@ -15,12 +15,12 @@ sending again, so the closed loop offers less than λ: it never builds the queue
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.core.errors import InputError
+from planner.core.workload import PROFILES
 from planner.latency.perf_model import PerfModel
 from planner.core.scenario import Resolved
 from planner.sim.serving import flat_row, result_summary, run_serving, scheduler_config_for, step_cost_for
@@ -30,28 +30,6 @@ from planner.traffic.generators import Workload, closed_loop, interarrival_s, op
 KNEE_TTFT_FACTOR = 2.0  # p95 TTFT may at most double over the lightest load
 KNEE_MIN_SERVED = 0.95  # served requests/s >= 95% of offered requests/s
 TIMINGS = ("poisson", "trace")  # trace profiles: Poisson arrivals, or the trace's own timing rescaled
-
-
-@dataclass(frozen=True)
-class Profile:
-    """A named traffic shape: lengths (and prefix ids) from a trace, or length distributions."""
-
-    label: str
-    trace: str | None = None  # a shared trace name; None = custom distributions
-    prefix_caching: bool = False  # the profile's default
-    note: str = ""
-
-
-PROFILES = {
-    "chat": Profile("chat (Azure conversation trace lengths)", "azure_conv",
-                    note="Azure 2023 conversation trace: prompts ~1,155 tokens, outputs ~211 on average."),
-    "code": Profile("code (Azure code trace)", "azure_code",
-                    note="Azure 2023 code trace: long prompts (~2,048 tokens), short outputs (~28)."),
-    "rag": Profile("long-context RAG (Mooncake, prefix sharing)", "mooncake", prefix_caching=True,
-                   note="Mooncake FAST'25 trace: ~12,000-token prompts sharing 512-token prefix blocks."),
-    "custom": Profile("custom", note="Length distributions and an arrival process of your choice."),
-    "upload": Profile("upload a trace", note="Azure CSV, Mooncake JSONL or CSV arrival_s,prompt_tokens,output_tokens."),
-}
 
 
 def trace_window(trace: Workload, num_requests: int, rate_per_s: float, seed: int = 0,

@@ -21,7 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
-from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, SLO, TrafficSpec, capacity_plan
+from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, capacity_plan
+from planner.core.workload import SLO, TrafficSpec
 from planner.core.catalog import gpus
 from planner.core.errors import InputError
 from planner.memory.plan import TP_DEGREES, plan_memory

@@ -27,11 +27,11 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
 from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.core.errors import InputError
-from planner.capacity.load_sweep import PROFILES, estimate_capacity_rps, profile_workload
+from planner.capacity.load_sweep import estimate_capacity_rps, profile_workload
+from planner.core.workload import SLO, TrafficSpec
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.sim.serving import run_serving, steady_rates, step_cost_for
 from planner.sim.records import latencies
@@ -43,41 +43,6 @@ DEFAULT_REL_TOL = 0.02  # the search stops when hi <= lo × 1.02
 DEFAULT_HEADROOM = 1.2  # provision 20% above the target rate (bursts, a replica down)
 UP_FACTOR, DOWN_FACTOR, MAX_BRACKET_STEPS = 1.5, 2.0, 9
 SECONDS_PER_HOUR = 3600.0
-
-
-class SLO(BaseModel):
-    """Latency targets one replica must meet (seconds)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    ttft_p95_s: PositiveFloat = 2.0
-    tpot_p95_s: PositiveFloat = 0.1
-    e2e_p99_s: PositiveFloat | None = None
-
-
-class TrafficSpec(BaseModel):
-    """Traffic without its rate: a load_sweep profile (chat/code/rag trace lengths, or custom distributions),
-    the arrival process and the request count per simulation; picklable and hashable (a cache key)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    profile: str = "chat"
-    prompt: str = "lognormal:mean=1000,sigma=0.8"  # custom profile only
-    output: str = "lognormal:mean=200,sigma=0.8"
-    arrival: str = "poisson"  # poisson|gamma|constant (custom) or poisson|trace (trace profiles)
-    cv: PositiveFloat = 1.0
-    num_requests: PositiveInt = 1000
-    seed: int = Field(0, ge=0)
-    trace_path: str = ""  # the upload profile: a trace file
-    prefix_caching: bool = False
-
-    @model_validator(mode="after")
-    def profile_is_known(self) -> "TrafficSpec":
-        if self.profile not in PROFILES:
-            raise ValueError(f"profile must be one of {', '.join(PROFILES)}")
-        if self.profile == "upload" and not self.trace_path:
-            raise ValueError("profile upload needs trace_path")
-        return self
 
 
 @lru_cache(maxsize=16)

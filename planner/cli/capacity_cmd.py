@@ -8,7 +8,8 @@ import sys
 
 from pydantic import ValidationError
 
-from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, SLO, capacity_plan
+from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, capacity_plan
+from planner.core.workload import SLO
 from planner.core.catalog import gpus
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, scenario_from_args

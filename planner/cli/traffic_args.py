@@ -10,10 +10,10 @@ import argparse
 
 from pydantic import ValidationError
 
-from planner.capacity.replicas import TrafficSpec
+from planner.core.workload import TrafficSpec
 from planner.cli.scenario_args import add_engine_arg
 from planner.core.errors import InputError, from_validation_error
-from planner.capacity.load_sweep import PROFILES
+from planner.core.workload import PROFILES
 from planner.traffic.generators import LengthDist
 
 DEFAULT_INPUT = "lognormal:mean=1000,sigma=0.8"
