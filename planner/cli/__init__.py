@@ -1,9 +1,11 @@
-"""Command line: `python -m planner SUBCOMMAND ...`.
+"""Command line: `servingplan SUBCOMMAND ...` (or `python -m planner SUBCOMMAND ...`).
 
-Each subcommand lives in its own module `planner/cli/<name>_cmd.py` exposing
-`register(subparsers)`, which adds a parser whose `func(args) -> int` runs it.
-Modules are discovered here, so adding a subcommand never edits this file.
-Bad input raises `InputError`; `main` prints one line naming the field and exits 2.
+Each subcommand lives in a module `planner/cli/<name>_cmd.py` exposing `register(subparsers)`, which adds the
+parser(s) whose `func(args) -> int` runs it. To answer fast, only the chosen subcommand's module is imported: the
+others appear in `--help` from the `COMMANDS` table below (name → module, one-line help; a test keeps it equal to
+what the modules register). A `*_cmd` module missing from the table is still found and registered, only eagerly.
+`servingplan app` starts the web app. Bad input raises `InputError(field, ...)`; `main` prints one line naming the
+flag behind the field (planner/cli/flags.py) and exits 2.
 """
 from __future__ import annotations
 
@@ -14,20 +16,8 @@ import os
 import pkgutil
 import sys
 
+from planner.cli.flags import flag_for
 from planner.core.errors import InputError
-
-
-# Engine-level fields a subcommand's flags feed, so an error raised deep in the engine still names the flag.
-FIELD_FLAGS = {"rate_per_s": "--rate", "num_users": "--users", "num_requests": "--num-requests", "cv": "--cv",
-               "think_time_s": "--think-time", "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
-               "max_num_batched_tokens": "--max-num-batched-tokens", "max_queue": "--max-queue",
-               "num_gpu_blocks": "--gpu-memory-utilization", "spec_k": "--k", "spec_alpha": "--alpha",
-               "rel_tol": "--rel-tol"}
-
-
-def flag_for(field: str) -> str:
-    """The flag behind an engine field name (the field itself when it already is a flag or a file position)."""
-    return FIELD_FLAGS.get(field, field)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,14 +27,62 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m planner", description="servingplan: capacity planning for serving open LLMs")
+# name → (module in planner/cli, one-line help), in the order `--help` lists them.
+COMMANDS = {
+    "memory": ("memory_cmd", "weights, KV cache and how many requests fit"),
+    "estimate": ("estimate_cmd", "latency and throughput of a static batch (roofline model)"),
+    "batching": ("batching_cmd", "static vs continuous batching on a CSV of requests (times in decode steps)"),
+    "simulate": ("simulate_cmd", "simulate one replica serving open-loop, closed-loop or trace traffic"),
+    "capacity": ("capacity_cmd", "replicas and $ for a target rate at a p95 SLO (one deployment)"),
+    "recommend": ("capacity_cmd", "rank every GPU × precision × TP that fits by cost at the SLO"),
+    "quant": ("quant_tp_lora_cmd", "every weight format: memory, KV headroom, concurrency, decode speed"),
+    "tp": ("quant_tp_lora_cmd", "tensor parallelism 1/2/4/8: memory per GPU, TPOT, throughput"),
+    "lora": ("quant_tp_lora_cmd", "multi-LoRA: adapter bytes and what GPU adapter slots cost"),
+    "spec-decode": ("spec_decode_cmd", "speculative decoding: tokens per pass, speed-up, best k"),
+    "prefix-cache": ("techniques_cmd", "prefix caching: TTFT, prefill FLOPs and KV blocks saved"),
+    "paged": ("techniques_cmd", "PagedAttention vs contiguous reservation: concurrency and waste"),
+    "flash-attn": ("techniques_cmd", "attention score-matrix memory without and with tiling"),
+    "validate": ("validate_cmd", "predicted against measured for a CSV of published measurements"),
+    "report": ("report_cmd", "sizing report: every input and output of a scenario (CSV, JSON, Markdown)"),
+    "walkthrough": ("walkthrough_cmd", "a primer worked example step by step (formula, numbers, result)"),
+    "app": ("app_cmd", "start the web app (Streamlit) in a browser"),
+}
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with the full parser of the subcommand named in `argv` (every one when argv is None)."""
+    parser = _Parser(prog="servingplan", description="servingplan: capacity planning for serving open LLMs")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    package = importlib.import_module("planner.cli")
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.endswith("_cmd"):
-            importlib.import_module(f"planner.cli.{info.name}").register(subparsers)
+    chosen = COMMANDS.get(_command_name(argv), ("", ""))[0]
+    registered: set[str] = set()
+    for name, (module, help_text) in COMMANDS.items():
+        if name in subparsers.choices:
+            continue
+        if argv is None or module == chosen:
+            _register(module, subparsers, registered)
+        else:  # listed in --help and accepted as a choice; its flags are only built when it is the one chosen
+            subparsers.add_parser(name, help=help_text, add_help=False)
+    for module in _unlisted_modules():
+        _register(module, subparsers, registered)
     return parser
+
+
+def _command_name(argv: list[str] | None) -> str | None:
+    """The subcommand in argv: its first word that is not an option (the top-level parser has no valued options)."""
+    return next((a for a in (argv or []) if not a.startswith("-")), None)
+
+
+def _register(module: str, subparsers, registered: set[str]) -> None:
+    if module not in registered:
+        registered.add(module)
+        importlib.import_module(f"planner.cli.{module}").register(subparsers)
+
+
+def _unlisted_modules() -> list[str]:
+    """`*_cmd` modules not in COMMANDS (a subcommand added without a table row still works, imported eagerly)."""
+    listed = {module for module, _ in COMMANDS.values()}
+    found = (m.name for m in pkgutil.iter_modules(__path__))
+    return sorted(name for name in found if name.endswith("_cmd") and name not in listed)
 
 
 def emit(result: dict, as_json: bool, text: str) -> None:
@@ -64,8 +102,8 @@ def _json_default(value):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except InputError as err:

@@ -1,0 +1,47 @@
+"""`servingplan app`: start the web app, from a checkout or an installed wheel, in any directory.
+
+Runs `python -m streamlit run APP [streamlit options]` with this interpreter. APP is `app.py` at the repository root
+in a checkout (or an editable install); an installed wheel carries app.py and pages/ as `ui/_app/` (setup.py maps them
+there), found without importing the UI. Options after `app` go to Streamlit, e.g. `servingplan app --server.port 8600`.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+from planner.core.errors import InputError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("app", help="start the web app (Streamlit) in a browser",
+                              description="Start the Streamlit app. Arguments after `app` are passed to "
+                                          "`streamlit run`, e.g. --server.port 8600 --server.headless true.")
+    p.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="options for streamlit run")
+    p.set_defaults(func=run)
+
+
+def app_script() -> Path:
+    """The Streamlit entry script: the checkout's app.py, else the installed copy in ui/_app/."""
+    checkout = Path(__file__).resolve().parents[2] / "app.py"
+    if checkout.is_file() and (checkout.parent / "pages").is_dir():
+        return checkout
+    spec = importlib.util.find_spec("ui")  # a top-level lookup: finds the package without importing it
+    if spec is not None and spec.submodule_search_locations:
+        installed = Path(next(iter(spec.submodule_search_locations))) / "_app" / "app.py"
+        if installed.is_file():
+            return installed
+    raise InputError("app", "cannot find app.py: reinstall servingplan (pip install servingplan) or run from a checkout")
+
+
+def run(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("streamlit") is None:
+        raise InputError("app", "Streamlit is not installed: pip install 'streamlit>=1.40,<2'")
+    script = app_script()
+    command = [sys.executable, "-m", "streamlit", "run", str(script), *args.streamlit_args]
+    try:
+        return subprocess.call(command)
+    except KeyboardInterrupt:  # Ctrl-C stops Streamlit too; not an error
+        return 0
