@@ -103,7 +103,11 @@ def _json_default(value):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(argv).parse_args(argv)
+    parser = build_parser(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "passes_unknown_args", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.unknown_args = unknown
     try:
         return int(args.func(args) or 0)
     except InputError as err:

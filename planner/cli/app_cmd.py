@@ -19,8 +19,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("app", help="start the web app (Streamlit) in a browser",
                               description="Start the Streamlit app. Arguments after `app` are passed to "
                                           "`streamlit run`, e.g. --server.port 8600 --server.headless true.")
-    p.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="options for streamlit run")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, passes_unknown_args=True)  # main hands every other argument to streamlit run
 
 
 def app_script() -> Path:
@@ -40,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("streamlit") is None:
         raise InputError("app", "Streamlit is not installed: pip install 'streamlit>=1.40,<2'")
     script = app_script()
-    command = [sys.executable, "-m", "streamlit", "run", str(script), *args.streamlit_args]
+    command = [sys.executable, "-m", "streamlit", "run", str(script), *args.unknown_args]
     try:
         return subprocess.call(command)
     except KeyboardInterrupt:  # Ctrl-C stops Streamlit too; not an error
