@@ -1,7 +1,7 @@
 """Predicted against measured for every published calibration point, and the error per metric and group.
 
-    .venv/bin/python benchmarks/accuracy.py          # table + summary
-    .venv/bin/python benchmarks/accuracy.py --csv    # the full table as CSV on stdout
+    python -m benchmarks.accuracy          # table + summary
+    python -m benchmarks.accuracy --csv    # the full table as CSV on stdout
 
 Uses the constants in data/efficiency.yaml as they are (rerun scripts/fit_efficiency.py first after a model
 change). Points measured at a request rate are listed but excluded: they need the serving simulator. Note these
@@ -10,13 +10,10 @@ are in-sample errors: the same points fitted the constants.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from planner.accuracy.published_points import error_summary, evaluate  # noqa: E402
+from planner.accuracy.published_points import error_summary, evaluate
 
 TARGETS = {"decode": 15.0, "prefill": 20.0}  # median absolute % error the issue asks for
 

@@ -1,8 +1,8 @@
 """Out-of-sample error of the latency model: refit the efficiency constants without the points being predicted.
 
-    .venv/bin/python benchmarks/accuracy_out_of_sample.py               # LOO + leave-one-source-out, 2 workers
-    .venv/bin/python benchmarks/accuracy_out_of_sample.py --iters 400   # cheaper refits (stated in the output)
-    .venv/bin/python benchmarks/accuracy_out_of_sample.py --csv out.csv # also write every prediction
+    python -m benchmarks.accuracy_out_of_sample               # LOO + leave-one-source-out, 2 workers
+    python -m benchmarks.accuracy_out_of_sample --iters 400   # cheaper refits (stated in the output)
+    python -m benchmarks.accuracy_out_of_sample --csv out.csv # also write every prediction
 
 benchmarks/accuracy.py reports in-sample errors (the points it scores also fitted the constants). Here every
 prediction comes from a profile fitted without the predicted point(s), with the fit of scripts/fit_efficiency.py
@@ -22,18 +22,13 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import fit_efficiency as fe
+from scripts import fit_efficiency as fe
 
 from planner.accuracy.published_points import error_summary, evaluate, load_points, scenario
 from planner.accuracy.optimize import nelder_mead

@@ -4,19 +4,15 @@ Prints the time for 100,000 requests (the "steady" scenario's mix: one every 10-
 through static and continuous (target: ≤ 1 s together), then the same run with the plain loop that visits
 every decode step and keeps one record per step, and the ratio. Both runs must give identical timelines.
 
-Usage: python benchmarks/bench_batching.py [--requests N]
+Usage: python -m benchmarks.bench_batching [--requests N]
 """
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from planner.batching.step_model import continuous_policy, simulate, simulate_stepwise, static_policy  # noqa: E402
-from planner.batching.requests import steady  # noqa: E402
+from planner.batching.step_model import continuous_policy, simulate, simulate_stepwise, static_policy
+from planner.batching.requests import steady
 
 SLOTS, MAX_WAIT = 8, 20  # the built-in "steady" scenario's settings
 

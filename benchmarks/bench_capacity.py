@@ -2,22 +2,18 @@
 the ranking of every GPU × precision × TP that fits (>= 40 deployments, 600 requests per probe) <= 30 s on the
 local cores.
 
-    python benchmarks/bench_capacity.py [--workers N]
+    python -m benchmarks.bench_capacity [--workers N]
 """
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from planner.capacity.replicas import find_capacity  # noqa: E402
+from planner.capacity.replicas import find_capacity
 from planner.core.workload import TrafficSpec
-from planner.capacity.recommend import recommend  # noqa: E402
-from planner.core.scenario import Scenario, resolve  # noqa: E402
+from planner.capacity.recommend import recommend
+from planner.core.scenario import Scenario, resolve
 
 
 def main() -> int:

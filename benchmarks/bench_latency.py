@@ -1,23 +1,21 @@
 """Speed of the latency model: the vectorised sweep, the simulator's StepCost call, and a page rerun.
 
-    .venv/bin/python benchmarks/bench_latency.py
+    python -m benchmarks.bench_latency
 
 Targets (issue): batch sizes 1-1024 × 8 context lengths in ≤ 50 ms; the page reruns in ≤ 300 ms on defaults.
 """
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from planner.latency.metrics import step_grid, sweep
+from planner.latency.perf_model import PerfModel
+from planner.core.scenario import Scenario, resolve
 
-from planner.latency.metrics import step_grid, sweep  # noqa: E402
-from planner.latency.perf_model import PerfModel  # noqa: E402
-from planner.core.scenario import Scenario, resolve  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CONTEXTS = [128, 512, 1024, 2048, 4096, 8192, 16384, 32768]
 
@@ -54,8 +52,7 @@ def main() -> int:
 
 
 def page_rerun() -> float:
-    sys.path.insert(0, str(ROOT / "tests"))
-    import conftest  # noqa: F401  (silences the bare-mode warning)
+    import tests.conftest  # noqa: F401  (silences the bare-mode warning)
     from streamlit.testing.v1 import AppTest
     at = AppTest.from_file(str(ROOT / "pages" / "latency.py"), default_timeout=30).run()
     times = []

@@ -1,6 +1,6 @@
 """Per-page rerun time on defaults with AppTest (the app's pages as st.navigation registers them).
 
-    python benchmarks/bench_pages.py
+    python -m benchmarks.bench_pages
 
 Each page: one warm-up run (imports, catalogues, st.cache_data), then the median of 5 reruns. The budget is
 300 ms; tests/test_page_speed.py fails when a page exceeds it.
@@ -10,15 +10,12 @@ from __future__ import annotations
 import logging
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from streamlit.testing.v1 import AppTest
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 BUDGET_S = 0.300
 RERUNS = 5

@@ -2,22 +2,18 @@
 memory plan) on Llama-3.1-8B / one H100-SXM. Targets: the Azure conversation trace (19,366 requests, one hour)
 in <= 2 s; 100,000 Poisson requests in <= 10 s; peak memory <= 500 MB.
 
-    python benchmarks/bench_serving.py
+    python -m benchmarks.bench_serving
 """
 from __future__ import annotations
 
 import resource
-import sys
 import time
 import tracemalloc
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from planner.core.scenario import Scenario, resolve  # noqa: E402
-from planner.sim.serving import result_summary, run_serving  # noqa: E402
-from planner.traffic.traces import load_trace  # noqa: E402
-from planner.traffic.generators import open_loop  # noqa: E402
+from planner.core.scenario import Scenario, resolve
+from planner.sim.serving import result_summary, run_serving
+from planner.traffic.traces import load_trace
+from planner.traffic.generators import open_loop
 
 SCENARIO = Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM")
 

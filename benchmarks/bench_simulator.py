@@ -1,23 +1,19 @@
 """Simulator speed: the Azure conversation trace (19,366 requests, one hour) on Llama-3.1-8B / H100-SXM, and
 100,000 Poisson requests. Targets: <= 2 s, <= 10 s, peak memory <= 500 MB.
 
-    python benchmarks/bench_simulator.py
+    python -m benchmarks.bench_simulator
 """
 from __future__ import annotations
 
 import resource
-import sys
 import time
 import tracemalloc
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from planner.sim.config import LLAMA31_8B_H100_KV_TOKENS, llama31_8b_h100_cost  # noqa: E402
-from planner.sim.records import summary  # noqa: E402
-from planner.sim.simulator import simulate  # noqa: E402
-from planner.traffic.traces import load_trace  # noqa: E402
-from planner.traffic.generators import open_loop  # noqa: E402
+from planner.sim.config import LLAMA31_8B_H100_KV_TOKENS, llama31_8b_h100_cost
+from planner.sim.records import summary
+from planner.sim.simulator import simulate
+from planner.traffic.traces import load_trace
+from planner.traffic.generators import open_loop
 
 CONFIG = dict(num_gpu_blocks=LLAMA31_8B_H100_KV_TOKENS // 16, block_size=16, max_num_seqs=256,
               max_num_batched_tokens=8192)

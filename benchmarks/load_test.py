@@ -9,7 +9,7 @@ finish successfully, a run slower than 60 s, a dropped connection.
 
 Prints p50/p95/max rerun time, reruns done, errors, and the server's resident memory (start, peak, end).
 
-Usage: python benchmarks/load_test.py [--sessions 20] [--seconds 120] [--url http://127.0.0.1:8501]
+Usage: python -m benchmarks.load_test [--sessions 20] [--seconds 120] [--url http://127.0.0.1:8501]
        (env SERVINGPLAN_LOAD_SECONDS overrides the default duration; without --url a server is started)
 """
 from __future__ import annotations

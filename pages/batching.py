@@ -1,20 +1,13 @@
 """Batching: static vs continuous on the same requests, and the one-GPU dynamic batcher (primer §6)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import streamlit as st
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `streamlit run pages/batching.py` puts only pages/ on the path
-    sys.path.insert(0, str(ROOT))
-
-from planner.batching.step_model import bucketing_pair, dynamic_policy, run_pair  # noqa: E402
-from planner.batching.report import comparison_frame, requests_frame, spread_sweep, summarize  # noqa: E402
-from planner.batching.requests import SCENARIOS, parse_requests_csv, primer_six, to_csv, with_spread  # noqa: E402
-from planner.core.errors import InputError  # noqa: E402
-from ui.charts import batching as charts  # noqa: E402
+from planner.batching.step_model import bucketing_pair, dynamic_policy, run_pair
+from planner.batching.report import comparison_frame, requests_frame, spread_sweep, summarize
+from planner.batching.requests import SCENARIOS, parse_requests_csv, primer_six, to_csv, with_spread
+from planner.core.errors import InputError
+from ui.charts import batching as charts
 
 SOURCES = {"six": "Six requests (primer §6)", "burst": "Burst: 200 at step 0", "steady": "Steady: one every 10–50 steps",
            "upload": "Upload a CSV"}

@@ -2,26 +2,19 @@
 autoscaling (primer §9)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `streamlit run pages/capacity.py` puts only pages/ on the path
-    sys.path.insert(0, str(ROOT))
-
-from planner.capacity.autoscale import METRICS, Policy, diurnal_rates, measure_replica, simulate_day, trace_rates  # noqa: E402
-from planner.capacity.replicas import MIN_SERVED, base_workload, capacity_plan  # noqa: E402
-from planner.core.workload import SLO, TrafficSpec  # noqa: E402
-from planner.core.catalog import gpus  # noqa: E402
-from planner.core.errors import InputError  # noqa: E402
-from planner.core.workload import PROFILES  # noqa: E402
-from planner.capacity.recommend import mark_pareto, recommend, tasks_for  # noqa: E402
-from planner.core.scenario import Scenario  # noqa: E402
-from ui.charts import capacity as charts  # noqa: E402
-from ui.state import current_scenario, resolved_or_stop  # noqa: E402
+from planner.capacity.autoscale import METRICS, Policy, diurnal_rates, measure_replica, simulate_day, trace_rates
+from planner.capacity.replicas import MIN_SERVED, base_workload, capacity_plan
+from planner.core.workload import SLO, TrafficSpec
+from planner.core.catalog import gpus
+from planner.core.errors import InputError
+from planner.core.workload import PROFILES
+from planner.capacity.recommend import mark_pareto, recommend, tasks_for
+from planner.core.scenario import Scenario
+from ui.charts import capacity as charts
+from ui.state import current_scenario, resolved_or_stop
 
 RANKING_NUM_REQUESTS = 600
 PROFILE_CHOICES = ["chat", "code", "rag"]

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import sys
 import tempfile
 from pathlib import Path
 from typing import NamedTuple
@@ -10,21 +9,17 @@ from typing import NamedTuple
 import pandas as pd
 import streamlit as st
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `streamlit run pages/traffic.py` puts only pages/ on the path
-    sys.path.insert(0, str(ROOT))
-
-from planner.core.errors import InputError  # noqa: E402
-from planner.capacity.load_sweep import (KNEE_MIN_SERVED, KNEE_TTFT_FACTOR, estimate_capacity_rps,  # noqa: E402
+from planner.core.errors import InputError
+from planner.capacity.load_sweep import (KNEE_MIN_SERVED, KNEE_TTFT_FACTOR, estimate_capacity_rps,
                                          find_knee, mean_lengths, open_vs_closed, profile_workload, rate_sweep)
-from planner.core.workload import PROFILES  # noqa: E402
-from planner.core.scenario import Scenario, resolve  # noqa: E402
-from planner.sim.serving import result_summary, run_serving  # noqa: E402
-from planner.sim.records import request_frame, step_frame  # noqa: E402
-from planner.traffic.traces import load_trace  # noqa: E402
-from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist  # noqa: E402
-from ui.charts import load as charts  # noqa: E402
-from ui.state import current_scenario, resolved_or_stop  # noqa: E402
+from planner.core.workload import PROFILES
+from planner.core.scenario import Scenario, resolve
+from planner.sim.serving import result_summary, run_serving
+from planner.sim.records import request_frame, step_frame
+from planner.traffic.traces import load_trace
+from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist
+from ui.charts import load as charts
+from ui.state import current_scenario, resolved_or_stop
 
 TIMING_LABELS = {"poisson": "Poisson at the rate", "trace": "the trace's own timing, rescaled to the rate"}
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "servingplan_uploads"

@@ -1,22 +1,15 @@
 """Walkthroughs: the primer's worked examples step by step, practice on fresh numbers, the one-GPU batching design."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `streamlit run pages/walkthroughs.py` puts only pages/ on the path
-    sys.path.insert(0, str(ROOT))
-
-from planner.core.errors import InputError  # noqa: E402
-from planner.teaching.practice import KINDS, check_answer, generate, parse_answer  # noqa: E402
-from planner.teaching.inputs import build_inputs, field_unit  # noqa: E402
-from planner.teaching.from_scenario import LOADS  # noqa: E402
-from planner.teaching.walkthroughs import WALKTHROUGHS, Step, inputs_from_scenario, run_walkthrough  # noqa: E402
-from ui.state import current_scenario  # noqa: E402
+from planner.core.errors import InputError
+from planner.teaching.practice import KINDS, check_answer, generate, parse_answer
+from planner.teaching.inputs import build_inputs, field_unit
+from planner.teaching.from_scenario import LOADS
+from planner.teaching.walkthroughs import WALKTHROUGHS, Step, inputs_from_scenario, run_walkthrough
+from ui.state import current_scenario
 
 COLUMNS = 4  # input widgets per row
 

@@ -1,7 +1,7 @@
 """Fit the engine efficiency constants (data/efficiency.yaml) on the published measurements. Rerun any time:
 
-    .venv/bin/python scripts/fit_efficiency.py            # fit and rewrite data/efficiency.yaml
-    .venv/bin/python scripts/fit_efficiency.py --dry-run  # fit and print, write nothing
+    python -m scripts.fit_efficiency            # fit and rewrite data/efficiency.yaml
+    python -m scripts.fit_efficiency --dry-run  # fit and print, write nothing
 
 For every (engine, GPU family) with points, the six constants of planner.latency.efficiency minimise
 Σ log(predicted / measured)² over its points plus a weak log-normal prior per constant (weight PRIOR_WEIGHT: one
@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from planner.accuracy.published_points import error_summary, evaluate, load_points, scenario  # noqa: E402
-from planner.latency.efficiency import EFFICIENCY_PATH, FIT_FIELDS, EfficiencyProfile  # noqa: E402
-from planner.accuracy.optimize import nelder_mead  # noqa: E402
+from planner.accuracy.published_points import error_summary, evaluate, load_points, scenario
+from planner.latency.efficiency import EFFICIENCY_PATH, FIT_FIELDS, EfficiencyProfile
+from planner.accuracy.optimize import nelder_mead
 
 # constant -> (prior value, prior sd in natural log, lower bound, upper bound)
 PRIORS = {"matmul_efficiency": (0.6, 0.5, 0.05, 1.0), "attention_efficiency": (0.5, 0.7, 0.05, 1.0),

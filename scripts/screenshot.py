@@ -1,6 +1,6 @@
 """Screenshot app pages in headless Debian chromium (Playwright), for looking at what a user sees.
 
-    python scripts/screenshot.py [--url http://127.0.0.1:8501] [--out artifacts/screenshots] [PAGE_TITLE ...]
+    python -m scripts.screenshot [--url http://127.0.0.1:8501] [--out artifacts/screenshots] [PAGE_TITLE ...]
 
 Waits for the script to finish running on each page before the shot; prints the files it wrote.
 """

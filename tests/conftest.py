@@ -1,15 +1,15 @@
-"""Shared test setup: repo root on sys.path, and silence Streamlit's bare-mode warning."""
+"""Shared test setup: the browser fixtures, and silence Streamlit's bare-mode warning.
+
+The repository root is on sys.path through pytest's `pythonpath` setting (pyproject.toml), so tests import this
+checkout's code, and `benchmarks` and `scripts` as packages of it."""
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 pytest_plugins = ["browser_fixtures"]  # the live server and Chromium, shared by every browser test module
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[1]  # the repository root, for tests that open its files
 
 
 class _NoScriptRunContext(logging.Filter):
