@@ -15,6 +15,7 @@ from planner.capacity.recommend import mark_pareto, recommend, tasks_for
 from planner.core.scenario import Scenario
 from ui.charts import capacity as charts
 from ui.state import current_scenario, resolved_or_stop
+from ui.labels import error_text
 
 RANKING_NUM_REQUESTS = 600
 PROFILE_CHOICES = ["chat", "code", "rag"]
@@ -87,7 +88,7 @@ st.header(f"{r.model.name} on {dep.tensor_parallel_size} × {r.gpu.id} ({r.weigh
 try:
     plan = _plan(scenario.model_dump_json(), float(target), traffic, slo, float(headroom), prices)
 except InputError as err:
-    st.error(f"{err.field}: {err.message}")
+    st.error(error_text(err))
     st.stop()
 c = st.columns(4)
 c[0].metric("Capacity per replica (req/s)", f"{plan['max_rate_per_replica']:,.3g}",

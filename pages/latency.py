@@ -10,6 +10,7 @@ from planner.latency.perf_model import PerfModel
 from ui.charts.latency import (breakdown_chart, per_user_chart, roofline_chart, server_chart, tradeoff_chart,
                                what_if_chart)
 from ui.state import resolved_or_stop
+from ui.labels import error_text
 
 st.title("Latency & throughput")
 r = resolved_or_stop()
@@ -62,7 +63,7 @@ try:
     if input_tokens + output_tokens > r.max_model_len:
         raise InputError("Prompt + output tokens", f"{input_tokens + output_tokens:,} exceeds max_model_len {r.max_model_len:,}")
 except InputError as err:
-    st.error(f"{err.field}: {err.message}")
+    st.error(error_text(err))
     st.stop()
 if limit < 1:
     st.info(f"Not one request of {input_tokens + output_tokens:,} tokens fits this deployment's KV pool: "

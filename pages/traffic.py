@@ -20,6 +20,7 @@ from planner.traffic.traces import load_trace
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist
 from ui.charts import load as charts
 from ui.state import current_scenario, resolved_or_stop
+from ui.labels import error_text
 
 TIMING_LABELS = {"poisson": "Poisson at the rate", "trace": "the trace's own timing, rescaled to the rate"}
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "servingplan_uploads"
@@ -157,7 +158,7 @@ if profile == "custom":
         LengthDist.parse(prompt_spec, "Prompt lengths")
         LengthDist.parse(output_spec, "Output lengths")
     except InputError as err:
-        st.error(f"{err.field}: {err.message}")
+        st.error(error_text(err))
         st.stop()
 else:
     arrival = st.radio("Arrival timing", list(TIMING_LABELS), format_func=TIMING_LABELS.get, horizontal=True,
@@ -194,7 +195,7 @@ traffic = Traffic(profile, num_requests, seed, arrival, cv, prompt_spec, output_
 try:
     cap, mean_prompt, mean_output = _capacity(server, traffic)
 except InputError as err:
-    st.error(f"{err.field}: {err.message}")
+    st.error(error_text(err))
     st.stop()
 basis = (round(cap, 4), profile)
 if st.session_state.get("load_cap_basis") != basis:  # new scenario or traffic: rates around its capacity

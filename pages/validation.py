@@ -17,6 +17,7 @@ from planner.accuracy.user_points import CSV_COLUMNS, parse_upload
 from planner.accuracy.validation import (KV_CSV, coverage_table, error_summary, kv_table, overall, pair_status,
                                 points_table)
 from ui.charts.validation import before_after_chart, error_by_group_chart, parity_chart
+from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
 
 from ui.state import PROFILE_KEY, TARGET_KEY  # noqa: E402  (the sidebar puts the calibration into the scenario)
@@ -117,7 +118,7 @@ with tab_cal:
         try:
             data, fit = fitted(text, name, s.model_dump_json(), engine)
         except InputError as err:
-            st.error(f"{err.field}: {err.message}")
+            st.error(error_text(err))
     if fit is not None:
         if data.model_id and data.model_id.lower() not in (s.model.lower(), r.model.name.lower()):
             st.warning(f"The results name model {data.model_id!r}; the scenario is {r.model.name}. "

@@ -10,6 +10,7 @@ from planner.teaching.inputs import build_inputs, field_unit
 from planner.teaching.from_scenario import LOADS
 from planner.teaching.walkthroughs import WALKTHROUGHS, Step, inputs_from_scenario, run_walkthrough
 from ui.state import current_scenario
+from ui.labels import error_text
 
 COLUMNS = 4  # input widgets per row
 
@@ -44,7 +45,7 @@ def _load_scenario(name: str) -> None:
         _set_inputs(name, inputs_from_scenario(name, current_scenario(), current))
         st.session_state["wt_load_message"] = (name, f"Loaded from the sidebar scenario: {LOADS[name]}.")
     except InputError as err:
-        st.session_state["wt_load_message"] = (name, f"Could not load the scenario: {err.field}: {err.message}")
+        st.session_state["wt_load_message"] = (name, f"Could not load the scenario: {error_text(err)}")
 
 
 def _values(name: str) -> dict:
@@ -96,7 +97,7 @@ def walkthrough_tab() -> None:
     try:
         inputs = build_inputs(w.inputs, values)
     except InputError as err:
-        st.error(f"{err.field}: {err.message}")
+        st.error(error_text(err))
         return
     show_steps(run_walkthrough(name, inputs))
 

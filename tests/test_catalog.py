@@ -74,4 +74,4 @@ def test_good_file_loads_and_duplicates_are_refused(tmp_path):
 def test_unknown_gpu_lists_the_known_ones():
     with pytest.raises(InputError) as err:
         get_gpu("V100")
-    assert err.value.field == "--gpu" and "H100-SXM" in err.value.message
+    assert err.value.field == "gpu" and "H100-SXM" in err.value.message  # a field name; the CLI prints --gpu

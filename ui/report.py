@@ -26,6 +26,7 @@ from planner.teaching.from_scenario import split_context
 from ui.charts.latency import tradeoff_chart
 from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack
+from ui.labels import error_text
 
 PNG_SIZE = (1000, 450)  # pixels
 
@@ -85,7 +86,7 @@ def render_report_downloads(scenario: Scenario) -> None:
     try:
         csv_text = _csv(scenario.model_dump_json())
     except InputError as err:
-        st.caption(f"No report: {err.field}: {err.message}")
+        st.caption(f"No report: {error_text(err)}")
         return
     st.download_button("Sizing report (CSV)", csv_text, file_name="servingplan-report.csv", mime="text/csv",
                        key="report_csv", on_click="ignore", icon=":material/download:", width="stretch",

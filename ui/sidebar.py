@@ -15,6 +15,7 @@ from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment, ModelSpec
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
 from ui.state import calibration_from_state, current_scenario, set_scenario
+from ui.labels import error_text
 
 UPLOAD = "Upload or paste config.json"
 MANUAL = "Manual fields"
@@ -123,9 +124,9 @@ def render_sidebar() -> Scenario:
             resolve(scenario)
             set_scenario(scenario)
         except InputError as err:
-            st.error(f"{err.field}: {err.message}")
+            st.error(error_text(err))
         except ValidationError as err:
             e = from_validation_error(err)
-            st.error(f"{e.field}: {e.message}")
+            st.error(error_text(e))
         render_share_box(current_scenario())
     return current_scenario()

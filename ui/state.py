@@ -5,6 +5,7 @@ import streamlit as st
 
 from planner.core.errors import InputError
 from planner.core.scenario import Calibration, Resolved, Scenario, resolve
+from ui.labels import error_text
 
 SCENARIO_KEY = "scenario"
 # The Validation page stores the user's fitted constants here; the sidebar puts them into the scenario.
@@ -31,7 +32,7 @@ def resolved_or_stop() -> Resolved:
     try:
         return current_resolved()
     except InputError as err:
-        st.error(f"{err.field}: {err.message}")
+        st.error(error_text(err))
         st.stop()
 
 

@@ -58,16 +58,16 @@ def read_point_rows(path: Path | None = None, text: str | None = None) -> list[d
         try:
             text = Path(path or cp.MEASUREMENTS_CSV).read_text(encoding="utf-8")
         except OSError as err:
-            raise InputError("--points", f"cannot read {path}: {err.strerror}") from None
+            raise InputError("points", f"cannot read {path}: {err.strerror}") from None
         except UnicodeDecodeError:
-            raise InputError("--points", f"{path} is not UTF-8 text (is it a binary file?)") from None
+            raise InputError("points", f"{path} is not UTF-8 text (is it a binary file?)") from None
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in POINT_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
-        raise InputError("--points", f"missing column(s) {', '.join(missing)} (format of published_points.csv)")
+        raise InputError("points", f"missing column(s) {', '.join(missing)} (format of published_points.csv)")
     rows = list(reader)
     if not rows:
-        raise InputError("--points", "has a header but no rows")
+        raise InputError("points", "has a header but no rows")
     for i, row in enumerate(rows, start=2):  # row 1 is the header
         for col in NUMERIC_COLUMNS:
             if col in row and (col != "num_gpus" or (row[col] or "").strip()):

@@ -47,7 +47,7 @@ def candidates(s: Scenario, gpu_ids: list[str] | None = None, weights: list[str]
     catalogue = gpus()
     unknown = [g for g in gpu_ids or [] if g not in catalogue]
     if unknown:
-        raise InputError("--gpus", f"unknown GPU {unknown[0]!r}; known: {', '.join(catalogue)}")
+        raise InputError("gpus", f"unknown GPU {unknown[0]!r}; known: {', '.join(catalogue)}")
     out = []
     for gid in gpu_ids or list(catalogue):
         for w in weights or default_weights(catalogue[gid]):
@@ -111,7 +111,7 @@ def run_tasks(tasks: list[Task], workers: int | None = None, ray_address: str | 
         return _run_ray(tasks, ray_address, progress)
     workers = workers or os.cpu_count() or 1
     if workers < 1:
-        raise InputError("--workers", "must be >= 1")
+        raise InputError("workers", "must be >= 1")
     if workers == 1 or len(tasks) <= 1:
         rows = []
         for k, t in enumerate(tasks, start=1):
@@ -158,7 +158,7 @@ def _run_ray(tasks: list[Task], address: str, progress: Progress | None) -> list
     try:
         import ray
     except ImportError:
-        raise InputError("--ray", "Ray is not installed: pip install '.[cluster]' (ray>=2.9)") from None
+        raise InputError("ray_address", "Ray is not installed: pip install '.[cluster]' (ray>=2.9)") from None
     if not ray.is_initialized():
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = {"env_vars": {"PYTHONPATH": root}}  # workers import planner from this checkout
@@ -215,5 +215,5 @@ def recommend(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSpec
     """Every candidate evaluated and ranked by cost at the SLO, the Pareto frontier marked."""
     tasks = tasks_for(s, target_rps, traffic, slo, headroom, prices, gpu_ids, weights, tps, rel_tol)
     if not tasks:
-        raise InputError("--gpus", f"no GPU × precision × TP fits {s.model}: try a larger GPU or a lower max_model_len")
+        raise InputError("gpus", f"no GPU × precision × TP fits {s.model}: try a larger GPU or a lower max_model_len")
     return mark_pareto(rank(run_tasks(tasks, workers, ray_address, progress)))

@@ -195,9 +195,9 @@ def find_capacity(r: Resolved, traffic: TrafficSpec = TrafficSpec(), slo: SLO = 
 def replicas_for(target_rps: float, max_rate_per_replica: float, headroom: float = DEFAULT_HEADROOM) -> int | None:
     """ceil(target × headroom / capacity per replica); None when one replica sustains nothing."""
     if not (target_rps > 0 and math.isfinite(target_rps)):
-        raise InputError("--target-rate", f"must be a number > 0, got {target_rps!r}")
+        raise InputError("target_rps", f"must be a number > 0, got {target_rps!r}")
     if not (headroom >= 1 and math.isfinite(headroom)):
-        raise InputError("--headroom", f"must be >= 1 (1.2 = 20% spare), got {headroom!r}")
+        raise InputError("headroom", f"must be >= 1 (1.2 = 20% spare), got {headroom!r}")
     if max_rate_per_replica <= 0:
         return None
     return max(1, math.ceil(target_rps * headroom / max_rate_per_replica - 1e-9))

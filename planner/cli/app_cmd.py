@@ -32,7 +32,7 @@ def app_script() -> Path:
         installed = Path(next(iter(spec.submodule_search_locations))) / "_app" / "app.py"
         if installed.is_file():
             return installed
-    raise InputError("app", "cannot find app.py: reinstall servingplan (pip install servingplan) or run from a checkout")
+    raise InputError("app", "cannot find app.py: reinstall servingplan (pip install .) or run from a checkout")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,8 @@ FIELD_FLAGS = {
     "model": "--model", "gpu": "--gpu", "gpu_memory_gb": "--gpu-memory-gb", "num_gpus": "--num-gpus",
     "tensor_parallel_size": "--tp", "weights": "--weights", "kv_cache_dtype": "--kv-dtype",
     "gpu_memory_utilization": "--gpu-memory-utilization", "max_model_len": "--max-model-len",
-    "block_size": "--block-size", "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
+    "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
     "enforce_eager": "--enforce-eager", "context_tokens": "--context",
     # a static batch (planner.latency.metrics)
     "batch": "--batch", "input_tokens": "--input-tokens", "output_tokens": "--output-tokens",
@@ -22,10 +23,14 @@ FIELD_FLAGS = {
     "target_rps": "--target-rate", "headroom": "--headroom", "rel_tol": "--rel-tol", "gpus": "--gpus",
     "workers": "--workers", "ray_address": "--ray",
     # techniques and validation
-    "spec_k": "--k", "spec_alpha": "--alpha", "points_csv": "--points",
+    "spec_k": "--k", "spec_alpha": "--alpha", "points": "--points",
 }
 
 
 def flag_for(field: str) -> str:
-    """The flag behind an engine field name (the field itself when it already is a flag or a file position)."""
-    return FIELD_FLAGS.get(field, field)
+    """The flag behind an engine field name (the field itself when it already is a flag or a file position).
+
+    A compound field names its first word: "model num_attention_heads" (a field of the --model file) is printed
+    "--model num_attention_heads"."""
+    head, sep, rest = field.partition(" ")
+    return FIELD_FLAGS.get(head, head) + sep + rest

@@ -32,7 +32,7 @@ def run(args) -> int:
     try:
         df = points_table(args.points)
     except InputError as err:  # rows and columns are positions in the --points file
-        raise InputError(err.field if err.field.startswith("--") else f"--points {err.field}", err.message) from None
+        raise InputError(err.field if err.field == "points" else f"points {err.field}", err.message) from None
     points = [{k: _clean(row[k]) for k in POINT_KEYS} for row in df.to_dict("records")]
     result = {"points": points, "summary": summary_dict(df)}
     emit(result, args.json, _text(df, args.points))

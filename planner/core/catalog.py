@@ -81,7 +81,7 @@ def get_gpu(gpu_id: str) -> GPUSpec:
     for gid, gpu in gpus().items():
         if norm(gid) == norm(gpu_id):
             return gpu
-    raise InputError("--gpu", f"unknown GPU {gpu_id!r}; known: {', '.join(gpus())}")
+    raise InputError("gpu", f"unknown GPU {gpu_id!r}; known: {', '.join(gpus())}")
 
 
 @lru_cache(maxsize=1)
@@ -139,13 +139,13 @@ def get_model(model: str) -> ModelSpec:
     path = Path(model)
     if path.suffix == ".json" or path.exists():
         if not path.exists():
-            raise InputError("--model", f"no such file: {model}")
+            raise InputError("model", f"no such file: {model}")
         if path.is_dir():
             path = path / "config.json"
         try:
             return load_config_file(path)
         except InputError as err:  # name the flag the path came from, then the file's own field
-            raise InputError(err.field if err.field.startswith("--model") else f"--model {err.field}",
+            raise InputError(err.field if err.field.startswith("model") else f"model {err.field}",
                              err.message) from None
-    raise InputError("--model", f"unknown model {model!r}: give a preset id ({', '.join(model_presets())}) "
+    raise InputError("model", f"unknown model {model!r}: give a preset id ({', '.join(model_presets())}) "
                                 "or a path to a config.json")

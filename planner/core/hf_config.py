@@ -189,9 +189,9 @@ def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
     path = Path(path)
     try:
         if not path.is_file():
-            raise InputError("--model", f"{path} is not a regular file")
+            raise InputError("model", f"{path} is not a regular file")
         with path.open("rb") as f:
             data = f.read(MAX_CONFIG_BYTES + 1)  # never read more than the cap (think /dev/zero)
     except OSError as err:
-        raise InputError("--model", f"cannot read {path}: {err.strerror}") from None
+        raise InputError("model", f"cannot read {path}: {err.strerror}") from None
     return parse_config_text(data, name=name or path.stem, source=path.name)

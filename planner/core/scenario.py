@@ -66,8 +66,8 @@ def resolve(s: Scenario) -> Resolved:
         gpu = get_gpu(s.gpu)
     dep = s.deployment
     if model.num_attention_heads % dep.tensor_parallel_size:
-        raise InputError("--tp", f"{model.num_attention_heads} attention heads are not divisible by "
-                                 f"tensor_parallel_size={dep.tensor_parallel_size} (vLLM requires it)")
+        raise InputError("tensor_parallel_size", f"{model.num_attention_heads} attention heads are not divisible by "
+                                                 f"{dep.tensor_parallel_size} (vLLM requires it)")
     weights = get_weight_precision(dep.weights)
     kv = get_kv_precision(dep.kv_cache_dtype)
     max_len = dep.max_model_len or model.max_position_embeddings

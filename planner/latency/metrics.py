@@ -137,13 +137,13 @@ class Estimate:
 
 def validate_request(r: Resolved, batch: int, input_tokens: int, output_tokens: int) -> None:
     if batch < 1:
-        raise InputError("--batch", "must be at least 1")
+        raise InputError("batch", "must be at least 1")
     if input_tokens < 1:
-        raise InputError("--input-tokens", "must be at least 1")
+        raise InputError("input_tokens", "must be at least 1")
     if output_tokens < 1:
-        raise InputError("--output-tokens", "must be at least 1")
+        raise InputError("output_tokens", "must be at least 1")
     if input_tokens + output_tokens > r.max_model_len:
-        raise InputError("--input-tokens", f"input + output = {input_tokens + output_tokens:,} tokens exceeds "
+        raise InputError("input_tokens", f"input + output = {input_tokens + output_tokens:,} tokens exceeds "
                                            f"max_model_len={r.max_model_len:,}")
 
 
@@ -153,7 +153,7 @@ def estimate(r: Resolved, batch: int, input_tokens: int, output_tokens: int, eng
     validate_request(r, batch, input_tokens, output_tokens)
     limit = memory_limit(r, input_tokens, output_tokens)
     if check_memory and batch > limit:
-        raise InputError("--batch", f"{batch} requests of {input_tokens + output_tokens:,} tokens exceed the memory "
+        raise InputError("batch", f"{batch} requests of {input_tokens + output_tokens:,} tokens exceed the memory "
                                     f"limit: the KV pool fits at most {limit} per replica")
     pm = pm or PerfModel(r, engine)
     row = {k: v[0] for k, v in sweep(pm, [batch], input_tokens, output_tokens, queue_wait_s).items()}

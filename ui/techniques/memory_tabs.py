@@ -10,6 +10,7 @@ from planner.core.scenario import Resolved
 from planner.core.units import fmt_bytes
 from ui.charts.techniques import flash_chart, lora_chart, paged_chart
 from ui.techniques.data import Request, flash_sweep, lora, paged
+from ui.labels import error_text
 
 
 def paged_tab(sj: str, r: Resolved, q: Request) -> None:
@@ -23,7 +24,7 @@ def paged_tab(sj: str, r: Resolved, q: Request) -> None:
     try:
         p = paged(sj, prompt_spec, output_spec, int(reserve), int(seed))
     except InputError as err:
-        st.error(f"{err.field}: {err.message}")
+        st.error(error_text(err))
         return
     m = st.columns(4)
     m[0].metric("Contiguous: max requests", f"{p.contiguous_max_requests:,}")
