@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.batching.step_model import (Policy, bucketing_pair, continuous_policy, dynamic_policy, run_pair, simulate,
-                              simulate_stepwise, static_policy)
+from planner.batching.step_model import (BatchingPolicy, bucketing_pair, continuous_policy, dynamic_policy,
+                                         run_batching, run_batching_stepwise, run_pair, static_policy)
 from planner.batching.report import percentile, requests_frame, spread_sweep, steps_frame, summarize
 from planner.batching.requests import (OUTPUT_LENGTHS, burst, make_requests, parse_requests_csv, primer_six,
                                        steady, to_csv, with_spread)
@@ -23,7 +23,7 @@ def times(result, column):
 # --- primer §6: six requests at step 0 needing 2, 8, 4, 3, 5, 2 tokens on 3 slots --------------------------------
 
 def test_primer_six_static():
-    r = simulate(primer_six(), 3, static_policy(max_wait=0))
+    r = run_batching(primer_six(), 3, static_policy(max_wait=0))
     # batch 1 = A(2) B(8) C(4) at step 0, held until the longest (B) ends at 0 + 8 = 8
     # batch 2 = D(3) E(5) F(2) at step 8, held until E ends at 8 + 5 = 13
     assert times(r, "admitted") == [0, 0, 0, 8, 8, 8]
@@ -41,7 +41,7 @@ def test_primer_six_static():
 
 
 def test_primer_six_continuous():
-    r = simulate(primer_six(), 3, continuous_policy())
+    r = run_batching(primer_six(), 3, continuous_policy())
     # step 0: A B C admitted (slots 0 1 2). A ends at 2 -> D in at 2 (ends 5). C ends at 4 -> E in at 4 (ends 9).
     # D ends at 5 -> F in at 5 (ends 7). B ends at 8. Last finish: E at 9.
     assert times(r, "admitted") == [0, 0, 0, 2, 4, 5]
@@ -73,7 +73,7 @@ def test_primer_six_per_step_segments():
 def test_static_fires_on_full_batch_or_max_wait():
     # 2 slots, max wait 3. A@0 needs 2, B@1 needs 4, C@4 needs 1.
     reqs = make_requests([0, 1, 4], [2, 4, 1], names="ABC")
-    r = simulate(reqs, 2, static_policy(max_wait=3))
+    r = run_batching(reqs, 2, static_policy(max_wait=3))
     # step 1: A and B wait = 2 slots -> fire; held until B ends at 1+4 = 5.
     # step 5: C alone, has waited 1 < 3 -> the window expires at 4+3 = 7; C ends at 8.
     assert times(r, "admitted") == [1, 1, 7]
@@ -84,14 +84,14 @@ def test_static_fires_on_full_batch_or_max_wait():
 
 def test_idle_gap_between_arrivals():
     reqs = make_requests([0, 10], [2, 1])
-    r = simulate(reqs, 1, continuous_policy())
+    r = run_batching(reqs, 1, continuous_policy())
     assert steps_frame(r)[["start", "end", "running"]].values.tolist() == [[0, 2, 1], [2, 10, 0], [10, 11, 1]]
     assert summarize(r).gpu_busy == pytest.approx(3 / 11)
 
 
 def test_admission_in_arrival_order_ties_in_input_order():
     reqs = make_requests([3, 0, 0], [1, 1, 1], names="XYZ")
-    r = simulate(reqs, 1, continuous_policy())
+    r = run_batching(reqs, 1, continuous_policy())
     # Y (input 1) and Z (input 2) tie at 0: Y first at 0, Z at 1; X arrives at 3
     assert times(r, "admitted") == [3, 0, 1]
 
@@ -99,7 +99,7 @@ def test_admission_in_arrival_order_ties_in_input_order():
 def test_queue_limit_rejects_newest_arrivals():
     # 1 slot, queue limit 1, four requests at step 0 needing 2: A runs, B waits, C and D are rejected
     reqs = make_requests([0] * 4, [2] * 4, names="ABCD")
-    r = simulate(reqs, 1, dynamic_policy(max_batch=1, max_wait=0, queue_limit=1))
+    r = run_batching(reqs, 1, dynamic_policy(max_batch=1, max_wait=0, queue_limit=1))
     assert r.rejected.tolist() == [False, False, True, True]
     assert times(r, "admitted")[:2] == [0, 2]
     s = summarize(r)
@@ -107,13 +107,13 @@ def test_queue_limit_rejects_newest_arrivals():
 
 
 def test_queue_limit_does_not_reject_requests_admitted_the_same_step():
-    r = simulate(make_requests([0, 0], [1, 1]), 2, dynamic_policy(max_batch=2, max_wait=0, queue_limit=0))
+    r = run_batching(make_requests([0, 0], [1, 1]), 2, dynamic_policy(max_batch=2, max_wait=0, queue_limit=0))
     assert not r.rejected.any()
 
 
 def test_dynamic_max_wait_holds_partial_batches():
     # 4 slots, max batch 4, max wait 5: two requests at 0 and 1 fire together when the oldest has waited 5
-    r = simulate(make_requests([0, 1], [10, 10]), 4, dynamic_policy(max_batch=4, max_wait=5))
+    r = run_batching(make_requests([0, 1], [10, 10]), 4, dynamic_policy(max_batch=4, max_wait=5))
     assert times(r, "admitted") == [5, 5]
     assert r.num_batches == 1
 
@@ -131,14 +131,14 @@ def test_bucketing_removes_padding():
 def test_ample_slots_means_no_wait():
     # theory check: with a slot per request, wait is 0 and latency is the output length
     reqs = make_requests([0, 3, 3, 7], [5, 2, 9, 1])
-    r = simulate(reqs, 4, continuous_policy())
+    r = run_batching(reqs, 4, continuous_policy())
     assert times(r, "wait") == [0, 0, 0, 0]
     assert times(r, "latency") == [5, 2, 9, 1]
 
 
 def test_bad_configuration():
     with pytest.raises(InputError, match="slots"):
-        simulate(primer_six(), 0, continuous_policy())
+        run_batching(primer_six(), 0, continuous_policy())
     with pytest.raises(InputError, match="max_wait"):
         static_policy(-1)
 
@@ -147,7 +147,7 @@ def test_bad_configuration():
 
 request_sets = st.lists(st.tuples(st.integers(0, 30), st.integers(1, 12), st.integers(0, 1500)),
                         min_size=1, max_size=25)
-policies = st.builds(Policy, name=st.just("p"), hold_batch=st.booleans(), max_wait=st.integers(0, 8),
+policies = st.builds(BatchingPolicy, name=st.just("p"), hold_batch=st.booleans(), max_wait=st.integers(0, 8),
                      max_batch=st.none() | st.integers(1, 4), queue_limit=st.none() | st.integers(0, 5),
                      bucket_edges=st.sampled_from([(), (128, 256, 512, 1024)]))
 
@@ -156,8 +156,8 @@ policies = st.builds(Policy, name=st.just("p"), hold_batch=st.booleans(), max_wa
 @given(request_sets, policies, st.integers(1, 4))
 def test_event_driven_matches_per_step(rows, policy, slots):
     reqs = make_requests(*zip(*rows))
-    fast = simulate(reqs, slots, policy)
-    slow, running_per_step = simulate_stepwise(reqs, slots, policy)
+    fast = run_batching(reqs, slots, policy)
+    slow, running_per_step = run_batching_stepwise(reqs, slots, policy)
     for field in ("admitted", "finish", "rejected"):
         assert getattr(fast, field).tolist() == getattr(slow, field).tolist()
     assert fast.end_step == slow.end_step

@@ -11,7 +11,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.batching.step_model import (continuous_policy, dynamic_policy, simulate, simulate_stepwise, static_policy)
+from planner.batching.step_model import (continuous_policy, dynamic_policy, run_batching, run_batching_stepwise,
+                                         static_policy)
 from planner.batching.report import percentile, steps_frame, summarize
 from planner.batching.requests import make_requests, parse_requests_csv, to_csv, with_spread
 
@@ -65,7 +66,7 @@ def check_conservation(result) -> None:
 @SETTINGS
 @given(request_sets(), st.integers(1, 8), policies())
 def test_conservation_and_capacity(requests, slots, policy):
-    result = simulate(requests, slots, policy)
+    result = run_batching(requests, slots, policy)
     check_conservation(result)
     if policy.queue_limit is None:
         assert not result.rejected.any()
@@ -80,8 +81,8 @@ def test_conservation_and_capacity(requests, slots, policy):
 @SETTINGS
 @given(request_sets(), st.integers(1, 8), policies())
 def test_event_driven_equals_stepwise(requests, slots, policy):
-    fast = simulate(requests, slots, policy)
-    slow, per_step = simulate_stepwise(requests, slots, policy)
+    fast = run_batching(requests, slots, policy)
+    slow, per_step = run_batching_stepwise(requests, slots, policy)
     for name in ("admitted", "finish", "slot", "rejected"):
         assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
     assert fast.end_step == slow.end_step
@@ -91,8 +92,8 @@ def test_event_driven_equals_stepwise(requests, slots, policy):
 @SETTINGS
 @given(request_sets(), st.integers(1, 8), st.integers(1, 4))
 def test_more_slots_never_end_later_continuous(requests, slots, extra):
-    few = simulate(requests, slots, continuous_policy())
-    more = simulate(requests, slots + extra, continuous_policy())
+    few = run_batching(requests, slots, continuous_policy())
+    more = run_batching(requests, slots + extra, continuous_policy())
     assert more.end_step <= few.end_step
     assert (more.finish <= few.finish).all()  # and no single request returns later
 
@@ -100,7 +101,7 @@ def test_more_slots_never_end_later_continuous(requests, slots, extra):
 @SETTINGS
 @given(request_sets(), st.integers(1, 8))
 def test_fcfs_admission_in_arrival_order(requests, slots):
-    result = simulate(requests, slots, continuous_policy())
+    result = run_batching(requests, slots, continuous_policy())
     order = sorted(range(len(requests)), key=requests.arrival.__getitem__)  # ties: input order
     admitted = [int(result.admitted[r]) for r in order]
     assert admitted == sorted(admitted)
@@ -110,8 +111,8 @@ def test_fcfs_admission_in_arrival_order(requests, slots):
 @given(request_sets(), st.integers(1, 8))
 def test_continuous_is_never_slower_than_static_on_a_burst(requests, slots):
     burst = make_requests([0] * len(requests), requests.output_tokens)
-    static = summarize(simulate(burst, slots, static_policy(0)))
-    cont = summarize(simulate(burst, slots, continuous_policy()))
+    static = summarize(run_batching(burst, slots, static_policy(0)))
+    cont = summarize(run_batching(burst, slots, continuous_policy()))
     assert cont.end_step <= static.end_step
     assert cont.avg_latency <= static.avg_latency + 1e-9
 

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from planner.batching.step_model import SimResult, run_pair
+from planner.batching.step_model import BatchingRun, run_pair
 from planner.batching.requests import RequestSet, with_spread
 
 PERCENTILE_METHOD = "linear"
@@ -50,30 +50,30 @@ class Summary:
         return asdict(self)
 
 
-def waits(result: SimResult) -> np.ndarray:
+def waits(result: BatchingRun) -> np.ndarray:
     """Wait = step admitted − arrival, for served requests."""
     served = ~result.rejected
     return result.admitted[served] - np.asarray(result.requests.arrival)[served]
 
 
-def latencies(result: SimResult) -> np.ndarray:
+def latencies(result: BatchingRun) -> np.ndarray:
     """Latency = step finished − arrival, for served requests (static: when the batch's longest finishes)."""
     served = ~result.rejected
     return result.finish[served] - np.asarray(result.requests.arrival)[served]
 
 
-def useful_slot_steps(result: SimResult) -> int:
+def useful_slot_steps(result: BatchingRun) -> int:
     """Slot-steps that produced a token: the output tokens of every served request."""
     return int(np.asarray(result.requests.output_tokens)[~result.rejected].sum())
 
 
-def gpu_busy(result: SimResult) -> float:
+def gpu_busy(result: BatchingRun) -> float:
     """GPU busy = useful slot-steps / (slots × last step), primer §6."""
     capacity = result.slots * result.end_step
     return useful_slot_steps(result) / capacity if capacity else 0.0
 
 
-def summarize(result: SimResult) -> Summary:
+def summarize(result: BatchingRun) -> Summary:
     w, lat = waits(result), latencies(result)
     served = int((~result.rejected).sum())
     return Summary(
@@ -89,7 +89,7 @@ def summarize(result: SimResult) -> Summary:
         padding_share=result.padding_tokens / result.padded_prompt_tokens if result.padded_prompt_tokens else 0.0)
 
 
-def cli_summary(result: SimResult) -> dict:
+def cli_summary(result: BatchingRun) -> dict:
     """The CLI's JSON contract for one policy (all in steps; gpu_busy a fraction 0..1)."""
     s = summarize(result)
     keys = ("avg_wait", "avg_latency", "p50_latency", "p95_latency", "p99_latency", "end_step", "gpu_busy",
@@ -97,7 +97,7 @@ def cli_summary(result: SimResult) -> dict:
     return {k: getattr(s, k) for k in keys}
 
 
-def requests_frame(result: SimResult) -> pd.DataFrame:
+def requests_frame(result: BatchingRun) -> pd.DataFrame:
     """Per-request records: arrival, admitted, first token, token end, finish, wait, latency, slot."""
     req = result.requests
     served = ~result.rejected
@@ -114,7 +114,7 @@ def requests_frame(result: SimResult) -> pd.DataFrame:
     return df
 
 
-def steps_frame(result: SimResult) -> pd.DataFrame:
+def steps_frame(result: BatchingRun) -> pd.DataFrame:
     """Per-step records as run-length segments: steps [start, end) each with `running` requests, `idle` slots."""
     starts = result.seg_start
     ends = np.append(starts[1:], max(result.end_step, int(starts[-1]) if starts.size else 0))
@@ -125,7 +125,7 @@ def steps_frame(result: SimResult) -> pd.DataFrame:
     return df
 
 
-def comparison_frame(results: dict[str, SimResult]) -> pd.DataFrame:
+def comparison_frame(results: dict[str, BatchingRun]) -> pd.DataFrame:
     """One row per policy with the headline numbers."""
     return pd.DataFrame([summarize(r).as_dict() for r in results.values()])
 

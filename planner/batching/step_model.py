@@ -7,7 +7,7 @@ to admit another request at that same step. At each step, in this order: finishe
 the queue, the scheduler admits, and arrivals beyond the queue limit are rejected. Admission is in arrival order
 (ties: input order), within each length bucket.
 
-One stepping model, policies as parameters (`Policy`):
+One stepping model, policies as parameters (`BatchingPolicy`):
 - static: admits only into an empty GPU, fires when `max_batch` requests wait or the oldest has waited `max_wait`,
   and holds the batch until its longest request finishes; every member returns at that step.
 - continuous: admits into any free slot at every step (max_wait 0) and releases each request when it finishes.
@@ -17,7 +17,7 @@ One stepping model, policies as parameters (`Policy`):
 
 How it runs. Event-driven: the clock jumps to the next arrival, finish or wait-window expiry, so the cost grows
 with the number of requests, not steps. Per-step records are run-length segments (start step, running count).
-`simulate_stepwise` is the plain per-step loop over the same state, kept as the oracle and the benchmark baseline.
+`run_batching_stepwise` is the plain per-step loop over the same state, kept as the oracle and the benchmark baseline.
 
 Left out: prefill time, step cost growing with batch size, KV-cache memory limits and preemption (see §10).
 """
@@ -41,7 +41,7 @@ DEFAULT_BUCKET_EDGES = (128, 256, 512, 1024)  # prompt-token bucket boundaries: 
 MAX_SLOTS = 100_000  # far above any GPU's batch; bounds the per-slot state a hostile value would allocate
 
 @dataclass(frozen=True)
-class Policy:
+class BatchingPolicy:
     """How a batcher admits and releases. max_batch None = the number of slots; queue_limit None = unlimited."""
 
     name: str
@@ -60,24 +60,24 @@ class Policy:
             raise InputError("queue_limit", "must be 0 or more")
 
 
-def static_policy(max_wait: int = 0) -> Policy:
-    return Policy("static", hold_batch=True, max_wait=max_wait)
+def static_policy(max_wait: int = 0) -> BatchingPolicy:
+    return BatchingPolicy("static", hold_batch=True, max_wait=max_wait)
 
 
-def continuous_policy() -> Policy:
-    return Policy("continuous", hold_batch=False)
+def continuous_policy() -> BatchingPolicy:
+    return BatchingPolicy("continuous", hold_batch=False)
 
 
 def dynamic_policy(max_batch: int, max_wait: int, queue_limit: int | None = None,
-                   bucket_edges: tuple[int, ...] = (), hold_batch: bool = False) -> Policy:
-    return Policy("dynamic", hold_batch, max_wait, max_batch, queue_limit, tuple(bucket_edges))
+                   bucket_edges: tuple[int, ...] = (), hold_batch: bool = False) -> BatchingPolicy:
+    return BatchingPolicy("dynamic", hold_batch, max_wait, max_batch, queue_limit, tuple(bucket_edges))
 
 
 @dataclass(frozen=True)
-class SimResult:
+class BatchingRun:
     """Per-request records (input order; -1 = never admitted), per-step segments and run totals."""
 
-    policy: Policy
+    policy: BatchingPolicy
     slots: int
     requests: RequestSet
     admitted: np.ndarray  # step admitted; first token at admitted + 1
@@ -95,7 +95,7 @@ class SimResult:
 class _Batcher:
     """All simulation state for one run; the two drivers below differ only in how the clock advances."""
 
-    def __init__(self, requests: RequestSet, slots: int, policy: Policy):
+    def __init__(self, requests: RequestSet, slots: int, policy: BatchingPolicy):
         if not 1 <= slots <= MAX_SLOTS:
             raise InputError("slots", f"must be from 1 to {MAX_SLOTS:,}")
         self.req, self.slots, self.policy = requests, slots, policy
@@ -207,17 +207,17 @@ class _Batcher:
                     nxt = arrival[q[0]] + max_wait
         return None if nxt == _NEVER else nxt
 
-    def result(self) -> SimResult:
+    def result(self) -> BatchingRun:
         starts, running = np.array(self.seg_start, dtype=np.int64), np.array(self.seg_running, dtype=np.int64)
         keep = np.append(starts[1:] > starts[:-1], True)  # drop the empty opening segment when step 0 is busy
-        return SimResult(
+        return BatchingRun(
             self.policy, self.slots, self.req, np.array(self.admitted, dtype=np.int64),
             np.array(self.finish, dtype=np.int64), np.array(self.slot, dtype=np.int64),
             np.array(self.rejected, dtype=bool), starts[keep], running[keep], max(max(self.finish, default=0), 0),
             self.num_batches, self.padding, self.padded)
 
 
-def simulate(requests: RequestSet, slots: int, policy: Policy) -> SimResult:
+def run_batching(requests: RequestSet, slots: int, policy: BatchingPolicy) -> BatchingRun:
     """Event-driven run: jump from event to event (cost ~ number of requests, not number of steps)."""
     sim = _Batcher(requests, slots, policy)
     t = sim.next_event(-1) if len(requests) else None
@@ -227,7 +227,7 @@ def simulate(requests: RequestSet, slots: int, policy: Policy) -> SimResult:
     return sim.result()
 
 
-def simulate_stepwise(requests: RequestSet, slots: int, policy: Policy) -> tuple[SimResult, list[int]]:
+def run_batching_stepwise(requests: RequestSet, slots: int, policy: BatchingPolicy) -> tuple[BatchingRun, list[int]]:
     """The plain loop: visit every step and keep one running-count record per step (oracle and baseline)."""
     sim = _Batcher(requests, slots, policy)
     running_per_step: list[int] = []
@@ -239,16 +239,18 @@ def simulate_stepwise(requests: RequestSet, slots: int, policy: Policy) -> tuple
     return sim.result(), running_per_step
 
 
-def run_pair(requests: RequestSet, slots: int, max_wait: int) -> dict[str, SimResult]:
+def run_pair(requests: RequestSet, slots: int, max_wait: int) -> dict[str, BatchingRun]:
     """Static (with max_wait) and continuous on the same requests and slots."""
-    return {"static": simulate(requests, slots, static_policy(max_wait)),
-            "continuous": simulate(requests, slots, continuous_policy())}
+    return {"static": run_batching(requests, slots, static_policy(max_wait)),
+            "continuous": run_batching(requests, slots, continuous_policy())}
 
 
-def bucketing_pair(requests: RequestSet, slots: int, policy: Policy,
-                   bucket_edges: tuple[int, ...] = DEFAULT_BUCKET_EDGES) -> dict[str, SimResult]:
+def bucketing_pair(requests: RequestSet, slots: int, policy: BatchingPolicy,
+                   bucket_edges: tuple[int, ...] = DEFAULT_BUCKET_EDGES) -> dict[str, BatchingRun]:
     """The dynamic batcher with length buckets and with one queue, to show the padding bucketing saves."""
-    with_buckets = Policy(policy.name, policy.hold_batch, policy.max_wait, policy.max_batch, policy.queue_limit,
-                          tuple(bucket_edges))
-    one_queue = Policy(policy.name, policy.hold_batch, policy.max_wait, policy.max_batch, policy.queue_limit, ())
-    return {"bucketed": simulate(requests, slots, with_buckets), "one queue": simulate(requests, slots, one_queue)}
+    with_buckets = BatchingPolicy(policy.name, policy.hold_batch, policy.max_wait, policy.max_batch,
+                                  policy.queue_limit, tuple(bucket_edges))
+    one_queue = BatchingPolicy(policy.name, policy.hold_batch, policy.max_wait, policy.max_batch, policy.queue_limit,
+                               ())
+    return {"bucketed": run_batching(requests, slots, with_buckets),
+            "one queue": run_batching(requests, slots, one_queue)}

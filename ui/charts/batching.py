@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from planner.batching.step_model import SimResult
+from planner.batching.step_model import BatchingRun
 from planner.batching.report import latencies, requests_frame, steps_frame, waits
 
 POLICY_COLORS = {"static": "#d62728", "continuous": "#1f77b4", "dynamic": "#2ca02c",
@@ -28,7 +28,7 @@ def _shade(hex_color: str, k: int) -> str:
     return f"rgb({int(r * f)},{int(g * f)},{int(b * f)})"
 
 
-def gantt(results: dict[str, SimResult], max_bars: int = MAX_BARS) -> go.Figure:
+def gantt(results: dict[str, BatchingRun], max_bars: int = MAX_BARS) -> go.Figure:
     """Slots × steps, one panel per policy side by side; a bar is a request, grey is a slot held idle."""
     names = list(results)
     fig = make_subplots(rows=1, cols=len(names), shared_yaxes=True, horizontal_spacing=0.04,
@@ -62,13 +62,13 @@ def gantt(results: dict[str, SimResult], max_bars: int = MAX_BARS) -> go.Figure:
     return fig
 
 
-def _gantt_title(name: str, result: SimResult, max_bars: int) -> str:
+def _gantt_title(name: str, result: BatchingRun, max_bars: int) -> str:
     served = int((~result.rejected).sum())
     shown = f" (first {max_bars:,} of {served:,})" if served > max_bars else ""
     return f"{name}: done at step {result.end_step:,}{shown}"
 
 
-def running_over_time(results: dict[str, SimResult]) -> go.Figure:
+def running_over_time(results: dict[str, BatchingRun]) -> go.Figure:
     """Requests generating at each step (the per-step records), one line per policy; the gap to slots is idle."""
     fig = go.Figure()
     for name, result in results.items():
@@ -94,7 +94,7 @@ def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, frac
 
 
-def wait_latency_cdf(results: dict[str, SimResult]) -> go.Figure:
+def wait_latency_cdf(results: dict[str, BatchingRun]) -> go.Figure:
     """Share of requests served within x steps: wait (left) and latency (right), one curve per policy."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=["wait = admitted − arrival", "latency = finished − arrival"])
     for name, result in results.items():
@@ -121,7 +121,7 @@ def spread_gap(sweep: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def padding_bars(results: dict[str, SimResult]) -> go.Figure:
+def padding_bars(results: dict[str, BatchingRun]) -> go.Figure:
     """Prompt tokens in admitted groups: real tokens vs padding filler, per queueing variant."""
     names = list(results)
     padding = [r.padding_tokens for r in results.values()]
