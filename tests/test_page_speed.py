@@ -8,6 +8,8 @@ import pytest
 
 from benchmarks.bench_pages import BUDGET_S, RERUNS, registered_pages, rerun_times
 
+pytestmark = pytest.mark.slow  # ~10 s of reruns, and a timing budget a loaded machine can miss: -m "not slow" skips it
+
 
 @pytest.mark.parametrize("page", registered_pages())
 def test_page_reruns_within_budget(page):
