@@ -96,8 +96,8 @@ def walkthrough_tab() -> None:
     values = _input_widgets(name)
     try:
         inputs = build_inputs(w.inputs, values)
-    except InputError as err:
-        st.error(error_text(err))
+    except InputError as err:  # a walkthrough input: its field name, as the widget's title shows it
+        st.error(f"{err.field}: {err.message}")
         return
     show_steps(run_walkthrough(name, inputs))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
@@ -43,6 +44,7 @@ def test_default_price_comes_from_the_catalogue():
     assert "$2.69 per GPU-hour" in cost.help
 
 
+@pytest.mark.slow  # ~50 s on 2 cores: the ranking simulates every candidate deployment
 def test_ranking_runs_behind_the_button_on_a_subset():
     at = load()
     at.session_state["cap_target"] = 5.0
