@@ -54,8 +54,8 @@ def fit_all() -> tuple[dict, object]:
     fitted: dict[str, EfficiencyProfile] = {}
     x0 = np.log([p for p, _, _, _ in PRIORS.values()])
     for key, pts in sorted(groups.items()):
-        x = nelder_mead(lambda v: objective(v, pts, resolved, key), x0)
-        x = nelder_mead(lambda v: objective(v, pts, resolved, key), x, step=0.1)  # restart: escape a flat simplex
+        x = nelder_mead(lambda v, pts=pts, key=key: objective(v, pts, resolved, key), x0)
+        x = nelder_mead(lambda v, pts=pts, key=key: objective(v, pts, resolved, key), x, step=0.1)  # restart: escape a flat simplex
         kinds = {p.kind for p in pts}
         status = "calibrated" if len(pts) >= 6 and len(kinds) >= 2 else "partial"
         ids = ", ".join(sorted(p.id for p in pts))

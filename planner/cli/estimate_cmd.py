@@ -1,4 +1,4 @@
-"""`python -m planner estimate`: TTFT, TPOT, end-to-end and throughput for a static batch (a contract: keep the keys)."""
+"""`servingplan estimate`: TTFT, TPOT, end-to-end and throughput for a static batch (a contract: keep the keys)."""
 from __future__ import annotations
 
 from planner.cli import emit
@@ -38,15 +38,18 @@ def _text(e: Estimate, r) -> str:
     return "\n".join([
         f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} (TP={r.deployment.tensor_parallel_size}), "
         f"weights {r.weights.label}, engine {e.engine} ({e.efficiency_status}: {e.efficiency_source})",
-        f"  batch {e.batch} × ({e.input_tokens:,} in, {e.output_tokens:,} out); memory limit {e.max_batch} per replica",
+        f"  batch {e.batch} × ({e.input_tokens:,} in, {e.output_tokens:,} out); "
+        f"memory limit {e.max_batch} per replica",
         f"  prefill (whole batch)  {e.prefill_s * 1e3:,.1f} ms ({e.prefill_bound}-bound)",
         f"  TTFT                   {e.ttft_s * 1e3:,.1f} ms (queue wait {e.queue_wait_s * 1e3:,.0f} ms + prefill)",
-        f"  TPOT (mean)            {e.tpot_s * 1e3:,.2f} ms ({e.bound}-bound) = {e.tokens_per_s_per_user:,.1f} tokens/s per user",
+        f"  TPOT (mean)            {e.tpot_s * 1e3:,.2f} ms ({e.bound}-bound) = "
+        f"{e.tokens_per_s_per_user:,.1f} tokens/s per user",
         f"  end-to-end             {e.e2e_s:,.3f} s = TTFT + {e.output_tokens - 1:,} × TPOT",
         f"  throughput             {e.throughput_tokens_per_s:,.0f} output tokens/s",
         f"  decode step            {total * 1e3:.2f} ms: {parts}",
         "  ridge point            " + (f"decode turns compute-bound at batch {e.ridge_batch}" if e.ridge_batch
                                         else "decode stays memory-bound at this context"),
-        f"  efficiency             matmul {eff['matmul_efficiency']:.2f}, attention {eff['attention_efficiency']:.2f}, "
+        f"  efficiency             matmul {eff['matmul_efficiency']:.2f}, "
+        f"attention {eff['attention_efficiency']:.2f}, "
         f"memory {eff['memory_efficiency']:.2f}, overhead {eff['step_overhead_s'] * 1e3:.2f} ms/step",
     ])

@@ -101,7 +101,8 @@ def run_lora(args) -> int:
         f"({fmt_gb(plan.kv_pool_bytes_without)} → {fmt_gb(plan.kv_pool_bytes_with)})",
         f"  max requests         {plan.max_requests_without:,} → {plan.max_requests_with:,} "
         f"(requests of {request_tokens(args):,} tokens)",
-        f"  adapters that fit    {plan.adapters_fit_keeping:,} while keeping room for {plan.keep_requests} request(s)",
+        f"  adapters that fit    {plan.adapters_fit_keeping:,} "
+        f"while keeping room for {plan.keep_requests} request(s)",
     ])
     emit(out, args.json, text)
     return 0

@@ -68,7 +68,8 @@ def _text(o: dict) -> str:
         f"  best k at this batch             {o['best_k']}  ({ks})",
         f"  draft memory per GPU             {fmt_gb(m['draft_weight_bytes_per_gpu'])} weights + "
         f"{m['draft_kv_bytes_per_token_per_gpu']:,.0f} B KV per token",
-        f"  KV pool                          {m['kv_pool_tokens_without']:,} → {m['kv_pool_tokens_with']:,} tokens; "
+        f"  KV pool                          {m['kv_pool_tokens_without']:,} → "
+        f"{m['kv_pool_tokens_with']:,} tokens; "
         f"requests {m['max_requests_without']} → {m['max_requests_with']}",
         *([] if o["same_vocabulary"] else ["  warning: the draft's vocabulary differs from the target's: vLLM "
                                            "needs the same tokenizer"]),

@@ -107,10 +107,13 @@ def _prefix_text(o: dict) -> str:
         f"({o['cached_tokens_on_hit']:,} cached in whole blocks of {o['block_size']}), hit rate {o['hit_rate']:.0%}",
         f"  TTFT, given rates   {g['before']:,.0f} → {g['after']:,.0f} ms on a hit (expected {g['expected']:,.0f} ms)",
         f"  TTFT, roofline      {m['before']:,.1f} → {m['after']:,.1f} ms on a hit (expected {m['expected']:,.1f} ms)",
-        f"  prefill FLOPs       {o['prefill_flops_saved_on_hit'] / 1e12:,.2f} of {o['prefill_flops_without'] / 1e12:,.2f} "
+        f"  prefill FLOPs       {o['prefill_flops_saved_on_hit'] / 1e12:,.2f} "
+        f"of {o['prefill_flops_without'] / 1e12:,.2f} "
         f"TFLOP saved per hit",
-        f"  KV blocks saved     {o['kv_blocks_saved']:,} ({fmt_gb(o['kv_bytes_saved'])} per GPU) when requests share it",
-        f"  max requests        {o['max_requests_without_sharing']} → {o['max_requests_with_sharing']} with one shared copy",
+        f"  KV blocks saved     {o['kv_blocks_saved']:,} ({fmt_gb(o['kv_bytes_saved'])} per GPU) "
+        "when requests share it",
+        f"  max requests        {o['max_requests_without_sharing']} → {o['max_requests_with_sharing']} "
+        "with one shared copy",
     ]
     if "trace" in o:
         t = o["trace"]
@@ -137,7 +140,8 @@ def run_paged(args) -> int:
         f"{r.model.name} on {r.gpu.name}: {c.num_samples:,} requests, mean {c.mean_tokens:,.0f} tokens "
         f"(p50 {c.p50_tokens:,.0f}, p95 {c.p95_tokens:,.0f}), KV pool {c.pool_tokens:,} tokens per GPU",
         f"  contiguous ({c.reserve_tokens:,} reserved)  {c.contiguous_max_requests:,} requests, "
-        + (f"{c.contiguous_waste_fraction:.1%} of reserved memory never written ({fmt_gb(c.contiguous_waste_bytes)})"
+        + (f"{c.contiguous_waste_fraction:.1%} of reserved memory never written "
+           f"({fmt_gb(c.contiguous_waste_bytes)})"
            if c.contiguous_max_requests else "one reservation is larger than the pool"),
         f"  paged (blocks of {c.block_size})          {c.paged_max_requests:,} requests, "
         f"{c.paged_waste_fraction:.2%} wasted in tail blocks ({fmt_gb(c.paged_waste_bytes)})",
@@ -154,7 +158,8 @@ def run_flash(args) -> int:
     out = dataclasses.asdict(m) | {"model": r.model.name, "gpu": r.gpu.id, "layers": r.model.num_layers,
                                    "gpu_memory_bytes": r.gpu.usable_memory_bytes}
     text = "\n".join([
-        f"{r.model.name}: batch {m.batch} × {heads} heads per GPU × {m.q_tokens:,}² scores × {m.bytes_per_value:g} B",
+        f"{r.model.name}: batch {m.batch} × {heads} heads per GPU × {m.q_tokens:,}² scores × "
+        f"{m.bytes_per_value:g} B",
         f"  standard attention   {fmt_bytes(m.standard_bytes)} per layer materialised in HBM "
         f"(~{fmt_bytes(m.standard_traffic_bytes)} of HBM traffic)",
         f"  FlashAttention       {fmt_bytes(m.flash_tile_bytes)} tile on-chip per thread block, "
