@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks.bench_pages import BUDGET_S, RERUNS, registered_pages, rerun_times
 
-pytestmark = pytest.mark.slow  # ~10 s of reruns, and a timing budget a loaded machine can miss: -m "not slow" skips it
+pytestmark = pytest.mark.slow  # ~10 s of reruns against a timing budget a loaded machine can miss
 
 
 @pytest.mark.parametrize("page", registered_pages())
