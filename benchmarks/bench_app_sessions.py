@@ -1,4 +1,5 @@
-"""Load test: N concurrent sessions on one `streamlit run app.py` server, each moving a slider over and over.
+"""App sessions: N concurrent sessions on one `streamlit run app.py` server, each moving a slider over and over
+(a load test of the web app itself, not the Traffic page's simulated replica).
 
 Each session is a websocket client that speaks Streamlit's own protocol (the protobuf BackMsg/ForwardMsg the
 browser sends), so 20 sessions cost the server what 20 browsers would without 20 browsers on the test machine.
@@ -9,7 +10,7 @@ finish successfully, a run slower than 60 s, a dropped connection.
 
 Prints p50/p95/max rerun time, reruns done, errors, and the server's resident memory (start, peak, end).
 
-Usage: python -m benchmarks.load_test [--sessions 20] [--seconds 120] [--url http://127.0.0.1:8501]
+Usage: python -m benchmarks.bench_app_sessions [--sessions 20] [--seconds 120] [--url http://127.0.0.1:8501]
        (env SERVINGPLAN_LOAD_SECONDS overrides the default duration; without --url a server is started)
 """
 from __future__ import annotations

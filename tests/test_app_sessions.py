@@ -1,7 +1,9 @@
-"""Load: 20 concurrent sessions (websocket clients speaking Streamlit's protocol) on one server, moving sliders.
+"""App sessions: 20 concurrent sessions (websocket clients speaking Streamlit's protocol) on one server, moving
+sliders. (Not the Traffic page's simulated load test of a replica: this loads the web app itself.)
 
-No errors allowed; p95 rerun time and server memory are reported (artifacts/load_test.txt and the terminal).
-Duration: SERVINGPLAN_LOAD_SECONDS (default 20 s here so CI stays short; benchmarks/load_test.py defaults to 120 s).
+No errors allowed; p95 rerun time and server memory are reported (artifacts/app_sessions.txt and the terminal).
+Duration: SERVINGPLAN_LOAD_SECONDS (default 20 s here so CI stays short; benchmarks/bench_app_sessions.py
+defaults to 120 s).
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import os
 
 import pytest
 
-from benchmarks.load_test import report, run_load, start_server
+from benchmarks.bench_app_sessions import report, run_load, start_server
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -33,8 +35,8 @@ def test_twenty_sessions_moving_sliders(capsys):
     text = report(figures)
     out = ROOT / "artifacts"
     out.mkdir(exist_ok=True)
-    (out / "load_test.txt").write_text(text + "\n")
-    (out / "load_test.json").write_text(json.dumps(figures, indent=2))
+    (out / "app_sessions.txt").write_text(text + "\n")
+    (out / "app_sessions.json").write_text(json.dumps(figures, indent=2))
     with capsys.disabled():
         print("\n" + text)
     assert not figures["errors"], text
