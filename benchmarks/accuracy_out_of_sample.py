@@ -47,7 +47,9 @@ for _p in POINTS:
 def fit_group(key: str, pts: list, iters: int):
     """The body of fit_efficiency.fit_all's loop for one group (fit_all itself only fits all points at once)."""
     x0 = np.log([p for p, _, _, _ in fe.PRIORS.values()])
-    f = lambda v: fe.objective(v, pts, RESOLVED, key)
+    def f(v):
+        return fe.objective(v, pts, RESOLVED, key)
+
     x = nelder_mead(f, x0, iters=iters)
     x = nelder_mead(f, x, step=0.1, iters=iters)  # restart, as fit_all
     return fe.clip_profile(x, len(pts))
@@ -127,7 +129,7 @@ def main(argv=None) -> int:
     df["abs_error_pct"] = df["error_pct"].abs()
     pd.set_option("display.width", 200)
     pd.set_option("display.max_rows", 500)
-    fmt = lambda v: f"{v:.1f}"
+    fmt = "{:.1f}".format
 
     # sanity: the in-sample refit should reproduce data/efficiency.yaml's predictions
     yaml_df = evaluate(POINTS, None, RESOLVED).set_index("id")
