@@ -71,8 +71,15 @@ def test_readme_setup_installs_the_package():
 
 def test_app_runs_streamlit_on_the_app_script(monkeypatch):
     calls = []
-    monkeypatch.setattr(app_cmd.subprocess, "call", lambda command: calls.append(command) or 0)
-    assert main(["app", "--server.port", "8600", "--server.headless", "true"]) == 0
+
+    def exec_or_call(*args):  # os.execv(path, argv) never returns; subprocess.call(argv) returns the exit code
+        calls.append(args[-1])
+        raise SystemExit(0)
+
+    monkeypatch.setattr(app_cmd.os, "execv", exec_or_call)
+    monkeypatch.setattr(app_cmd.subprocess, "call", exec_or_call)
+    with pytest.raises(SystemExit):
+        main(["app", "--server.port", "8600", "--server.headless", "true"])
     assert calls == [[sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
                       "--server.port", "8600", "--server.headless", "true"]]
 

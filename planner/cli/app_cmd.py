@@ -1,13 +1,14 @@
 """`servingplan app`: start the web app, from a checkout or an installed wheel, in any directory.
 
-Runs `python -m streamlit run APP [streamlit options]` with this interpreter. APP is `app.py` at the repository root
-in a checkout (or an editable install); an installed wheel carries app.py and pages/ as `ui/_app/` (setup.py maps them
-there), found without importing the UI. Options after `app` go to Streamlit, e.g. `servingplan app --server.port 8600`.
+Runs `python -m streamlit run APP [streamlit options]` with this interpreter (exec'd in place on POSIX). APP is
+`app.py` at the repository root in a checkout (or an editable install); an installed wheel carries app.py and pages/
+as `ui/_app/` (setup.py maps them there), found without importing the UI. Options after `app` go to Streamlit, e.g. `servingplan app --server.port 8600`.
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("app", "Streamlit is not installed: pip install 'streamlit>=1.40,<2'")
     script = app_script()
     command = [sys.executable, "-m", "streamlit", "run", str(script), *args.unknown_args]
+    if os.name == "posix":  # become Streamlit: signals (Ctrl-C, a service manager's SIGTERM) reach the server itself
+        os.execv(sys.executable, command)
     try:
         return subprocess.call(command)
     except KeyboardInterrupt:  # Ctrl-C stops Streamlit too; not an error
