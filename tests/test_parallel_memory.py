@@ -1,11 +1,13 @@
 """Frontier presets and memory per GPU under TP, PP, DP attention and EP (issue 17, part 1)."""
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
 
 from planner.cli import main
+from planner.cli.scenario_args import add_scenario_args, scenario_from_args
 from planner.core.catalog import get_model
 from planner.core.errors import InputError
 from planner.core.params import count_params
@@ -93,11 +95,9 @@ def test_dense_model_data_parallel_ranks_each_hold_their_requests():
 
 
 def test_expert_parallel_size_must_be_tp_times_dp(capsys):
+    p = argparse.ArgumentParser()
+    add_scenario_args(p)
     with pytest.raises(InputError) as err:
-        from planner.cli.scenario_args import add_scenario_args, scenario_from_args
-        import argparse
-        p = argparse.ArgumentParser()
-        add_scenario_args(p)
         scenario_from_args(p.parse_args(["--tp", "2", "--dp", "2", "--ep", "2"]))
     assert err.value.field == "--ep" and "4" in err.value.message
     assert main(["memory", "--tp", "2", "--pp", "2", "--num-gpus", "6"]) == 2

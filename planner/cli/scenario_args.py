@@ -33,7 +33,8 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--num-gpus", type=int, default=None, help="GPUs in the deployment (default: --tp)")
     g.add_argument("--tp", type=int, default=1, help="tensor-parallel size")
     g.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (stages of layers)")
-    g.add_argument("--dp", type=int, default=1, help="data-parallel attention ranks per instance (vLLM --data-parallel-size)")
+    g.add_argument("--dp", type=int, default=1,
+                   help="data-parallel attention ranks per instance (vLLM --data-parallel-size)")
     g.add_argument("--ep", type=int, default=1, help="expert-parallel size: 1 (experts TP-sharded) or TP × DP "
                                                      "(vLLM --enable-expert-parallel)")
     g.add_argument("--weights", default=None, help="weight precision id (see data/precisions.yaml); default: the "

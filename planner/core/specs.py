@@ -109,6 +109,8 @@ class GPUSpec(BaseModel):
     hbm_bandwidth_gb_s: PositiveFloat
     interconnect: str = "PCIe"
     interconnect_bandwidth_gb_s: PositiveFloat = 32.0
+    scale_out_bandwidth_gb_s: PositiveFloat | None = None  # per-GPU NIC between nodes, one direction
+    gpus_per_node: PositiveInt = 8  # GPUs on one NVLink / Infinity Fabric board
     usd_per_hour: float = Field(default=0.0, ge=0)
     price_date: str = ""
     source: dict[str, str] = Field(default_factory=dict)
