@@ -117,3 +117,16 @@ def test_llama70b_long_prompts_disagg_cli_contract(capsys):
     assert out["usd_per_million_output_tokens"] == pytest.approx(out["usd_per_hour"] / (10 * 300 * 3600) * 1e6)
     assert out["kv_transfer_s"] == pytest.approx(8000 * 327_680 / (out["prefill"]["tp"] * 50e9) + 10e-6)
     assert out["cheaper"] == (out["usd_per_hour"] < out["aggregated"]["usd_per_hour"])
+
+
+def test_walkthrough_when_to_disaggregate():
+    from planner.teaching.disagg_walkthrough import DisaggInputs
+    from planner.teaching.walkthroughs import run_walkthrough
+    s = {x.number: x for x in run_walkthrough("disaggregation")}
+    assert s["1"].result == "419.4 MB"  # 512 × 819,200 B (OPT-13B: 2 × 40 × 5,120 × 2)
+    assert s["2"].result == "8.40 ms"  # 419.43 MB / 50 GB/s + 0.01 ms
+    assert (s["4"].value, s["5"].value, s["7"].value) == (2, 1, 7)  # ceil(10/5.6), ceil(10/10), ceil(10/1.6)
+    assert s["6"].result == "3.33 req/s"
+    # over 1 GB/s the 419 MB take 419 ms: more than the 250 ms target on their own
+    slow = {x.number: x for x in run_walkthrough("disaggregation", DisaggInputs(link_gb_s=1.0))}
+    assert slow["3"].value > 100 and "never disaggregate" in slow["3"].note
