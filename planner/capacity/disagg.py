@@ -75,6 +75,7 @@ class DisaggPlan:
     mean_output_tokens: float
     usd_per_gpu_hour: float
     kv_link: str
+    kv_link_gb_s: float  # total bandwidth of the prefill instance's link
     kv_transfer_s: float | None  # the mean prompt's transfer
     prefill: dict | None  # gpus_per_instance, tp, dp, instances, max_rate_per_instance, ...
     decode: dict | None
@@ -179,10 +180,11 @@ def disagg_plan(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSp
         r, cap, n, gpus = best_d
         d_row = _pool_row(r, cap, n, gpus)
         d_row["tpot_p95_s"] = decode_tpot_at(r, target_rps / n, mean_in, mean_out, engine)
-    link_label = links[id(best_p[0])].label if best_p else links[id(shapes[0])].label
+    chosen = links[id(best_p[0])] if best_p else links[id(shapes[0])]
     agg, agg_rows = (aggregated_best(s, target_rps, traffic, slo, headroom, prices, engine, rel_tol, shapes)
                      if compare else (None, []))
-    return DisaggPlan(target_rps, slo, headroom, mean_in, mean_out, usd, link_label, transfer, p_row, d_row,
+    return DisaggPlan(target_rps, slo, headroom, mean_in, mean_out, usd, chosen.label, chosen.bytes_per_s / 1e9,
+                      transfer, p_row, d_row,
                       tuple(c for _, c in prefill), tuple(c for _, c in decode), agg, tuple(agg_rows))
 
 
