@@ -134,8 +134,8 @@ if p and d:
         f"{o['headroom']:g} / {d['max_rate_per_instance']:,.3g}) = {d['instances']}; GPUs = {p['instances']} × "
         f"{p['gpus_per_instance']} + {d['instances']} × {d['gpus_per_instance']} = {o['num_gpus']}; "
         f"$/h = {o['num_gpus']} × {_usd(o['usd_per_gpu_hour'])} = {_usd(o['usd_per_hour'])}. KV transfer = "
-        f"{o['mean_prompt_tokens']:,.0f} tokens × {r.model.num_layers} layers' KV / ({o['kv_link']}) = "
-        f"{_ms(o['kv_transfer_s'])} ms.")
+        f"{o['mean_prompt_tokens']:,.0f} tokens × {kv_bytes_per_token(r.model, r.kv_bytes):,.0f} B per token / "
+        f"{o['kv_link_gb_s']:,.4g} GB/s ({o['kv_link']}) + link latency = {_ms(o['kv_transfer_s'])} ms.")
 
 st.subheader("Prefill : decode instances as prompts and outputs change")
 st.plotly_chart(charts.ratio_lines(_ratios(sj, slo, link)), key="dg_ratio")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 _TOP_LEGEND = dict(orientation="h", yanchor="bottom", y=1.08, x=0)
 STEP_PARTS = {"all_to_all_ms": "expert all-to-all", "imbalance_ms": "expert imbalance", "pipeline_ms": "pipeline",
@@ -10,16 +11,18 @@ STEP_PARTS = {"all_to_all_ms": "expert all-to-all", "imbalance_ms": "expert imba
 
 
 def layout_bars(rows: list[dict]) -> go.Figure:
-    """Requests held and tokens/s per layout, side by side (two y axes would mislead: two bar groups instead)."""
+    """Requests held and decode tokens/s per layout, in two panels (their scales differ by orders of magnitude)."""
     df = pd.DataFrame([r for r in rows if r.get("fits") and "max_concurrency" in r])
-    fig = go.Figure()
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("requests of max_model_len held",
+                                                        "decode tokens/s at the batch"))
     if df.empty:
         return fig
-    fig.add_trace(go.Bar(x=df["layout"], y=df["max_concurrency"], name="requests of max_model_len held",
-                         hovertemplate="%{x}<br>%{y:,} requests<extra></extra>"))
-    fig.add_trace(go.Bar(x=df["layout"], y=df["tokens_per_s"] / 1000, name="decode k-tokens/s at the batch",
-                         hovertemplate="%{x}<br>%{y:,.1f}k tokens/s<extra></extra>"))
-    fig.update_layout(barmode="group", height=320, margin=dict(t=50, b=40), legend=_TOP_LEGEND)
+    fig.add_trace(go.Bar(x=df["layout"], y=df["max_concurrency"], name="requests held", showlegend=False,
+                         hovertemplate="%{x}<br>%{y:,} requests<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Bar(x=df["layout"], y=df["tokens_per_s"], name="tokens/s", showlegend=False,
+                         marker_color="#ff7f0e", hovertemplate="%{x}<br>%{y:,.0f} tokens/s<extra></extra>"),
+                  row=1, col=2)
+    fig.update_layout(height=320, margin=dict(t=50, b=40))
     return fig
 
 
