@@ -82,7 +82,11 @@ st.markdown(
     "(EP = TP × DP experts groups). MLA's latent (DeepSeek) has one KV head, so TP cannot split it: at TP 8 all "
     "eight GPUs store the same latent, at DP 8 each stores different requests, which is why DP 8 + EP 8 holds "
     "several times more requests. The price is the expert all-to-all every MoE layer: per GPU "
-    "`tokens/TP × top-k × (dispatch + combine bytes) × remote share / link` (NVLink in a node, the NIC across).")
+    "`tokens/TP × top-k × (dispatch + combine bytes) × remote share / link` (NVLink in a node, the NIC across). "
+    "PP stages hold a share of the layers each; a token still passes every stage, so a step takes the full pass, "
+    "and the GPUs stay busy only with several batches in flight: with m micro-batches a fraction "
+    "(PP − 1) / (m + PP − 1) of the time is idle (one batch on PP 2: 50%; vLLM keeps PP batches in flight, which "
+    "the tokens/s above assume).")
 
 # --- disaggregated prefill/decode --------------------------------------------------------------------------
 st.header("When do separate prefill and decode pools pay off?")

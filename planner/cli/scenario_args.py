@@ -72,6 +72,9 @@ def _expert_parallel(args: argparse.Namespace) -> bool:
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     pp, dp = getattr(args, "pp", 1), getattr(args, "dp", 1)
+    for flag, value in (("--tp", args.tp), ("--pp", pp), ("--dp", dp)):
+        if value < 1:
+            raise InputError(flag, f"must be a whole number >= 1, got {value}")
     values = {"num_gpus": args.num_gpus or args.tp * pp * dp, "tensor_parallel_size": args.tp,
               "pipeline_parallel_size": pp, "data_parallel_size": dp, "enable_expert_parallel": _expert_parallel(args),
               "weights": _default_weights(args),

@@ -103,6 +103,10 @@ def _parallel_warnings(r: Resolved, dep) -> list[str]:
         out.append("Expert parallelism has no effect: the model has no experts")
     if m.is_moe and m.num_experts % dep.moe_shard_size and dep.enable_expert_parallel:
         out.append(f"Does not fit: {m.num_experts} experts do not divide over EP={dep.expert_parallel_size} ranks")
+    node = r.gpu.gpus_per_node
+    if dep.tensor_parallel_size > node:
+        out.append(f"Slow: TP={dep.tensor_parallel_size} spans nodes of {node} GPUs, so every all-reduce crosses the "
+                   "network; keep TP within a node and use PP, DP or EP across nodes")
     if dep.pipeline_parallel_size > m.num_layers:
         out.append(f"Does not fit: PP={dep.pipeline_parallel_size} exceeds the {m.num_layers} layers")
     if m.is_mla and dep.tensor_parallel_size > 1:
