@@ -10,8 +10,9 @@ planner.capacity.disagg_pools; the pool takes the shape needing the fewest GPUs 
 (aiconfigurator's rate matching, ai-dynamo/aiconfigurator@095f58a5 inference_session.py `_match_workers`, also
 balances x·P against y·D; it derates them by 0.9 / 0.92 where we provision the same headroom as aggregated.)
 
-Aggregated: capacity_plan (planner.capacity.replicas: the simulator with vLLM's chunked prefill, one replica per TP
-group) at each TP that fits; the cheapest feasible one is the comparison. Disaggregation is reported `cheaper` only
+Aggregated: capacity_plan (planner.capacity.replicas: the simulator with vLLM's chunked prefill) at each shape
+that fits (TP-only, and the scenario's DP layout counted in whole instances); the cheapest feasible one is the
+comparison. Disaggregation is reported `cheaper` only
 when both pools are feasible and its $/h is strictly lower; a pool is infeasible when the p95 KV transfer alone
 reaches the TTFT target, so a slow link can never make disaggregation look cheap.
 """
@@ -134,18 +135,28 @@ def _pool_row(r: Resolved, cap: PoolCapacity, instances: int, gpus: int) -> dict
 def aggregated_best(s: Scenario, target: float, traffic: TrafficSpec, slo: SLO, headroom: float,
                     prices: dict | None, engine: str, rel_tol: float,
                     shapes: list[Resolved]) -> tuple[dict | None, list]:
-    """capacity_plan at each TP-only shape; the cheapest feasible one (by $/h, then GPUs)."""
+    """capacity_plan at each shape without PP; the cheapest feasible one (by $/h, then GPUs).
+
+    capacity_plan simulates one DP rank on its TP GPUs, so for DP > 1 its replicas are DP ranks: instances =
+    ceil(ranks / DP), GPUs = instances × TP × DP. PP shapes are left out: the simulator runs one batch at a time
+    and would miss the batches PP keeps in flight."""
     rows = []
     for r in shapes:
         d = r.deployment
-        if d.data_parallel_size > 1 or d.pipeline_parallel_size > 1:
-            continue  # capacity_plan sizes TP replicas only
+        if d.pipeline_parallel_size > 1:
+            continue
         plan = capacity_plan(s.model_copy(update={"deployment": d}), target, traffic, slo, headroom, prices,
                              engine, rel_tol, operating_point=True)
         op = plan.get("operating_point") or {}
-        rows.append({"tp": plan["tp"], "replicas": plan["replicas"], "gpus": plan["num_gpus"],
-                     "max_rate_per_replica": plan["max_rate_per_replica"], "usd_per_hour": plan["usd_per_hour"],
-                     "usd_per_million_output_tokens": plan["usd_per_million_output_tokens"],
+        ranks = plan["replicas"]
+        instances = math.ceil(ranks / d.data_parallel_size) if ranks else None
+        gpus = instances * d.gpus_per_replica if instances else None
+        usd_h = gpus * plan["usd_per_gpu_hour"] if gpus else None
+        per_m = usd_h / (target * plan["mean_output_tokens"] * SECONDS_PER_HOUR) * 1e6 if usd_h else None
+        rows.append({"tp": d.tensor_parallel_size, "dp": d.data_parallel_size, "ep": d.expert_parallel_size,
+                     "replicas": instances, "gpus": gpus, "gpus_per_replica": d.gpus_per_replica,
+                     "max_rate_per_replica": plan["max_rate_per_replica"] * d.data_parallel_size,
+                     "usd_per_hour": usd_h, "usd_per_million_output_tokens": per_m,
                      "ttft_p95_s": op.get("ttft_p95_s"), "tpot_p95_s": op.get("tpot_p95_s"),
                      "feasible": plan["feasible"]})
     ok = [row for row in rows if row["feasible"] and row["replicas"]]

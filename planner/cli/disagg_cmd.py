@@ -75,7 +75,8 @@ def _text(o: dict) -> str:
         lines.append("  disaggregated: not feasible (" + "; ".join(sorted(reasons)) + ")")
     a = o["aggregated"]
     if a:
-        lines.append(f"  aggregated:    {a['replicas']} × TP={a['tp']} = {a['gpus']} GPUs, "
+        shape = f"TP={a['tp']}" + (f" DP={a['dp']} EP={a['ep']}" if a["dp"] > 1 else "")
+        lines.append(f"  aggregated:    {a['replicas']} × {shape} = {a['gpus']} GPUs, "
                      f"${a['usd_per_hour']:,.2f}/hour, "
                      f"${a['usd_per_million_output_tokens']:,.2f} per million output tokens")
     elif o["aggregated_options"]:
