@@ -130,3 +130,19 @@ def test_walkthrough_when_to_disaggregate():
     # over 1 GB/s the 419 MB take 419 ms: more than the 250 ms target on their own
     slow = {x.number: x for x in run_walkthrough("disaggregation", DisaggInputs(link_gb_s=1.0))}
     assert slow["3"].value > 100 and "never disaggregate" in slow["3"].note
+
+
+def test_recommend_ranks_disaggregated_options_with_the_rest(capsys):
+    args = ["recommend", "--model", "meta-llama/Llama-3.1-70B", "--gpus", "H100-SXM", "--precisions", "bf16",
+            "--tps", "4,8", "--max-model-len", "32768", "--profile", "custom", "--input-tokens", "8000",
+            "--output-tokens", "300", "--num-requests", "200", "--target-rate", "10", "--slo-ttft-p95", "2",
+            "--slo-tpot-p95", "0.05", "--workers", "1", "--disagg", "--json"]
+    assert main(args) == 0
+    rows = json.loads(capsys.readouterr().out)["options"]
+    disagg = [r for r in rows if r.get("disaggregated")]
+    assert len(disagg) == 1 and "P×TP" in disagg[0]["id"]
+    feasible = [r for r in rows if r["feasible"]]
+    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    assert [r["usd_per_hour"] for r in feasible] == sorted(r["usd_per_hour"] for r in feasible)
+    d = disagg[0]  # $/h = GPUs × $2.69 (H100-SXM in data/gpus.yaml)
+    assert d["usd_per_hour"] == pytest.approx(d["num_gpus"] * 2.69)
