@@ -146,3 +146,18 @@ def test_recommend_ranks_disaggregated_options_with_the_rest(capsys):
     assert [r["usd_per_hour"] for r in feasible] == sorted(r["usd_per_hour"] for r in feasible)
     d = disagg[0]  # $/h = GPUs × $2.69 (H100-SXM in data/gpus.yaml)
     assert d["usd_per_hour"] == pytest.approx(d["num_gpus"] * 2.69)
+
+
+def test_decode_pool_is_littles_law_at_the_largest_batch_within_the_tpot_target():
+    from planner.capacity.disagg_pools import decode_capacity, decode_step_s, decode_tpot_at
+    r = _r(num_gpus=8, tensor_parallel_size=8)
+    slo = SLO(ttft_p95_s=2.0, tpot_p95_s=0.03)
+    cap = decode_capacity(r, 8000, 300, slo, "vllm")
+    pm = PerfModel(r)
+    n, ctx = cap.batch, 8000 + 150  # mean context while decoding: prompt + output / 2
+    p95 = lambda k: decode_step_s(pm, k + 1.645 * k ** 0.5, ctx)  # noqa: E731
+    assert p95(n) <= 0.03 < p95(n + 1)  # the largest batch whose p95 step meets the target
+    # Little's law: n requests each decoding 299 steps of t(n): λ = n / (299 × t(n))
+    assert cap.max_rate_per_instance == pytest.approx(n / (299 * decode_step_s(pm, n, ctx)))
+    # at that rate the fixed point n = λ × 299 × t(n) comes back to the same batch, so the same p95 TPOT
+    assert decode_tpot_at(r, cap.max_rate_per_instance, 8000, 300, "vllm") == pytest.approx(p95(n), rel=1e-3)
