@@ -104,3 +104,12 @@ def test_expert_parallel_size_must_be_tp_times_dp(capsys):
     assert "--num-gpus" in capsys.readouterr().err
     assert Deployment(num_gpus=16, tensor_parallel_size=2, data_parallel_size=4, enable_expert_parallel=True
                       ).expert_parallel_size == 8
+
+
+def test_qwen3_235b_tp8_duplicates_its_4_kv_heads_twice():
+    # vLLM docs/serving/context_parallel_deployment.md: "For Qwen3-235B-A22B, we have 4 kv-heads. When we deploy it
+    # with -tp 8, the KV cache duplication is 2x". Per GPU: 94 layers × 2 × 1 head × 128 × 2 B = 48,128 B at TP 4
+    # and still at TP 8 (8 GPUs × 1 head = 4 heads × 2).
+    m = get_model("Qwen/Qwen3-235B-A22B")
+    assert memory.kv_bytes_per_token(m, 2, tp=4) == memory.kv_bytes_per_token(m, 2, tp=8) == 94 * 2 * 128 * 2
+    assert 8 * memory.kv_bytes_per_token(m, 2, tp=8) == 2 * memory.kv_bytes_per_token(m, 2)
