@@ -78,7 +78,9 @@ def _text(o: dict) -> str:
         shape = f"TP={a['tp']}" + (f" DP={a['dp']} EP={a['ep']}" if a["dp"] > 1 else "")
         lines.append(f"  aggregated:    {a['replicas']} × {shape} = {a['gpus']} GPUs, "
                      f"${a['usd_per_hour']:,.2f}/hour, "
-                     f"${a['usd_per_million_output_tokens']:,.2f} per million output tokens")
+                     f"${a['usd_per_million_output_tokens']:,.2f} per million output tokens"
+                     + (f", p95 TTFT {a['ttft_p95_s'] * 1e3:,.0f} ms, p95 TPOT {a['tpot_p95_s'] * 1e3:,.1f} ms"
+                        if a.get("ttft_p95_s") and a.get("tpot_p95_s") else ""))
     elif o["aggregated_options"]:
         lines.append("  aggregated:    no TP shape meets the SLO")
     if o["feasible"] and (a or o["aggregated_options"]):
