@@ -113,3 +113,16 @@ def test_qwen3_235b_tp8_duplicates_its_4_kv_heads_twice():
     m = get_model("Qwen/Qwen3-235B-A22B")
     assert memory.kv_bytes_per_token(m, 2, tp=4) == memory.kv_bytes_per_token(m, 2, tp=8) == 94 * 2 * 128 * 2
     assert 8 * memory.kv_bytes_per_token(m, 2, tp=8) == 2 * memory.kv_bytes_per_token(m, 2)
+
+
+def test_parallelism_travels_in_a_shared_link():
+    from planner.core.scenario_codec import from_query, to_query
+    s = Scenario(model="deepseek-ai/DeepSeek-V3", gpu="H200",
+                 deployment=Deployment(num_gpus=16, tensor_parallel_size=1, data_parallel_size=8,
+                                       pipeline_parallel_size=2, enable_expert_parallel=True, weights="fp8"))
+    q = to_query(s)
+    assert (q["pp"], q["dp"], q["ep"]) == ("2", "8", "1")
+    assert from_query(q) == s
+    with pytest.raises(InputError) as err:
+        from_query({**q, "ep": "maybe"})
+    assert err.value.field == "URL parameter ep"
