@@ -32,8 +32,9 @@ def _layouts(scenario_json: str, num_gpus: int, batch: int, context: int, skew: 
 
 
 @st.cache_data(show_spinner="Sizing the prefill and decode pools and the aggregated replicas…", max_entries=16)
-def _disagg(scenario_json: str, target: float, traffic: TrafficSpec, slo: SLO, link: str) -> dict:
-    return disagg_plan(Scenario.model_validate_json(scenario_json), target, traffic, slo, link=link).to_dict()
+def _disagg(scenario_json: str, target: float, traffic: TrafficSpec, slo: SLO, link: str, layerwise: bool) -> dict:
+    return disagg_plan(Scenario.model_validate_json(scenario_json), target, traffic, slo, link=link,
+                       layerwise=layerwise).to_dict()
 
 
 @st.cache_data(show_spinner="Sweeping prompt and output lengths…", max_entries=8)
@@ -52,7 +53,7 @@ def _ms(v) -> str:
 
 for key, value in (("dg_gpus", 8), ("dg_batch", 64), ("dg_context", 4000), ("dg_skew", 0.0), ("dg_target", 10.0),
                    ("dg_prompt", 8000), ("dg_output", 300), ("dg_ttft_ms", 2000), ("dg_tpot_ms", 50),
-                   ("dg_link", "nic")):
+                   ("dg_link", "nic"), ("dg_layerwise", False)):
     st.session_state.setdefault(key, value)
 
 st.title("Disaggregation & parallelism")
@@ -99,11 +100,14 @@ link = c[3].selectbox("KV link", ["nic", "nvlink"], key="dg_link",
 c = st.columns(4)
 ttft_ms = c[0].number_input("SLO: p95 TTFT (ms)", 10, 600_000, step=100, key="dg_ttft_ms")
 tpot_ms = c[1].number_input("SLO: p95 TPOT (ms)", 1, 10_000, step=5, key="dg_tpot_ms")
+layerwise = c[2].toggle("Send KV layer by layer", key="dg_layerwise",
+                        help="Splitwise: each layer's KV leaves while the next computes; only what outlasts the "
+                             "prefill (at least one layer's share) adds to TTFT.")
 slo = SLO(ttft_p95_s=ttft_ms / 1e3, tpot_p95_s=tpot_ms / 1e3)
 traffic = TrafficSpec(profile="custom", prompt=f"lognormal:mean={prompt},sigma=0.5",
                       output=f"lognormal:mean={output},sigma=0.5", num_requests=NUM_REQUESTS)
 try:
-    o = _disagg(sj, float(target), traffic, slo, link)
+    o = _disagg(sj, float(target), traffic, slo, link, bool(layerwise))
 except InputError as err:
     st.error(f"{err.field}: {err.message}")
     st.stop()
@@ -117,8 +121,8 @@ c[1].metric("Decode pool", f"{d['instances']} × TP {d['tp']}" if d else "infeas
 c[2].metric("GPUs: disaggregated / aggregated", f"{o['num_gpus'] or '–'} / {a['gpus'] if a else '–'}")
 c[3].metric("KV transfer share of TTFT", f"{o['kv_transfer_share_of_ttft']:.1%}"
             if o.get("kv_transfer_share_of_ttft") is not None else "–",
-            help=f"{_ms(o['kv_transfer_s'])} ms for the mean prompt over {o['kv_link']}, against the p95 TTFT "
-                 "at the target.")
+            help=f"{_ms(o['kv_transfer_visible_s'])} ms of {_ms(o['kv_transfer_s'])} ms for the mean prompt over "
+                 f"{o['kv_link']} adds to TTFT, against the p95 TTFT at the target.")
 c = st.columns(4)
 c[0].metric("$ per hour, disaggregated", _usd(o["usd_per_hour"]))
 c[1].metric("$ per hour, aggregated", _usd(a["usd_per_hour"]) if a else "–",

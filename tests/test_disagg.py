@@ -161,3 +161,22 @@ def test_decode_pool_is_littles_law_at_the_largest_batch_within_the_tpot_target(
     assert cap.max_rate_per_instance == pytest.approx(n / (299 * decode_step_s(pm, n, ctx)))
     # at that rate the fixed point n = λ × 299 × t(n) comes back to the same batch, so the same p95 TPOT
     assert decode_tpot_at(r, cap.max_rate_per_instance, 8000, 300, "vllm") == pytest.approx(p95(n), rel=1e-3)
+
+
+def test_layerwise_transfer_hides_behind_the_prefill():
+    from planner.capacity.disagg_pools import visible_transfer_s
+    r = _r(num_gpus=8, tensor_parallel_size=8)
+    pm = PerfModel(r)
+    prefill = float(pm.prefill(1, 8000).total_s)
+    fast = kv_link(r, "nic", layerwise=True)  # 6.56 ms, far below the prefill: only one layer's share shows
+    assert float(visible_transfer_s(r, 8000, fast, pm)) == pytest.approx(float(kv_transfer_s(r, 8000, fast)) / 80)
+    slow = kv_link(r, gb_s=1.0, layerwise=True)  # 2.62 s: longer than the prefill, the rest shows
+    t = float(kv_transfer_s(r, 8000, slow))
+    assert float(visible_transfer_s(r, 8000, slow, pm)) == pytest.approx(t - prefill * 79 / 80)
+    assert float(visible_transfer_s(r, 8000, kv_link(r, gb_s=1.0), pm)) == pytest.approx(t)  # sent after
+    # the rule holds with overlap too: the whole transfer precedes the first decoded token
+    s = Scenario(model="meta-llama/Llama-3.1-70B", gpu="H100-SXM",
+                 deployment=Deployment(weights="bf16", max_model_len=32768))
+    plan = disagg_plan(s, 5.0, LONG, SLO(ttft_p95_s=2.0, tpot_p95_s=0.05), link_gb_s=1.0, compare=False,
+                       layerwise=True)
+    assert not plan.feasible and not plan.cheaper

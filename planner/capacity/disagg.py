@@ -22,12 +22,14 @@ import math
 from dataclasses import asdict, dataclass
 
 from planner.capacity.disagg_pools import (DEFAULT_LINK_LATENCY_S, PoolCapacity, decode_capacity, decode_tpot_at,
-                                           kv_link, kv_transfer_s, prefill_capacity, prefill_probe)
+                                           kv_link, kv_transfer_s, prefill_capacity, prefill_probe,
+                                           visible_transfer_s)
 from planner.capacity.replicas import (DEFAULT_HEADROOM, DEFAULT_REL_TOL, SECONDS_PER_HOUR, capacity_plan, mean_tokens,
                                        price_of, replicas_for)
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
+from planner.latency.perf_model import PerfModel
 from planner.memory.plan import TP_DEGREES, plan_memory
 
 
@@ -78,6 +80,7 @@ class DisaggPlan:
     kv_link: str
     kv_link_gb_s: float  # total bandwidth of the prefill instance's link
     kv_transfer_s: float | None  # the mean prompt's transfer
+    kv_transfer_visible_s: float | None  # what of it the user waits for (all of it unless layer-wise)
     prefill: dict | None  # gpus_per_instance, tp, dp, instances, max_rate_per_instance, ...
     decode: dict | None
     prefill_options: tuple[PoolCapacity, ...]
@@ -120,7 +123,7 @@ class DisaggPlan:
                    aggregated_options=list(self.aggregated_options))
         if self.feasible:
             out["prefill_to_decode_instances"] = self.prefill["instances"] / self.decode["instances"]
-            out["kv_transfer_share_of_ttft"] = (self.kv_transfer_s / self.prefill["ttft_p95_s"]
+            out["kv_transfer_share_of_ttft"] = (self.kv_transfer_visible_s / self.prefill["ttft_p95_s"]
                                                 if self.prefill.get("ttft_p95_s") else None)
         return out
 
@@ -167,7 +170,7 @@ def disagg_plan(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSp
                 headroom: float = DEFAULT_HEADROOM, prices: dict | None = None, engine: str | None = None,
                 link: str = "nic", link_gb_s: float | None = None, link_latency_s: float = DEFAULT_LINK_LATENCY_S,
                 rel_tol: float = DEFAULT_REL_TOL, tps: tuple[int, ...] = TP_DEGREES,
-                compare: bool = True) -> DisaggPlan:
+                compare: bool = True, layerwise: bool = False) -> DisaggPlan:
     """Size both pools for `target_rps` under `slo`, and the best aggregated deployment to compare (module note)."""
     engine = engine or s.engine
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
@@ -178,18 +181,19 @@ def disagg_plan(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSp
                 if m.quantized_weights and m.quantized_weights != s.deployment.weights else "")
         raise InputError("--model", f"no TP, DP or PP shape of this model starts on this GPU (see `memory`){hint}")
     mean_in, mean_out = mean_tokens(traffic)
-    links = {id(r): kv_link(r, link, link_gb_s, link_latency_s) for r in shapes}
+    links = {id(r): kv_link(r, link, link_gb_s, link_latency_s, layerwise) for r in shapes}
     prefill = [(r, prefill_capacity(r, traffic, slo, links[id(r)], engine, rel_tol)) for r in shapes]
     decode = [(r, decode_capacity(r, mean_in, mean_out, slo, engine)) for r in shapes]
     best_p, best_d = _best(prefill, target_rps, headroom), _best(decode, target_rps, headroom)
     usd = price_of(shapes[0], prices)
     p_row = d_row = None
-    transfer = None
+    transfer = visible = None
     if best_p:
         r, cap, n, gpus = best_p
         p_row = _pool_row(r, cap, n, gpus)
         p_row["ttft_p95_s"] = prefill_probe(r, traffic, target_rps / n, links[id(r)], engine)[0]
         transfer = float(kv_transfer_s(r, mean_in, links[id(r)]))
+        visible = float(visible_transfer_s(r, mean_in, links[id(r)], PerfModel(r, engine)))
     if best_d:
         r, cap, n, gpus = best_d
         d_row = _pool_row(r, cap, n, gpus)
@@ -198,7 +202,7 @@ def disagg_plan(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSp
     agg, agg_rows = (aggregated_best(s, target_rps, traffic, slo, headroom, prices, engine, rel_tol, shapes)
                      if compare else (None, []))
     return DisaggPlan(target_rps, slo, headroom, mean_in, mean_out, usd, chosen.label, chosen.bytes_per_s / 1e9,
-                      transfer, p_row, d_row,
+                      transfer, visible, p_row, d_row,
                       tuple(c for _, c in prefill), tuple(c for _, c in decode), agg, tuple(agg_rows))
 
 

@@ -6,7 +6,10 @@ KV transfer (DistServe §3.3, Splitwise §IV-C): the prompt's cache leaves the p
     link bytes/s = per-GPU link × sending GPUs: each TP rank sends its own KV heads' shard over its own NIC (GQA:
     min(TP, KV heads) distinct shards; MLA: the latent is whole on every rank, so ranks stripe it by layer: TP).
     Link "nic" = the GPU's scale-out NIC (data/gpus.yaml, separate nodes); "nvlink" = both pools in one node.
-    Sent after the prefill (no layer-wise overlap): an upper bound on what the user waits.
+    By default sent after the prefill: an upper bound on what the user waits. Layer-wise (Splitwise §IV-C: each
+    layer's KV leaves while the next layer computes) leaves visible = max(transfer / L, transfer − prefill ×
+    (L − 1) / L), prefill = PerfModel's time for the prompt alone. Either way the first decoded token cannot come
+    before the whole transfer, so a transfer longer than the TTFT target rules the pool out.
 
 Prefill pool: simulated (planner.sim) on the scenario's engine with every request's output cut to 1 token, so an
     instance only prefills; a request's TTFT = its simulated time to first token + its own KV transfer. An
@@ -49,10 +52,11 @@ class KVLink:
     bytes_per_s: float
     latency_s: float
     label: str
+    layerwise: bool = False  # overlap the transfer with the prefill, layer by layer
 
 
 def kv_link(r: Resolved, link: str = "nic", gb_s: float | None = None,
-            latency_s: float = DEFAULT_LINK_LATENCY_S) -> KVLink:
+            latency_s: float = DEFAULT_LINK_LATENCY_S, layerwise: bool = False) -> KVLink:
     """The path the prefill instance's KV takes (module note); `gb_s` overrides the total bandwidth."""
     if link not in LINKS:
         raise InputError("--kv-link", f"must be one of {', '.join(LINKS)}, got {link!r}")
@@ -61,7 +65,7 @@ def kv_link(r: Resolved, link: str = "nic", gb_s: float | None = None,
     if gb_s is not None:
         if not (gb_s > 0 and math.isfinite(gb_s)):
             raise InputError("--kv-link-gb-s", f"must be a number > 0, got {gb_s!r}")
-        return KVLink(gb_s * 1e9, latency_s, f"{gb_s:g} GB/s (given)")
+        return KVLink(gb_s * 1e9, latency_s, f"{gb_s:g} GB/s (given)", layerwise)
     m, tp = r.model, r.deployment.tensor_parallel_size
     senders = tp if m.is_mla else min(tp, m.num_kv_heads)
     if link == "nvlink":
@@ -69,13 +73,24 @@ def kv_link(r: Resolved, link: str = "nic", gb_s: float | None = None,
     else:
         per_gpu = (r.gpu.scale_out_bandwidth_gb_s or 12.5) * 1e9
         name = "NIC" if r.gpu.scale_out_bandwidth_gb_s else "assumed 100 Gb/s Ethernet"
-    return KVLink(per_gpu * senders, latency_s, f"{senders} × {per_gpu / 1e9:g} GB/s ({name})")
+    return KVLink(per_gpu * senders, latency_s, f"{senders} × {per_gpu / 1e9:g} GB/s ({name})", layerwise)
 
 
 def kv_transfer_s(r: Resolved, prompt_tokens, link: KVLink):
     """transfer = prompt KV bytes (whole model, one copy) / link bytes/s + latency; arrays welcome."""
     per_token = memory.kv_bytes_per_token(r.model, r.kv_bytes)
     return np.asarray(prompt_tokens, dtype=float) * per_token / link.bytes_per_s + link.latency_s
+
+
+def visible_transfer_s(r: Resolved, prompt_tokens, link: KVLink, pm: PerfModel):
+    """What the user waits for after the prefill: the whole transfer, or with layer-wise sending
+    max(transfer / L, transfer − prefill × (L − 1) / L) (module note)."""
+    transfer = kv_transfer_s(r, prompt_tokens, link)
+    if not link.layerwise:
+        return transfer
+    layers = r.model.num_layers
+    prefill = np.asarray(pm.prefill(1, np.asarray(prompt_tokens, dtype=float)).total_s, dtype=float)
+    return np.maximum(transfer / layers, transfer - prefill * (layers - 1) / layers)
 
 
 @dataclass(frozen=True)
@@ -101,10 +116,11 @@ def _prefill_workload(traffic: TrafficSpec, rate: float) -> Workload:
 def prefill_probe(r: Resolved, traffic: TrafficSpec, rate: float, link: KVLink, engine: str, cost=None):
     """(p95 TTFT incl. KV transfer, served / offered) of one instance at `rate` requests/s."""
     dp = r.deployment.data_parallel_size
+    cost = cost or step_cost_for(r, engine)
     wl = _prefill_workload(traffic, rate / dp)
     res = run_serving(r, wl, engine, traffic.prefix_caching, seed=traffic.seed, cost=cost)
     done = res.requests.finished
-    ttft = latencies(res)["ttft_s"] + kv_transfer_s(r, wl.prompt_tokens[done], link)
+    ttft = latencies(res)["ttft_s"] + visible_transfer_s(r, wl.prompt_tokens[done], link, cost.pm)
     offered, served = steady_rates(res)
     ratio = served / offered if offered else 0.0
     return (float(np.percentile(ttft, 95)) if len(ttft) else math.inf), ratio

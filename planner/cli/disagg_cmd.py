@@ -30,6 +30,8 @@ def register(subparsers) -> None:
     k.add_argument("--kv-link-gb-s", type=float, default=None, help="total link bandwidth, GB/s (overrides --kv-link)")
     k.add_argument("--kv-link-latency-ms", type=float, default=DEFAULT_LINK_LATENCY_S * 1e3,
                    help=f"fixed cost per transfer, ms (default {DEFAULT_LINK_LATENCY_S * 1e3:g})")
+    k.add_argument("--kv-layerwise", action="store_true",
+                   help="send each layer's KV as soon as it is computed (Splitwise); default: after the prefill")
     k.add_argument("--no-compare", action="store_true", help="skip the aggregated searches (faster)")
     p.set_defaults(func=run)
 
@@ -40,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--kv-link-latency-ms", "must be a number of ms >= 0")
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
     plan = disagg_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.engine, args.kv_link,
-                       args.kv_link_gb_s, args.kv_link_latency_ms / 1e3, args.rel_tol, compare=not args.no_compare)
+                       args.kv_link_gb_s, args.kv_link_latency_ms / 1e3, args.rel_tol, compare=not args.no_compare,
+                       layerwise=args.kv_layerwise)
     out = plan.to_dict()
     out.update(model=s.model_spec.name if s.model_spec else s.model, gpu=s.gpu, weights=s.deployment.weights,
                engine=args.engine)
@@ -66,7 +69,9 @@ def _text(o: dict) -> str:
              _pool_line("prefill", o["prefill"], "ttft_p95_s", False),
              _pool_line("decode", o["decode"], "tpot_p95_s", True)]
     if o["kv_transfer_s"] is not None:
-        lines.append(f"  KV transfer {o['kv_transfer_s'] * 1e3:,.2f} ms for the mean prompt over {o['kv_link']}")
+        lines.append(f"  KV transfer {o['kv_transfer_s'] * 1e3:,.2f} ms for the mean prompt over {o['kv_link']}"
+                     + (f" ({o['kv_transfer_visible_s'] * 1e3:,.2f} ms visible, sent layer by layer)"
+                        if o["kv_transfer_visible_s"] != o["kv_transfer_s"] else ""))
     if o["feasible"]:
         lines.append(f"  disaggregated: {o['num_gpus']} GPUs, ${o['usd_per_hour']:,.2f}/hour, "
                      f"${o['usd_per_million_output_tokens']:,.2f} per million output tokens")
