@@ -12,6 +12,7 @@ PAGES = [
     st.Page("pages/batching.py", title="Batching", icon=":material/view_timeline:"),
     st.Page("pages/traffic.py", title="Traffic & load test", icon=":material/monitoring:"),
     st.Page("pages/capacity.py", title="Capacity & cost", icon=":material/payments:"),
+    st.Page("pages/disagg.py", title="Disaggregation & parallelism", icon=":material/call_split:"),
     st.Page("pages/techniques.py", title="Techniques", icon=":material/tune:"),
     st.Page("pages/validation.py", title="Validation", icon=":material/verified:"),
     st.Page("pages/walkthroughs.py", title="Walkthroughs", icon=":material/school:"),

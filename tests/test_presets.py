@@ -29,6 +29,8 @@ PARAMS = {
     "Qwen/Qwen3-32B": (32_762_123_264, None),  # "32.8B"
     "Qwen/Qwen3-30B-A3B-Instruct-2507": (30_532_122_624, 3_353_032_704),  # "30.5B total, 3.3B active"
     "unsloth/Llama-3.2-1B-Instruct": (1_235_814_400, None),  # "1.23B" (tied embeddings)
+    "deepseek-ai/DeepSeek-V3": (671_026_404_352, 37_552_282_624),  # "671B total, 37B activated" (tests/test_frontier)
+    "Qwen/Qwen3-235B-A22B": (235_093_634_560, 22_190_763_520),  # "235B total, 22B activated"
 }
 
 # 16-bit KV bytes per token over all layers (SOURCES.md table; Qwen3 rows: 2 × layers × 8 × 128 × 2).
@@ -40,6 +42,8 @@ KV_PER_TOKEN = {
     "microsoft/Phi-3-mini-4k-instruct": 393_216, "deepseek-ai/DeepSeek-V2-Lite": 31_104, "tiiuae/falcon-7b": 8_192,
     "Qwen/Qwen3-14B": 163_840, "Qwen/Qwen3-32B": 262_144, "Qwen/Qwen3-30B-A3B-Instruct-2507": 98_304,
     "unsloth/Llama-3.2-1B-Instruct": 32_768,  # 2 × 16 × 8 × 64 × 2
+    "deepseek-ai/DeepSeek-V3": 70_272,  # MLA: 61 × (512 + 64) × 2
+    "Qwen/Qwen3-235B-A22B": 192_512,  # 2 × 94 × 4 × 128 × 2
 }
 
 

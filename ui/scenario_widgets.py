@@ -14,6 +14,7 @@ from planner.core.errors import InputError
 from planner.core.hf_config import spec_document
 from planner.core.scenario import Scenario
 from planner.core.scenario_codec import from_json, from_query, to_json, to_query
+from ui.parallelism import widget_values as parallelism_values
 from ui.state import calibration_to_state
 
 TP_CHOICES = [1, 2, 4, 8]
@@ -36,6 +37,7 @@ def widget_values(s: Scenario, upload_choice: str) -> dict:
               "sb_kv": d.kv_cache_dtype, "sb_util": d.gpu_memory_utilization,
               "sb_set_maxlen": d.max_model_len is not None, "sb_block": d.block_size, "sb_max_seqs": d.max_num_seqs,
               "sb_batched": d.max_num_batched_tokens, "sb_eager": d.enforce_eager, "sb_ctx": s.context_tokens or 4096}
+    values.update(parallelism_values(d))  # issue 17: ui/parallelism.py
     if s.model_spec is not None:
         values["sb_config_paste"] = spec_document(s.model_spec)
     if s.gpu_memory_gb is not None:

@@ -13,6 +13,7 @@ from planner.core.errors import InputError, from_validation_error
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment, ModelSpec
+from ui.parallelism import parallelism_section
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
 from ui.state import calibration_from_state, current_scenario, set_scenario
 from ui.labels import error_text
@@ -98,13 +99,14 @@ def _scenario_from_widgets() -> Scenario:
     try:
         choice, spec = _model_source()
     except InputError:
-        _hardware(), _engine()  # still draw them: a widget not drawn in a run loses its value
+        _hardware(), _engine(), parallelism_section(Deployment())  # still draw them: undrawn widgets lose values
         raise
     hw, eng = _hardware(), _engine()
     dep = Deployment(num_gpus=hw["num_gpus"] // hw["tp"] * hw["tp"], tensor_parallel_size=hw["tp"],
                      weights=hw["weights"], kv_cache_dtype=hw["kv"], gpu_memory_utilization=eng["util"],
                      max_model_len=eng["max_len"], block_size=eng["block"], max_num_seqs=eng["seqs"],
                      max_num_batched_tokens=eng["batched"], enforce_eager=eng["eager"])
+    dep = parallelism_section(dep)  # issue 17: PP, DP attention, EP (ui/parallelism.py)
     previous = current_scenario()
     model_id = choice if spec is None and choice not in (UPLOAD, MANUAL) else previous.model
     if spec is None and choice in (UPLOAD, MANUAL):

@@ -16,7 +16,7 @@ from planner.cli.scenario_args import add_scenario_args, scenario_from_args
 from planner.cli.traffic_args import add_traffic_args, traffic_from_args
 from planner.core.errors import InputError, from_validation_error
 from planner.memory.plan import TP_DEGREES
-from planner.capacity.recommend import recommend
+from planner.capacity.recommend import disaggregated_options, recommend, with_disaggregated
 
 RANKING_NUM_REQUESTS = 600  # per probe in the ranking: keeps ~140 searches within ~30 s on two cores
 
@@ -55,6 +55,8 @@ def register(subparsers) -> None:
     r.add_argument("--ray", default=None, metavar="ADDRESS",
                    help="run on Ray: 'local' starts one here, 'auto' or 'ray://host:port' joins a cluster")
     r.add_argument("--top", type=int, default=15, help="rows in the text table (JSON has all)")
+    r.add_argument("--disagg", action="store_true",
+                   help="also rank separate prefill/decode pools per GPU × precision (python -m planner disagg)")
     r.set_defaults(func=run_recommend)
 
 
@@ -157,6 +159,10 @@ def run_recommend(args: argparse.Namespace) -> int:
     rows = recommend(s.model_copy(update={"engine": args.engine}), args.target_rate, traffic, slo, args.headroom,
                      prices, gpu_ids, _csv(args.precisions, "--precisions"), _tps(args.tps), args.rel_tol,
                      args.workers, args.ray, progress)
+    if args.disagg:  # issue 17: disaggregated options in the same ranking
+        rows = with_disaggregated(rows, disaggregated_options(s.model_copy(update={"engine": args.engine}),
+                                                              args.target_rate, traffic, slo, args.headroom, prices,
+                                                              gpu_ids, _csv(args.precisions, "--precisions")))
     out = {"model": s.model, "target_rate": args.target_rate, "slo": slo.model_dump(), "headroom": args.headroom,
            "num_options": len(rows), "num_feasible": sum(bool(r["feasible"]) for r in rows), "options": rows}
     emit(out, args.json, _recommend_text(out, args.top))

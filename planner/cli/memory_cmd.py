@@ -18,8 +18,11 @@ def run(args) -> int:
     plan = plan_memory(r)
     out = plan.to_dict()
     out.update(model=r.model.name, gpu=r.gpu.id, weights=r.weights.id, kv_dtype=r.kv.id)
+    par = f"TP={plan.tensor_parallel_size}" + "".join(
+        f", {k}={v}" for k, v in (("PP", plan.pipeline_parallel_size), ("DP", plan.data_parallel_size),
+                                  ("EP", plan.expert_parallel_size)) if v > 1)
     lines = [
-        f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} (TP={plan.tensor_parallel_size}), "
+        f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} ({par}), "
         f"weights {r.weights.label}, KV {r.kv.label}",
         f"  parameters            {plan.params:,}" + (f" ({plan.active_params:,} active)" if plan.active_params != plan.params else ""),
         f"  weights               {fmt_gb(plan.weight_bytes)} total, {fmt_gb(plan.weight_bytes_per_gpu)} per GPU",
@@ -29,6 +32,8 @@ def run(args) -> int:
         f"(floor(({r.gpu.memory_gb:g} GB − weights) / KV per request))",
         f"  vLLM KV pool          {plan.kv_pool_bytes_per_gpu / GiB:,.2f} GiB per GPU, {plan.num_gpu_blocks:,} blocks",
         *(f"  vLLM would log        {line}" for line in plan.pool.log_lines),
+        f"  deployment holds      {plan.deployment_max_concurrency:,} requests of {plan.max_model_len:,} tokens "
+        f"({plan.num_replicas} replica(s) × {plan.data_parallel_size} DP rank(s))",
         *(f"  warning: {w}" for w in plan.warnings),
     ]
     emit(out, args.json, "\n".join(lines))

@@ -5,7 +5,7 @@ import argparse
 
 from pydantic import ValidationError
 
-from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL
+from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_model
 from planner.latency.efficiency import DEFAULT_ENGINE, ENGINES
 from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import Resolved, Scenario, resolve
@@ -15,7 +15,8 @@ from planner.core.specs import Deployment
 _FLAG = {"num_gpus": "--num-gpus", "tensor_parallel_size": "--tp", "weights": "--weights",
          "kv_cache_dtype": "--kv-dtype", "gpu_memory_utilization": "--gpu-memory-utilization",
          "max_model_len": "--max-model-len", "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
-         "max_num_batched_tokens": "--max-num-batched-tokens", "enforce_eager": "--enforce-eager"}
+         "max_num_batched_tokens": "--max-num-batched-tokens", "enforce_eager": "--enforce-eager",
+         "pipeline_parallel_size": "--pp", "data_parallel_size": "--dp", "enable_expert_parallel": "--ep"}
 
 
 def add_engine_arg(group) -> None:
@@ -31,7 +32,13 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     gpu.add_argument("--gpu-memory-gb", type=float, default=None, help="a custom GPU with this many decimal GB")
     g.add_argument("--num-gpus", type=int, default=None, help="GPUs in the deployment (default: --tp)")
     g.add_argument("--tp", type=int, default=1, help="tensor-parallel size")
-    g.add_argument("--weights", default="bf16", help="weight precision id (see data/precisions.yaml)")
+    g.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (stages of layers)")
+    g.add_argument("--dp", type=int, default=1,
+                   help="data-parallel attention ranks per instance (vLLM --data-parallel-size)")
+    g.add_argument("--ep", type=int, default=1, help="expert-parallel size: 1 (experts TP-sharded) or TP × DP "
+                                                     "(vLLM --enable-expert-parallel)")
+    g.add_argument("--weights", default=None, help="weight precision id (see data/precisions.yaml); default: the "
+                                                   "checkpoint's own format (e.g. fp8 for DeepSeek-V3), else bf16")
     g.add_argument("--kv-dtype", default="auto", help="KV-cache dtype: auto fp16 bf16 fp8")
     e = p.add_argument_group("engine (vLLM names)")
     e.add_argument("--gpu-memory-utilization", type=float, default=0.9)
@@ -44,8 +51,33 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
 
+def _default_weights(args: argparse.Namespace) -> str:
+    """--weights, else the preset checkpoint's own format (its quantization_config), else bf16."""
+    if args.weights:
+        return args.weights
+    try:
+        return get_model(args.model).quantized_weights or "bf16"
+    except InputError:
+        return "bf16"  # the bad --model is reported by resolve, naming --model
+
+
+def _expert_parallel(args: argparse.Namespace) -> bool:
+    """--ep must be 1 or TP × DP (vLLM: EP_SIZE = TP_SIZE × DP_SIZE; SGLang: ep_size = tp_size)."""
+    tp, dp, ep = args.tp, getattr(args, "dp", 1), getattr(args, "ep", 1)
+    if ep != 1 and ep != tp * dp:
+        raise InputError("--ep", f"must be 1 or TP × DP = {tp * dp} (vLLM and SGLang put the MoE layers' experts "
+                                 f"over all TP × DP GPUs), got {ep}")
+    return ep > 1
+
+
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
-    values = {"num_gpus": args.num_gpus or args.tp, "tensor_parallel_size": args.tp, "weights": args.weights,
+    pp, dp = getattr(args, "pp", 1), getattr(args, "dp", 1)
+    for flag, value in (("--tp", args.tp), ("--pp", pp), ("--dp", dp)):
+        if value < 1:
+            raise InputError(flag, f"must be a whole number >= 1, got {value}")
+    values = {"num_gpus": args.num_gpus or args.tp * pp * dp, "tensor_parallel_size": args.tp,
+              "pipeline_parallel_size": pp, "data_parallel_size": dp, "enable_expert_parallel": _expert_parallel(args),
+              "weights": _default_weights(args),
               "kv_cache_dtype": args.kv_dtype, "gpu_memory_utilization": args.gpu_memory_utilization,
               "max_model_len": args.max_model_len, "block_size": args.block_size, "max_num_seqs": args.max_num_seqs,
               "max_num_batched_tokens": args.max_num_batched_tokens, "enforce_eager": args.enforce_eager}

@@ -119,6 +119,17 @@ def _mla_fields(cfg: dict, source: str) -> dict:
                 v_head_dim=_positive_int(cfg, "v_head_dim", source=source))
 
 
+def _quant_fields(cfg: dict) -> dict:
+    """The checkpoint's weight format from quantization_config (fp8, AWQ/GPTQ 4- or 8-bit); {} when 16-bit."""
+    q = cfg.get("quantization_config")
+    if not isinstance(q, dict):
+        return {}
+    method, bits = str(q.get("quant_method", "")).lower(), q.get("bits")
+    fmt = {("fp8", None): "fp8", ("awq", 4): "awq-int4", ("gptq", 4): "gptq-int4", ("gptq", 8): "gptq-int8"}.get(
+        (method, bits if method in ("awq", "gptq") else None))
+    return {"quantized_weights": fmt} if fmt else {}
+
+
 def model_from_hf_config(cfg: dict, name: str | None = None, source: str = "config.json") -> ModelSpec:
     """ModelSpec from a parsed config.json; InputError names the missing or bad key."""
     if not isinstance(cfg, dict):
@@ -150,6 +161,7 @@ def model_from_hf_config(cfg: dict, name: str | None = None, source: str = "conf
     fields.update(_family_fields(cfg, model_type, source))
     fields.update(_moe_fields(cfg, layers, source))
     fields.update(_mla_fields(cfg, source))
+    fields.update(_quant_fields(cfg))
     try:
         return ModelSpec(**fields)
     except ValidationError as err:

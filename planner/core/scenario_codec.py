@@ -19,7 +19,8 @@ MAX_SCENARIO_BYTES = 200_000
 # query parameter -> Deployment field
 _DEPLOYMENT = {"gpus": "num_gpus", "tp": "tensor_parallel_size", "w": "weights", "kv": "kv_cache_dtype",
                "util": "gpu_memory_utilization", "maxlen": "max_model_len", "block": "block_size",
-               "seqs": "max_num_seqs", "batched": "max_num_batched_tokens", "eager": "enforce_eager"}
+               "seqs": "max_num_seqs", "batched": "max_num_batched_tokens", "eager": "enforce_eager",
+               "pp": "pipeline_parallel_size", "dp": "data_parallel_size", "ep": "enable_expert_parallel"}
 _SCENARIO = {"context_tokens": "ctx", "gpu_memory_gb": "gpu_gb", "model_spec": "spec", "model": "model", "gpu": "gpu"}
 _BOOL = {"1": True, "true": True, "0": False, "false": False}
 
@@ -61,7 +62,7 @@ def from_query(params: Mapping[str, str]) -> Scenario:
             continue
         if field in ("weights", "kv_cache_dtype"):
             dep[field] = params[param]
-        elif field == "enforce_eager":
+        elif field in ("enforce_eager", "enable_expert_parallel"):
             if params[param].lower() not in _BOOL:
                 raise InputError(f"URL parameter {param}", "must be 0 or 1")
             dep[field] = _BOOL[params[param].lower()]

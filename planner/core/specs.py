@@ -51,6 +51,9 @@ class ModelSpec(BaseModel):
     qk_rope_head_dim: int = Field(default=0, ge=0)
     qk_nope_head_dim: int = Field(default=0, ge=0)
     v_head_dim: int = Field(default=0, ge=0)
+    # The checkpoint's own weight format (a data/precisions.yaml id) from config.json's quantization_config, e.g.
+    # DeepSeek-V3 ships FP8 (block-scaled e4m3): the preset's default precision. None = the 16-bit torch_dtype.
+    quantized_weights: str | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -106,6 +109,8 @@ class GPUSpec(BaseModel):
     hbm_bandwidth_gb_s: PositiveFloat
     interconnect: str = "PCIe"
     interconnect_bandwidth_gb_s: PositiveFloat = 32.0
+    scale_out_bandwidth_gb_s: PositiveFloat | None = None  # per-GPU NIC between nodes, one direction
+    gpus_per_node: PositiveInt = 8  # GPUs on one NVLink / Infinity Fabric board
     usd_per_hour: float = Field(default=0.0, ge=0)
     price_date: str = ""
     source: dict[str, str] = Field(default_factory=dict)
@@ -141,12 +146,25 @@ def custom_gpu(memory_gb: float, like: GPUSpec | None = None) -> GPUSpec:
 
 
 class Deployment(BaseModel):
-    """How the model is served: GPU count, parallelism, precision and vLLM's own engine settings."""
+    """How the model is served: GPU count, parallelism, precision and vLLM's own engine settings.
+
+    Parallelism uses vLLM's names and rules. One engine instance (a "replica") spans
+    tensor_parallel_size × pipeline_parallel_size × data_parallel_size GPUs:
+    - attention and dense layers are split over TP inside each DP rank, and each DP rank serves its own requests
+      with its own KV cache (vLLM --data-parallel-size; SGLang --enable-dp-attention with attn_tp = tp / dp);
+    - the MoE layers span all TP × DP GPUs: tensor-parallel by default, expert-parallel with
+      enable_expert_parallel (EP size = TP × DP, vLLM docs/serving/expert_parallel_deployment.md);
+    - pipeline stages each hold a contiguous share of the layers.
+    SGLang's `--tp 8 --dp 8 --ep 8 --enable-dp-attention` is vLLM's `--tp 1 --dp 8 --enable-expert-parallel`.
+    """
 
     model_config = _FROZEN
 
     num_gpus: PositiveInt = 1
     tensor_parallel_size: PositiveInt = 1
+    pipeline_parallel_size: PositiveInt = 1
+    data_parallel_size: PositiveInt = 1  # attention data-parallel ranks inside one instance
+    enable_expert_parallel: bool = False  # MoE experts split over EP = TP × DP ranks instead of TP-sharded
     weights: str = "bf16"  # a weight precision id from data/precisions.yaml
     kv_cache_dtype: str = "auto"  # auto = the model's activation dtype
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
@@ -158,11 +176,29 @@ class Deployment(BaseModel):
 
     @model_validator(mode="after")
     def tp_divides_gpus(self) -> "Deployment":
-        if self.num_gpus % self.tensor_parallel_size:
-            raise ValueError("num_gpus must be a multiple of tensor_parallel_size")
+        if self.num_gpus % self.gpus_per_replica:
+            if self.gpus_per_replica == self.tensor_parallel_size:
+                raise ValueError("num_gpus must be a multiple of tensor_parallel_size")
+            raise ValueError(f"num_gpus must be a multiple of tensor × pipeline × data parallel size "
+                             f"({self.gpus_per_replica})")
         return self
 
     @property
+    def gpus_per_replica(self) -> int:
+        """GPUs of one engine instance: TP × PP × DP."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+
+    @property
+    def expert_parallel_size(self) -> int:
+        """EP = TP × DP when expert parallelism is on (vLLM's and SGLang's rule), else 1 (experts TP-sharded)."""
+        return self.tensor_parallel_size * self.data_parallel_size if self.enable_expert_parallel else 1
+
+    @property
+    def moe_shard_size(self) -> int:
+        """GPUs one MoE layer is spread over, by expert or by tensor slice: TP × DP."""
+        return self.tensor_parallel_size * self.data_parallel_size
+
+    @property
     def num_replicas(self) -> int:
-        """Data-parallel copies of the model across the GPUs."""
-        return self.num_gpus // self.tensor_parallel_size
+        """Independent engine instances across the GPUs."""
+        return self.num_gpus // self.gpus_per_replica

@@ -13,8 +13,9 @@ mixture of experts the expected distinct experts its tokens touch, E × (1 − (
 matmul FLOPs = 2 × active parameters per token (lm_head only for each sequence's last token); attention FLOPs =
 4 × heads × head dim per query-key pair. Quantized weights read fewer bytes; FP8/INT8 compute runs at its own
 peak only where the GPU has it (else weight-only at 16-bit peak with a dequantisation cost). The efficiency
-constants come from data/efficiency.yaml (planner.latency.efficiency). Left out: kernel-launch differences between eager
-and CUDA-graph mode, pipeline parallelism, expert parallelism, speculative decoding and prefix-cache hits.
+constants come from data/efficiency.yaml (planner.latency.efficiency). Pipeline, data-parallel attention, expert
+parallelism and multi-node links are added by planner.latency.parallel (one hook). Left out: kernel-launch
+differences between eager and CUDA-graph mode, speculative decoding and prefix-cache hits.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from planner.memory import sizes as memory
 from planner.latency.efficiency import DEFAULT_ENGINE, EfficiencyProfile, ProfileChoice, choose_profile
+from planner.latency.parallel import parallel_terms
 from planner.core.params import count_params, mlp_params
 from planner.core.scenario import Resolved
 
@@ -138,6 +140,8 @@ class PerfModel:
         self.comm_s_per_token = (n_allreduce * 2 * (tp - 1) / tp * m.hidden_size * ACT_BYTES
                                  / r.gpu.interconnect_bytes_per_s) if tp > 1 else 0.0
         self.overhead_s = eff.step_overhead_s
+        # --- issue 17 hook: DP attention, EP all-to-all, PP and multi-node terms live in planner.latency.parallel
+        self.parallel = parallel_terms(r, self)
 
     # -- the simulator's fast path ------------------------------------------------------------------------
     def step_time_s(self, new_tokens: int, num_seqs: int, kv_read_tokens: int, attn_pairs: int) -> float:
@@ -147,6 +151,7 @@ class PerfModel:
         if self.num_experts:
             touched = self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** new_tokens)
             w += self.expert_bytes * (1.0 + self.dequant) * touched
+            w += self.parallel.expert_bytes_delta(new_tokens) * (1.0 + self.dequant)  # issue 17 hook
             expert_flops = self.expert_flops_per_token * new_tokens
         kv_tok, pairs_w = kv_read_tokens, attn_pairs
         if self.window_layers:
@@ -158,7 +163,8 @@ class PerfModel:
         cmp = ((self.flops_per_token * new_tokens + self.flops_per_seq * num_seqs) / self.matmul_flops_per_s
                + expert_flops / self.expert_flops_per_s
                + (self.attn_flops_full * attn_pairs + self.attn_flops_window * pairs_w) / self.attn_flops_per_s)
-        return (mem if mem > cmp else cmp) + self.comm_fixed_s + self.comm_s_per_token * new_tokens + self.overhead_s
+        return ((mem if mem > cmp else cmp) + self.comm_fixed_s + self.comm_s_per_token * new_tokens + self.overhead_s
+                + self.parallel.extra_s(new_tokens))  # issue 17 hook
 
     # -- vectorised, with the breakdown -------------------------------------------------------------------
     def step(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> StepBreakdown:
@@ -166,7 +172,7 @@ class PerfModel:
         n, s, kv, pairs = np.broadcast_arrays(*(np.asarray(x, dtype=float)
                                                 for x in (new_tokens, num_seqs, kv_read_tokens, attn_pairs)))
         touched = expected_experts(self.num_experts, self.top_k, n) if self.num_experts else 0.0
-        w = self.dense_weight_bytes + self.expert_bytes * touched
+        w = self.dense_weight_bytes + self.expert_bytes * touched + self.parallel.expert_bytes_delta(n)  # issue 17
         weights_s = w * (1.0 + self.dequant) / self.mem_bytes_per_s  # dequantisation counted with the read
         act_bytes = self.act_bytes_per_token * n + self.act_bytes_per_seq * s
         kv_w = np.minimum(kv, s * self.window) if self.window_layers else kv
@@ -183,7 +189,8 @@ class PerfModel:
                  "kv_read_s": np.where(mem_bound, kv_bytes / self.mem_bytes_per_s, 0.0),
                  "activations_s": np.where(mem_bound, act_bytes / self.mem_bytes_per_s, 0.0),
                  "compute_s": np.where(mem_bound, 0.0, compute_s),
-                 "communication_s": self.comm_fixed_s + self.comm_s_per_token * n,
+                 "communication_s": self.comm_fixed_s + self.comm_s_per_token * n
+                 + self.parallel.extra_s(n),  # issue 17 hook: planner.latency.parallel
                  "overhead_s": np.full_like(n, self.overhead_s)}
         out = StepBreakdown(total_s=sum(parts.values()), parts=parts, bound=np.where(mem_bound, "memory", "compute"),
                             memory_s=memory_s, compute_s=compute_s, bytes_read=w + act_bytes + kv_bytes,

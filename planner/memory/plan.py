@@ -1,4 +1,9 @@
-"""Where every byte goes for a scenario: the textbook fit and vLLM's real pool, per GPU, with TP options."""
+"""Where every byte goes for a scenario: the textbook fit and vLLM's real pool, per GPU, with TP options.
+
+With pipeline, data and expert parallelism (planner.memory.sizes module note) the figures are those of the fullest
+GPU; `max_concurrency` is vLLM's logged figure for one DP rank, and `deployment_max_concurrency` counts the
+requests of max_model_len the whole deployment holds: replicas × DP ranks × whole requests per DP rank.
+"""
 from __future__ import annotations
 
 import math
@@ -35,6 +40,11 @@ class MemoryPlan:
     num_replicas: int
     tensor_parallel_size: int
     fits: bool
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    expert_parallel_size: int
+    gpus_per_replica: int
+    deployment_max_concurrency: int  # requests of max_model_len the whole deployment holds
     warnings: tuple[str, ...]
     pool: VllmPool
 
@@ -45,29 +55,32 @@ class MemoryPlan:
         out["vllm_log"] = list(self.pool.log_lines)
         out["breakdown_per_gpu"] = breakdown_per_gpu(self)
         out["textbook_max_requests_total"] = self.textbook_max_requests * self.num_replicas
-        out["max_concurrency_total"] = self.max_concurrency * self.num_replicas
+        out["max_concurrency_total"] = self.max_concurrency * self.num_replicas * self.data_parallel_size
         return out
 
 
 def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
     """The full memory picture of a resolved scenario (optionally at another TP degree)."""
     if tp is not None:  # one replica at another TP degree
-        dep = r.deployment.model_copy(update={"tensor_parallel_size": tp, "num_gpus": tp})
+        dep = r.deployment.model_copy(update={"tensor_parallel_size": tp})
+        dep = dep.model_copy(update={"num_gpus": dep.gpus_per_replica})
     else:
         dep = r.deployment
-    tp = dep.tensor_parallel_size
+    tp, pp, dp = dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size
     pc = count_params(r.model)
     weights = memory.weight_bytes(r.model, r.weights)
-    w_gpu = memory.weight_bytes_per_gpu(weights, tp)
+    w_gpu = memory.weight_bytes_per_gpu_parallel(r.model, r.weights, tp, pp, dp)
+    share = memory.stage_layer_share(r.model.num_layers, pp)  # a pipeline stage caches its own layers only
     kv_tok = memory.kv_bytes_per_token(r.model, r.kv_bytes)
-    kv_tok_gpu = memory.kv_bytes_per_token(r.model, r.kv_bytes, tp)
+    kv_tok_gpu = memory.kv_bytes_per_token(r.model, r.kv_bytes, tp) * share
     ctx = r.context_tokens
-    req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, tp)
+    req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, tp) * share
     textbook = memory.textbook_max_requests(r.gpu.marketed_bytes, w_gpu, req_gpu)
     pool = vllm_pool(r.gpu.usable_memory_bytes, w_gpu, kv_tok_gpu, r.model, dep, r.max_model_len)
     paged = pool.num_gpu_blocks // blocks_per_request(effective_tokens(req_gpu, kv_tok_gpu), dep.block_size)
     contiguous = max(0, int(max(pool.kv_pool_bytes, 0) // (r.max_model_len * kv_tok_gpu)))
-    warnings = _warnings(r, tp, pool, w_gpu)
+    warnings = _warnings(r, tp, pool, w_gpu) + _parallel_warnings(r, dep)
+    per_rank = pool.num_gpu_blocks // blocks_per_request(r.max_model_len, dep.block_size)
     return MemoryPlan(
         params=pc.total, active_params=pc.active, weight_bytes=weights, weight_bytes_per_gpu=w_gpu,
         kv_bytes_per_token=kv_tok, kv_bytes_per_token_per_gpu=kv_tok_gpu, context_tokens=ctx,
@@ -77,7 +90,29 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
         num_gpu_blocks=pool.num_gpu_blocks, kv_cache_tokens=pool.kv_cache_tokens, max_model_len=r.max_model_len,
         max_concurrency=pool.max_concurrency, paged_max_requests=paged, contiguous_max_requests=contiguous,
         num_replicas=dep.num_replicas, tensor_parallel_size=tp, fits=not any(w.startswith("Does not fit") for w in warnings),
-        warnings=tuple(warnings), pool=pool)
+        warnings=tuple(warnings), pool=pool, pipeline_parallel_size=pp, data_parallel_size=dp,
+        expert_parallel_size=dep.expert_parallel_size, gpus_per_replica=dep.gpus_per_replica,
+        deployment_max_concurrency=per_rank * dp * dep.num_replicas)
+
+
+def _parallel_warnings(r: Resolved, dep) -> list[str]:
+    """Rules of vLLM's EP and PP: experts divide evenly over EP ranks, stages need at least one layer each."""
+    out = []
+    m = r.model
+    if dep.enable_expert_parallel and not m.is_moe:
+        out.append("Expert parallelism has no effect: the model has no experts")
+    if m.is_moe and m.num_experts % dep.moe_shard_size and dep.enable_expert_parallel:
+        out.append(f"Does not fit: {m.num_experts} experts do not divide over EP={dep.expert_parallel_size} ranks")
+    node = r.gpu.gpus_per_node
+    if dep.tensor_parallel_size > node:
+        out.append(f"Slow: TP={dep.tensor_parallel_size} spans nodes of {node} GPUs, so every all-reduce crosses the "
+                   "network; keep TP within a node and use PP, DP or EP across nodes")
+    if dep.pipeline_parallel_size > m.num_layers:
+        out.append(f"Does not fit: PP={dep.pipeline_parallel_size} exceeds the {m.num_layers} layers")
+    if m.is_mla and dep.tensor_parallel_size > 1:
+        out.append(f"MLA latent cache is replicated on all {dep.tensor_parallel_size} TP ranks; data-parallel "
+                   "attention (DP) stores it once per request")
+    return out
 
 
 def _warnings(r: Resolved, tp: int, pool: VllmPool, w_gpu: float) -> list[str]:

@@ -4,6 +4,14 @@
     KV bytes per token = 2 (K and V) × layers × KV heads × head dim × bytes per value
                          (MLA: layers × (kv_lora_rank + qk_rope_head_dim) × bytes, a latent shared by all heads)
     textbook fit       = floor((GPU memory − weights) / KV bytes per request)
+
+Per GPU under TP × PP × DP (+ EP) (vLLM docs/serving/data_parallel_deployment.md, expert_parallel_deployment.md):
+    weights per GPU    = stage share × (attention + dense + shared experts + norms) / TP
+                         + vocabulary matrices on the stage / TP
+                         + stage share × routed experts / (TP × DP)     (EP: E / EP whole experts; else TP-sliced)
+    KV per token/GPU   = stage layers × (MLA: latent, whole on every TP rank; GQA: 2 × KV heads / TP × head dim)
+    stage share        = ceil(layers / PP) / layers  (the largest stage)
+Each DP rank holds its own requests, so the instance holds DP × (requests per DP rank).
 """
 from __future__ import annotations
 
@@ -78,3 +86,28 @@ def token_positions_without_cache(prompt_tokens: int, output_tokens: int) -> int
 def token_positions_with_cache(prompt_tokens: int, output_tokens: int) -> int:
     """With a cache the prompt runs once, then one new position per later step: P + N − 1."""
     return prompt_tokens + output_tokens - 1
+
+
+def weight_bytes_by_part(model: ModelSpec, precision: WeightPrecision) -> dict[str, float]:
+    """Weight bytes split by where they live under parallelism: layers, routed experts, vocabulary matrices."""
+    params = count_params(model)
+    vocab_bits = 8 * BYTES_16BIT if precision.keeps_embeddings_16bit else precision.bits_per_weight
+    experts = params.breakdown["experts_routed"]
+    return {"layers": weight_bytes_for_params(params.total - params.embedding - experts, precision.bits_per_weight),
+            "experts": weight_bytes_for_params(experts, precision.bits_per_weight),
+            "vocabulary": weight_bytes_for_params(params.embedding, vocab_bits)}
+
+
+def stage_layer_share(num_layers: int, pp: int) -> float:
+    """Share of the layers the largest pipeline stage holds: ceil(layers / PP) / layers."""
+    return math.ceil(num_layers / pp) / num_layers
+
+
+def weight_bytes_per_gpu_parallel(model: ModelSpec, precision: WeightPrecision, tp: int, pp: int = 1,
+                                  dp: int = 1) -> float:
+    """Weights on the fullest GPU of a TP × PP × DP instance (module note); equals weights / TP at PP = DP = 1."""
+    parts = weight_bytes_by_part(model, precision)
+    share = stage_layer_share(model.num_layers, pp)
+    # PP > 1: the first stage holds the embedding, the last the lm_head; the fullest holds one vocabulary matrix
+    vocab = parts["vocabulary"] if pp == 1 else parts["vocabulary"] / (1 if model.tie_word_embeddings else 2)
+    return share * parts["layers"] / tp + vocab / tp + share * parts["experts"] / (tp * dp)

@@ -14,6 +14,7 @@ from planner.core.catalog import get_weight_precision
 from planner.latency.metrics import estimate, memory_limit
 from planner.core.params import count_params
 from planner.core.scenario import Resolved, Scenario, resolve
+from planner.teaching.disagg_walkthrough import DisaggInputs, fill_from_scenario
 from planner.teaching.inputs import (KVCacheInputs, LatencyInputs, SixRequestsInputs, ThroughputInputs,
                                         TokenPositionsInputs, WeightsInputs)
 
@@ -26,6 +27,8 @@ LOADS = {
     "latency": "tokens per request; prefill rate and TPOT predicted by the roofline model at batch 1",
     "throughput": "tokens per request; TPOT alone and in the batch predicted by the roofline model",
     "six-requests": "nothing: the step model has no GPU or model in it",
+    "disaggregation": "KV bytes per token, tokens per request split into prompt and output, the GPU's NIC × "
+                      "sending GPUs (the per-GPU rates stay DistServe's: the Disaggregation page simulates yours)",
 }
 
 
@@ -80,7 +83,8 @@ _FILL = {"kv-cache": (KVCacheInputs, _kv_cache), "weights": (WeightsInputs, _wei
          "token-positions": (TokenPositionsInputs, lambda r, b: dict(zip(
              ("prompt_tokens", "output_tokens"), split_context(r.context_tokens, b.output_tokens)))),
          "latency": (LatencyInputs, _latency), "throughput": (ThroughputInputs, _throughput),
-         "six-requests": (SixRequestsInputs, lambda r, b: {})}
+         "six-requests": (SixRequestsInputs, lambda r, b: {}),
+         "disaggregation": (DisaggInputs, fill_from_scenario)}
 
 
 def inputs_from_scenario(name: str, scenario: Scenario, current: BaseModel | None = None) -> BaseModel:

@@ -255,3 +255,9 @@ def run_walkthrough(name: str, inputs: BaseModel | None = None) -> list[Step]:
     """The steps of walkthrough `name` (primer defaults when no inputs are given)."""
     w = WALKTHROUGHS[name]
     return w.run(inputs if inputs is not None else w.inputs())
+
+# issue 17: "when would you disaggregate prefill and decode?" (its own module; imported last, it uses Step above)
+from planner.teaching.disagg_walkthrough import DisaggInputs, disaggregation  # noqa: E402
+
+WALKTHROUGHS["disaggregation"] = Walkthrough("When to disaggregate prefill and decode", "§9", DisaggInputs,
+                                             disaggregation)

@@ -1,0 +1,225 @@
+"""Disaggregated prefill/decode against the best aggregated deployment at the same SLO (issue 17).
+
+For each pool, every instance shape that vLLM can start on the scenario's GPU and weights (TP ∈ {1, 2, 4, 8},
+plus the scenario's own TP × DP × PP layout, e.g. DP 8 + EP 8 for DeepSeek-V3) is sized by
+planner.capacity.disagg_pools; the pool takes the shape needing the fewest GPUs for the target:
+    prefill instances x = ceil(target × headroom / prefill rate per instance)
+    decode instances  y = ceil(target × headroom / decode rate per instance)
+    GPUs = x × GPUs per prefill instance + y × GPUs per decode instance;  $/h = GPUs × $/GPU-hour
+    $ per million output tokens = $/h / (target × mean output tokens × 3600) × 1e6
+(aiconfigurator's rate matching, ai-dynamo/aiconfigurator@095f58a5 inference_session.py `_match_workers`, also
+balances x·P against y·D; it derates them by 0.9 / 0.92 where we provision the same headroom as aggregated.)
+
+Aggregated: capacity_plan (planner.capacity.replicas: the simulator with vLLM's chunked prefill) at each shape
+that fits (TP-only, and the scenario's DP layout counted in whole instances); the cheapest feasible one is the
+comparison. Disaggregation is reported `cheaper` only
+when both pools are feasible and its $/h is strictly lower; a pool is infeasible when the p95 KV transfer alone
+reaches the TTFT target, so a slow link can never make disaggregation look cheap.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from planner.capacity.disagg_pools import (DEFAULT_LINK_LATENCY_S, PoolCapacity, decode_capacity, decode_tpot_at,
+                                           kv_link, kv_transfer_s, prefill_capacity, prefill_probe,
+                                           visible_transfer_s)
+from planner.capacity.replicas import (DEFAULT_HEADROOM, DEFAULT_REL_TOL, SECONDS_PER_HOUR, capacity_plan, mean_tokens,
+                                       price_of, replicas_for)
+from planner.core.errors import InputError
+from planner.core.scenario import Resolved, Scenario, resolve
+from planner.core.workload import SLO, TrafficSpec
+from planner.latency.perf_model import PerfModel
+from planner.memory.plan import TP_DEGREES, plan_memory
+
+
+def instance_shapes(s: Scenario, tps: tuple[int, ...] = TP_DEGREES) -> list[Resolved]:
+    """One-instance scenarios vLLM can start: TP-only shapes plus the scenario's own layout (module note)."""
+    dep = s.deployment
+    layouts = [dict(tensor_parallel_size=tp, pipeline_parallel_size=1, data_parallel_size=1,
+                    enable_expert_parallel=False) for tp in tps]
+    own = dict(tensor_parallel_size=dep.tensor_parallel_size, pipeline_parallel_size=dep.pipeline_parallel_size,
+               data_parallel_size=dep.data_parallel_size, enable_expert_parallel=dep.enable_expert_parallel)
+    if own not in layouts:
+        layouts.append(own)
+    out = []
+    for layout in layouts:
+        d = dep.model_copy(update=layout)
+        d = d.model_copy(update={"num_gpus": d.gpus_per_replica})
+        try:
+            r = resolve(s.model_copy(update={"deployment": d}))
+        except InputError:  # heads not divisible by TP
+            continue
+        plan = plan_memory(r)
+        if plan.fits and plan.num_gpu_blocks > 0:
+            out.append(r)
+    return out
+
+
+def _gpus_for(cap: PoolCapacity, target: float, headroom: float) -> tuple[int | None, int | None]:
+    n = replicas_for(target, cap.max_rate_per_instance, headroom)
+    return (n, n * cap.gpus_per_instance) if n else (None, None)
+
+
+def _best(caps: list[tuple[Resolved, PoolCapacity]], target: float, headroom: float):
+    """The shape needing the fewest GPUs for the target (ties: the most capacity in those GPUs)."""
+    feasible = [(r, c) + _gpus_for(c, target, headroom) for r, c in caps if c.max_rate_per_instance > 0]
+    if not feasible:
+        return None
+    return min(feasible, key=lambda t: (t[3], -t[2] * t[1].max_rate_per_instance))
+
+
+@dataclass(frozen=True)
+class DisaggPlan:
+    target_rate: float
+    slo: SLO
+    headroom: float
+    mean_prompt_tokens: float
+    mean_output_tokens: float
+    usd_per_gpu_hour: float
+    kv_link: str
+    kv_link_gb_s: float  # total bandwidth of the prefill instance's link
+    kv_transfer_s: float | None  # the mean prompt's transfer
+    kv_transfer_visible_s: float | None  # what of it the user waits for (all of it unless layer-wise)
+    prefill: dict | None  # gpus_per_instance, tp, dp, instances, max_rate_per_instance, ...
+    decode: dict | None
+    prefill_options: tuple[PoolCapacity, ...]
+    decode_options: tuple[PoolCapacity, ...]
+    aggregated: dict | None  # replicas, gpus, tp, usd_per_hour, usd_per_million_output_tokens, ...
+    aggregated_options: tuple[dict, ...]
+
+    @property
+    def feasible(self) -> bool:
+        return self.prefill is not None and self.decode is not None
+
+    @property
+    def num_gpus(self) -> int | None:
+        return self.prefill["gpus"] + self.decode["gpus"] if self.feasible else None
+
+    @property
+    def usd_per_hour(self) -> float | None:
+        return self.num_gpus * self.usd_per_gpu_hour if self.feasible else None
+
+    @property
+    def usd_per_million_output_tokens(self) -> float | None:
+        if not self.feasible:
+            return None
+        return self.usd_per_hour / (self.target_rate * self.mean_output_tokens * SECONDS_PER_HOUR) * 1e6
+
+    @property
+    def cheaper(self) -> bool:
+        """Strictly cheaper than the best feasible aggregated deployment (or aggregated cannot meet the SLO)."""
+        if not self.feasible:
+            return False
+        return self.aggregated is None or self.usd_per_hour < self.aggregated["usd_per_hour"]
+
+    def to_dict(self) -> dict:
+        out = {k: v for k, v in asdict(self).items() if k not in ("prefill_options", "decode_options")}
+        out["slo"] = self.slo.model_dump()
+        out.update(feasible=self.feasible, num_gpus=self.num_gpus, usd_per_hour=self.usd_per_hour,
+                   usd_per_million_output_tokens=self.usd_per_million_output_tokens, cheaper=self.cheaper,
+                   prefill_options=[asdict(c) for c in self.prefill_options],
+                   decode_options=[asdict(c) for c in self.decode_options],
+                   aggregated_options=list(self.aggregated_options))
+        if self.feasible:
+            out["prefill_to_decode_instances"] = self.prefill["instances"] / self.decode["instances"]
+            out["kv_transfer_share_of_ttft"] = (self.kv_transfer_visible_s / self.prefill["ttft_p95_s"]
+                                                if self.prefill.get("ttft_p95_s") else None)
+        return out
+
+
+def _pool_row(r: Resolved, cap: PoolCapacity, instances: int, gpus: int) -> dict:
+    d = r.deployment
+    return {"gpus_per_instance": cap.gpus_per_instance, "tp": cap.tp, "dp": cap.dp,
+            "pp": d.pipeline_parallel_size, "ep": d.expert_parallel_size, "instances": instances, "gpus": gpus,
+            "max_rate_per_instance": cap.max_rate_per_instance, "p95_at_capacity_s": cap.latency_p95_s}
+
+
+def aggregated_best(s: Scenario, target: float, traffic: TrafficSpec, slo: SLO, headroom: float,
+                    prices: dict | None, engine: str, rel_tol: float,
+                    shapes: list[Resolved]) -> tuple[dict | None, list]:
+    """capacity_plan at each shape without PP; the cheapest feasible one (by $/h, then GPUs).
+
+    capacity_plan simulates one DP rank on its TP GPUs, so for DP > 1 its replicas are DP ranks: instances =
+    ceil(ranks / DP), GPUs = instances × TP × DP. PP shapes are left out: the simulator runs one batch at a time
+    and would miss the batches PP keeps in flight."""
+    rows = []
+    for r in shapes:
+        d = r.deployment
+        if d.pipeline_parallel_size > 1:
+            continue
+        plan = capacity_plan(s.model_copy(update={"deployment": d}), target, traffic, slo, headroom, prices,
+                             engine, rel_tol, operating_point=True)
+        op = plan.get("operating_point") or {}
+        ranks = plan["replicas"]
+        instances = math.ceil(ranks / d.data_parallel_size) if ranks else None
+        gpus = instances * d.gpus_per_replica if instances else None
+        usd_h = gpus * plan["usd_per_gpu_hour"] if gpus else None
+        per_m = usd_h / (target * plan["mean_output_tokens"] * SECONDS_PER_HOUR) * 1e6 if usd_h else None
+        rows.append({"tp": d.tensor_parallel_size, "dp": d.data_parallel_size, "ep": d.expert_parallel_size,
+                     "replicas": instances, "gpus": gpus, "gpus_per_replica": d.gpus_per_replica,
+                     "max_rate_per_replica": plan["max_rate_per_replica"] * d.data_parallel_size,
+                     "usd_per_hour": usd_h, "usd_per_million_output_tokens": per_m,
+                     "ttft_p95_s": op.get("ttft_p95_s"), "tpot_p95_s": op.get("tpot_p95_s"),
+                     "feasible": plan["feasible"]})
+    ok = [row for row in rows if row["feasible"] and row["replicas"]]
+    return (min(ok, key=lambda row: (row["usd_per_hour"], row["gpus"])) if ok else None), rows
+
+
+def disagg_plan(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSpec(), slo: SLO = SLO(),
+                headroom: float = DEFAULT_HEADROOM, prices: dict | None = None, engine: str | None = None,
+                link: str = "nic", link_gb_s: float | None = None, link_latency_s: float = DEFAULT_LINK_LATENCY_S,
+                rel_tol: float = DEFAULT_REL_TOL, tps: tuple[int, ...] = TP_DEGREES,
+                compare: bool = True, layerwise: bool = False) -> DisaggPlan:
+    """Size both pools for `target_rps` under `slo`, and the best aggregated deployment to compare (module note)."""
+    engine = engine or s.engine
+    replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
+    shapes = instance_shapes(s, tps)
+    if not shapes:
+        m = resolve(s).model
+        hint = (f"; its checkpoint ships {m.quantized_weights} weights (--weights {m.quantized_weights})"
+                if m.quantized_weights and m.quantized_weights != s.deployment.weights else "")
+        raise InputError("--model", f"no TP, DP or PP shape of this model starts on this GPU (see `memory`){hint}")
+    mean_in, mean_out = mean_tokens(traffic)
+    links = {id(r): kv_link(r, link, link_gb_s, link_latency_s, layerwise) for r in shapes}
+    prefill = [(r, prefill_capacity(r, traffic, slo, links[id(r)], engine, rel_tol)) for r in shapes]
+    decode = [(r, decode_capacity(r, mean_in, mean_out, slo, engine)) for r in shapes]
+    best_p, best_d = _best(prefill, target_rps, headroom), _best(decode, target_rps, headroom)
+    usd = price_of(shapes[0], prices)
+    p_row = d_row = None
+    transfer = visible = None
+    if best_p:
+        r, cap, n, gpus = best_p
+        p_row = _pool_row(r, cap, n, gpus)
+        p_row["ttft_p95_s"] = prefill_probe(r, traffic, target_rps / n, links[id(r)], engine)[0]
+        transfer = float(kv_transfer_s(r, mean_in, links[id(r)]))
+        visible = float(visible_transfer_s(r, mean_in, links[id(r)], PerfModel(r, engine)))
+    if best_d:
+        r, cap, n, gpus = best_d
+        d_row = _pool_row(r, cap, n, gpus)
+        d_row["tpot_p95_s"] = decode_tpot_at(r, target_rps / n, mean_in, mean_out, engine)
+    chosen = links[id(best_p[0])] if best_p else links[id(shapes[0])]
+    agg, agg_rows = (aggregated_best(s, target_rps, traffic, slo, headroom, prices, engine, rel_tol, shapes)
+                     if compare else (None, []))
+    return DisaggPlan(target_rps, slo, headroom, mean_in, mean_out, usd, chosen.label, chosen.bytes_per_s / 1e9,
+                      transfer, visible, p_row, d_row,
+                      tuple(c for _, c in prefill), tuple(c for _, c in decode), agg, tuple(agg_rows))
+
+
+def pool_ratio(prefill_rate: float, decode_rate: float) -> float:
+    """Prefill instances per decode instance when both pools run full: decode rate / prefill rate."""
+    if prefill_rate <= 0 or decode_rate <= 0:
+        return math.nan
+    return decode_rate / prefill_rate
+
+
+def rate_matched(target_rps: float, prefill_rate: float, decode_rate: float, gpus_per_prefill: int = 1,
+                 gpus_per_decode: int = 1, headroom: float = 1.0) -> dict:
+    """Instances of each pool for a target and the goodput per GPU: x = ceil(target × headroom / P), likewise y;
+    goodput per GPU = target / (x × GPUs per prefill + y × GPUs per decode)."""
+    x = replicas_for(target_rps, prefill_rate, headroom)
+    y = replicas_for(target_rps, decode_rate, headroom)
+    if not x or not y:
+        return {"prefill_instances": x, "decode_instances": y, "gpus": None, "rps_per_gpu": 0.0}
+    gpus = x * gpus_per_prefill + y * gpus_per_decode
+    return {"prefill_instances": x, "decode_instances": y, "gpus": gpus, "rps_per_gpu": target_rps / gpus}

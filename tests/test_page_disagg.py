@@ -1,0 +1,64 @@
+"""Headless test of pages/disagg.py: layouts, the disaggregation verdict, the ratio sweep and the walkthrough."""
+from __future__ import annotations
+
+import time
+
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from planner.core.scenario import Scenario
+from planner.core.specs import Deployment
+from ui.state import SCENARIO_KEY
+
+PAGE = str(ROOT / "pages" / "disagg.py")
+
+
+def load(scenario: Scenario | None = None) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    if scenario is not None:
+        at.session_state[SCENARIO_KEY] = scenario
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_llama70b_long_prompts_default_render():
+    t0 = time.perf_counter()
+    at = load(Scenario(model="meta-llama/Llama-3.1-70B", gpu="H100-SXM",
+                       deployment=Deployment(weights="bf16", max_model_len=32768)))
+    wall = time.perf_counter() - t0
+    m = metrics(at)
+    for label in ("Prefill pool", "Decode pool", "GPUs: disaggregated / aggregated", "KV transfer share of TTFT",
+                  "$ per hour, disaggregated", "$ per hour, aggregated", "Verdict"):
+        assert label in m, label
+    assert "TP" in m["Prefill pool"] and m["Verdict"] in ("disaggregate", "stay aggregated")
+    assert len(at.get("plotly_chart")) == 4  # layouts, step parts, cost, ratio
+    text = " ".join(md.value for md in at.markdown)
+    assert "Prefill instances = ceil(" in text and "KV transfer =" in text
+    assert "Gain from disaggregating" in text  # the walkthrough with the page's numbers
+    assert wall < 90
+
+
+def test_deepseek_v3_dp8_ep8_holds_more_requests_than_tp8():
+    at = load(Scenario(model="deepseek-ai/DeepSeek-V3", gpu="H200",
+                       deployment=Deployment(num_gpus=8, tensor_parallel_size=8, weights="fp8",
+                                             max_model_len=32768)))
+    table = at.dataframe[0].value.set_index("layout")
+    assert table.loc["TP 8", "max_concurrency"] == 20
+    assert table.loc["TP 1 × DP 8 + EP 8", "max_concurrency"] == 104  # tests/test_parallel_memory.py by hand
+    assert table.loc["TP 1 × DP 8 + EP 8", "all_to_all_ms"] > 0 == table.loc["TP 8", "all_to_all_ms"]
+    assert any("MLA's latent" in md.value for md in at.markdown)
+
+
+def test_an_unreachable_ttft_target_says_why_and_stays_aggregated():
+    at = load(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment=Deployment(max_model_len=8192)))
+    at.session_state["dg_prompt"] = 4000
+    at.session_state["dg_ttft_ms"] = 10  # below the prefill time of a 4,000-token prompt on any TP
+    at.run()
+    assert not at.exception
+    assert any("Disaggregation cannot meet this SLO" in w.value for w in at.warning)
+    assert metrics(at)["Verdict"] == "stay aggregated"
