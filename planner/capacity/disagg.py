@@ -179,7 +179,7 @@ def disagg_plan(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSp
         m = resolve(s).model
         hint = (f"; its checkpoint ships {m.quantized_weights} weights (--weights {m.quantized_weights})"
                 if m.quantized_weights and m.quantized_weights != s.deployment.weights else "")
-        raise InputError("--model", f"no TP, DP or PP shape of this model starts on this GPU (see `memory`){hint}")
+        raise InputError("model", f"no TP, DP or PP shape of this model starts on this GPU (see `memory`){hint}")
     mean_in, mean_out = mean_tokens(traffic)
     links = {id(r): kv_link(r, link, link_gb_s, link_latency_s, layerwise) for r in shapes}
     prefill = [(r, prefill_capacity(r, traffic, slo, links[id(r)], engine, rel_tol)) for r in shapes]

@@ -59,12 +59,12 @@ def kv_link(r: Resolved, link: str = "nic", gb_s: float | None = None,
             latency_s: float = DEFAULT_LINK_LATENCY_S, layerwise: bool = False) -> KVLink:
     """The path the prefill instance's KV takes (module note); `gb_s` overrides the total bandwidth."""
     if link not in LINKS:
-        raise InputError("--kv-link", f"must be one of {', '.join(LINKS)}, got {link!r}")
+        raise InputError("kv_link", f"must be one of {', '.join(LINKS)}, got {link!r}")
     if not (latency_s >= 0 and math.isfinite(latency_s)):
-        raise InputError("--kv-link-latency-ms", "must be a number >= 0")
+        raise InputError("kv_link_latency_ms", "must be a number >= 0")
     if gb_s is not None:
         if not (gb_s > 0 and math.isfinite(gb_s)):
-            raise InputError("--kv-link-gb-s", f"must be a number > 0, got {gb_s!r}")
+            raise InputError("kv_link_gb_s", f"must be a number > 0, got {gb_s!r}")
         return KVLink(gb_s * 1e9, latency_s, f"{gb_s:g} GB/s (given)", layerwise)
     m, tp = r.model, r.deployment.tensor_parallel_size
     senders = tp if m.is_mla else min(tp, m.num_kv_heads)

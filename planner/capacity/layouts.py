@@ -83,7 +83,7 @@ def ratio_rows(s: Scenario, prompts: list[int], outputs: list[int], slo: SLO, li
     scenario's own instance shape when vLLM can start it, else the smallest TP that fits."""
     shapes = instance_shapes(s)
     if not shapes:
-        raise InputError("--model", "no TP, DP or PP shape of this model starts on this GPU (see `memory`)")
+        raise InputError("model", "no TP, DP or PP shape of this model starts on this GPU (see `memory`)")
     own = s.deployment
     r = next((x for x in shapes if x.deployment.gpus_per_replica == own.gpus_per_replica
               and x.deployment.tensor_parallel_size == own.tensor_parallel_size), shapes[0])

@@ -24,6 +24,9 @@ FIELD_FLAGS = {
     "workers": "--workers", "ray_address": "--ray",
     # techniques and validation
     "spec_k": "--k", "spec_alpha": "--alpha", "points": "--points",
+    # parallelism and disaggregation (planner.core.specs, planner.capacity.disagg)
+    "pipeline_parallel_size": "--pp", "data_parallel_size": "--dp", "expert_parallel_size": "--ep",
+    "kv_link": "--kv-link", "kv_link_latency_ms": "--kv-link-latency-ms", "kv_link_gb_s": "--kv-link-gb-s",
 }
 
 
