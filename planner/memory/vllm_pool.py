@@ -59,13 +59,17 @@ class VllmPool:
 
 def activation_peak_bytes(model: ModelSpec, dep: Deployment, act_bytes: float = 2.0,
                           c: VllmMemoryConstants | None = None) -> float:
-    """Peak activations of vLLM's profiling pass at max_num_batched_tokens, plus the sampler's fp32 logits."""
+    """Peak activations of vLLM's profiling pass at max_num_batched_tokens, plus the sampler's fp32 logits.
+
+    The profile run (vllm/v1/worker/gpu_model_runner.py profile_run @4e17906) runs max_num_batched_tokens tokens
+    (V0 without chunked prefill: max(max_model_len, ...), which callers pass as max_num_batched_tokens) and samples
+    one row per dummy request, min(max_num_batched_tokens, max_num_seqs) rows of the full (gathered) vocabulary."""
     c = c or vllm_constants()
     width = model.moe_intermediate_size * model.num_experts_per_tok if model.is_moe else model.intermediate_size
     per_token = (c.activation_intermediate_factor * width / dep.tensor_parallel_size
                  + c.activation_hidden_factor * model.hidden_size)
     tokens = dep.max_num_batched_tokens
-    logits = dep.max_num_seqs * model.vocab_size / dep.tensor_parallel_size * c.sampler_logit_bytes
+    logits = min(tokens, dep.max_num_seqs) * model.vocab_size * c.sampler_logit_bytes
     return tokens * per_token * act_bytes + logits
 
 
