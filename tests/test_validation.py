@@ -118,3 +118,12 @@ def test_pair_status_lists_the_measured_pairs(published):
     assert pairs["n"].sum() == 85
     assert set(zip(pairs["gpu"], pairs["engine"])) >= {("A100-80GB", "vllm"), ("H100-SXM", "tensorrt-llm")}
     assert set(pairs["calibration"]) == {"calibrated"}
+
+
+def test_out_of_sample_summary_is_recorded_for_every_scheme():
+    from planner.accuracy.validation import out_of_sample_summary
+    oos = out_of_sample_summary()
+    assert set(oos["scheme"]) == {"in-sample", "LOFO", "LOEO"}
+    grp = oos[oos["by"] == "group"].set_index(["scheme", "key"])["median_abs_pct"]
+    # out of sample is worse than in-sample for every group (the honest figures the README quotes)
+    assert all(grp[("LOFO", g)] > grp[("in-sample", g)] for g in ("decode", "prefill", "throughput"))
