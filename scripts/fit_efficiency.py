@@ -70,10 +70,20 @@ def corrected(base: EfficiencyProfile, y, points: int = 0, note: str = "") -> Ef
     return base.model_copy(update={**upd, "status": "calibrated", "num_points": points, "note": note})
 
 
+_BASE: dict[str, PerfModel] = {}  # point id -> its scenario's PerfModel (geometry computed once per process)
+
+
+def _model(p, resolved, prof: EfficiencyProfile) -> PerfModel:
+    base = _BASE.get(p.id)
+    if base is None:
+        base = _BASE[p.id] = PerfModel(resolved[p.id], p.engine, profile=prof)
+    return base.with_profile(prof)
+
+
 def _data_term(points, resolved, key_of, prof_of) -> float:
     total = 0.0
     for p in points:  # as published_points.evaluate, without building a table (the fit's inner loop)
-        total += math.log(predict(p, PerfModel(resolved[p.id], p.engine, profile=prof_of(key_of[p.id]))) / p.value) ** 2
+        total += math.log(predict(p, _model(p, resolved, prof_of(key_of[p.id]))) / p.value) ** 2
     return total
 
 

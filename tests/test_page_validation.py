@@ -31,9 +31,9 @@ def test_default_page_shows_the_published_errors(page):
     assert parity["data"][0]["name"] == "y = x"
     names = {t["name"] for t in parity["data"][3:]}  # one trace per metric after y = x and the ±25 % lines
     assert {"token_time (TBT/TPOT)", "generation_speed", "gpu_blocks (vLLM KV capacity)"} <= names
-    # 14 latency metrics + the KV capacity, less those below 0.1 kept off the log axes (ITL slope ~7e-4 ms, LMDeploy's
-    # decode ITL in seconds)
-    assert len(names) == 13
+    # 14 latency metrics + the KV capacity, less the ITL slope (~7e-4 ms) kept off the log axes; rows in seconds
+    # (LMDeploy's TTFT and ITL) are drawn in ms
+    assert len(names) == 14 and "token_latency_p50 (decode ITL)" in names
     assert "C215" in parity["layout"]["title"]["text"]
     assert any(set(d.value.columns) >= {"source", "metric", "gpu", "median |error| %"} for d in page.dataframe)
     assert any("calibration" in d.value.columns for d in page.dataframe)

@@ -27,6 +27,8 @@ data/engines.yaml. Pipeline/expert parallelism, speculative decoding and prefix-
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -145,22 +147,35 @@ class PerfModel:
         self.peak_flops = peak
         self.attn_peak_flops = r.gpu.peak_flops("bf16") or r.gpu.peak_flops("fp16")
         self.hbm_bytes_per_s = r.gpu.hbm_bytes_per_s
-        self.mem_bytes_per_s = r.gpu.hbm_bytes_per_s * eff.memory_efficiency  # the ceiling (KV, activations)
-        self.weight_mem_factor = eff.quant_memory_efficiency if self.weight_only else 1.0
-        self.matmul_flops_per_s = peak * eff.matmul_efficiency / (1.0 + (self.dequant if self.weight_only else 0.0))
-        self.attn_flops_per_s = self.attn_peak_flops * eff.attention_efficiency
         self.n_allreduce = 2 * m.num_layers if tp > 1 else 0  # after attention and after the MLP, every layer
         eng = engines().get(self.choice.engine)
         self.allreduce_algorithm = eng.allreduce if eng else "custom"
         self.link_bytes_per_s, self.interconnect = r.gpu.interconnect_bytes_per_s, r.gpu.interconnect
         self.ar_bytes_per_token = m.hidden_size * ACT_BYTES
-        eager = eng.eager_layer_overhead_s if (eng and r.deployment.enforce_eager) else 0.0
-        self.overhead_s = eff.step_overhead_s + m.num_layers * (eff.layer_overhead_s + eager)
+        self.eager_layer_s = eng.eager_layer_overhead_s if (eng and r.deployment.enforce_eager) else 0.0
+        self._apply(eff)
+
+    def _apply(self, eff: EfficiencyProfile) -> None:
+        """The profile-dependent constants (the rest depends on the scenario only)."""
+        self.eff = eff
+        self.mem_bytes_per_s = self.hbm_bytes_per_s * eff.memory_efficiency  # the ceiling (KV, activations)
+        self.weight_mem_factor = eff.quant_memory_efficiency if self.weight_only else 1.0
+        self.matmul_flops_per_s = self.peak_flops * eff.matmul_efficiency / (
+            1.0 + (self.dequant if self.weight_only else 0.0))
+        self.attn_flops_per_s = self.attn_peak_flops * eff.attention_efficiency
+        self.overhead_s = eff.step_overhead_s + self.num_layers * (eff.layer_overhead_s + self.eager_layer_s)
         self.seq_overhead_s, self.token_overhead_s = eff.seq_overhead_s, eff.token_overhead_s
         self._comm_cache: dict[float, float] = {}
         # kept for callers of the first model: the all-reduce cost of one token and of an empty step
         self.comm_fixed_s = self.comm_s(0.0)
         self.comm_s_per_token = (self.comm_s(1.0) - self.comm_fixed_s)
+
+    def with_profile(self, profile: EfficiencyProfile) -> PerfModel:
+        """A copy under another profile of the same engine (the fits' inner loop: no scenario geometry recomputed)."""
+        out = copy.copy(self)
+        out.choice = dataclasses.replace(self.choice, profile=profile)
+        out._apply(profile)
+        return out
 
     def comm_s(self, new_tokens):
         """Tensor-parallel all-reduce time of a step over `new_tokens` tokens (scalar or array)."""
