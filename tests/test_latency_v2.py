@@ -13,8 +13,8 @@ from planner.accuracy.validation import points_table
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.latency.efficiency import ENGINES, profiles
-from planner.latency.engines import (allreduce_s, engine_supports, engines, kv_pool_bytes, scheduler_policy,
-                                     sglang_mem_fraction_static)
+from planner.latency.engines import (allreduce_s, engine_supports, engines, kv_pool_bytes, llamacpp_slots,
+                                     scheduler_policy, sglang_mem_fraction_static)
 from planner.latency.perf_model import PerfModel
 
 GIB = 2**30
@@ -54,6 +54,15 @@ def test_kv_pool_rules_per_engine():
     # llama.cpp allocates the whole context up front: 4096 tokens x 128 KiB (Llama-3.1-8B f16)
     assert kv_pool_bytes("llama.cpp", total, weights, kv_bytes_per_token=131072, n_ctx=4096) == 4096 * 131072
     assert kv_pool_bytes("llama.cpp", 24 * GIB, 16 * GIB, kv_bytes_per_token=131072, n_ctx=131072) < 0
+
+
+def test_llamacpp_context_is_split_over_slots():
+    assert llamacpp_slots(4096, 1) == (4096, 4096)
+    assert llamacpp_slots(8192, 4) == (2048, 8192)  # each slot holds n_ctx / np tokens
+    assert llamacpp_slots(4000, 3) == (1536, 4608)  # 4000 -> 4096 cells, 1365 -> 1536 per slot (padded to 256)
+    assert llamacpp_slots(8192, 4, unified=True) == (8192, 8192)
+    with pytest.raises(Exception, match="n_parallel"):
+        llamacpp_slots(4096, 0)
 
 
 def test_allreduce_one_shot_matches_vllm_pr_24532():

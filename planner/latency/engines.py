@@ -4,6 +4,7 @@ policy + all-reduce algorithm + supported weight formats + defaults, each with i
     engine_supports(engine, weights)   may this engine run this weight format? (GGUF k-quants: llama.cpp only)
     kv_pool_bytes(engine, ...)         KV-cache bytes per GPU under the engine's own memory rule
     allreduce_s(engine, ...)           one tensor-parallel all-reduce of `nbytes` under the engine's algorithm
+    llamacpp_slots(n_ctx, np)          llama-server: tokens per slot and KV cells allocated
 
 Memory rules (bytes per GPU; `total` = device memory the runtime reports, `weights` per GPU):
     vllm-profiler          gpu_memory_utilization × total − weights − activation peak − non-torch − graphs
@@ -116,6 +117,20 @@ def sglang_mem_fraction_static(total_bytes: float, tp: int, chunked_prefill: int
     if gpu_mem > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((gpu_mem - reserved) / gpu_mem, 3)
+
+
+def llamacpp_slots(n_ctx: int, n_parallel: int = 1, unified: bool = False) -> tuple[int, int]:
+    """(tokens one request may use, KV cells allocated) for llama-server: n_ctx padded to 256; split mode gives each
+    of the -np slots n_ctx / np (padded to 256, total rounded down to slots × per-slot); unified mode shares all cells
+    (src/llama-context.cpp, GGML_PAD(n_ctx, 256); tools/server/server.cpp n_ctx_slot)."""
+    if n_ctx <= 0 or n_parallel <= 0:
+        raise InputError("n_ctx" if n_ctx <= 0 else "n_parallel", "must be a positive integer")
+    pad = lambda x: -(-x // 256) * 256  # noqa: E731
+    total = pad(n_ctx)
+    if unified or n_parallel == 1:
+        return total, total
+    per_slot = pad(total // n_parallel)
+    return per_slot, per_slot * n_parallel
 
 
 def kv_pool_bytes(engine: str, total_bytes: float, weights_bytes: float, activation_bytes: float = 0.0,
