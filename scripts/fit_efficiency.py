@@ -50,7 +50,8 @@ assert tuple(PRIORS) == FIT_FIELDS
 # launch cost 5 µs (a few fused kernels); its published points are large static batches and TTFTs, which cannot
 # separate per-step, per-layer and per-request costs on their own. Source: TensorRT-LLM performance docs (C++ runtime,
 # in-flight batching); engines.md §6 (CPU launch cost is what CUDA graphs / compiled engines remove).
-ENGINE_PRIORS = {"tensorrt-llm": {"step_overhead_s": (2e-4, 0.5, 1e-6, 0.05), "layer_overhead_s": (5e-6, 0.5, 1e-8, 1e-3)}}
+ENGINE_PRIORS = {"tensorrt-llm": {"step_overhead_s": (2e-4, 0.5, 1e-6, 0.05),
+                                  "layer_overhead_s": (5e-6, 0.5, 1e-8, 1e-3)}}
 PRIOR_WEIGHT = 0.01  # = (log 1.105)²: one prior sd ~ one point 10% off
 CORRECTION_SD = 0.15  # a family's correction: one sd = 15% on the bandwidth or compute ceiling
 ITERS = 1500
@@ -112,7 +113,8 @@ def fit_family(base: EfficiencyProfile, pts: list, resolved: dict, key_of: dict,
     """Stage 2: the family's two log-correction factors."""
     def f(y):
         prof = corrected(base, y)
-        return _data_term(pts, resolved, key_of, lambda k: prof) + PRIOR_WEIGHT * float(np.sum((y / CORRECTION_SD) ** 2))
+        prior = float(np.sum((y / CORRECTION_SD) ** 2))
+        return _data_term(pts, resolved, key_of, lambda k: prof) + PRIOR_WEIGHT * prior
     return nelder_mead(f, np.zeros(2), step=0.1, iters=iters)
 
 
@@ -154,7 +156,8 @@ def fit_all(points=None, resolved=None, key_of=None, iters: int = ITERS, verbose
     users = {k: v for k, v in fitted.items() if k.endswith("/default") and k.split("/")[0] in ENGINES}
     for engine in ENGINES:
         if f"{engine}/default" not in fitted:
-            fitted[f"{engine}/default"] = estimated(users, f"no points of its own: median of {', '.join(sorted(users))}")
+            note = f"no points of its own: median of {', '.join(sorted(users))}"
+            fitted[f"{engine}/default"] = estimated(users, note)
     df = evaluate(points, fitted, resolved)
     return fitted, df
 

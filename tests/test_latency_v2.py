@@ -121,7 +121,8 @@ SCEN = st.sampled_from([("meta-llama/Llama-3.1-8B", "H100-SXM", 1), ("meta-llama
 def test_more_bandwidth_is_never_slower(scen, engine, batch, ctx, factor):
     model, gpu, tp = scen
     r = resolved(model, gpu, tp)
-    fast = dataclasses.replace(r, gpu=r.gpu.model_copy(update={"hbm_bandwidth_gb_s": r.gpu.hbm_bandwidth_gb_s * factor}))
+    gpu = r.gpu.model_copy(update={"hbm_bandwidth_gb_s": r.gpu.hbm_bandwidth_gb_s * factor})
+    fast = dataclasses.replace(r, gpu=gpu)
     for a, b in ((PerfModel(r, engine).decode(batch, ctx), PerfModel(fast, engine).decode(batch, ctx)),
                  (PerfModel(r, engine).prefill(1, ctx + 1), PerfModel(fast, engine).prefill(1, ctx + 1))):
         assert b.total_s <= a.total_s * (1 + 1e-12)
@@ -146,7 +147,7 @@ def test_tp_never_raises_per_gpu_weight_bytes(model):
         prev = w
 
 
-# -- calibration rows ---------------------------------------------------------------------------------------------------
+# -- calibration rows -------------------------------------------------------------------------------------------
 def test_free_text_cells_give_a_reason_not_an_abort():
     header = ("id,model,gpu,num_gpus,tp,weight_dtype,kv_dtype,engine,engine_version,input_len,output_len,"
               "batch_or_concurrency,qps,metric,value,unit,source,notes\n")

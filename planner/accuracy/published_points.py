@@ -38,15 +38,16 @@ MODELS = {"meta-llama/Llama-2-7b": "meta-llama/Llama-2-7b-hf", "meta-llama/Llama
           "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4": "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct-AWQ": "Qwen/Qwen2.5-7B",
           "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B": "meta-llama/Llama-3.1-8B",
           # Llama 3 and 3.1 share the architecture (3.1 only adds rope scaling for long context)
-          "meta-llama/Meta-Llama-3-8B": "meta-llama/Llama-3.1-8B", "meta-llama/Meta-Llama-3-70B": "meta-llama/Llama-3.1-70B",
+          "meta-llama/Meta-Llama-3-8B": "meta-llama/Llama-3.1-8B",
+          "meta-llama/Meta-Llama-3-70B": "meta-llama/Llama-3.1-70B",
           "amd/Llama-3.1-70B-Instruct-FP8": "meta-llama/Llama-3.1-70B"}
-GPUS = {"H100 80GB": "H100-SXM", "A100 80GB": "A100-80GB", "A100 SXM 80GB": "A100-80GB", "A100 PCIe 80GB": "A100-PCIe-80GB",
-        "H100 PCIe": "H100-PCIe", "RTX 3090": "RTX-3090", "RTX 4090": "RTX-4090", "MI300X": "MI300X"}
+GPUS = {"H100 80GB": "H100-SXM", "A100 80GB": "A100-80GB", "A100 SXM 80GB": "A100-80GB",
+        "A100 PCIe 80GB": "A100-PCIe-80GB", "H100 PCIe": "H100-PCIe", "RTX 3090": "RTX-3090", "RTX 4090": "RTX-4090", "MI300X": "MI300X"}
 WEIGHTS = {"fp8": "fp8", "fp16": "fp16", "bf16": "bf16", "gptq-int8": "gptq-int8", "gptq-int4": "gptq-int4",
            "awq": "awq-int4", "f16": "fp16", "Q4_K_M": "q4_k_m", "Q8_0": "q8_0"}
 KV = {"fp8": "fp8", "fp16": "fp16", "bf16": "bf16", "auto": "auto", "f16": "fp16", "not set": "auto"}
-ENGINES = {"TensorRT-LLM": "tensorrt-llm", "vLLM": "vllm", "SGLang": "sglang", "not stated (Splitwise profiling)": "splitwise",
-           "llama.cpp": "llama.cpp", "LMDeploy": "lmdeploy"}
+ENGINES = {"TensorRT-LLM": "tensorrt-llm", "vLLM": "vllm", "SGLang": "sglang",
+           "not stated (Splitwise profiling)": "splitwise", "llama.cpp": "llama.cpp", "LMDeploy": "lmdeploy"}
 # metric in the CSV -> (what the model computes, group for the error targets)
 METRICS = {"output_throughput_per_gpu": ("throughput_per_gpu", "throughput"),
            "first_token_latency (TTFT)": ("prefill_ms", "prefill"), "prompt_time (TTFT)": ("prefill_ms", "prefill"),

@@ -13,7 +13,8 @@ A step runs every layer once over `new_tokens` (n) tokens of `num_seqs` (s) sequ
                 kernels dequantise on the tensor-core path: precisions.yaml dequant_overhead)
     comm      = 2 × layers × all-reduce(n × hidden × 2 B) with the engine's algorithm and the GPU's link
                 (planner.latency.engines.allreduce_s: one-shot / two-shot custom all-reduce or an NCCL ring)
-    fixed     = per step + layers × (per layer + eager launch cost when enforce_eager) + s × per sequence + n × per token
+    fixed     = per step + layers × (per layer + eager launch cost when enforce_eager) + s × per sequence
+                + n × per token
     step      = max(memory, compute) + comm + fixed                    (the bound is the larger side)
 
 Weight bytes are those a step reads: attention, dense MLP, shared experts, norms and lm_head, plus for a
