@@ -15,7 +15,8 @@ import pandas as pd
 
 from planner.accuracy.published_points import error_summary, evaluate
 
-TARGETS = {"decode": 15.0, "prefill": 20.0}  # median absolute % error the issue asks for
+TARGETS = {"decode": 15.0, "prefill": 18.0, "throughput": 12.0}  # medians the issue asks for (out of sample; this
+# script is in-sample: see benchmarks/accuracy_out_of_sample.py for the honest figures)
 
 
 def main(argv: list[str]) -> int:
@@ -27,12 +28,13 @@ def main(argv: list[str]) -> int:
     pd.set_option("display.max_rows", 500)
     used = df[df["excluded"] == ""]
     cols = ["id", "model", "gpu", "tp", "weights", "engine", "input_len", "output_len", "batch", "metric",
-            "group", "measured", "predicted", "error_pct", "profile"]
+            "group", "measured", "predicted", "error_pct", "profile", "status"]
     print(used[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     skipped = df[df["excluded"] != ""]
-    print(f"\nexcluded {len(skipped)} points ({', '.join(skipped['id'])}): {skipped['excluded'].iloc[0]}"
-          if len(skipped) else "")
-    for by in ("metric", "group", "profile"):
+    print(f"\nnot predicted: {len(skipped)} points")
+    for reason, ids in skipped.groupby("excluded")["id"]:
+        print(f"  {reason}: {', '.join(ids)}")
+    for by in ("metric", "group", "profile", "status"):
         print(f"\nabsolute % error by {by}")
         print(error_summary(df, by).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     groups = error_summary(df, "group").set_index("group")

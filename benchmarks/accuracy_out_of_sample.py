@@ -1,22 +1,21 @@
-"""Out-of-sample error of the latency model: refit the efficiency constants without the points being predicted.
+"""Out-of-sample error of the latency model: predict points whose GPU family or engine the fit never saw.
 
-    python -m benchmarks.accuracy_out_of_sample               # LOO + leave-one-source-out, 2 workers
-    python -m benchmarks.accuracy_out_of_sample --iters 400   # cheaper refits (stated in the output)
+    python -m benchmarks.accuracy_out_of_sample               # in-sample, LOFO and LOEO, 2 workers
+    python -m benchmarks.accuracy_out_of_sample --iters 600   # cheaper refits (stated in the output)
     python -m benchmarks.accuracy_out_of_sample --csv out.csv # also write every prediction
+    python -m benchmarks.accuracy_out_of_sample --write       # record the summary for the Validation page
 
-benchmarks/accuracy.py reports in-sample errors (the points it scores also fitted the constants). Here every
-prediction comes from a profile fitted without the predicted point(s), with the fit of scripts/fit_efficiency.py
-(same priors, objective, Nelder-Mead and its two passes; the profile of the held-out point's own (engine, GPU
-family) group is refitted, the other groups do not affect it):
+scripts/fit_efficiency.py fits one set of constants per engine on all its points (every GPU from its datasheet),
+then a two-factor correction per (engine, GPU family). Three ways to score it on published_points.csv +
+published_points_2.csv:
 
-  in-sample  all points of the group fitted, each point predicted (what fit_all / accuracy.py measure; refitted
-             here with the same code, so the three columns differ only by what was held out)
-  LOO        leave one point out: refit the group without it, predict it
-  LOSO       leave one source block out: refit the group without a whole block, predict the block. Block =
-             the model, in groups with more than one model (TensorRT-LLM: a model the group never saw);
-             else the CSV metric, in groups with more than one (Splitwise: TPOT vs TTFT vs batched prefill;
-             vLLM/hopper: ITL intercept vs slope); else the weight dtype (vLLM/ampere Qwen2.5-7B: bf16 vs the
-             quantised checkpoints). A table per block follows, plus an extra Splitwise "leave one TP out".
+  in-sample  data/efficiency.yaml as fitted: each point predicted by its own family's profile (status calibrated)
+  LOFO       leave one GPU family out: refit the engine's shared constants without that family's points (same
+             priors, objective and Nelder-Mead as the script) and predict them from the datasheet (transferred).
+             Engines measured on one family only (LMDeploy, Splitwise) have no LOFO.
+  LOEO       leave one engine out: predict an engine's points with the per-constant median of the OTHER user
+             engines' shared constants (what an engine without points gets; status estimated). No refit: the
+             engines are fitted separately, so the others' constants never saw the held-out engine.
 """
 from __future__ import annotations
 
@@ -25,145 +24,126 @@ import multiprocessing as mp
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
+import yaml
 
 from scripts import fit_efficiency as fe
 
-from planner.accuracy.published_points import error_summary, evaluate, load_points, scenario
-from planner.accuracy.optimize import nelder_mead
+from planner.accuracy.published_points import error_summary, evaluate
+from planner.accuracy.validation import OUT_OF_SAMPLE_PATH
+from planner.latency.efficiency import ENGINES, load_efficiency
 
-TARGETS = {"decode": 15.0, "prefill": 20.0}  # as benchmarks/accuracy.py
-ITERS = 1500  # planner.accuracy.optimize.nelder_mead's default, used by fit_all
-
-POINTS = [p for p in load_points() if not p.excluded]
-RESOLVED = {p.id: scenario(p) for p in POINTS}
-KEY = {p.id: f"{p.engine}/{RESOLVED[p.id].gpu.family}" for p in POINTS}
-GROUPS: dict[str, list] = {}
-for _p in POINTS:
-    GROUPS.setdefault(KEY[_p.id], []).append(_p)
+TARGETS = {"decode": 15.0, "prefill": 18.0, "throughput": 12.0}  # issue 15: medians out of sample
+POINTS, RESOLVED, KEY = fe.usable_points()
 
 
-def fit_group(key: str, pts: list, iters: int):
-    """The body of fit_efficiency.fit_all's loop for one group (fit_all itself only fits all points at once)."""
-    x0 = np.log([p for p, _, _, _ in fe.PRIORS.values()])
-    def f(v):
-        return fe.objective(v, pts, RESOLVED, key)
-
-    x = nelder_mead(f, x0, iters=iters)
-    x = nelder_mead(f, x, step=0.1, iters=iters)  # restart, as fit_all
-    return fe.clip_profile(x, len(pts))
-
-
-def block_of(p, key: str) -> str:
-    pts = GROUPS[key]
-    if len({q.model for q in pts}) > 1:
-        return f"model={p.model}"
-    if len({q.metric for q in pts}) > 1:
-        return f"metric={p.metric}"
-    return f"weights={p.weights}"
-
-
-def job(task):
-    """task = (scheme, key, label, held-out ids, iters) -> predictions of the held-out points."""
-    scheme, key, label, held, iters = task
+def lofo_job(task):
+    engine, family, iters = task
     t = time.time()
-    # in-sample: fit on every point of the group and predict them all; otherwise fit without the held-out ids
-    train = GROUPS[key] if scheme == "in-sample" else [p for p in GROUPS[key] if p.id not in held]
-    prof = fit_group(key, train, iters)
-    test = [p for p in GROUPS[key] if p.id in held]
-    df = evaluate(test, {key: prof}, RESOLVED).assign(scheme=scheme, block=label, train_points=len(train))
-    return df, time.time() - t
+    train = [p for p in POINTS if p.engine == engine and RESOLVED[p.id].gpu.family != family]
+    test = [p for p in POINTS if p.engine == engine and RESOLVED[p.id].gpu.family == family]
+    prof = fe.fit_engine(train, RESOLVED, KEY, iters)
+    df = evaluate(test, {KEY[p.id]: prof for p in test}, RESOLVED)
+    return df.assign(scheme="LOFO", held_out=f"{engine}/{family}", status="transferred",
+                     train_points=len(train)), time.time() - t
 
 
-def tasks(iters: int) -> list:
-    out = [("in-sample", key, "all", frozenset(p.id for p in pts), iters) for key, pts in GROUPS.items()]
-    out += [("LOO", KEY[p.id], p.id, frozenset([p.id]), iters) for p in POINTS]
-    blocks: dict[tuple, set] = {}
+def lofo_tasks(iters: int) -> list:
+    fams: dict[str, set] = {}
     for p in POINTS:
-        blocks.setdefault((KEY[p.id], block_of(p, KEY[p.id])), set()).add(p.id)
-        if p.engine == "splitwise":
-            blocks.setdefault((KEY[p.id], f"extra: tp={p.tp}"), set()).add(p.id)
-    out += [("LOSO", key, label, frozenset(ids), iters) for (key, label), ids in sorted(blocks.items())]
-    return out
+        fams.setdefault(p.engine, set()).add(RESOLVED[p.id].gpu.family)
+    return [(e, f, iters) for e, fs in sorted(fams.items()) if len(fs) > 1 for f in sorted(fs)]
 
 
-def run(task_list: list, workers: int) -> tuple[pd.DataFrame, dict]:
-    t0, frames, secs = time.time(), [], {}
-    with mp.get_context("fork").Pool(workers) as pool:
-        for i, (df, dt) in enumerate(pool.imap_unordered(job, task_list), 1):
-            frames.append(df)
-            s = df["scheme"].iloc[0]
-            secs[s] = secs.get(s, 0.0) + dt
-            if i % 5 == 0 or i == len(task_list):
-                print(f"  {i:3d}/{len(task_list)} refits done, {time.time() - t0:6.1f}s elapsed", flush=True)
-    return pd.concat(frames, ignore_index=True), secs
+def loeo() -> pd.DataFrame:
+    table = load_efficiency()
+    frames = []
+    for engine in sorted({p.engine for p in POINTS}):
+        others = {e: table[e]["default"] for e in ENGINES if e != engine and e in table
+                  and table[e]["default"].status != "estimated"}
+        prof = fe.estimated(others, "")
+        test = [p for p in POINTS if p.engine == engine]
+        frames.append(evaluate(test, {KEY[p.id]: prof for p in test}, RESOLVED).assign(
+            scheme="LOEO", held_out=engine, status="estimated", train_points=0))
+    return pd.concat(frames, ignore_index=True)
 
 
-def side_by_side(df: pd.DataFrame, by: str, schemes=("in-sample", "LOO", "LOSO")) -> pd.DataFrame:
+def side_by_side(df: pd.DataFrame, by: str, schemes=("in-sample", "LOFO", "LOEO")) -> pd.DataFrame:
     parts = []
     for s in schemes:
-        sub = df[(df["scheme"] == s) & ~df["block"].str.startswith("extra")]
-        e = error_summary(sub, by).set_index(by)
-        if not parts:
-            parts.append(e[["points"]])
-        parts.append(e[["median_abs_pct", "p90_abs_pct"]].rename(
-            columns={"median_abs_pct": f"{s} med", "p90_abs_pct": f"{s} p90"}))
+        e = error_summary(df[df["scheme"] == s], by).set_index(by)
+        parts.append(e[["points", "median_abs_pct", "p90_abs_pct"]].rename(columns={
+            "points": f"{s} n", "median_abs_pct": f"{s} med", "p90_abs_pct": f"{s} p90"}))
     return pd.concat(parts, axis=1).reset_index()
+
+
+def write_summary(df: pd.DataFrame, iters: int) -> None:
+    doc: dict = {}
+    for s in ("in-sample", "LOFO", "LOEO"):
+        for by in ("group", "family", "engine"):
+            e = error_summary(df[df["scheme"] == s], by)
+            doc.setdefault(s, {})[by] = {str(r[by]): {"points": int(r["points"]),
+                                                      "median_abs_pct": round(float(r["median_abs_pct"]), 1),
+                                                      "p90_abs_pct": round(float(r["p90_abs_pct"]), 1)}
+                                         for _, r in e.iterrows()}
+    header = (f"# GENERATED by benchmarks/accuracy_out_of_sample.py --write (Nelder-Mead 2 x {iters} iterations):\n"
+              "# absolute % error of the latency model on published_points*.csv, in-sample vs\n"
+              "# leave-one-GPU-family-out (LOFO) vs leave-one-engine-out (LOEO). Read by the Validation page.\n")
+    OUT_OF_SAMPLE_PATH.write_text(header + yaml.safe_dump({"summary": doc}, sort_keys=False, width=120),
+                                  encoding="utf-8")
+    print(f"wrote {OUT_OF_SAMPLE_PATH}")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--iters", type=int, default=ITERS, help=f"Nelder-Mead iterations per pass (fit_all: {ITERS})")
+    ap.add_argument("--iters", type=int, default=fe.ITERS, help=f"Nelder-Mead iterations per pass ({fe.ITERS})")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--csv", type=Path, help="write every prediction (all schemes) to this CSV")
+    ap.add_argument("--write", action="store_true", help=f"write the summary to {OUT_OF_SAMPLE_PATH.name}")
     args = ap.parse_args(argv)
     start = time.time()
-    tl = tasks(args.iters)
-    n_loso = sum(t[0] == "LOSO" for t in tl)
-    print(f"{len(POINTS)} usable points in {len(GROUPS)} engine/family groups; "
-          f"{len(GROUPS)} in-sample fits + {len(POINTS)} LOO refits + {n_loso} LOSO refits, "
-          f"Nelder-Mead 2 passes x {args.iters} iterations"
-          + ("" if args.iters == ITERS else f" (REDUCED from fit_all's {ITERS})") + f", {args.workers} workers")
-    df, secs = run(tl, args.workers)
+    ins = evaluate(POINTS, None, RESOLVED).assign(scheme="in-sample", held_out="", train_points=0)
+    tl = lofo_tasks(args.iters)
+    print(f"{len(POINTS)} usable points; {len(tl)} leave-one-family-out refits (Nelder-Mead 2 x {args.iters}"
+          + ("" if args.iters == fe.ITERS else f", REDUCED from the script's {fe.ITERS}")
+          + f"), {args.workers} workers",
+          flush=True)
+    frames, secs = [ins, loeo()], 0.0
+    with mp.get_context("fork").Pool(args.workers) as pool:
+        for df, dt in pool.imap_unordered(lofo_job, tl):
+            frames.append(df)
+            secs += dt
+            print(f"  LOFO {df['held_out'].iloc[0]:22s} {len(df):3d} points  {dt:5.0f}s", flush=True)
+    df = pd.concat(frames, ignore_index=True)
     df["abs_error_pct"] = df["error_pct"].abs()
-    pd.set_option("display.width", 200)
+    df["family"] = df["id"].map(lambda i: RESOLVED[i].gpu.family)
+    pd.set_option("display.width", 220)
     pd.set_option("display.max_rows", 500)
-    fmt = "{:.1f}".format
-
-    # sanity: the in-sample refit should reproduce data/efficiency.yaml's predictions
-    yaml_df = evaluate(POINTS, None, RESOLVED).set_index("id")
-    ins = df[df["scheme"] == "in-sample"].set_index("id")
-    drift = (ins["predicted"] / yaml_df.loc[ins.index, "predicted"] - 1).abs().max() * 100
-    print(f"\nin-sample refit vs data/efficiency.yaml: max prediction difference {drift:.2f}%")
-
-    for by in ("group", "metric", "profile"):
-        print(f"\nabsolute % error by {by}: in-sample vs leave-one-out vs leave-one-source-out")
+    fmt = lambda v: f"{v:.1f}"
+    for by in ("group", "engine", "family"):
+        print(f"\nabsolute % error by {by}: in-sample vs leave-one-family-out vs leave-one-engine-out")
         print(side_by_side(df, by).to_string(index=False, float_format=fmt))
-
-    print("\nleave-one-source-out, per held-out block (train_points = points left to fit the group)")
-    lo = df[df["scheme"] == "LOSO"]
-    g = lo.groupby(["profile", "block"], sort=True)
-    per = pd.DataFrame({"points": g.size(), "train_points": g["train_points"].first(),
-                        "median_abs_pct": g["abs_error_pct"].median(), "p90_abs_pct": g["abs_error_pct"].quantile(0.9),
-                        "median_signed_pct": g["error_pct"].median()}).reset_index()
-    print(per.to_string(index=False, float_format=fmt))
-
-    worst = df[df["scheme"] == "LOO"].sort_values("abs_error_pct", ascending=False).head(10)
-    print("\nlargest leave-one-out errors")
-    cols = ["id", "model", "gpu", "tp", "weights", "input_len", "output_len", "batch", "metric", "measured",
-            "predicted", "error_pct", "profile"]
-    print(worst[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-
-    for s in ("in-sample", "LOO", "LOSO"):
-        groups = error_summary(df[(df["scheme"] == s) & ~df["block"].str.startswith("extra")], "group").set_index("group")
-        print(f"targets (median, {s:9s}): " + ", ".join(f"{gname} ≤ {t:g}%: {groups.loc[gname, 'median_abs_pct']:.1f}%"
-                                                    for gname, t in TARGETS.items()))
+    print("\nleave-one-family-out, per held-out (engine/family)")
+    g = df[df["scheme"] == "LOFO"].groupby("held_out")
+    print(pd.DataFrame({"points": g.size(), "train_points": g["train_points"].first(),
+                        "median_abs_pct": g["abs_error_pct"].median(),
+                        "median_signed_pct": g["error_pct"].median()}).reset_index().to_string(
+        index=False, float_format=fmt))
+    worst = df[df["scheme"] != "in-sample"].sort_values("abs_error_pct", ascending=False).head(12)
+    print("\nlargest out-of-sample errors")
+    print(worst[["scheme", "id", "model", "gpu", "tp", "weights", "engine", "batch", "metric", "measured",
+                 "predicted", "error_pct"]].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    for s in ("in-sample", "LOFO", "LOEO"):
+        grp = error_summary(df[df["scheme"] == s], "group").set_index("group")
+        print(f"targets (median, {s:9s}): " + ", ".join(
+            f"{k} ≤ {t:g}%: {grp.loc[k, 'median_abs_pct']:.1f}%" if k in grp.index else f"{k}: n/a"
+            for k, t in TARGETS.items()) + f"; all {df[df['scheme'] == s]['abs_error_pct'].median():.1f}%")
+    if args.write:
+        write_summary(df, args.iters)
     if args.csv:
         df.to_csv(args.csv, index=False)
         print(f"wrote {args.csv}")
-    print(f"\nruntime {time.time() - start:.0f}s wall ({', '.join(f'{k} {v:.0f}s' for k, v in secs.items())} of "
-          f"fit CPU time), {args.workers} workers, Nelder-Mead 2 x {args.iters} iterations per fit")
+    print(f"\nruntime {time.time() - start:.0f}s wall ({secs:.0f}s of refit CPU time), {args.workers} workers")
     return 0
 
 

@@ -76,7 +76,8 @@ est = estimate(r, batch, int(input_tokens), int(output_tokens), engine, queue_ms
 sweep_max = min(limit, 4096)
 batches = np.unique(np.r_[np.round(np.geomspace(1, sweep_max, 120)).astype(int), batch])
 df = pd.DataFrame(sweep(pm, batches, int(input_tokens), int(output_tokens), queue_ms / 1e3))
-status = {"calibrated": "calibrated", "partial": "partly calibrated", "estimated": "estimated (no calibration)"}
+status = {"calibrated": "calibrated", "partial": "partly calibrated",
+          "transferred": "transferred (fitted on other GPU families)", "estimated": "estimated (no calibration)"}
 st.caption(f"{r.model.name} · {r.deployment.num_gpus} × {r.gpu.name} · TP {pm.tp} · weights {r.weights.label} "
            f"(compute {pm.compute_dtype}) · KV {r.kv.label} · engine {engine}: {status[pm.choice.status]} "
            f"({pm.choice.source_key}) · static batch of {batch} × ({input_tokens:,} in, {output_tokens:,} out)")

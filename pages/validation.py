@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from planner.accuracy.published_points import MEASUREMENTS_CSV
+from planner.accuracy.published_points import MEASUREMENTS_CSVS
 from planner.latency.efficiency import ENGINES, FIT_FIELDS, choose_profile
 from planner.core.errors import InputError
 from planner.latency.metrics import memory_limit, sweep
@@ -14,8 +14,8 @@ from planner.latency.perf_model import PerfModel
 from planner.core.scenario import Scenario, resolve
 from planner.accuracy.profile_fit import applicable_profile, fit_user_profile, profile_yaml
 from planner.accuracy.user_points import CSV_COLUMNS, parse_upload
-from planner.accuracy.validation import (KV_CSV, coverage_table, error_summary, kv_table, overall, pair_status,
-                                points_table)
+from planner.accuracy.validation import (KV_CSV, coverage_table, error_summary, kv_table, out_of_sample_summary,
+                                         overall, pair_status, points_table)
 from ui.charts.validation import before_after_chart, error_by_group_chart, parity_chart
 from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
@@ -25,13 +25,14 @@ ERROR_COLUMNS = {"median_abs_error_pct": "median |error| %", "p90_abs_error_pct"
 
 
 @st.cache_data(show_spinner=False)
-def published(points_csv: str, kv_csv: str, mtimes: tuple[float, float]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Predicted against measured for both measurement files (mtimes only key the cache)."""
-    return points_table(Path(points_csv)), kv_table(Path(kv_csv))
+def published(points_csv: str, kv_csv: str, mtimes: tuple[float, ...]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Predicted against measured for the measurement files (points_csv: paths joined by '|'; mtimes key the cache)."""
+    pts = pd.concat([points_table(Path(p)) for p in points_csv.split("|")], ignore_index=True)
+    return pts, kv_table(Path(kv_csv))
 
 
 @st.cache_data(show_spinner=False)
-def published_figures(points_csv: str, kv_csv: str, mtimes: tuple[float, float], color: str):
+def published_figures(points_csv: str, kv_csv: str, mtimes: tuple[float, ...], color: str):
     """The parity scatter and the error-by-metric bars (plotly builds them slowly: ~60 ms)."""
     both = pd.concat(published(points_csv, kv_csv, mtimes), ignore_index=True)
     return parity_chart(both, color), error_by_group_chart(error_summary(both, "metric"), "metric")
@@ -50,7 +51,8 @@ st.caption("How accurate is the planner? Every published measurement against the
            "benchmark to make it exact for your setup, and the commands to measure it.")
 s, r = current_scenario(), resolved_or_stop()
 
-files = (str(MEASUREMENTS_CSV), str(KV_CSV), (MEASUREMENTS_CSV.stat().st_mtime, KV_CSV.stat().st_mtime))
+files = ("|".join(str(p) for p in MEASUREMENTS_CSVS), str(KV_CSV),
+         tuple(p.stat().st_mtime for p in (*MEASUREMENTS_CSVS, KV_CSV)))
 pts, kv = published(*files)
 both = pd.concat([pts, kv], ignore_index=True)
 tab_pub, tab_cal, tab_plan = st.tabs(["Published measurements", "Calibrate from your benchmark", "Load-test plan"])
@@ -60,7 +62,7 @@ with tab_pub:
     o, ok = overall(pts), overall(kv)
     m = st.columns(4)
     m[0].metric("Latency points predicted", f"{o['n']} of {len(pts)}",
-                help=f"{o['unpredicted']} measured at a request rate need the serving simulator")
+                help=f"{o['unpredicted']} measured at a request rate or offline need the serving simulator")
     m[1].metric("Median |error|", f"{o['median_abs_error_pct']:.1f}%", help="latency and throughput points")
     m[2].metric("90th percentile |error|", f"{o['p90_abs_error_pct']:.1f}%")
     m[3].metric("KV capacity: median |error|", f"{ok['median_abs_error_pct']:.1f}%",
@@ -69,7 +71,20 @@ with tab_pub:
     parity, by_metric = published_figures(*files, color)
     st.plotly_chart(parity, width="stretch", key="val_chart_parity")
     st.caption("In-sample for the latency points: the same measurements fitted data/efficiency.yaml. The KV rows "
-               "are out-of-sample except B10. Dotted lines: ±25%.")
+               "are out-of-sample except B10 and B04. Dotted lines: ±25%.")
+    st.subheader("Out of sample: GPU families and engines the fit never saw")
+    oos = out_of_sample_summary()
+    if oos.empty:
+        st.info("Run `python -m benchmarks.accuracy_out_of_sample --write` to record the out-of-sample errors.")
+    else:
+        by = st.radio("Errors by", ["group", "family", "engine"], horizontal=True, key="val_oos_by")
+        wide = oos[oos["by"] == by].pivot_table(index="key", columns="scheme", values="median_abs_pct")
+        counts = oos[oos["by"] == by].pivot_table(index="key", columns="scheme", values="points")
+        wide = wide.join(counts.add_suffix(" points")).reset_index().rename(columns={"key": by})
+        st.dataframe(wide.round(1), hide_index=True, width="stretch", key="val_table_oos")
+        st.caption("Median |error| %. in-sample: the family's own profile (calibrated); LOFO: the engine's constants "
+                   "refitted without that GPU family, predicted from the datasheet (transferred); LOEO: an engine "
+                   "predicted with the median constants of the other engines (estimated).")
     st.subheader("Error by source, metric and GPU")
     table = error_summary(both, ["source", "metric", "gpu"]).round(1).rename(columns=ERROR_COLUMNS)
     st.dataframe(table, hide_index=True, width="stretch", key="val_table_errors")
@@ -78,9 +93,10 @@ with tab_pub:
     pairs = pair_status(pts)[["gpu", "engine", "calibration", "status", "profile", "n", "median_abs_error_pct"]]
     st.dataframe(pairs.round(1).rename(columns=ERROR_COLUMNS), hide_index=True, width="stretch",
                  key="val_table_pairs")
-    st.caption("calibrated: the profile was fitted on that GPU family's own points (status partial: few points, "
-               "unpinned constants at their priors); estimated: the engine's default stands in.")
-    with st.expander("Every GPU × engine a user can pick: calibrated or estimated"):
+    st.caption("calibrated: the engine has points on that GPU family (its correction applies); transferred: the "
+               "engine's shared constants, fitted on other families, with this GPU's datasheet; estimated: nobody "
+               "measured this family, or the engine has no points of its own.")
+    with st.expander("Every GPU × engine a user can pick: calibrated, transferred or estimated"):
         st.dataframe(coverage_table(), hide_index=True, width="stretch", key="val_table_coverage")
     with st.expander("vLLM KV capacity: observed against predicted GPU blocks"):
         st.dataframe(kv[["id", "model", "gpu", "tp", "vllm_version", "measured", "predicted", "error_pct", "reason"]]

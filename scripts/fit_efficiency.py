@@ -3,12 +3,18 @@
     python -m scripts.fit_efficiency            # fit and rewrite data/efficiency.yaml
     python -m scripts.fit_efficiency --dry-run  # fit and print, write nothing
 
-For every (engine, GPU family) with points, the six constants of planner.latency.efficiency minimise
-Σ log(predicted / measured)² over its points plus a weak log-normal prior per constant (weight PRIOR_WEIGHT: one
-prior standard deviation costs as much as one point 10% off), so a constant the points cannot pin stays near its
-prior instead of wandering. Optimiser: Nelder-Mead in log space (numpy only). Points measured at a request rate
-need the serving simulator and are left out. Each engine's `default` (for uncalibrated families) is the per-constant
-median of its fitted families.
+Data: data/measurements/published_points.csv and published_points_2.csv (rows the model cannot predict are left
+out with their reason). Two stages, so that constants transfer across GPUs:
+
+  1. per ENGINE, one set of the constants of planner.latency.efficiency (FIT_FIELDS) on all its points, every GPU
+     predicted from its datasheet: minimise Σ log(predicted / measured)² plus a weak log-normal prior per constant
+     (PRIORS; weight PRIOR_WEIGHT: one prior sd costs as much as one point 10% off). This is the engine's `default`.
+  2. per (engine, GPU family) with points, two correction factors (bandwidth ceiling, compute ceilings) with a
+     tight prior at 1 (sd CORRECTION_SD): the family's own profile, "calibrated".
+
+An engine without points (SGLang: its published points are all served at a request rate) gets the per-constant
+median of the user engines' defaults, status "estimated". Optimiser: Nelder-Mead in log space (numpy only),
+deterministic, so a rerun reproduces data/efficiency.yaml byte for byte.
 """
 from __future__ import annotations
 
@@ -19,15 +25,33 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from planner.accuracy.published_points import error_summary, evaluate, load_points, scenario
-from planner.latency.efficiency import EFFICIENCY_PATH, FIT_FIELDS, EfficiencyProfile
+from planner.accuracy.published_points import error_summary, evaluate, load_points, predict, scenario
+from planner.latency.perf_model import PerfModel
+from planner.latency.efficiency import ENGINES, EFFICIENCY_PATH, FIT_FIELDS, EfficiencyProfile
 from planner.accuracy.optimize import nelder_mead
 
-# constant -> (prior value, prior sd in natural log, lower bound, upper bound)
+# constant -> (prior value, prior sd in natural log, lower bound, upper bound). Prior values: small all-reduce 5-10 µs
+# on H100 NVLink (vLLM PRs #24532, #24111; sglang PR #2904), kernel launch ~ µs per kernel (vLLM PR #1440), Marlin
+# near-ideal 4-bit bandwidth up to batch 16-32 (IST-DASLab/marlin README). matmul_half_tokens is capped at 128, the
+# M tile of Ampere/Hopper tensor-core GEMM kernels: a 1-row GEMM pads to at most one tile of rows.
 PRIORS = {"matmul_efficiency": (0.6, 0.5, 0.05, 1.0), "attention_efficiency": (0.5, 0.7, 0.05, 1.0),
-          "memory_efficiency": (0.8, 0.3, 0.2, 1.0), "step_overhead_s": (2e-3, 1.5, 1e-5, 0.1),
-          "allreduce_latency_s": (1e-5, 1.5, 1e-7, 1e-3), "moe_efficiency": (0.7, 0.5, 0.05, 1.0)}
+          "memory_efficiency": (0.85, 0.2, 0.2, 1.0), "step_overhead_s": (1e-3, 1.5, 1e-6, 0.05),
+          "allreduce_latency_s": (8e-6, 0.7, 1e-6, 2e-4), "moe_efficiency": (0.7, 0.5, 0.05, 1.0),
+          "memory_half_bytes": (2e6, 1.5, 1e3, 1e9), "matmul_half_tokens": (32.0, 0.7, 1.0, 128.0),
+          "layer_overhead_s": (1e-5, 1.5, 1e-8, 1e-3), "seq_overhead_s": (2e-5, 1.5, 1e-8, 1e-3),
+          "token_overhead_s": (1e-6, 2.0, 1e-9, 1e-4), "quant_memory_efficiency": (0.7, 0.5, 0.1, 1.0)}
+assert tuple(PRIORS) == FIT_FIELDS
+# engine-specific priors: TensorRT-LLM runs each step from its C++ executor with the whole forward pass compiled and
+# fused (no Python scheduler per step), so its per-step overhead prior is 0.2 ms instead of 1 ms and its per-layer
+# launch cost 5 µs (a few fused kernels); its published points are large static batches and TTFTs, which cannot
+# separate per-step, per-layer and per-request costs on their own. Source: TensorRT-LLM performance docs (C++ runtime,
+# in-flight batching); engines.md §6 (CPU launch cost is what CUDA graphs / compiled engines remove).
+ENGINE_PRIORS = {"tensorrt-llm": {"step_overhead_s": (2e-4, 0.5, 1e-6, 0.05),
+                                  "layer_overhead_s": (5e-6, 0.5, 1e-8, 1e-3)}}
 PRIOR_WEIGHT = 0.01  # = (log 1.105)²: one prior sd ~ one point 10% off
+CORRECTION_SD = 0.15  # a family's correction: one sd = 15% on the bandwidth or compute ceiling
+ITERS = 1500
+SCALED = {"memory": ("memory_efficiency",), "compute": ("matmul_efficiency", "attention_efficiency")}
 
 
 def clip_profile(x: np.ndarray, points: int, status: str = "calibrated", note: str = "") -> EfficiencyProfile:
@@ -37,43 +61,108 @@ def clip_profile(x: np.ndarray, points: int, status: str = "calibrated", note: s
     return EfficiencyProfile(**values, status=status, num_points=points, note=note)
 
 
-def objective(x, points, resolved, key) -> float:
+def corrected(base: EfficiencyProfile, y, points: int = 0, note: str = "") -> EfficiencyProfile:
+    """`base` with its bandwidth ceiling × exp(y[0]) and compute ceilings × exp(y[1]) (clipped at 1)."""
+    upd = {f: min(1.0, getattr(base, f) * math.exp(v)) for v, fields in zip(y, SCALED.values()) for f in fields}
+    return base.model_copy(update={**upd, "status": "calibrated", "num_points": points, "note": note})
+
+
+_BASE: dict[str, PerfModel] = {}  # point id -> its scenario's PerfModel (geometry computed once per process)
+
+
+def _model(p, resolved, prof: EfficiencyProfile) -> PerfModel:
+    base = _BASE.get(p.id)
+    if base is None:
+        base = _BASE[p.id] = PerfModel(resolved[p.id], p.engine, profile=prof)
+    return base.with_profile(prof)
+
+
+def _data_term(points, resolved, key_of, prof_of) -> float:
+    total = 0.0
+    for p in points:  # as published_points.evaluate, without building a table (the fit's inner loop)
+        total += math.log(predict(p, _model(p, resolved, prof_of(key_of[p.id]))) / p.value) ** 2
+    return total
+
+
+def priors(engine: str) -> dict:
+    return {**PRIORS, **ENGINE_PRIORS.get(engine, {})}
+
+
+def objective(x, points, resolved, key_of) -> float:
     prof = clip_profile(x, len(points))
-    df = evaluate(points, {key: prof}, resolved)
-    data = float(np.sum(np.log(df["predicted"] / df["measured"]) ** 2))
-    prior = sum(((v - math.log(p)) / sd) ** 2 for v, (p, sd, _, _) in zip(x, PRIORS.values()))
+    data = _data_term(points, resolved, key_of, lambda k: prof)
+    pri = priors(points[0].engine).values() if points else PRIORS.values()
+    prior = sum(((v - math.log(p)) / sd) ** 2 for v, (p, sd, _, _) in zip(x, pri))
     return data + PRIOR_WEIGHT * prior
 
 
-def fit_all() -> tuple[dict, object]:
+def fit_engine(pts: list, resolved: dict, key_of: dict, iters: int = ITERS) -> EfficiencyProfile:
+    """Stage 1: one set of constants for all of an engine's points (all GPU families)."""
+    x0 = np.log([p for p, _, _, _ in priors(pts[0].engine).values()])
+    f = lambda v: objective(v, pts, resolved, key_of)
+    x = nelder_mead(f, x0, iters=iters)
+    x = nelder_mead(f, x, step=0.1, iters=iters)  # restart: escape a flat simplex
+    return clip_profile(x, len(pts), status="transferred")
+
+
+def fit_family(base: EfficiencyProfile, pts: list, resolved: dict, key_of: dict, iters: int = 300) -> np.ndarray:
+    """Stage 2: the family's two log-correction factors."""
+    def f(y):
+        prof = corrected(base, y)
+        prior = float(np.sum((y / CORRECTION_SD) ** 2))
+        return _data_term(pts, resolved, key_of, lambda k: prof) + PRIOR_WEIGHT * prior
+    return nelder_mead(f, np.zeros(2), step=0.1, iters=iters)
+
+
+def estimated(defaults: dict[str, EfficiencyProfile], note: str) -> EfficiencyProfile:
+    """Per-constant median of the given engines' defaults (an engine without points)."""
+    med = {f: float(np.median([getattr(p, f) for p in defaults.values()])) for f in FIT_FIELDS}
+    return EfficiencyProfile(**med, status="estimated", num_points=0, note=note)
+
+
+def usable_points():
     points = [p for p in load_points() if not p.excluded]
     resolved = {p.id: scenario(p) for p in points}
-    groups: dict[str, list] = {}
-    for p in points:
-        groups.setdefault(f"{p.engine}/{resolved[p.id].gpu.family}", []).append(p)
+    key_of = {p.id: f"{p.engine}/{resolved[p.id].gpu.family}" for p in points}
+    return points, resolved, key_of
+
+
+def fit_all(points=None, resolved=None, key_of=None, iters: int = ITERS, verbose: bool = True) -> tuple[dict, object]:
+    """{'engine/family' or 'engine/default': profile} and the in-sample predictions."""
+    if points is None:
+        points, resolved, key_of = usable_points()
     fitted: dict[str, EfficiencyProfile] = {}
-    x0 = np.log([p for p, _, _, _ in PRIORS.values()])
-    for key, pts in sorted(groups.items()):
-        x = nelder_mead(lambda v, pts=pts, key=key: objective(v, pts, resolved, key), x0)
-        x = nelder_mead(lambda v, pts=pts, key=key: objective(v, pts, resolved, key), x, step=0.1)  # restart: escape a flat simplex
-        kinds = {p.kind for p in pts}
-        status = "calibrated" if len(pts) >= 6 and len(kinds) >= 2 else "partial"
-        ids = ", ".join(sorted(p.id for p in pts))
-        fitted[key] = clip_profile(x, len(pts), status, note=f"fitted on {ids}")
-        print(f"{key:24s} {len(pts):3d} points  " + "  ".join(f"{f}={getattr(fitted[key], f):.4g}" for f in FIT_FIELDS))
+    by_engine: dict[str, list] = {}
+    for p in points:
+        by_engine.setdefault(p.engine, []).append(p)
+    for engine, pts in sorted(by_engine.items()):
+        base = fit_engine(pts, resolved, key_of, iters)
+        fams = sorted({key_of[p.id] for p in pts})
+        fitted[f"{engine}/default"] = base.model_copy(update={
+            "note": f"shared constants fitted on {len(pts)} points ({', '.join(k.split('/')[1] for k in fams)})"})
+        for key in fams:
+            fp = [p for p in pts if key_of[p.id] == key]
+            y = fit_family(base, fp, resolved, key_of)
+            fitted[key] = corrected(base, y, len(fp), note=f"shared constants x family correction "
+                                    f"(bandwidth {math.exp(y[0]):.3f}, compute {math.exp(y[1]):.3f}) on "
+                                    + ", ".join(sorted(p.id for p in fp)))
+        if verbose:
+            print(f"{engine:14s} {len(pts):3d} points  " + "  ".join(f"{f}={getattr(base, f):.3g}" for f in FIT_FIELDS),
+                  flush=True)
+    users = {k: v for k, v in fitted.items() if k.endswith("/default") and k.split("/")[0] in ENGINES}
+    for engine in ENGINES:
+        if f"{engine}/default" not in fitted:
+            note = f"no points of its own: median of {', '.join(sorted(users))}"
+            fitted[f"{engine}/default"] = estimated(users, note)
     df = evaluate(points, fitted, resolved)
     return fitted, df
 
 
 def table(fitted: dict[str, EfficiencyProfile]) -> dict:
     out: dict[str, dict] = {}
-    for key, prof in fitted.items():
+    for key in sorted(fitted, key=lambda k: (k.split("/")[0], k.split("/")[1] != "default", k)):
         engine, family = key.split("/")
-        out.setdefault(engine, {})[family] = _rounded(prof.model_dump())
-    for engine, fams in out.items():
-        med = {f: float(np.median([fams[k][f] for k in fams])) for f in FIT_FIELDS}
-        fams["default"] = _rounded({**med, "status": "estimated", "num_points": 0,
-                                    "note": f"median of the {engine} families above; used for any other GPU family"})
+        out.setdefault(engine, {})[family] = _rounded(fitted[key].model_dump())
     return out
 
 
@@ -86,26 +175,27 @@ def residuals(df) -> dict:
         s = error_summary(df, by)
         return {str(r[by]): {"points": int(r["points"]), "median_abs_pct": round(float(r["median_abs_pct"]), 1),
                              "p90_abs_pct": round(float(r["p90_abs_pct"]), 1)} for _, r in s.iterrows()}
-    df = df.assign(profile_key=df["profile"])
+    df = df[df["excluded"] == ""].assign(profile_key=df["profile"])
     return {"by_group": summ("group"), "by_metric": summ("metric"), "by_profile": summ("profile_key")}
 
 
 HEADER = """\
-# Engine efficiency profiles: how close each engine gets to a GPU family's roofline (planner/latency/efficiency.py).
-# GENERATED by scripts/fit_efficiency.py from data/measurements/published_points.csv; rerun it, do not
-# edit by hand. Fit: per (engine, GPU family), minimise sum log(predicted/measured)^2 over that family's points plus a
-# weak log-normal prior per constant (priors in the script), Nelder-Mead in log space. Points measured at a request
-# rate (SGLang/vLLM serving at 4 and 8 QPS) need the serving simulator and are excluded from the fit and the errors.
-#   matmul_efficiency      achieved / dense peak FLOP/s of linear layers (peak of the weights' compute dtype)
-#   attention_efficiency   achieved / 16-bit peak FLOP/s of attention
-#   memory_efficiency      achieved / peak HBM bandwidth (weights, KV cache, activations)
-#   step_overhead_s        fixed cost of one forward pass (kernel launches, scheduler, sampling), seconds
-#   allreduce_latency_s    latency of one TP all-reduce per log2(TP) hop, seconds (bytes go at the link bandwidth)
-#   moe_efficiency         fraction of matmul_efficiency that routed experts' grouped GEMMs reach
-# status: calibrated (>= 6 points of >= 2 kinds), partial (fewer: unpinned constants stay at their priors),
-# estimated (the engine default, used for GPU families without points). `splitwise` is the unnamed engine behind
-# the Splitwise profiling data (A100, Llama-2-70B): a calibration-only profile, not offered to users.
-# residuals: absolute % error of predicted vs measured (median, 90th percentile); see benchmarks/accuracy.py.
+# Engine efficiency profiles (planner/latency/efficiency.py, used by planner/latency/perf_model.py).
+# GENERATED by scripts/fit_efficiency.py from data/measurements/published_points.csv + published_points_2.csv; rerun
+# it, do not edit by hand. Per engine, `default` holds constants shared by every GPU (fitted on all the engine's
+# points, each GPU predicted from its datasheet); a family entry is that default times two fitted correction factors
+# (bandwidth, compute; tight prior at 1). Fit: sum log(predicted/measured)^2 + weak log-normal priors, Nelder-Mead.
+#   matmul_efficiency / memory_efficiency  ceilings of achieved / datasheet dense FLOP/s and HBM bandwidth
+#   matmul_half_tokens / memory_half_bytes GEMM rows / weight bytes per layer per GPU that reach half the ceiling
+#   attention_efficiency                   achieved / 16-bit peak FLOP/s of attention
+#   step_overhead_s, layer_overhead_s, seq_overhead_s, token_overhead_s   fixed costs per step, layer, sequence, token
+#   allreduce_latency_s                    one small (one-shot) all-reduce; algorithms in data/engines.yaml
+#   moe_efficiency                         fraction of matmul efficiency that routed experts' grouped GEMMs reach
+#   quant_memory_efficiency                bandwidth fraction of weight-only quantized kernels (Marlin, GGUF)
+# status: calibrated (the family's own points), transferred (engine default, fitted on other families), estimated
+# (an engine with no points: median of the user engines). measured_families: families with any point.
+# `splitwise` is the unnamed engine behind the Splitwise profiling data (A100, Llama-2-70B): calibration only.
+# residuals: in-sample absolute % error (median, 90th percentile); out-of-sample: benchmarks/accuracy_out_of_sample.py.
 """
 
 
@@ -115,7 +205,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=EFFICIENCY_PATH)
     args = ap.parse_args(argv)
     fitted, df = fit_all()
-    doc = {"profiles": table(fitted), "residuals": residuals(df)}
+    points, resolved, _ = usable_points()
+    fams = sorted({r.gpu.family for r in resolved.values()})
+    doc = {"profiles": table(fitted), "measured_families": fams, "residuals": residuals(df)}
     text = HEADER + yaml.safe_dump(doc, sort_keys=False, width=120)
     print(yaml.safe_dump({"residuals": doc["residuals"]}, sort_keys=False))
     if not args.dry_run:

@@ -25,17 +25,22 @@ def metrics(at: AppTest) -> dict[str, str]:
 def test_default_page_shows_the_published_errors(page):
     assert not page.exception and not page.error
     m = metrics(page)
-    assert m["Latency points predicted"] == "85 of 101"
+    assert m["Latency points predicted"] == "148 of 168"  # published_points.csv + published_points_2.csv
     assert m["Median |error|"].endswith("%") and m["KV capacity: median |error|"].endswith("%")
     parity = json.loads(page.get("plotly_chart")[0].proto.spec)
     assert parity["data"][0]["name"] == "y = x"
     names = {t["name"] for t in parity["data"][3:]}  # one trace per metric after y = x and the ±25 % lines
     assert {"token_time (TBT/TPOT)", "generation_speed", "gpu_blocks (vLLM KV capacity)"} <= names
-    assert len(names) == 8  # 8 latency metrics + the KV capacity, less the ITL slope (~7e-4 ms) kept off the axes
+    # 14 latency metrics + the KV capacity, less the ITL slope (~7e-4 ms) kept off the log axes; rows in seconds
+    # (LMDeploy's TTFT and ITL) are drawn in ms
+    assert len(names) == 14 and "token_latency_p50 (decode ITL)" in names
     assert "C215" in parity["layout"]["title"]["text"]
     assert any(set(d.value.columns) >= {"source", "metric", "gpu", "median |error| %"} for d in page.dataframe)
     assert any("calibration" in d.value.columns for d in page.dataframe)
     assert "calibration_profile" not in page.session_state
+    # the out-of-sample errors recorded by benchmarks/accuracy_out_of_sample.py --write, per group by default
+    oos = next(d.value for d in page.dataframe if "LOFO" in d.value.columns)
+    assert set(oos["group"]) == {"decode", "prefill", "throughput"} and {"in-sample", "LOEO"} <= set(oos.columns)
 
 
 def test_colour_choice_regroups_the_scatter(page):

@@ -121,10 +121,14 @@ def test_step_cost_is_cheap():
     assert time.perf_counter() - t < 1.0  # ~1-3 µs a call
 
 
-def test_uncalibrated_family_is_marked_estimated():
-    pm = PerfModel(resolved("mistralai/Mistral-7B-v0.1", gpu="L4"))
-    assert pm.choice.status == "estimated" and pm.choice.source_key == "vllm/default"
+def test_status_calibrated_transferred_estimated():
+    # own points -> calibrated; the engine's shared constants on a family measured only with other engines
+    # (llama.cpp on ada) -> transferred; a family nobody measured (blackwell) -> estimated, from the datasheet
     assert PerfModel(resolved(gpu="A100-80GB"), "tensorrt-llm").choice.status == "calibrated"
+    pm = PerfModel(resolved("mistralai/Mistral-7B-v0.1", gpu="L4"))
+    assert pm.choice.status == "transferred" and pm.choice.source_key == "vllm/default"
+    assert PerfModel(resolved(gpu="B200")).choice.status == "estimated"
+    assert PerfModel(resolved(gpu="H100-SXM"), "sglang").choice.status == "estimated"  # no SGLang points of its own
 
 
 def test_calibration_error_targets():

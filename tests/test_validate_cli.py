@@ -10,7 +10,7 @@ from planner.cli import main
 from planner.core.paths import published_points_csv
 
 FIXTURES = ROOT / "tests" / "fixtures"
-POINT_KEYS = {"id", "metric", "measured", "predicted", "error_pct", "reason"}
+POINT_KEYS = {"id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group"}
 SUMMARY_KEYS = {"n", "median_abs_error_pct", "p90_abs_error_pct"}
 
 

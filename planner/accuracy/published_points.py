@@ -1,9 +1,12 @@
-"""Published measurements (data/measurements/published_points.csv) as scenarios the model can predict.
+"""Published measurements (data/measurements/published_points.csv and published_points_2.csv) as scenarios.
 
 Each row maps to a Resolved scenario (model preset, catalogue GPU, TP, precisions), an engine profile and a
-metric the model can compute in the row's own unit. Rows measured under a request rate (serving benchmarks at a
-QPS) depend on queueing and scheduling: they are kept but excluded, "needs the serving simulator". Shared by
-scripts/fit_efficiency.py, benchmarks/accuracy.py and the pages.
+metric the model can compute in the row's own unit. A row the model cannot predict is kept with its reason in
+`excluded`: measured under a request rate or offline continuous batching (needs the serving simulator), an unknown
+model / GPU / precision, or a free-text cell (e.g. tp "mixed TP/PP/DP"). Cells are matched by their longest known
+prefix, so "A100 80GB (DGX-A100)" is A100-80GB. llama.cpp's "layer split over N GPUs" runs the layers one GPU after
+another: one step costs what it costs on one GPU, so it is predicted at TP 1. Shared by scripts/fit_efficiency.py,
+benchmarks/accuracy*.py, `validate` and the pages.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from planner.core.paths import published_points_csv
+from planner.core.paths import measurements_dir, published_points_csv
 from planner.latency.efficiency import EfficiencyProfile
 from planner.latency.metrics import sweep
 from planner.latency.perf_model import PerfModel
@@ -23,25 +26,38 @@ from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment
 
 MEASUREMENTS_CSV = published_points_csv()
+MEASUREMENTS_CSVS = (MEASUREMENTS_CSV, measurements_dir() / "published_points_2.csv")
 NEEDS_SIMULATOR = "needs the serving simulator (measured at a request rate)"
+NEEDS_SIMULATOR_OFFLINE = "needs the serving simulator (offline continuous batching of many prompts)"
+LLAMACPP_UBATCH = 512  # llama-bench / llama.cpp n_ubatch default: prompts run in 512-token micro-batches
 
 MODELS = {"meta-llama/Llama-2-7b": "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-70b": "meta-llama/Llama-2-70b-hf",
           "mistralai/Mistral-7B (v0.1 assumed)": "mistralai/Mistral-7B-v0.1",
           "mistralai/Mixtral-8x7B (v0.1 assumed)": "mistralai/Mixtral-8x7B-v0.1",
           "Qwen/Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8": "Qwen/Qwen2.5-7B",
           "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4": "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct-AWQ": "Qwen/Qwen2.5-7B",
-          "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B": "meta-llama/Llama-3.1-8B"}
-GPUS = {"H100 80GB": "H100-SXM", "A100 80GB": "A100-80GB"}
+          "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B": "meta-llama/Llama-3.1-8B",
+          # Llama 3 and 3.1 share the architecture (3.1 only adds rope scaling for long context)
+          "meta-llama/Meta-Llama-3-8B": "meta-llama/Llama-3.1-8B",
+          "meta-llama/Meta-Llama-3-70B": "meta-llama/Llama-3.1-70B",
+          "amd/Llama-3.1-70B-Instruct-FP8": "meta-llama/Llama-3.1-70B"}
+GPUS = {"H100 80GB": "H100-SXM", "A100 80GB": "A100-80GB", "A100 SXM 80GB": "A100-80GB",
+        "A100 PCIe 80GB": "A100-PCIe-80GB", "H100 PCIe": "H100-PCIe", "RTX 3090": "RTX-3090", "RTX 4090": "RTX-4090", "MI300X": "MI300X"}
 WEIGHTS = {"fp8": "fp8", "fp16": "fp16", "bf16": "bf16", "gptq-int8": "gptq-int8", "gptq-int4": "gptq-int4",
-           "awq": "awq-int4"}
-KV = {"fp8": "fp8", "fp16": "fp16", "bf16": "bf16", "auto": "auto"}
-ENGINES = {"TensorRT-LLM": "tensorrt-llm", "vLLM": "vllm", "SGLang": "sglang", "not stated (Splitwise profiling)": "splitwise"}
+           "awq": "awq-int4", "f16": "fp16", "Q4_K_M": "q4_k_m", "Q8_0": "q8_0"}
+KV = {"fp8": "fp8", "fp16": "fp16", "bf16": "bf16", "auto": "auto", "f16": "fp16", "not set": "auto"}
+ENGINES = {"TensorRT-LLM": "tensorrt-llm", "vLLM": "vllm", "SGLang": "sglang",
+           "not stated (Splitwise profiling)": "splitwise", "llama.cpp": "llama.cpp", "LMDeploy": "lmdeploy"}
 # metric in the CSV -> (what the model computes, group for the error targets)
 METRICS = {"output_throughput_per_gpu": ("throughput_per_gpu", "throughput"),
            "first_token_latency (TTFT)": ("prefill_ms", "prefill"), "prompt_time (TTFT)": ("prefill_ms", "prefill"),
            "prompt_time (batched prefill)": ("prefill_ms", "prefill"),
            "token_time (TBT/TPOT)": ("tpot_ms", "decode"), "generation_speed": ("generation_speed", "decode"),
-           "ITL_fit_intercept": ("itl_intercept_ms", "decode"), "ITL_fit_slope": ("itl_slope_ms", "decode")}
+           "ITL_fit_intercept": ("itl_intercept_ms", "decode"), "ITL_fit_slope": ("itl_slope_ms", "decode"),
+           "decode_throughput_bs1": ("tg_rate", "decode"), "prefill_throughput_bs1": ("pp_rate", "prefill"),
+           "first_token_latency_avg": ("prefill_s", "prefill"), "token_latency_p50": ("tpot_s", "decode"),
+           "output_throughput": ("throughput", "throughput"), "end_to_end_latency": ("e2e_s", "throughput")}
+OFFLINE_METRICS = ("offline_throughput",)
 SLOPE_CONTEXT = 65536  # the ITL fit spans 256 … 125k context tokens; the slope is read over 0 … 64k
 
 
@@ -80,28 +96,77 @@ def _int(text: str, default: int = 0) -> int:
 
 
 def _point(row: dict) -> Point:
-    kind, group = METRICS.get(row["metric"], ("serving", "serving"))
-    at_rate = bool(row["qps"].strip())
-    excluded = NEEDS_SIMULATOR if at_rate or kind == "serving" else ""
-    return Point(id=row["id"], model=MODELS[row["model"]], gpu=_first_word(row["gpu"], GPUS), tp=int(row["tp"]),
-                 num_gpus=int(row["num_gpus"]), weights=_first_word(row["weight_dtype"], WEIGHTS),
-                 kv_dtype=_first_word(row["kv_dtype"], KV), engine=ENGINES[row["engine"]],
-                 input_len=_int(row["input_len"], 1), output_len=_int(row["output_len"], 1),
-                 batch=_int(row["batch_or_concurrency"], 1), metric=row["metric"], kind=kind,
-                 group="serving" if excluded else _group(kind, group, row), value=float(row["value"]),
-                 unit=row["unit"], excluded=excluded)
+    return parse_row(row)
+
+
+def parse_row(row: dict, gpu: str | None = None, engines: dict | None = None, model: str | None = None) -> Point:
+    """A CSV row as a Point; a row the model cannot predict gets its reason in `excluded` (never raises on cells).
+    `gpu` and `model` override the lookups (catalogue / preset ids), `engines` the engine table."""
+    metric = row.get("metric") or ""
+    kind, group = METRICS.get(metric) or next((METRICS[k] for k in sorted(METRICS, key=len, reverse=True)
+                                               if metric.startswith(k)), ("serving", "serving"))
+    reasons = []
+    if (row.get("qps") or "").strip():
+        reasons.append(NEEDS_SIMULATOR)
+    elif metric.startswith(OFFLINE_METRICS):
+        reasons.append(NEEDS_SIMULATOR_OFFLINE)
+    elif kind == "serving":
+        reasons.append(f"metric {metric[:60]!r} is not one the model predicts")
+    values = {}
+    for name, table, cell in (("model", MODELS, "model"), ("gpu", GPUS, "gpu"), ("weights", WEIGHTS, "weight_dtype"),
+                              ("kv_dtype", KV, "kv_dtype"), ("engine", engines or ENGINES, "engine")):
+        if name == "gpu" and gpu:
+            values[name] = gpu
+            continue
+        if name == "model" and model:
+            values[name] = model
+            continue
+        try:
+            values[name] = _first_word((row.get(cell) or "").strip(), table)
+        except KeyError:
+            values[name] = (row.get(cell) or "").strip()
+            reasons.append(f"unknown {cell} {values[name][:50]!r}")
+    tp, tp_reason = _tp(row.get("tp") or "")
+    if tp_reason:
+        reasons.append(tp_reason)
+    num_gpus = _int(row.get("num_gpus") or "", tp) or tp
+    excluded = "; ".join(reasons)
+    return Point(id=row.get("id") or "", **values, tp=tp, num_gpus=num_gpus,
+                 input_len=_int(row.get("input_len") or "", 1), output_len=_int(row.get("output_len") or "", 1),
+                 batch=_int(row.get("batch_or_concurrency") or "", 1), metric=metric, kind=kind,
+                 group="serving" if excluded else _group(kind, group, row), value=_float(row.get("value")),
+                 unit=row.get("unit") or "", excluded=excluded)
+
+
+def _tp(text: str) -> tuple[int, str]:
+    """(TP, reason it cannot be used): '4' -> 4; llama.cpp's 'layer split' -> 1 (layers run one GPU after another)."""
+    t = text.strip()
+    if re.fullmatch(r"\d+(\.0+)?", t):
+        return int(float(t)), ""
+    if "layer split" in t.lower():
+        return 1, ""
+    return 1, f"tp cell {t[:40]!r} is not a tensor-parallel size the model predicts"
+
+
+def _float(text) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _group(kind: str, group: str, row: dict) -> str:
-    """Static-batch throughput counts as decode-dominated when output ≥ input, else as mixed."""
-    if kind != "throughput_per_gpu":
-        return group
-    return "decode" if _int(row["output_len"]) >= _int(row["input_len"]) else "mixed"
+    """Static-batch throughput is its own group (the issue's target), latency points decode or prefill."""
+    return "throughput" if kind == "throughput_per_gpu" else group
 
 
 def load_points(path: Path | None = None) -> list[Point]:
-    with open(path or MEASUREMENTS_CSV, newline="", encoding="utf-8") as f:
-        return [_point(row) for row in csv.DictReader(f)]
+    """Points of one CSV, or of every calibration CSV (published_points.csv and published_points_2.csv)."""
+    out = []
+    for p in ([path] if path else MEASUREMENTS_CSVS):
+        with open(p, newline="", encoding="utf-8") as f:
+            out += [_point(row) for row in csv.DictReader(f)]
+    return out
 
 
 def scenario(p: Point) -> Resolved:
@@ -115,10 +180,23 @@ def predict(p: Point, pm: PerfModel) -> float:
     i, o, b = p.input_len, p.output_len, p.batch
     if p.kind == "prefill_ms":
         return 1e3 * float(pm.prefill(b, i).total_s)
-    if p.kind == "tpot_ms":
-        return 1e3 * float(sweep(pm, [b], i, o)["tpot_s"][0])
+    if p.kind == "prefill_s":
+        return float(pm.prefill(b, i).total_s)
+    if p.kind == "pp_rate":  # llama-bench pp N: N prompt tokens at batch 1, in n_ubatch micro-batches
+        chunk = LLAMACPP_UBATCH if p.engine == "llama.cpp" else i
+        starts = np.arange(0, i, chunk)
+        return i / float(np.sum(pm.prefill(1, np.minimum(chunk, i - starts), starts).total_s))
+    if p.kind == "tg_rate":  # llama-bench tg N: N tokens generated at batch 1 from `input_len` of context
+        ctx = np.linspace(i, i + o - 1, 9)
+        return 1.0 / float(np.mean(pm.decode(1, ctx).total_s))
+    if p.kind in ("tpot_ms", "tpot_s"):
+        return (1e3 if p.kind == "tpot_ms" else 1.0) * float(sweep(pm, [b], i, o)["tpot_s"][0])
     if p.kind == "throughput_per_gpu":
         return float(sweep(pm, [b], i, o)["throughput_tokens_per_s"][0]) / p.num_gpus
+    if p.kind == "throughput":
+        return float(sweep(pm, [b], i, o)["throughput_tokens_per_s"][0])
+    if p.kind == "e2e_s":
+        return float(sweep(pm, [b], i, o)["e2e_s"][0])
     if p.kind == "generation_speed":
         row = sweep(pm, [1], i, o)
         return o / float(row["e2e_s"][0])

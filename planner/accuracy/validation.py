@@ -10,8 +10,10 @@ error % = 100 × (predicted − measured) / measured. A row the model cannot pre
 it does not compute, a point measured at a request rate) keeps `predicted` empty and says why in `reason`. Each
 (engine, GPU family) is "calibrated" when data/efficiency.yaml holds a profile fitted on its own points, "partial"
 when that fit had few points, and "estimated" when the engine's default profile stands in.
-Note: the latency errors are in-sample (the same points fitted the constants); the KV rows are out-of-sample
-except B10, which pinned the CUDA-graph constant.
+Note: the latency errors here are in-sample (the same points fitted the constants); the out-of-sample figures
+(leave one GPU family out, leave one engine out) come from benchmarks/accuracy_out_of_sample.py --write and are read
+back by out_of_sample_summary(). The KV rows are out-of-sample except B10 (CUDA-graph constant) and B04 (per-peer
+non-torch constant).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from planner.accuracy import published_points as cp
-from planner.core.catalog import get_gpu, gpus, model_presets
+from planner.core.catalog import DATA_DIR, _read_yaml, get_gpu, gpus, model_presets
 from planner.latency.efficiency import ENGINES, EfficiencyProfile, choose_profile
 from planner.core.errors import InputError
 from planner.core.paths import measurements_dir
@@ -38,7 +40,7 @@ KV_CSV = measurements_dir() / "vllm_kv_observations.csv"
 KV_METRIC = "gpu_blocks (vLLM KV capacity)"
 POINT_COLUMNS = ("id", "model", "gpu", "tp", "weight_dtype", "kv_dtype", "engine", "input_len", "output_len",
                  "batch_or_concurrency", "qps", "metric", "value", "unit")
-NUMERIC_COLUMNS = ("value", "tp", "num_gpus")  # must parse as finite numbers (num_gpus only when present)
+NUMERIC_COLUMNS = ("value",)  # must parse as a finite number; other cells (tp "mixed TP/PP/DP") give a row reason
 
 # vLLM KV rows rebuilt as scenarios: id -> (model preset, gpu, tp, weights, max_model_len, max_num_batched_tokens).
 # Versions before chunked prefill profiled max_num_batched_tokens = max(max_model_len, 2048); B10's log states 2048.
@@ -92,33 +94,28 @@ def _finite_positive(text: str | None, where: str) -> float:
 
 
 def to_point(row: dict) -> tuple[cp.Point | None, str]:
-    """A row as a calibration Point (calibration_points' name tables, then the catalogues), or (None, why not)."""
-    if (row.get("qps") or "").strip():
-        return None, cp.NEEDS_SIMULATOR
-    kind, group = cp.METRICS.get(row["metric"], ("", ""))
-    if not kind:
-        return None, f"metric {row['metric']!r} is not one the model predicts"
-    model, gpu = _model_id(row["model"]), _gpu_id(row["gpu"])
+    """A row as a calibration Point (published_points' tables, then the catalogues' ids), or (None, why not)."""
+    model, gpu = _model_id(row.get("model") or ""), _gpu_id(row.get("gpu") or "")
     if model is None:
-        return None, f"unknown model {row['model']!r} (no preset of that name)"
+        return None, f"unknown model {row.get('model')!r} (no preset of that name)"
     if gpu is None:
-        return None, f"unknown GPU {row['gpu']!r} (not in data/gpus.yaml)"
-    try:
-        weights, kv = cp._first_word(row["weight_dtype"], cp.WEIGHTS), cp._first_word(row["kv_dtype"], cp.KV)
-    except KeyError as err:
-        return None, f"unknown precision {err.args[0]!r}"
-    tp = int(float(row["tp"]))
-    num_gpus = int(float(row["num_gpus"])) if (row.get("num_gpus") or "").strip() else tp
-    return cp.Point(id=row["id"], model=model, gpu=gpu, tp=tp, num_gpus=num_gpus, weights=weights, kv_dtype=kv,
-                    engine=cp.ENGINES.get(row["engine"], row["engine"].strip().lower()),
-                    input_len=cp._int(row["input_len"], 1), output_len=cp._int(row["output_len"], 1),
-                    batch=cp._int(row["batch_or_concurrency"], 1), metric=row["metric"], kind=kind,
-                    group=cp._group(kind, group, row), value=float(row["value"]), unit=row["unit"], excluded=""), ""
+        return None, f"unknown GPU {row.get('gpu')!r} (not in data/gpus.yaml)"
+    if not any((row.get("engine") or "").startswith(k) for k in cp.ENGINES):
+        cp_engines = {**cp.ENGINES, (row.get("engine") or "").strip(): (row.get("engine") or "").strip().lower()}
+    else:
+        cp_engines = cp.ENGINES
+    p = cp.parse_row(row, gpu=gpu, engines=cp_engines, model=model)
+    if p.excluded:
+        return None, p.excluded
+    return p, ""
 
 
 def _model_id(text: str) -> str | None:
     """A preset id only (a CSV row must not name files to read)."""
-    model = cp.MODELS.get(text, text.strip())
+    try:
+        model = cp._first_word(text.strip(), cp.MODELS)
+    except KeyError:
+        model = text.strip()
     return next((pid for pid in model_presets() if pid.lower() == model.lower()), None)
 
 
@@ -234,8 +231,24 @@ def coverage_table(engines: tuple[str, ...] = ENGINES) -> pd.DataFrame:
 
 
 def calibration_label(status: str) -> str:
-    """The two-way mark the page shows: a family's own fit (full or partial) is calibrated, a default estimated."""
-    return "estimated" if status in ("estimated", "") else "calibrated"
+    """The three-way mark the page shows: calibrated (own points, also a user's fit), transferred, estimated."""
+    if status in ("calibrated", "partial", "user-calibrated"):
+        return "calibrated"
+    return "transferred" if status == "transferred" else "estimated"
+
+
+OUT_OF_SAMPLE_PATH = DATA_DIR / "accuracy_out_of_sample.yaml"
+
+
+def out_of_sample_summary(path: Path | None = None) -> pd.DataFrame:
+    """The errors benchmarks/accuracy_out_of_sample.py --write recorded: one row per (scheme, by, key)."""
+    path = path or OUT_OF_SAMPLE_PATH
+    if not path.exists():
+        return pd.DataFrame(columns=["scheme", "by", "key", "points", "median_abs_pct", "p90_abs_pct"])
+    doc = _read_yaml(path).get("summary", {})
+    rows = [{"scheme": scheme, "by": by, "key": key, **vals}
+            for scheme, bys in doc.items() for by, keys in bys.items() for key, vals in keys.items()]
+    return pd.DataFrame(rows)
 
 
 def pair_status(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,9 +1,12 @@
 """`python -m planner validate`: predicted against measured for a published_points.csv-format file (a contract).
 
-JSON: {"points": [{"id", "metric", "measured", "predicted", "error_pct", "reason"}],
+JSON: {"points": [{"id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group"}],
        "summary": {METRIC: {"n", "median_abs_error_pct", "p90_abs_error_pct"}}}
-`predicted` and `error_pct` are null, with a `reason`, for a row the model cannot predict. A malformed CSV
-(missing column, a value that is not a positive number) exits 2 naming the row and column.
+`predicted` and `error_pct` are null, with a `reason`, for a row the model cannot predict (unknown model or GPU,
+a metric it does not compute, a free-text cell such as tp "mixed TP/PP/DP": the row is reported, the file goes on).
+`status` says where the constants come from: calibrated (the engine's own points on that GPU family), transferred
+(fitted on other families, predicted from the datasheet), estimated (no points for the family or the engine).
+A malformed CSV (missing column, a `value` that is not a positive number) exits 2 naming the row and column.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from planner.cli import emit
 from planner.core.errors import InputError
 from planner.accuracy.validation import error_summary, overall, points_table, summary_dict
 
-POINT_KEYS = ("id", "metric", "measured", "predicted", "error_pct", "reason")
+POINT_KEYS = ("id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group")
 
 
 def register(subparsers) -> None:

@@ -1,11 +1,18 @@
-"""Engine efficiency profiles (data/efficiency.yaml): how close an engine gets to a GPU family's roofline.
+"""Engine efficiency profiles (data/efficiency.yaml): how close an engine gets to a GPU's datasheet roofline.
 
-A profile is six numbers, fitted per (engine, GPU family) by scripts/fit_efficiency.py on published measurements:
-the fraction of dense peak FLOP/s that linear layers reach, the fraction attention reaches, the fraction of HBM
-bandwidth reached, a fixed per-step overhead (kernel launches, scheduling, sampling) and the latency of one
-tensor-parallel all-reduce per log2(TP) hop, and the fraction of
-that matmul efficiency a mixture of experts' grouped GEMMs keep. A family without its own calibration borrows the engine's `default`
-profile and is reported as "estimated".
+A profile holds physical constants of one engine (planner.latency.perf_model uses them): the ceilings of achieved
+HBM bandwidth and dense FLOP/s as fractions of the datasheet and the work sizes at which half of each ceiling is
+reached (small GEMMs and small weight reads reach less of peak: eff = e_max × w / (w + w_half)), attention's
+fraction of 16-bit peak, the grouped-GEMM fraction of routed experts, the bandwidth fraction weight-only quantized
+kernels (Marlin, GGUF k-quants) keep, fixed costs per step, per layer (kernel launches), per sequence (sampling,
+attention metadata) and per token, and the latency of one all-reduce. scripts/fit_efficiency.py fits one set of
+constants per engine on all its published points (shared by every GPU), then, where a GPU family has its own points,
+two correction factors for it (bandwidth and compute) with a tight prior at 1.
+
+Status of a prediction: "calibrated" when the engine has points on the GPU's family (its own correction applies),
+"transferred" when the engine's shared constants come from other families but some engine was measured on this
+family, "estimated" when nothing was measured on the family (a prediction from the datasheet alone), or when the
+engine itself has no points (its profile is the `default` of another engine).
 """
 from __future__ import annotations
 
@@ -20,24 +27,33 @@ from planner.core.catalog import DATA_DIR, _read_yaml
 from planner.core.errors import InputError, from_validation_error
 
 EFFICIENCY_PATH = DATA_DIR / "efficiency.yaml"
-ENGINES = ("vllm", "tensorrt-llm")  # engines a user can pick; the file may hold more (calibration-only) profiles
+ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "lmdeploy")  # a user's choices (+ calibration-only ones)
 DEFAULT_ENGINE = "vllm"
 FIT_FIELDS = ("matmul_efficiency", "attention_efficiency", "memory_efficiency", "step_overhead_s",
-              "allreduce_latency_s", "moe_efficiency")
+              "allreduce_latency_s", "moe_efficiency", "memory_half_bytes", "matmul_half_tokens", "layer_overhead_s",
+              "seq_overhead_s", "token_overhead_s", "quant_memory_efficiency")
+STATUSES = ("calibrated", "transferred", "estimated")
 
 
 class EfficiencyProfile(BaseModel):
-    """Achieved fractions of the roofline and fixed costs for one engine on one GPU family."""
+    """Achieved fractions of the roofline and fixed costs for one engine on one GPU family (defaults: the old
+    size-independent model, no per-layer/sequence/token costs, quantized kernels at full bandwidth)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    matmul_efficiency: float = Field(gt=0, le=1)  # linear layers: achieved / dense peak FLOP/s
+    matmul_efficiency: float = Field(gt=0, le=1)  # linear layers: ceiling of achieved / dense peak FLOP/s
     attention_efficiency: float = Field(gt=0, le=1)  # attention FLOPs: achieved / 16-bit peak FLOP/s
-    memory_efficiency: float = Field(gt=0, le=1)  # achieved / peak HBM bandwidth
-    step_overhead_s: float = Field(ge=0)  # fixed cost of one forward pass (launch, scheduling, sampling)
-    allreduce_latency_s: float = Field(ge=0)  # one all-reduce, per log2(TP) hop, before its bytes
+    memory_efficiency: float = Field(gt=0, le=1)  # ceiling of achieved / peak HBM bandwidth
+    step_overhead_s: float = Field(ge=0)  # fixed cost of one forward pass (scheduler, input preparation)
+    allreduce_latency_s: float = Field(ge=0)  # one small all-reduce (one-shot) before its bytes; a ring pays it per hop
     moe_efficiency: float = Field(gt=0, le=1)  # routed experts' grouped GEMMs: fraction of matmul_efficiency
-    status: Literal["calibrated", "partial", "estimated"] = "calibrated"
+    memory_half_bytes: float = Field(default=0.0, ge=0)  # weight bytes per layer per GPU reaching half the ceiling
+    matmul_half_tokens: float = Field(default=0.0, ge=0)  # tokens in a step (GEMM rows) reaching half the ceiling
+    layer_overhead_s: float = Field(default=0.0, ge=0)  # per layer per step: kernel launches (CUDA-graph mode)
+    seq_overhead_s: float = Field(default=0.0, ge=0)  # per sequence per step: sampling, scheduling, attention metadata
+    token_overhead_s: float = Field(default=0.0, ge=0)  # per new token per step: embedding, rotary, small kernels
+    quant_memory_efficiency: float = Field(default=1.0, gt=0, le=1)  # weight-only int4/k-quant kernels' bandwidth
+    status: Literal["calibrated", "transferred", "estimated", "partial"] = "calibrated"
     num_points: int = Field(default=0, ge=0)
     note: str = ""
 
@@ -50,11 +66,16 @@ class ProfileChoice:
     family: str
     profile: EfficiencyProfile
     source_key: str  # "vllm/hopper" or "vllm/default"
+    measured_families: tuple[str, ...] = ()  # GPU families any engine of the fit had points on
 
     @property
     def status(self) -> str:
-        """calibrated / partial for a family's own fit; estimated when the engine default stands in."""
-        return "estimated" if self.source_key.endswith("/default") else self.profile.status
+        """calibrated (own points), transferred (shared constants, family measured elsewhere) or estimated."""
+        if not self.source_key.endswith("/default"):
+            return "calibrated" if self.profile.status in ("calibrated", "partial") else self.profile.status
+        if self.profile.status == "estimated":  # an engine without any points of its own
+            return "estimated"
+        return "transferred" if self.family.lower() in self.measured_families else "estimated"
 
 
 def load_efficiency(path: Path | None = None) -> dict[str, dict[str, EfficiencyProfile]]:
@@ -84,6 +105,12 @@ def profiles() -> dict[str, dict[str, EfficiencyProfile]]:
     return load_efficiency()
 
 
+@lru_cache(maxsize=1)
+def measured_families(path: Path | None = None) -> tuple[str, ...]:
+    """GPU families with at least one calibration point (any engine), as the fit script recorded them."""
+    return tuple(_read_yaml(path or EFFICIENCY_PATH).get("measured_families", []) or [])
+
+
 def efficiency_summary(path: Path | None = None) -> dict:
     """The residual summary the fit script wrote next to the constants (for the README and the pages)."""
     return _read_yaml(path or EFFICIENCY_PATH).get("residuals", {})
@@ -97,4 +124,5 @@ def choose_profile(engine: str, family: str, table: dict | None = None, field: s
         raise InputError(field, f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
     families = table[engine_key]
     key = family.lower() if family.lower() in families else "default"
-    return ProfileChoice(engine=engine_key, family=family, profile=families[key], source_key=f"{engine_key}/{key}")
+    return ProfileChoice(engine=engine_key, family=family, profile=families[key], source_key=f"{engine_key}/{key}",
+                         measured_families=measured_families())

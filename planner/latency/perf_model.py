@@ -1,25 +1,36 @@
-"""Roofline model of one forward pass (a prefill chunk, a decode step, or a mix of both) on one TP group.
+"""Roofline model of one forward pass (a prefill chunk, a decode step, or a mix of both) on one TP group: the ONE
+step-time formula of the planner (the simulator, the metrics and the fits all call it; `step` is vectorised over
+arrays of steps, `step_time_s` is the same expression on plain floats).
 
-A step runs every layer once over `new_tokens` tokens of `num_seqs` sequences. Per GPU of the TP group:
+A step runs every layer once over `new_tokens` (n) tokens of `num_seqs` (s) sequences. Per GPU of the TP group:
 
-    memory    = (weight bytes × (1 + dequant) + KV bytes read and written + activation bytes) / (HBM B/s × mem eff)
-    compute   = dense matmul FLOPs / (peak × matmul eff) + expert FLOPs / (peak × matmul eff × MoE eff)
-                + attention FLOPs / (16-bit peak × attention eff)
-    comm      = 2 × layers all-reduces × (latency × log2 TP + 2 (TP − 1)/TP × new_tokens × hidden × 2 B / link B/s)
-    step      = max(memory, compute) + comm + per-step overhead          (the bound is the larger side)
+    memory    = weight bytes / (HBM B/s × e_w) + (KV bytes read and written + activation bytes) / (HBM B/s × e_max)
+                e_w = e_max × w / (w + w_half) × q     w = weight bytes per layer per GPU (small reads reach less of
+                peak); q = quant_memory_efficiency for quantized-weight kernels (Marlin GPTQ/AWQ, FP8-Marlin,
+                GGUF k-quants), 1 for 16-bit and native FP8/INT8
+    compute   = matmul FLOPs / (peak × m)  + expert FLOPs / (peak × m × MoE eff) + attention FLOPs / (16-bit peak × a)
+                m = m_max × n / (n + n_half) / (1 + dequant)   (small GEMMs reach less of peak; quantized-weight
+                kernels dequantise on the tensor-core path: precisions.yaml dequant_overhead)
+    comm      = 2 × layers × all-reduce(n × hidden × 2 B) with the engine's algorithm and the GPU's link
+                (planner.latency.engines.allreduce_s: one-shot / two-shot custom all-reduce or an NCCL ring)
+    fixed     = per step + layers × (per layer + eager launch cost when enforce_eager) + s × per sequence
+                + n × per token
+    step      = max(memory, compute) + comm + fixed                    (the bound is the larger side)
 
 Weight bytes are those a step reads: attention, dense MLP, shared experts, norms and lm_head, plus for a
 mixture of experts the expected distinct experts its tokens touch, E × (1 − (1 − k/E)^tokens) (primer §10).
 matmul FLOPs = 2 × active parameters per token (lm_head only for each sequence's last token); attention FLOPs =
-4 × heads × head dim per query-key pair. Quantized weights read fewer bytes; FP8/INT8 compute runs at its own
-peak only where the GPU has it (else weight-only at 16-bit peak with a dequantisation cost). The efficiency
-constants come from data/efficiency.yaml (planner.latency.efficiency). Pipeline, data-parallel attention, expert
-parallelism and multi-node links are added by planner.latency.parallel (one hook). Left out: kernel-launch
-differences between eager and CUDA-graph mode, speculative decoding and prefix-cache hits.
+4 × heads × head dim per query-key pair; MLA decode runs with absorbed weights on the latent (per head and pair
+2 × (kv_lora_rank + qk_rope_head_dim) + 2 × kv_lora_rank), MLA prefill in expanded form (qk_nope + qk_rope, v).
+FP8/INT8 compute runs at its own peak only where the GPU has it (else weight-only at 16-bit peak). The constants
+come from data/efficiency.yaml (planner.latency.efficiency), the eager cost and all-reduce algorithm from
+data/engines.yaml. Pipeline, data-parallel attention, expert parallelism and multi-node links are added by
+planner.latency.parallel (one hook); speculative decoding and prefix-cache hits are handled elsewhere.
 """
 from __future__ import annotations
 
-import math
+import copy
+import dataclasses
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,6 +38,7 @@ import numpy as np
 
 from planner.memory import sizes as memory
 from planner.latency.efficiency import DEFAULT_ENGINE, EfficiencyProfile, ProfileChoice, choose_profile
+from planner.latency.engines import allreduce_s, engines
 from planner.latency.parallel import parallel_terms
 from planner.core.params import count_params, mlp_params
 from planner.core.scenario import Resolved
@@ -76,8 +88,8 @@ class StepBreakdown:
 class PerfModel:
     """Step times for a resolved scenario under one engine profile; implements StepCost.
 
-    Built once (constants precomputed), then `step_time_s` is plain float arithmetic for the simulator and
-    `step` evaluates numpy arrays of steps with a full breakdown.
+    Built once (constants precomputed); `step` evaluates numpy arrays of steps with a full breakdown and
+    `step_time_s` evaluates the same expression (`_terms`) on plain floats for the simulator.
     """
 
     def __init__(self, r: Resolved, engine: str = DEFAULT_ENGINE, profile: EfficiencyProfile | None = None):
@@ -94,7 +106,7 @@ class PerfModel:
             self.choice = ProfileChoice(engine.lower(), r.gpu.family, profile, f"{engine.lower()}/{r.gpu.family}")
         self.eff = eff = self.choice.profile
         m, tp = r.model, r.deployment.tensor_parallel_size
-        self.tp = tp
+        self.tp, self.num_layers = tp, m.num_layers
         pc = count_params(m)
         bpw = r.weights.bytes_per_weight
         emb_bpw = ACT_BYTES if r.weights.keeps_embeddings_16bit else bpw
@@ -120,81 +132,123 @@ class PerfModel:
         self.kv_bytes_full = kv_layer * (m.num_layers - self.window_layers)  # per token, layers without window
         self.kv_bytes_window = kv_layer * self.window_layers
         heads_per_gpu = m.num_attention_heads / tp
-        qk_dim = (m.qk_nope_head_dim + m.qk_rope_head_dim) if m.is_mla else m.head_dim
-        v_dim = m.v_head_dim if m.is_mla else m.head_dim
-        pair_flops = 2.0 * heads_per_gpu * (qk_dim + v_dim)  # QKᵀ and PV, 2 FLOPs per multiply-add
-        self.attn_flops_full = pair_flops * (m.num_layers - self.window_layers)
-        self.attn_flops_window = pair_flops * self.window_layers
+        if m.is_mla:  # expanded (prefill) and absorbed-on-the-latent (decode) forms
+            pair_prefill = 2.0 * heads_per_gpu * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+            pair_decode = 2.0 * heads_per_gpu * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
+        else:
+            pair_prefill = pair_decode = 2.0 * heads_per_gpu * 2 * m.head_dim  # QKᵀ and PV, 2 FLOPs per MAC
+        full_layers = m.num_layers - self.window_layers
+        self.attn_flops_full, self.attn_flops_window = pair_prefill * full_layers, pair_prefill * self.window_layers
+        self.attn_decode_extra = (pair_decode - pair_prefill) / pair_prefill if pair_prefill else 0.0
         peak, self.compute_dtype = compute_peak_flops(r)
         self.dequant = r.weights.dequant_overhead
         if self.compute_dtype != r.weights.compute_dtype and r.weights.compute_dtype in ("fp8", "int8"):
             self.dequant += WEIGHT_ONLY_DEQUANT
+        # quantized-weight kernels: weight-only formats (fewer than 16 bits stored, 16-bit tensor-core math: Marlin
+        # GPTQ/AWQ, FP8-Marlin on Ampere) and sub-byte GGUF k-quants (int8 dot products on unpacked blocks)
+        self.weight_only = (bpw < ACT_BYTES and self.compute_dtype in ("fp16", "bf16")) or bpw < 1.0
         self.peak_flops = peak
         self.attn_peak_flops = r.gpu.peak_flops("bf16") or r.gpu.peak_flops("fp16")
-        self.mem_bytes_per_s = r.gpu.hbm_bytes_per_s * eff.memory_efficiency
-        self.matmul_flops_per_s = peak * eff.matmul_efficiency
+        self.hbm_bytes_per_s = r.gpu.hbm_bytes_per_s
+        self.n_allreduce = 2 * m.num_layers if tp > 1 else 0  # after attention and after the MLP, every layer
+        eng = engines().get(self.choice.engine)
+        self.allreduce_algorithm = eng.allreduce if eng else "custom"
+        self.link_bytes_per_s, self.interconnect = r.gpu.interconnect_bytes_per_s, r.gpu.interconnect
+        self.ar_bytes_per_token = m.hidden_size * ACT_BYTES
+        self.eager_layer_s = eng.eager_layer_overhead_s if (eng and r.deployment.enforce_eager) else 0.0
+        self._resolved = r
+        self._apply(eff)
+
+    def _apply(self, eff: EfficiencyProfile) -> None:
+        """The profile-dependent constants (the rest depends on the scenario only)."""
+        self.eff = eff
+        self.mem_bytes_per_s = self.hbm_bytes_per_s * eff.memory_efficiency  # the ceiling (KV, activations)
+        self.weight_mem_factor = eff.quant_memory_efficiency if self.weight_only else 1.0
+        self.matmul_flops_per_s = self.peak_flops * eff.matmul_efficiency / (
+            1.0 + (self.dequant if self.weight_only else 0.0))
         self.attn_flops_per_s = self.attn_peak_flops * eff.attention_efficiency
+        self.overhead_s = eff.step_overhead_s + self.num_layers * (eff.layer_overhead_s + self.eager_layer_s)
+        self.seq_overhead_s, self.token_overhead_s = eff.seq_overhead_s, eff.token_overhead_s
+        self._comm_cache: dict[float, float] = {}
+        # kept for callers of the first model: the all-reduce cost of one token and of an empty step
+        self.comm_fixed_s = self.comm_s(0.0)
+        self.comm_s_per_token = (self.comm_s(1.0) - self.comm_fixed_s)
         self.expert_flops_per_s = self.matmul_flops_per_s * eff.moe_efficiency
-        n_allreduce = 2 * m.num_layers if tp > 1 else 0  # after attention and after the MLP, every layer
-        self.comm_fixed_s = n_allreduce * eff.allreduce_latency_s * math.log2(tp) if tp > 1 else 0.0
-        self.comm_s_per_token = (n_allreduce * 2 * (tp - 1) / tp * m.hidden_size * ACT_BYTES
-                                 / r.gpu.interconnect_bytes_per_s) if tp > 1 else 0.0
-        self.overhead_s = eff.step_overhead_s
-        # --- issue 17 hook: DP attention, EP all-to-all, PP and multi-node terms live in planner.latency.parallel
-        self.parallel = parallel_terms(r, self)
+        # issue 17 hook: DP attention, EP all-to-all, PP and multi-node terms live in planner.latency.parallel
+        self.parallel = parallel_terms(self._resolved, self)
+
+    def with_profile(self, profile: EfficiencyProfile) -> PerfModel:
+        """A copy under another profile of the same engine (the fits' inner loop: no scenario geometry recomputed)."""
+        out = copy.copy(self)
+        out.choice = dataclasses.replace(self.choice, profile=profile)
+        out._apply(profile)
+        return out
+
+    def comm_s(self, new_tokens):
+        """Tensor-parallel all-reduce time of a step over `new_tokens` tokens (scalar or array)."""
+        if not self.n_allreduce:
+            return 0.0 * np.asarray(new_tokens, dtype=float) if np.ndim(new_tokens) else 0.0
+        return self.n_allreduce * allreduce_s(self.allreduce_algorithm, self.tp,
+                                              np.asarray(new_tokens, dtype=float) * self.ar_bytes_per_token,
+                                              self.eff.allreduce_latency_s, self.link_bytes_per_s, self.interconnect)
+
+    def _terms(self, n, s, kv, pairs, mn):
+        """The step's terms for floats or numpy arrays (mn = min or np.minimum): the single formula."""
+        e = self.eff
+        w = self.dense_weight_bytes
+        if self.num_experts:
+            w = w + self.expert_bytes * self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** n)
+            w = w + self.parallel.expert_bytes_delta(n)  # issue 17 hook
+        w_layer = w / self.num_layers
+        e_w = e.memory_efficiency * (w_layer / (w_layer + e.memory_half_bytes)) * self.weight_mem_factor
+        weights_s = w / (self.hbm_bytes_per_s * e_w)
+        act_bytes = self.act_bytes_per_token * n + self.act_bytes_per_seq * s
+        if self.window_layers:
+            kv_w, pairs_w = mn(kv, s * self.window), mn(pairs, n * self.window)
+        else:
+            kv_w, pairs_w = kv, pairs
+        kv_bytes = self.kv_bytes_full * (kv + n) + self.kv_bytes_window * (kv_w + n)
+        m_eff = self.matmul_flops_per_s * n / (n + e.matmul_half_tokens) if e.matmul_half_tokens else \
+            self.matmul_flops_per_s
+        matmul_flops = self.flops_per_token * n + self.flops_per_seq * s
+        expert_flops = self.expert_flops_per_token * n
+        attn_flops = (self.attn_flops_full * pairs + self.attn_flops_window * pairs_w) * \
+            (1.0 + self.attn_decode_extra * (n <= s))
+        compute_s = (matmul_flops / m_eff + expert_flops / (m_eff * e.moe_efficiency)
+                     + attn_flops / self.attn_flops_per_s)
+        kv_s, act_s = kv_bytes / self.mem_bytes_per_s, act_bytes / self.mem_bytes_per_s
+        fixed_s = self.overhead_s + self.seq_overhead_s * s + self.token_overhead_s * n
+        return weights_s, kv_s, act_s, compute_s, fixed_s, w, act_bytes, kv_bytes, \
+            matmul_flops + expert_flops + attn_flops
 
     # -- the simulator's fast path ------------------------------------------------------------------------
     def step_time_s(self, new_tokens: int, num_seqs: int, kv_read_tokens: int, attn_pairs: int) -> float:
-        """Wall time of one step (plain floats; same maths as `step`)."""
-        w = self.dense_weight_bytes * (1.0 + self.dequant)
-        expert_flops = 0.0
-        if self.num_experts:
-            touched = self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** new_tokens)
-            w += self.expert_bytes * (1.0 + self.dequant) * touched
-            w += self.parallel.expert_bytes_delta(new_tokens) * (1.0 + self.dequant)  # issue 17 hook
-            expert_flops = self.expert_flops_per_token * new_tokens
-        kv_tok, pairs_w = kv_read_tokens, attn_pairs
-        if self.window_layers:
-            kv_tok = min(kv_read_tokens, num_seqs * self.window)
-            pairs_w = min(attn_pairs, new_tokens * self.window)
-        mem = (w + self.act_bytes_per_token * new_tokens + self.act_bytes_per_seq * num_seqs
-               + self.kv_bytes_full * (kv_read_tokens + new_tokens) + self.kv_bytes_window * (kv_tok + new_tokens)
-               ) / self.mem_bytes_per_s
-        cmp = ((self.flops_per_token * new_tokens + self.flops_per_seq * num_seqs) / self.matmul_flops_per_s
-               + expert_flops / self.expert_flops_per_s
-               + (self.attn_flops_full * attn_pairs + self.attn_flops_window * pairs_w) / self.attn_flops_per_s)
-        return ((mem if mem > cmp else cmp) + self.comm_fixed_s + self.comm_s_per_token * new_tokens + self.overhead_s
-                + self.parallel.extra_s(new_tokens))  # issue 17 hook
+        """Wall time of one step (plain floats; the same `_terms` as `step`)."""
+        wt, kv, act, cmp, fixed, *_ = self._terms(float(new_tokens), float(num_seqs), float(kv_read_tokens),
+                                                 float(attn_pairs), min)
+        mem = wt + kv + act
+        comm = self._comm_cache.get(new_tokens)
+        if comm is None:
+            comm = self._comm_cache[new_tokens] = float(self.comm_s(float(new_tokens)))
+        return (mem if mem > cmp else cmp) + comm + fixed + self.parallel.extra_s(new_tokens)  # issue 17 hook
 
     # -- vectorised, with the breakdown -------------------------------------------------------------------
     def step(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> StepBreakdown:
         """Step times and their breakdown for arrays (or scalars) of steps, broadcast together."""
         n, s, kv, pairs = np.broadcast_arrays(*(np.asarray(x, dtype=float)
                                                 for x in (new_tokens, num_seqs, kv_read_tokens, attn_pairs)))
-        touched = expected_experts(self.num_experts, self.top_k, n) if self.num_experts else 0.0
-        w = self.dense_weight_bytes + self.expert_bytes * touched + self.parallel.expert_bytes_delta(n)  # issue 17
-        weights_s = w * (1.0 + self.dequant) / self.mem_bytes_per_s  # dequantisation counted with the read
-        act_bytes = self.act_bytes_per_token * n + self.act_bytes_per_seq * s
-        kv_w = np.minimum(kv, s * self.window) if self.window_layers else kv
-        pairs_w = np.minimum(pairs, n * self.window) if self.window_layers else pairs
-        kv_bytes = self.kv_bytes_full * (kv + n) + self.kv_bytes_window * (kv_w + n)
-        matmul_flops = self.flops_per_token * n + self.flops_per_seq * s
-        expert_flops = self.expert_flops_per_token * n
-        attn_flops = self.attn_flops_full * pairs + self.attn_flops_window * pairs_w
-        memory_s = weights_s + (act_bytes + kv_bytes) / self.mem_bytes_per_s
-        compute_s = (matmul_flops / self.matmul_flops_per_s + expert_flops / self.expert_flops_per_s
-                     + attn_flops / self.attn_flops_per_s)
+        weights_s, kv_s, act_s, compute_s, fixed_s, w, act_bytes, kv_bytes, flops = self._terms(
+            n, s, kv, pairs, np.minimum)
+        memory_s = weights_s + kv_s + act_s
         mem_bound = memory_s >= compute_s
         parts = {"weights_read_s": np.where(mem_bound, weights_s, 0.0),
-                 "kv_read_s": np.where(mem_bound, kv_bytes / self.mem_bytes_per_s, 0.0),
-                 "activations_s": np.where(mem_bound, act_bytes / self.mem_bytes_per_s, 0.0),
+                 "kv_read_s": np.where(mem_bound, kv_s, 0.0),
+                 "activations_s": np.where(mem_bound, act_s, 0.0),
                  "compute_s": np.where(mem_bound, 0.0, compute_s),
-                 "communication_s": self.comm_fixed_s + self.comm_s_per_token * n
-                 + self.parallel.extra_s(n),  # issue 17 hook: planner.latency.parallel
-                 "overhead_s": np.full_like(n, self.overhead_s)}
+                 "communication_s": np.broadcast_to(self.comm_s(n) + self.parallel.extra_s(n), n.shape) * 1.0,
+                 "overhead_s": np.broadcast_to(fixed_s, n.shape) * 1.0}
         out = StepBreakdown(total_s=sum(parts.values()), parts=parts, bound=np.where(mem_bound, "memory", "compute"),
-                            memory_s=memory_s, compute_s=compute_s, bytes_read=w + act_bytes + kv_bytes,
-                            flops=matmul_flops + expert_flops + attn_flops)
+                            memory_s=memory_s, compute_s=compute_s, bytes_read=w + act_bytes + kv_bytes, flops=flops)
         return _scalarise(out) if np.ndim(out.total_s) == 0 else out
 
     # -- the two phases -----------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ class VllmMemoryConstants(BaseModel):
     activation_hidden_factor: float = Field(ge=0)
     sampler_logit_bytes: float = Field(ge=0)
     non_torch_bytes: float = Field(ge=0)
-    non_torch_bytes_per_tp_peer: float = Field(ge=0)
+    non_torch_bytes_per_tp_peer: float = Field(ge=0)  # PCIe
+    non_torch_bytes_per_tp_peer_nvlink: float = Field(ge=0)  # NVLink / NVSwitch / Infinity Fabric
     cuda_graph_bytes: float = Field(ge=0)
 
 
@@ -59,30 +60,37 @@ class VllmPool:
 
 def activation_peak_bytes(model: ModelSpec, dep: Deployment, act_bytes: float = 2.0,
                           c: VllmMemoryConstants | None = None) -> float:
-    """Peak activations of vLLM's profiling pass at max_num_batched_tokens, plus the sampler's fp32 logits."""
+    """Peak activations of vLLM's profiling pass at max_num_batched_tokens, plus the sampler's fp32 logits.
+
+    The profile run (vllm/v1/worker/gpu_model_runner.py profile_run @4e17906) runs max_num_batched_tokens tokens
+    (V0 without chunked prefill: max(max_model_len, ...), which callers pass as max_num_batched_tokens) and samples
+    one row per dummy request, min(max_num_batched_tokens, max_num_seqs) rows of the full (gathered) vocabulary."""
     c = c or vllm_constants()
     width = model.moe_intermediate_size * model.num_experts_per_tok if model.is_moe else model.intermediate_size
     per_token = (c.activation_intermediate_factor * width / dep.tensor_parallel_size
                  + c.activation_hidden_factor * model.hidden_size)
     tokens = dep.max_num_batched_tokens
-    logits = dep.max_num_seqs * model.vocab_size / dep.tensor_parallel_size * c.sampler_logit_bytes
+    logits = min(tokens, dep.max_num_seqs) * model.vocab_size * c.sampler_logit_bytes
     return tokens * per_token * act_bytes + logits
 
 
-def runtime_overhead_bytes(dep: Deployment, c: VllmMemoryConstants | None = None) -> tuple[float, float]:
-    """(non-torch memory, CUDA-graph memory) per GPU."""
+def runtime_overhead_bytes(dep: Deployment, c: VllmMemoryConstants | None = None,
+                           interconnect: str = "") -> tuple[float, float]:
+    """(non-torch memory, CUDA-graph memory) per GPU; the per-peer part depends on the GPUs' link."""
     c = c or vllm_constants()
-    non_torch = c.non_torch_bytes + c.non_torch_bytes_per_tp_peer * (dep.tensor_parallel_size - 1)
+    nvlink = any(k in interconnect.lower() for k in ("nvlink", "nvswitch", "infinity fabric", "xgmi"))
+    per_peer = c.non_torch_bytes_per_tp_peer_nvlink if nvlink else c.non_torch_bytes_per_tp_peer
+    non_torch = c.non_torch_bytes + per_peer * (dep.tensor_parallel_size - 1)
     graphs = 0.0 if dep.enforce_eager else c.cuda_graph_bytes
     return non_torch, graphs
 
 
 def vllm_pool(usable_bytes: float, weights_per_gpu: float, kv_bytes_per_token_per_gpu: float,
-              model: ModelSpec, dep: Deployment, max_model_len: int) -> VllmPool:
-    """The KV pool per GPU as vLLM computes it, in blocks of block_size."""
+              model: ModelSpec, dep: Deployment, max_model_len: int, interconnect: str = "") -> VllmPool:
+    """The KV pool per GPU as vLLM computes it, in blocks of block_size (`interconnect`: the GPU's link, gpus.yaml)."""
     budget = dep.gpu_memory_utilization * usable_bytes
     activation = activation_peak_bytes(model, dep)
-    non_torch, graphs = runtime_overhead_bytes(dep)
+    non_torch, graphs = runtime_overhead_bytes(dep, interconnect=interconnect)
     pool = budget - weights_per_gpu - activation - non_torch - graphs
     block_bytes = dep.block_size * kv_bytes_per_token_per_gpu
     blocks = max(0, int(pool // block_bytes))

@@ -14,8 +14,12 @@ MIN_SHOWN = 0.1  # values below this (the ITL slope, ~7e-4 ms per context token)
 def parity_chart(df: pd.DataFrame, color: str = "metric", title: str = "Predicted against measured") -> go.Figure:
     """Log-log scatter of predicted (y) against measured (x), one colour per `color` value, with y = x and ±25 %.
 
-    Points measured below MIN_SHOWN (in their own unit) are left off the axes and counted in the title."""
-    used = df[df["predicted"].notna()]
+    Points in seconds are shown in ms (LMDeploy's TTFT and ITL rows); points measured below MIN_SHOWN (in their own
+    unit) are left off the axes and counted in the title."""
+    used = df[df["predicted"].notna()].copy()
+    secs = used["unit"].astype(str).str.strip().eq("s")
+    used.loc[secs, ["measured", "predicted"]] *= 1e3
+    used.loc[secs, "unit"] = "ms"
     hidden = used[used["measured"] < MIN_SHOWN]
     if len(hidden) < len(used):
         used = used[used["measured"] >= MIN_SHOWN]
