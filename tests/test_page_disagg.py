@@ -48,7 +48,7 @@ def test_deepseek_v3_dp8_ep8_holds_more_requests_than_tp8():
                        deployment=Deployment(num_gpus=8, tensor_parallel_size=8, weights="fp8",
                                              max_model_len=32768)))
     table = at.dataframe[0].value.set_index("layout")
-    assert table.loc["TP 8", "max_concurrency"] == 20
+    assert table.loc["TP 8", "max_concurrency"] == 15
     assert table.loc["TP 1 × DP 8 + EP 8", "max_concurrency"] == 104  # tests/test_parallel_memory.py by hand
     assert table.loc["TP 1 × DP 8 + EP 8", "all_to_all_ms"] > 0 == table.loc["TP 8", "all_to_all_ms"]
     assert any("MLA's latent" in md.value for md in at.markdown)
