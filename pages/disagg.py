@@ -2,26 +2,19 @@
 prefill and decode pools pay off against one aggregated (chunked-prefill) deployment at the same SLO."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `streamlit run pages/disagg.py` puts only pages/ on the path
-    sys.path.insert(0, str(ROOT))
-
-from planner.capacity.disagg import disagg_plan  # noqa: E402
-from planner.capacity.layouts import layout_rows, ratio_rows  # noqa: E402
-from planner.core.errors import InputError  # noqa: E402
-from planner.core.scenario import Scenario  # noqa: E402
-from planner.core.workload import SLO, TrafficSpec  # noqa: E402
-from planner.memory.sizes import kv_bytes_per_token  # noqa: E402
-from planner.teaching.disagg_walkthrough import DisaggInputs  # noqa: E402
-from planner.teaching.walkthroughs import run_walkthrough  # noqa: E402
-from ui.charts import disagg as charts  # noqa: E402
-from ui.state import current_scenario, resolved_or_stop  # noqa: E402
+from planner.capacity.disagg import disagg_plan
+from planner.capacity.layouts import layout_rows, ratio_rows
+from planner.core.errors import InputError
+from planner.core.scenario import Scenario
+from planner.core.workload import SLO, TrafficSpec
+from planner.memory.sizes import kv_bytes_per_token
+from planner.teaching.disagg_walkthrough import DisaggInputs
+from planner.teaching.walkthroughs import run_walkthrough
+from ui.charts import disagg as charts
+from ui.state import current_scenario, resolved_or_stop
 
 NUM_REQUESTS = 300  # per simulated probe: keeps the page within a few seconds
 
