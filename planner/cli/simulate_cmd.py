@@ -111,10 +111,11 @@ def run(args: argparse.Namespace) -> int:
     wl = workload_from_args(args)
     slo_ttft = args.slo_ttft_ms / 1e3 if args.slo_ttft_ms else None
     slo_tpot = args.slo_tpot_ms / 1e3 if args.slo_tpot_ms else None
-    res = run_serving(r, wl, args.engine, args.prefix_caching, args.max_queue, slo_ttft, slo_tpot, args.seed)
+    res = run_serving(r, wl, args.engine, True if args.prefix_caching else None, args.max_queue, slo_ttft, slo_tpot,
+                      args.seed)
     out = result_summary(res)
     out.update(model=r.model.name, gpu=r.gpu.id, tp=r.deployment.tensor_parallel_size, engine=args.engine,
-               prefix_caching=args.prefix_caching, max_queue=args.max_queue)
+               prefix_caching=res.config.enable_prefix_caching, max_queue=args.max_queue)
     emit(out, args.json, _text(out))
     return 0
 

@@ -14,6 +14,7 @@ import numpy as np
 from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.core.errors import InputError
 from planner.memory.plan import plan_memory
+from planner.memory.sliding_window import sliding_window_blocks
 from planner.latency.perf_model import PerfModel
 from planner.core.scenario import Resolved
 from planner.sim.config import SchedulerConfig, scheduler_config
@@ -25,6 +26,16 @@ LATENCY_KEYS = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "e2e_s": "e2e_s", "queue
 STAT_KEYS = ("mean", "p50", "p95", "p99")
 
 
+def max_blocks_per_request(r: Resolved) -> int | None:
+    """vLLM V1's sliding-window block cap per request when EVERY layer is windowed (planner.memory.
+    sliding_window); None when some layers attend to the whole context (they hold every block)."""
+    m = r.model
+    if not m.sliding_window or m.num_sliding_layers < m.num_layers:
+        return None
+    dep = r.deployment
+    return sliding_window_blocks(m.sliding_window, dep.max_num_batched_tokens, r.max_model_len, dep.block_size)
+
+
 def scheduler_config_for(r: Resolved, **overrides) -> SchedulerConfig:
     """vLLM scheduler knobs of one replica: the KV pool from the memory model, the rest from the Deployment."""
     dep = r.deployment
@@ -33,8 +44,12 @@ def scheduler_config_for(r: Resolved, **overrides) -> SchedulerConfig:
         raise InputError("num_gpu_blocks", f"{r.model.name} leaves no KV pool on {dep.num_gpus} × {r.gpu.name} "
                                            "(see the memory page): nothing can be served")
     values = dict(num_gpu_blocks=num_blocks, block_size=dep.block_size, max_num_seqs=dep.max_num_seqs,
-                  max_num_batched_tokens=dep.max_num_batched_tokens)
-    return scheduler_config(values, **overrides)
+                  max_num_batched_tokens=dep.max_num_batched_tokens, max_model_len=r.max_model_len,
+                  enable_prefix_caching=getattr(dep, "enable_prefix_caching", True),
+                  long_prefill_token_threshold=getattr(dep, "long_prefill_token_threshold", None) or 0,
+                  max_blocks_per_request=max_blocks_per_request(r))
+    values.update({k: v for k, v in overrides.items() if v is not None or k in ("max_queue",)})
+    return scheduler_config(values)
 
 
 class DecodeRunCost:
@@ -75,13 +90,14 @@ def step_cost_for(r: Resolved, engine: str = DEFAULT_ENGINE) -> DecodeRunCost:
     return DecodeRunCost(PerfModel(r, engine))
 
 
-def run_serving(r: Resolved, workload: Workload, engine: str = DEFAULT_ENGINE, prefix_caching: bool = False,
+def run_serving(r: Resolved, workload: Workload, engine: str = DEFAULT_ENGINE, prefix_caching: bool | None = None,
                 max_queue: int | None = None, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None,
-                seed: int = 0, cost=None, **overrides) -> SimResult:
-    """Simulate `workload` on one replica of the scenario (a pure function of its arguments)."""
+                seed: int = 0, cost=None, draft_cost=None, **overrides) -> SimResult:
+    """Simulate `workload` on one replica of the scenario (a pure function of its arguments).
+    prefix_caching None = the deployment's enable_prefix_caching (vLLM V1 default: on)."""
     cfg = scheduler_config_for(r, enable_prefix_caching=prefix_caching, max_queue=max_queue,
                                slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, **overrides)
-    return simulate(workload, cfg, cost or step_cost_for(r, engine), seed=seed)
+    return simulate(workload, cfg, cost or step_cost_for(r, engine), seed=seed, draft_cost=draft_cost)
 
 
 def _clean(value):
