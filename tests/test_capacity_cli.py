@@ -50,7 +50,7 @@ def test_recommend_contract(capsys):
     ["capacity", "--target-rate", "10", "--price", "NOPE=1"],
     ["capacity", "--target-rate", "10", "--price", "H100-SXM=abc"],
     ["capacity", "--target-rate", "10", "--headroom", "0.5"],
-    ["capacity", "--target-rate", "10", "--input-tokens", "100"],  # lengths need --profile custom
+    ["capacity", "--target-rate", "10", "--profile", "chat", "--input-tokens", "100"],  # trace lengths
     ["capacity", "--target-rate", "10", "--num-requests", "10"],
     ["capacity", "--target-rate", "10", "--gpu", "NOPE"],
     ["capacity"],  # --target-rate is required

@@ -21,3 +21,15 @@ def sliding_window_blocks(window: int, max_num_batched_tokens: int, max_model_le
 def window_tokens(window: int, max_num_batched_tokens: int, max_model_len: int, block_size: int) -> int:
     """The same cap in token slots (blocks × block_size), for byte-based formulas."""
     return sliding_window_blocks(window, max_num_batched_tokens, max_model_len, block_size) * block_size
+
+
+def request_blocks(model, tokens: int, max_num_batched_tokens: int, max_model_len: int, block_size: int) -> int:
+    """Blocks (of all layers) a request of `tokens` holds: full-attention layers hold cdiv(tokens, block_size),
+    sliding-window layers at most sliding_window_blocks(...) (vLLM's hybrid count, kv_cache_utils
+    get_max_concurrency_for_kv_cache_config: the sum over layer groups), averaged over the layers."""
+    full = ceil_div(tokens, block_size)
+    windowed = model.num_sliding_layers if model.sliding_window else 0
+    if not windowed:
+        return full
+    cap = min(full, sliding_window_blocks(model.sliding_window, max_num_batched_tokens, max_model_len, block_size))
+    return ceil_div((model.num_layers - windowed) * full + windowed * cap, model.num_layers)

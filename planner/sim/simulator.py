@@ -1,21 +1,30 @@
 """Discrete-event simulator of one replica running vLLM V1's scheduler (or another engine's admission rule).
 
-Design note. Sources: vllm/v1/core/sched/scheduler.py @ 00024d314514900f361ad072af6931e403b7f589 (Scheduler.schedule,
-_preempt_request), vllm/v1/core/kv_cache_manager.py @ 003df2961dd8830c317a61f9745ccd557da9fa06 (allocate_slots,
-get_computed_blocks), kv_cache_utils.py @ bbf906a88ba1a39104884c88c9811a4f968e4659 (free-block queue), notes in
-/tmp/research/vllm.md. Every request has known tokens (prompt + output so far) and computed tokens (in the KV
-cache); each step lets computed catch up with known under a token budget.
+Design note. Sources: vllm/v1/core/sched/scheduler.py @ 00024d314514900f361ad072af6931e403b7f589
+(Scheduler.schedule, _preempt_request), vllm/v1/core/kv_cache_manager.py @
+003df2961dd8830c317a61f9745ccd557da9fa06 (allocate_slots, get_computed_blocks), kv_cache_utils.py @
+bbf906a88ba1a39104884c88c9811a4f968e4659 (free-block queue), notes in /tmp/research/vllm.md. Every request has
+known tokens (prompt + output so far) and computed tokens (in the KV cache); each step lets computed catch up
+with known under a token budget.
 
-| vLLM V1 does | we do | left out |
-|---|---|---|
-| RUNNING first, in order, within max_num_batched_tokens; a prefill chunk is min(left, long_prefill_token_threshold, budget) | same; lock-step decoders (1 token each) are given their slots before individually stepped requests | encoder budget, async-scheduling placeholders |
-| allocate_slots fails -> preempt `running.pop()` (the newest) until it fits or the request preempted itself | same (whole-batch check for decoders) | PRIORITY policy |
-| _preempt_request: free blocks (tail first), computed = 0, waiting.prepend | same; the freed full blocks stay cached in the free queue (prefix caching on by default) | swap (V0 only) |
-| WAITING only if nothing was preempted this step; FCFS head-of-line: stop at the first request that does not fit; len(running) < max_num_seqs | same | LoRA / FSM / remote-KV skips |
-| get_computed_blocks: full cached blocks, at most num_tokens − 1; evictable hits count as blocks to allocate | same for trace prefix ids and a preempted request's own blocks | hashing of arbitrary tokens (only trace prefix ids are shared) |
-| first-chunk admission (scheduler_reserve_full_isl=True on newer main, PR #37307) | first chunk by default; `scheduler_reserve_full_isl` option | kvcache watermark (off by default) |
-| SWA layers drop blocks outside the window | a request holds at most cdiv(min(window − 1 + max_num_batched_tokens, max_model_len), bs) + 1 blocks (max_blocks_per_request) | per-group hybrid allocation, SWA prefix hits |
-| the API server rejects prompt + max_tokens > max_model_len | rejected at arrival (`rejected_too_long`), as are requests the pool can never hold | |
+| # | vLLM V1 does | we do | left out |
+|---|---|---|---|
+| 1 | RUNNING first, in order, within max_num_batched_tokens | same; lock-step decoders first | async |
+| 2 | prefill chunk = min(left, long_prefill_token_threshold, budget) | same | encoder budget |
+| 3 | allocate_slots fails -> preempt running.pop() until it fits | same (one check for decoders) | PRIORITY |
+| 4 | _preempt_request: free (tail first), computed = 0, prepend | same; full blocks stay cached | swap (V0) |
+| 5 | WAITING only if nothing was preempted; stop at the first misfit | same, max_num_seqs | LoRA/FSM skips |
+| 6 | prefix hits: full cached blocks, <= num_tokens - 1 | same, trace prefix ids + own blocks | token hashing |
+| 7 | admit when the first chunk fits | same; scheduler_reserve_full_isl option | watermark |
+| 8 | SWA layers drop blocks outside the window | block cap per request (note 8) | hybrid groups |
+| 9 | API server rejects prompt + max_tokens > max_model_len | rejected at arrival (rejected_too_long) | |
+
+Notes. 1: vllm/v1/core/sched/scheduler.py schedule(), "There's no decoding phase nor prefill phase". 3: a request
+that preempts itself stops the running loop. 6: get_computed_blocks; evictable hits count as blocks to allocate;
+a preempted request re-hits its own blocks that were not evicted (PRs #21793/#21809 describe the thrash without
+it). 7: the newer default scheduler_reserve_full_isl=True (PR #37307) checks the whole known sequence; off here
+by default (the scheduler.py we follow). 8: cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), bs) + 1
+blocks (planner/memory/sliding_window.py), only when every layer is windowed; no SWA prefix hits.
 
 A step that completes a request's known tokens samples one token (the first ends the prefill: TTFT). Speculative
 decoding: a decoding request verifies 1 + k tokens per step and keeps 1 + a (each draft accepted with probability
@@ -44,7 +53,13 @@ from planner.sim import admission
 from planner.sim.block_pool import BlockPool
 from planner.sim.config import SchedulerConfig, StepCost, scheduler_config
 from planner.sim.lockstep import DecodeBatch, plan_decode_run
-from planner.sim.records import REJECT_QUEUE_FULL, REJECT_TOO_LONG, SimResult, StepRecorder, request_records
+from planner.sim.records import (
+    REJECT_QUEUE_FULL,
+    REJECT_TOO_LONG,
+    SimResult,
+    StepRecorder,
+    request_records,
+)
 from planner.traffic.generators import Workload
 
 
