@@ -15,8 +15,10 @@ if str(ROOT) not in sys.path:  # `streamlit run pages/traffic.py` puts only page
     sys.path.insert(0, str(ROOT))
 
 from planner.core.errors import InputError  # noqa: E402
-from planner.capacity.load_sweep import (KNEE_MIN_SERVED, KNEE_TTFT_FACTOR, estimate_capacity_rps,  # noqa: E402
-                                         find_knee, mean_lengths, open_vs_closed, profile_workload, rate_sweep)
+from planner.capacity.load_sweep import (estimate_capacity_rps, find_knee, mean_lengths,  # noqa: E402
+                                         open_vs_closed, profile_workload, rate_sweep)
+from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN  # noqa: E402
+from planner.core.engine_defaults import batch_defaults  # noqa: E402
 from planner.core.workload import PROFILES  # noqa: E402
 from planner.core.scenario import Scenario, resolve  # noqa: E402
 from planner.sim.serving import result_summary, run_serving  # noqa: E402
@@ -133,8 +135,10 @@ st.caption("Replay realistic traffic against one replica, sweep the arrival rate
 scenario = current_scenario()
 r = resolved_or_stop()
 dep = r.deployment
+vllm_default = batch_defaults(r.gpu, scenario.engine)
 st.caption(f"{r.model.name} · {dep.tensor_parallel_size} × {r.gpu.name} per replica · weights {r.weights.label} · "
-           f"max_num_seqs {dep.max_num_seqs} · max_num_batched_tokens {dep.max_num_batched_tokens:,}")
+           f"max_num_seqs {dep.max_num_seqs} · max_num_batched_tokens {dep.max_num_batched_tokens:,} "
+           f"(vLLM default for this GPU: {vllm_default.max_num_seqs} / {vllm_default.max_num_batched_tokens:,})")
 
 # --- traffic ---------------------------------------------------------------------------------------------
 c = st.columns([2.2, 1, 1, 1])
@@ -247,8 +251,10 @@ with st.expander("Per-request records"):
 
 # --- rate sweep ----------------------------------------------------------------------------------------------
 st.header("Rate sweep: where is the knee?")
-st.caption(f"Knee = the highest rate, walking up from the lowest, whose p95 TTFT stays within {KNEE_TTFT_FACTOR:g}× "
-           f"the lowest rate's and whose served rate keeps ≥ {KNEE_MIN_SERVED:.0%} of the offered rate.")
+st.caption("Knee = the highest rate, walking up from the lowest, that passes the same steady-state verdict as "
+           "the Capacity page: warm-up and drain discarded, p95 TTFT and TPOT within the SLO (the goodput targets "
+           f"above, else 2 s / 100 ms), a waiting queue growing by at most {MAX_QUEUE_GROWTH:.0%} of the rate per "
+           f"second, and a rate at most {1 - STABILITY_MARGIN:.0%} of the replica's saturated throughput.")
 c = st.columns([3, 1, 1])
 lo, hi = c[0].slider("Rates to sweep (requests/s)", _nice(cap / 50), rate_max, key="load_sweep_range")
 points = c[1].slider("Points", 3, 12, key="load_sweep_points")
@@ -272,9 +278,9 @@ if stored and stored[0] == sweep_key:
     c[2].metric("p95 TPOT at the knee (ms)", _ms(knee["tpot_p95_s"]) if knee else "–")
     st.plotly_chart(charts.sweep_latency(rows, knee), key="load_sweep_latency")
     st.plotly_chart(charts.sweep_throughput(rows, knee), key="load_sweep_throughput")
-    cols = ["rate_per_s", "offered_requests_per_s", "served_requests_per_s", "ttft_p95_s", "tpot_p95_s",
-            "e2e_p95_s", "queue_p95_s", "throughput_tokens_per_s", "goodput_requests_per_s", "preemptions",
-            "rejected", "mean_running", "max_waiting"]
+    cols = ["rate_per_s", "sustains", "reason", "offered_requests_per_s", "served_requests_per_s", "ttft_p95_s",
+            "tpot_p95_s", "e2e_p95_s", "queue_p95_s", "throughput_tokens_per_s", "goodput_requests_per_s",
+            "preemptions", "rejected", "mean_running", "max_waiting"]
     with st.expander("Sweep table"):
         st.dataframe(pd.DataFrame(rows)[cols], hide_index=True, key="load_sweep_table")
 elif stored:
