@@ -85,6 +85,29 @@ class DecodeRunCost:
         return np.maximum(mem0 + mem1 * ctx, cmp0 + cmp1 * ctx) + fixed
 
 
+class DraftStepCost:
+    """One pass of a speculative-decoding draft model: its own roofline step (max(memory, compute) +
+    communication, PerfModel) WITHOUT the engine's per-step overhead, which the target's step already pays (the
+    k draft passes run inside one engine step)."""
+
+    def __init__(self, pm: PerfModel):
+        self.pm = pm
+
+    def step_time_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> float:
+        return self.pm.step_time_s(new_tokens, num_seqs, kv_read_tokens, attn_pairs) - self.pm.overhead_s
+
+
+def draft_cost_for(r: Resolved, draft_model: str, engine: str = DEFAULT_ENGINE) -> DraftStepCost:
+    """The draft model (a preset id or config.json path) on the target's GPUs, TP and precision."""
+    from planner.core.catalog import get_model
+    from planner.techniques.spec_decode import resolve_draft
+    try:
+        draft = get_model(draft_model)
+    except InputError as err:
+        raise InputError("spec_model", err.message) from None
+    return DraftStepCost(PerfModel(resolve_draft(r, draft), engine))
+
+
 def step_cost_for(r: Resolved, engine: str = DEFAULT_ENGINE) -> DecodeRunCost:
     """The latency model (PerfModel) of one replica under `engine`'s efficiency profile, as a StepCost."""
     return DecodeRunCost(PerfModel(r, engine))
