@@ -27,8 +27,9 @@ class BlockPool:
     def __init__(self, num_blocks: int, blocks_per_prefix: int = 1):
         self.num_blocks = num_blocks
         self.blocks_per_prefix = blocks_per_prefix
-        self.free_queue: OrderedDict[tuple, int] = OrderedDict({(EMPTY, 0): num_blocks})  # front = evicted first
+        self.free_queue: OrderedDict[tuple, int] = OrderedDict()  # front = evicted first (empty: all plain)
         self.num_free = num_blocks  # blocks in the queue: empty or cached-and-evictable
+        self.num_cached_free = 0  # of which cached (own or prefix segments); 0 = the queue is just a count
         self.prefix_refs: dict[int, int] = {}  # hash id -> running requests referencing it (> 0)
         self.own_key: dict[int, tuple] = {}  # preempted request -> the queue key of its still-cached blocks
         self.peak_active = 0
@@ -41,13 +42,33 @@ class BlockPool:
         return self.num_blocks - self.num_free
 
     def _append(self, key: tuple, num: int) -> None:
-        if num > 0:
-            self.free_queue[key] = num
-            self.num_free += num
+        """A cached segment joins the back of the queue (the plain free blocks before it get a segment)."""
+        if num <= 0:
+            return
+        if not self.num_cached_free and self.num_free:
+            self.free_queue[(EMPTY, self._next_empty_key)] = self.num_free
+            self._next_empty_key += 1
+        self.free_queue[key] = num
+        self.num_free += num
+        self.num_cached_free += num
 
     def _append_empty(self, num: int) -> None:
-        self._append((EMPTY, self._next_empty_key), num)
-        self._next_empty_key += 1
+        if num <= 0:
+            return
+        self.num_free += num
+        if self.num_cached_free:  # otherwise the queue holds plain blocks only: a count is enough
+            self.free_queue[(EMPTY, self._next_empty_key)] = num
+            self._next_empty_key += 1
+
+    def _uncache(self, num: int) -> None:
+        self.num_cached_free -= num
+        if not self.num_cached_free:
+            self.free_queue.clear()  # only plain free blocks are left: back to a count
+
+    def _note_peak(self) -> None:
+        active = self.num_blocks - self.num_free
+        if active > self.peak_active:
+            self.peak_active = active
 
     def allocate(self, num: int) -> None:
         """Take `num` blocks from the front of the free queue (the caller checked num <= num_free)."""
@@ -56,7 +77,10 @@ class BlockPool:
         if num > self.num_free:
             raise RuntimeError(f"allocating {num} blocks with {self.num_free} free")
         self.num_free -= num
-        queue = self.free_queue
+        self._note_peak()
+        if not self.num_cached_free:
+            return
+        queue, evicted = self.free_queue, 0
         while num:
             key, count = next(iter(queue.items()))
             take = min(count, num)
@@ -67,16 +91,17 @@ class BlockPool:
             if key[0] == OWN:
                 if take == count and self.own_key.get(key[1]) == key:
                     del self.own_key[key[1]]
-                self.num_evicted_blocks += take
+                evicted += take
             elif key[0] == PREFIX:
                 if take < count:  # the hash is gone once any of its blocks is reused; the rest are plain free
                     del queue[key]
                     queue[(EMPTY, self._next_empty_key)] = count - take
                     queue.move_to_end((EMPTY, self._next_empty_key), last=False)
                     self._next_empty_key += 1
-                self.num_evicted_blocks += count
+                evicted += count
             num -= take
-        self.peak_active = max(self.peak_active, self.num_active)
+        self.num_evicted_blocks += evicted
+        self._uncache(evicted)
 
     def free(self, num_uncached: int, owner: int | None = None, num_cached: int = 0) -> None:
         """Return a request's private blocks: the uncached tail first, then (if `owner`, a preempted request)
@@ -102,7 +127,8 @@ class BlockPool:
             return 0
         num = self.free_queue.pop(key)
         self.num_free -= num
-        self.peak_active = max(self.peak_active, self.num_active)
+        self._note_peak()
+        self._uncache(num)
         return num
 
     def forget_own(self, owner: int) -> None:
@@ -131,10 +157,11 @@ class BlockPool:
             if (PREFIX, h) in self.free_queue:
                 del self.free_queue[(PREFIX, h)]
                 self.num_free -= self.blocks_per_prefix
+                self._uncache(self.blocks_per_prefix)
                 self.prefix_refs[h] = 1
             else:
                 self.prefix_refs[h] += 1
-        self.peak_active = max(self.peak_active, self.num_active)
+        self._note_peak()
 
     def register(self, h: int) -> bool:
         """Publish a block a request just computed as cached (its blocks change owner, no new space).

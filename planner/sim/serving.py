@@ -11,12 +11,12 @@ import math
 
 import numpy as np
 
-from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.core.errors import InputError
+from planner.core.scenario import Resolved
+from planner.latency.efficiency import DEFAULT_ENGINE
+from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
 from planner.memory.sliding_window import sliding_window_blocks
-from planner.latency.perf_model import PerfModel
-from planner.core.scenario import Resolved
 from planner.sim.config import SchedulerConfig, scheduler_config
 from planner.sim.records import SimResult, latencies, stats, summary
 from planner.sim.simulator import simulate

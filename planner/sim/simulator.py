@@ -48,7 +48,6 @@ from collections import deque
 import numpy as np
 
 from planner.core.errors import InputError
-from planner.core.units import ceil_div
 from planner.sim import admission
 from planner.sim.block_pool import BlockPool
 from planner.sim.config import SchedulerConfig, StepCost, scheduler_config
@@ -83,6 +82,7 @@ class Replica:
         self.prompt_tokens = wl.prompt_tokens.tolist()
         self.output_tokens = wl.output_tokens.tolist()
         self.policy = cfg.admission_policy
+        self.block_size, self.max_blocks = bs, cfg.max_blocks_per_request
         self.own_caching = cfg.enable_prefix_caching and cfg.max_blocks_per_request is None
         self.prefix_sharing = cfg.enable_prefix_caching and wl.prefix_ids is not None
         self.prefix_block_tokens = wl.prefix_block_tokens
@@ -116,9 +116,9 @@ class Replica:
 
     def _blocks(self, tokens: int) -> int:
         """Blocks a request holds with `tokens` in its KV cache (capped by a sliding window)."""
-        blocks = ceil_div(tokens, self.cfg.block_size)
-        cap = self.cfg.max_blocks_per_request
-        return blocks if cap is None else min(blocks, cap)
+        blocks = -(-tokens // self.block_size)
+        cap = self.max_blocks
+        return blocks if cap is None or blocks < cap else cap
 
     def _init_arrivals(self) -> None:
         wl, cfg = self.wl, self.cfg
@@ -307,7 +307,7 @@ class Replica:
         if self.prefix_sharing:
             limit = min(self.num_cacheable_prefix[i], (known - 1) // self.prefix_block_tokens)
             num_prefix = self.pool.num_cached_prefix(self.prefix_ids[i], limit) if limit > 0 else 0
-        own = self.pool.num_own_cached(i)
+        own = self.pool.num_own_cached(i) if self.pool.own_key else 0
         if own and num_prefix != self.prefix_entries_at_preemption[i]:
             self.pool.forget_own(i)  # its own blocks follow a prefix that is no longer cached
             own = 0
@@ -333,23 +333,26 @@ class Replica:
             if num_new > budget and not cfg.enable_chunked_prefill:
                 break
             num_new = min(num_new, budget)
-            hits = self.prefix_ids[i][:num_prefix] if num_prefix else []
+            hits = self.prefix_ids[i][:num_prefix] if num_prefix else ()
             new_blocks = self._blocks(hit_tokens + num_new) - hit_blocks
             checked = self._blocks(known) - hit_blocks if cfg.scheduler_reserve_full_isl else new_blocks
-            evictable_hits = pool.num_evictable_among(hits) * pool.blocks_per_prefix + own
+            evictable_hits = own + (pool.num_evictable_among(hits) * pool.blocks_per_prefix if hits else 0)
             if checked + evictable_hits > pool.num_free:
                 break
-            reserve = admission.reservation_blocks(self.policy, self.prompt_tokens[i], self.output_tokens[i],
-                                                   cfg.block_size, cfg.num_gpu_blocks, cfg.max_num_seqs)
-            if self.total_reserved_blocks + reserve > cfg.num_gpu_blocks:
-                break
-            if self.policy == "sglang" and not self._sglang_admits(i, hit_blocks):
+            reserve = 0
+            if self.policy in admission.RESERVING:
+                reserve = admission.reservation_blocks(self.policy, self.prompt_tokens[i], self.output_tokens[i],
+                                                       cfg.block_size, cfg.num_gpu_blocks, cfg.max_num_seqs)
+                if self.total_reserved_blocks + reserve > cfg.num_gpu_blocks:
+                    break
+            elif self.policy == "sglang" and not self._sglang_admits(i, hit_blocks):
                 break
             self.waiting.popleft()
             if num_prefix:
                 pool.acquire(hits)
                 self.shared_prefix_held[i] = list(hits)
-            pool.take_own(i)
+            if own:
+                pool.take_own(i)
             pool.allocate(new_blocks)
             self.reserved_blocks[i] = reserve
             self.total_reserved_blocks += reserve
