@@ -38,8 +38,11 @@ def register(subparsers) -> None:
                         "subset, which lowers the rate; default the whole trace)")
     add_length_args(g)
     s = p.add_argument_group("server and SLO")
-    s.add_argument("--prefix-caching", action="store_true", help="reuse cached prefix blocks (trace hash_ids)")
-    s.add_argument("--max-queue", type=int, default=None, help="reject arrivals while this many wait (backpressure)")
+    s.add_argument("--prefix-caching", action="store_true",
+                   help="reuse cached blocks (on by default as in vLLM V1; --no-enable-prefix-caching turns it off)")
+    s.add_argument("--max-queue", type=int, default=None,
+                   help="most requests left waiting after each step; more are rejected (0 = admit only what can "
+                        "start now)")
     s.add_argument("--slo-ttft-ms", type=float, default=None, help="goodput: TTFT target, ms")
     s.add_argument("--slo-tpot-ms", type=float, default=None, help="goodput: TPOT target, ms")
     s.add_argument("--seed", type=int, default=0, help="seed for arrivals, lengths and sampling (default 0)")

@@ -47,7 +47,8 @@ def add_traffic_args(p: argparse.ArgumentParser, default_num_requests: int = 100
     g.add_argument("--num-requests", type=int, default=default_num_requests,
                    help=f"requests per simulated probe (default {default_num_requests:,})")
     g.add_argument("--seed", type=int, default=0, help="seed of lengths, arrivals and the simulator (default 0)")
-    g.add_argument("--prefix-caching", action="store_true", help="reuse cached prefix blocks (rag profile)")
+    g.add_argument("--prefix-caching", action="store_true",
+                   help="reuse cached blocks (on by default as in vLLM V1; --no-enable-prefix-caching turns it off)")
     add_engine_arg(g)
 
 
