@@ -160,5 +160,8 @@ def _text(s: dict) -> str:
     lines += [f"  throughput {tput:,.0f} output tokens/s, {s['throughput_requests_per_s'] or 0:,.2f} req/s{good}",
               f"  KV use mean {s['mean_kv_use']:.1%}, peak {s['peak_kv_use']:.1%} of {s['kv_pool_tokens']:,} tokens; "
               f"mean batch {s['mean_running']:,.1f}, max queue {s['max_waiting']:,}",
-              f"  preemptions {s['preemptions']:,}, prefix hit rate {s['prefix_hit_rate']:.1%}"]
+              f"  preemptions {s['preemptions']:,}, prefix hit rate {s['prefix_hit_rate']:.1%}",
+              f"  engine limits: max_num_seqs {s['max_num_seqs']:,}, max_num_batched_tokens "
+              f"{s['max_num_batched_tokens']:,}" + (" (max_num_seqs reached: it capped the batch)"
+                                                    if s["max_running"] >= s["max_num_seqs"] else "")]
     return "\n".join(lines)

@@ -173,6 +173,8 @@ def result_summary(res: SimResult, slo_ttft_s: float | None = None, slo_tpot_s: 
         kv_pool_blocks=flat["kv_pool_blocks"], kv_pool_tokens=cfg.kv_pool_tokens,
         peak_kv_use=res.peak_kv_blocks / cfg.num_gpu_blocks, mean_kv_use=flat["mean_kv_use"],
         mean_running=flat["mean_running"], mean_waiting=flat["mean_waiting"], max_waiting=flat["max_waiting"],
+        max_running=int(res.steps.num_running.max()) if len(res.steps) else 0, max_num_seqs=cfg.max_num_seqs,
+        max_num_batched_tokens=cfg.max_num_batched_tokens,
         seed=res.seed, workload_seed=res.workload.seed, source=res.workload.source, wall_s=res.wall_s)
     return {k: _clean(v) for k, v in out.items()}
 
