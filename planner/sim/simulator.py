@@ -133,6 +133,9 @@ class Replica:
             too_long |= -(-total // cfg.block_size) > cfg.num_gpu_blocks
         elif self.policy == "static-slots":
             too_long |= total > admission.slot_tokens(cfg.num_gpu_blocks, cfg.block_size, cfg.max_num_seqs)
+        elif self.policy == "sglang":  # prompt + clipped max_new must be below the whole pool
+            clipped = np.minimum(wl.output_tokens, admission.SGLANG_CLIP_MAX_NEW_TOKENS)
+            too_long |= wl.prompt_tokens + clipped >= cfg.num_gpu_blocks * cfg.block_size
         self.too_long = too_long.tolist()
         self.next_of = [-1] * wl.num_requests
         if wl.is_closed_loop:
