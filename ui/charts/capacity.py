@@ -12,11 +12,11 @@ LATENCY_LABELS = {"e2e_p95_s": "p95 end-to-end (s)", "ttft_p95_s": "p95 TTFT (s)
 COST_LABELS = {"usd_per_hour": "$ per hour for the target", "usd_per_million_output_tokens": "$ per million output tokens"}
 
 
-def _short_reason(reason: str) -> str:
+def short_reason(reason: str) -> str:
     """The failing criterion of a probe, short enough to print beside its marker."""
     if reason.startswith("offered"):
         return "≥ 95% of saturation"
-    return reason.split(" (")[0].replace(" > ", " >\n").split("\n")[0]
+    return reason.split(" (")[0].split(" > ")[0]
 
 
 def search_probes(probes: list[dict], capacity: float, slo_ttft_s: float,
@@ -29,7 +29,7 @@ def search_probes(probes: list[dict], capacity: float, slo_ttft_s: float,
         part = df[df["sustains"] == ok]
         fig.add_trace(go.Scatter(x=part["rate_per_s"], y=part["ttft_p95_s"] * 1e3, name=name,
                                  mode="markers" if ok else "markers+text", marker=dict(color=color, size=10),
-                                 text=None if ok else [_short_reason(x) for x in part["reason"]],
+                                 text=None if ok else [short_reason(x) for x in part["reason"]],
                                  textposition="top center", textfont=dict(size=10, color=color),
                                  customdata=part["reason"],
                                  hovertemplate="%{x:,.3g} req/s<br>p95 TTFT %{y:,.0f} ms<br>%{customdata}"
