@@ -15,6 +15,8 @@ The output length the simulator knows for a request plays the role of max_tokens
 """
 from __future__ import annotations
 
+import numpy as np
+
 from planner.core.units import ceil_div
 
 SGLANG_CLIP_MAX_NEW_TOKENS = 4096
@@ -55,3 +57,26 @@ class SGLangRatio:
 
     def after_retract(self, decoded_tokens: int, max_new_tokens: int, num_running: int) -> None:
         self.value = min(1.0, (decoded_tokens + SGLANG_RETRACT_DECODE_STEPS * num_running) / (max_new_tokens + 1))
+
+
+def refused_at_arrival(prompt: np.ndarray, output: np.ndarray, cfg) -> np.ndarray:
+    """Requests an engine refuses when they arrive (rejected_too_long): prompt + output over max_model_len (the
+    API server's check), more blocks than the pool (or, with a sliding-window cap, than the cap allows), a prompt
+    over the budget without chunked prefill, and what the admission policy can never admit."""
+    total = prompt + output
+    longest = total - 1  # most tokens ever in the KV cache
+    blocks = -(-longest // cfg.block_size)
+    if cfg.max_blocks_per_request is not None:
+        blocks = np.minimum(blocks, cfg.max_blocks_per_request)
+    refused = blocks > cfg.num_gpu_blocks
+    if cfg.max_model_len is not None:
+        refused |= total > cfg.max_model_len
+    if not cfg.enable_chunked_prefill:
+        refused |= longest > cfg.max_num_batched_tokens
+    if cfg.admission_policy == "guaranteed-no-evict":
+        refused |= -(-total // cfg.block_size) > cfg.num_gpu_blocks
+    elif cfg.admission_policy == "static-slots":
+        refused |= total > slot_tokens(cfg.num_gpu_blocks, cfg.block_size, cfg.max_num_seqs)
+    elif cfg.admission_policy == "sglang":  # prompt + clipped max_new must be below the whole pool
+        refused |= prompt + np.minimum(output, SGLANG_CLIP_MAX_NEW_TOKENS) >= cfg.num_gpu_blocks * cfg.block_size
+    return refused

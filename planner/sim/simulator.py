@@ -18,13 +18,16 @@ with known under a token budget.
 | 7 | admit when the first chunk fits | same; scheduler_reserve_full_isl option | watermark |
 | 8 | SWA layers drop blocks outside the window | block cap per request (note 8) | hybrid groups |
 | 9 | API server rejects prompt + max_tokens > max_model_len | rejected at arrival (rejected_too_long) | |
+| 10 | spec decode: 1 + k tokens per request, k lookahead slots | 1 + k tokens, slots for them only | lookahead |
 
 Notes. 1: vllm/v1/core/sched/scheduler.py schedule(), "There's no decoding phase nor prefill phase". 3: a request
 that preempts itself stops the running loop. 6: get_computed_blocks; evictable hits count as blocks to allocate;
 a preempted request re-hits its own blocks that were not evicted (PRs #21793/#21809 describe the thrash without
 it). 7: the newer default scheduler_reserve_full_isl=True (PR #37307) checks the whole known sequence; off here
 by default (the scheduler.py we follow). 8: cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), bs) + 1
-blocks (planner/memory/sliding_window.py), only when every layer is windowed; no SWA prefix hits.
+blocks (planner/memory/sliding_window.py), only when every layer is windowed; no SWA prefix hits. 10: the
+scheduler's num_lookahead_tokens (draft-model / EAGLE methods) reserves k more slots; rejected draft slots are
+returned here after the step, as vLLM rolls num_computed_tokens back.
 
 A step that completes a request's known tokens samples one token (the first ends the prefill: TTFT). Speculative
 decoding: a decoding request verifies 1 + k tokens per step and keeps 1 + a (each draft accepted with probability
@@ -122,20 +125,7 @@ class Replica:
 
     def _init_arrivals(self) -> None:
         wl, cfg = self.wl, self.cfg
-        total = wl.prompt_tokens + wl.output_tokens
-        longest = total - 1  # most tokens ever in the KV cache
-        too_long = np.array([self._blocks(int(t)) for t in longest]) > cfg.num_gpu_blocks
-        if cfg.max_model_len is not None:
-            too_long |= total > cfg.max_model_len
-        if not cfg.enable_chunked_prefill:
-            too_long |= longest > cfg.max_num_batched_tokens
-        if self.policy == "guaranteed-no-evict":
-            too_long |= -(-total // cfg.block_size) > cfg.num_gpu_blocks
-        elif self.policy == "static-slots":
-            too_long |= total > admission.slot_tokens(cfg.num_gpu_blocks, cfg.block_size, cfg.max_num_seqs)
-        elif self.policy == "sglang":  # prompt + clipped max_new must be below the whole pool
-            clipped = np.minimum(wl.output_tokens, admission.SGLANG_CLIP_MAX_NEW_TOKENS)
-            too_long |= wl.prompt_tokens + clipped >= cfg.num_gpu_blocks * cfg.block_size
+        too_long = admission.refused_at_arrival(wl.prompt_tokens, wl.output_tokens, cfg)
         self.too_long = too_long.tolist()
         self.next_of = [-1] * wl.num_requests
         if wl.is_closed_loop:
