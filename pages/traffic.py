@@ -110,7 +110,7 @@ def _nice(x: float) -> float:
 
 
 def _reset_for_profile() -> None:
-    st.session_state["load_prefix_caching"] = PROFILES[st.session_state["load_profile"]].prefix_caching
+    st.session_state["load_prefix_caching"] = True  # vLLM V1's default, whatever the profile
 
 
 def _ms(v: float | None) -> str:
@@ -123,7 +123,7 @@ def _pct(v: float | None) -> str:
 
 
 for key, value in (("load_profile", "chat"), ("load_seed", 0), ("load_num_requests", 1000),
-                   ("load_prefix_caching", False), ("load_queue_on", False), ("load_max_queue", 100),
+                   ("load_prefix_caching", True), ("load_queue_on", False), ("load_max_queue", 100),
                    ("load_slo_ttft_ms", 2000), ("load_slo_tpot_ms", 100), ("load_sweep_points", 7),
                    ("load_think_s", 5.0)):
     st.session_state.setdefault(key, value)
@@ -190,7 +190,9 @@ else:
 with st.expander("Server options: prefix caching, queue limit, SLO", expanded=False):
     c = st.columns(4)
     prefix_caching = c[0].toggle("Prefix caching", key="load_prefix_caching",
-                                 help="Reuse cached prompt-prefix blocks (traces with hash_ids: Mooncake).")
+                                 help="On by default, as in vLLM V1: a preempted request re-hits its own "
+                                      "cached blocks, and requests share prompt-prefix blocks (traces with "
+                                      "hash_ids: Mooncake).")
     queue_on = c[1].toggle("Queue limit (backpressure)", key="load_queue_on")
     max_queue = int(c[1].number_input("Max waiting requests", 0, 100_000, step=10, key="load_max_queue",
                                       disabled=not queue_on))
