@@ -5,7 +5,12 @@ import pytest
 
 from planner.capacity.load_sweep import find_knee, rate_sweep
 from planner.capacity.replicas import find_capacity, probe, saturated_rps, workload_at
-from planner.capacity.steady_state import judge, queue_trend_per_s, saturated_throughput_rps, steady_window
+from planner.capacity.steady_state import (
+    judge,
+    queue_trend_per_s,
+    saturated_throughput_rps,
+    steady_window,
+)
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.core.workload import SLO, TrafficSpec
@@ -24,6 +29,16 @@ def test_capacity_does_not_depend_on_the_run_length():
     assert short.max_rate_per_replica == pytest.approx(long.max_rate_per_replica, rel=0.05)
     assert 18 < long.max_rate_per_replica < 28
     assert short.wall_s < 3.0  # the speed target for a capacity search
+
+
+@pytest.mark.parametrize("prompt, output", [("fixed:1000", "fixed:200"), ("uniform:200,3000", "uniform:50,400")])
+def test_capacity_does_not_depend_on_the_run_length_for_synthetic_traffic(prompt, output):
+    # the same length distribution, 1,000 vs 8,000 requests (measured: 25.85 vs 24.98 and 16.96 vs 16.94 req/s).
+    # (Trace profiles take a different window of the trace for each length, e.g. the code trace's p95 prompt is
+    # 6,233 tokens in 1,000 requests and 7,315 in 8,000: that moves a TTFT-bound capacity by ~11%.)
+    short, long = (find_capacity(R, TrafficSpec(profile="custom", prompt=prompt, output=output, num_requests=n))
+                   for n in (1000, 8000))
+    assert short.max_rate_per_replica == pytest.approx(long.max_rate_per_replica, rel=0.05)
 
 
 def _run(rate: float, n: int = 3000):
