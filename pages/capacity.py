@@ -6,7 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from planner.capacity.autoscale import METRICS, Policy, diurnal_rates, measure_replica, simulate_day, trace_rates
-from planner.capacity.replicas import MIN_SERVED, base_workload, capacity_plan
+from planner.capacity.replicas import base_workload, capacity_plan
+from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
+from planner.core.engine_defaults import batch_defaults
 from planner.core.workload import SLO, TrafficSpec
 from planner.core.catalog import gpus
 from planner.core.errors import InputError
@@ -92,8 +94,10 @@ except InputError as err:
     st.stop()
 c = st.columns(4)
 c[0].metric("Capacity per replica (req/s)", f"{plan['max_rate_per_replica']:,.3g}",
-            help=f"Highest rate whose simulation meets every SLO and serves ≥ {MIN_SERVED:.0%} of the offered "
-                 f"rate; bisection to ±{plan['rel_tol']:.0%}, {len(plan['probes'])} simulations of "
+            help="Highest rate whose steady state (warm-up and drain discarded) meets every SLO with a waiting "
+                 f"queue growing by ≤ {MAX_QUEUE_GROWTH:.0%} of the rate per second and the rate ≤ "
+                 f"{1 - STABILITY_MARGIN:.0%} of the saturated throughput; bisection to ±{plan['rel_tol']:.0%}, "
+                 f"{len(plan['probes'])} simulations of "
                  f"{plan['num_requests']:,} requests (seed {plan['seed']}).")
 if not plan["feasible"]:
     st.warning("One replica cannot meet this SLO at any load: " + plan["probes"][-1]["reason"] +
@@ -114,10 +118,13 @@ c[1].metric("GPU-hours per day", f"{plan['gpu_hours_per_day'] or 0:,.0f}")
 c[2].metric("p95 TTFT at the operating point (ms)", _ms(op.get("ttft_p95_s")),
             help=f"Simulated at {op.get('rate_per_s', 0):,.3g} req/s per replica (target / replicas).")
 c[3].metric("p95 TPOT at the operating point (ms)", _ms(op.get("tpot_p95_s")))
-st.plotly_chart(charts.search_probes(plan["probes"], plan["max_rate_per_replica"], slo.ttft_p95_s),
-                key="cap_probes_chart")
+st.plotly_chart(charts.search_probes(plan["probes"], plan["max_rate_per_replica"], slo.ttft_p95_s,
+                                     plan.get("saturated_rps")), key="cap_probes_chart")
+vllm_default = batch_defaults(r.gpu, scenario.engine)
 st.caption(f"Analytic starting point {plan['estimate_rps']:,.3g} req/s; mean prompt {plan['mean_prompt_tokens']:,.0f} "
-           f"tokens, mean output {plan['mean_output_tokens']:,.0f}; search took {plan['search_wall_s']:.2f} s.")
+           f"tokens, mean output {plan['mean_output_tokens']:,.0f}; search took {plan['search_wall_s']:.2f} s. "
+           f"Engine limits: max_num_seqs {dep.max_num_seqs}, max_num_batched_tokens {dep.max_num_batched_tokens:,} "
+           f"(vLLM default for this GPU: {vllm_default.max_num_seqs} / {vllm_default.max_num_batched_tokens:,}).")
 
 # --- ranking ---------------------------------------------------------------------------------------------
 st.header("Which deployment is cheapest at this SLO?")

@@ -10,8 +10,10 @@ import pandas as pd
 import streamlit as st
 
 from planner.core.errors import InputError
-from planner.capacity.load_sweep import (KNEE_MIN_SERVED, KNEE_TTFT_FACTOR, estimate_capacity_rps,
-                                         find_knee, mean_lengths, open_vs_closed, profile_workload, rate_sweep)
+from planner.capacity.load_sweep import (estimate_capacity_rps, find_knee, mean_lengths,
+                                         open_vs_closed, profile_workload, rate_sweep)
+from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
+from planner.core.engine_defaults import batch_defaults
 from planner.core.workload import PROFILES
 from planner.core.scenario import Scenario, resolve
 from planner.sim.serving import result_summary, run_serving
@@ -104,7 +106,7 @@ def _nice(x: float) -> float:
 
 
 def _reset_for_profile() -> None:
-    st.session_state["load_prefix_caching"] = PROFILES[st.session_state["load_profile"]].prefix_caching
+    st.session_state["load_prefix_caching"] = True  # vLLM V1's default, whatever the profile
 
 
 def _ms(v: float | None) -> str:
@@ -117,7 +119,7 @@ def _pct(v: float | None) -> str:
 
 
 for key, value in (("load_profile", "chat"), ("load_seed", 0), ("load_num_requests", 1000),
-                   ("load_prefix_caching", False), ("load_queue_on", False), ("load_max_queue", 100),
+                   ("load_prefix_caching", True), ("load_queue_on", False), ("load_max_queue", 100),
                    ("load_slo_ttft_ms", 2000), ("load_slo_tpot_ms", 100), ("load_sweep_points", 7),
                    ("load_think_s", 5.0)):
     st.session_state.setdefault(key, value)
@@ -129,8 +131,10 @@ st.caption("Replay realistic traffic against one replica, sweep the arrival rate
 scenario = current_scenario()
 r = resolved_or_stop()
 dep = r.deployment
+vllm_default = batch_defaults(r.gpu, scenario.engine)
 st.caption(f"{r.model.name} · {dep.tensor_parallel_size} × {r.gpu.name} per replica · weights {r.weights.label} · "
-           f"max_num_seqs {dep.max_num_seqs} · max_num_batched_tokens {dep.max_num_batched_tokens:,}")
+           f"max_num_seqs {dep.max_num_seqs} · max_num_batched_tokens {dep.max_num_batched_tokens:,} "
+           f"(vLLM default for this GPU: {vllm_default.max_num_seqs} / {vllm_default.max_num_batched_tokens:,})")
 
 # --- traffic ---------------------------------------------------------------------------------------------
 c = st.columns([2.2, 1, 1, 1])
@@ -182,7 +186,9 @@ else:
 with st.expander("Server options: prefix caching, queue limit, SLO", expanded=False):
     c = st.columns(4)
     prefix_caching = c[0].toggle("Prefix caching", key="load_prefix_caching",
-                                 help="Reuse cached prompt-prefix blocks (traces with hash_ids: Mooncake).")
+                                 help="On by default, as in vLLM V1: a preempted request re-hits its own "
+                                      "cached blocks, and requests share prompt-prefix blocks (traces with "
+                                      "hash_ids: Mooncake).")
     queue_on = c[1].toggle("Queue limit (backpressure)", key="load_queue_on")
     max_queue = int(c[1].number_input("Max waiting requests", 0, 100_000, step=10, key="load_max_queue",
                                       disabled=not queue_on))
@@ -243,8 +249,10 @@ with st.expander("Per-request records"):
 
 # --- rate sweep ----------------------------------------------------------------------------------------------
 st.header("Rate sweep: where is the knee?")
-st.caption(f"Knee = the highest rate, walking up from the lowest, whose p95 TTFT stays within {KNEE_TTFT_FACTOR:g}× "
-           f"the lowest rate's and whose served rate keeps ≥ {KNEE_MIN_SERVED:.0%} of the offered rate.")
+st.caption("Knee = the highest rate, walking up from the lowest, that passes the same steady-state verdict as "
+           "the Capacity page: warm-up and drain discarded, p95 TTFT and TPOT within the SLO (the goodput targets "
+           f"above, else 2 s / 100 ms), a waiting queue growing by at most {MAX_QUEUE_GROWTH:.0%} of the rate per "
+           f"second, and a rate at most {1 - STABILITY_MARGIN:.0%} of the replica's saturated throughput.")
 c = st.columns([3, 1, 1])
 lo, hi = c[0].slider("Rates to sweep (requests/s)", _nice(cap / 50), rate_max, key="load_sweep_range")
 points = c[1].slider("Points", 3, 12, key="load_sweep_points")
@@ -268,9 +276,9 @@ if stored and stored[0] == sweep_key:
     c[2].metric("p95 TPOT at the knee (ms)", _ms(knee["tpot_p95_s"]) if knee else "–")
     st.plotly_chart(charts.sweep_latency(rows, knee), key="load_sweep_latency")
     st.plotly_chart(charts.sweep_throughput(rows, knee), key="load_sweep_throughput")
-    cols = ["rate_per_s", "offered_requests_per_s", "served_requests_per_s", "ttft_p95_s", "tpot_p95_s",
-            "e2e_p95_s", "queue_p95_s", "throughput_tokens_per_s", "goodput_requests_per_s", "preemptions",
-            "rejected", "mean_running", "max_waiting"]
+    cols = ["rate_per_s", "sustains", "reason", "offered_requests_per_s", "served_requests_per_s", "ttft_p95_s",
+            "tpot_p95_s", "e2e_p95_s", "queue_p95_s", "throughput_tokens_per_s", "goodput_requests_per_s",
+            "preemptions", "rejected", "mean_running", "max_waiting"]
     with st.expander("Sweep table"):
         st.dataframe(pd.DataFrame(rows)[cols], hide_index=True, key="load_sweep_table")
 elif stored:

@@ -50,7 +50,7 @@ def test_recommend_contract(capsys):
     ["capacity", "--target-rate", "10", "--price", "NOPE=1"],
     ["capacity", "--target-rate", "10", "--price", "H100-SXM=abc"],
     ["capacity", "--target-rate", "10", "--headroom", "0.5"],
-    ["capacity", "--target-rate", "10", "--input-tokens", "100"],  # lengths need --profile custom
+    ["capacity", "--target-rate", "10", "--profile", "chat", "--input-tokens", "100"],  # trace lengths
     ["capacity", "--target-rate", "10", "--num-requests", "10"],
     ["capacity", "--target-rate", "10", "--gpu", "NOPE"],
     ["capacity"],  # --target-rate is required
@@ -64,3 +64,15 @@ def test_bad_input_exits_2_with_one_line(capsys, argv):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "\n" not in err and "Traceback" not in err
+
+
+def test_explicit_lengths_imply_the_custom_profile(capsys):
+    # issue 14: `capacity --input-tokens 1000 --output-tokens 200` used to fail with "applies only to --profile custom"
+    out = run_json(capsys, ["capacity", "--target-rate", "10", "--input-tokens", "1000", "--output-tokens", "200",
+                            "--num-requests", "200"])
+    assert out["mean_prompt_tokens"] == 1000 and out["mean_output_tokens"] == 200
+    assert out["max_rate_per_replica"] > 0
+    assert out["saturated_rps"] is None  # 200 such requests all fit in one batch: the queue never builds
+    with pytest.raises(SystemExit) as exc:
+        raise SystemExit(main(["capacity", "--target-rate", "10", "--profile", "chat", "--input-tokens", "1000"]))
+    assert exc.value.code == 2 and "--input-tokens" in capsys.readouterr().err

@@ -17,7 +17,8 @@ def test_default_scenario_renders_the_key_numbers():
     assert m["Parameters"] == "8.03 B"  # Llama-3.1-8B
     assert m["Weights per GPU"] == "16.06 GB"
     assert m["KV per token"] == "131,072 B"
-    expected = plan_memory(resolve(Scenario(context_tokens=4096, deployment=Deployment(max_model_len=8192))))
+    expected = plan_memory(resolve(Scenario(context_tokens=4096, deployment=Deployment(  # the sidebar's limits
+        max_model_len=8192, max_num_seqs=256, max_num_batched_tokens=8192))))
     assert m["Textbook: requests fit"] == f"{expected.textbook_max_requests:,}"
     assert m["vLLM: max concurrency"] == f"{expected.max_concurrency:,.2f}x"
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]

@@ -57,7 +57,9 @@ def test_sweep_button_runs_and_marks_the_knee():
     latency = next(f for f in figs if any("Time to first token" in a.get("text", "")
                                           for a in f["layout"].get("annotations", [])))
     assert any(a.get("text", "").startswith("knee") for a in latency["layout"]["annotations"])
-    assert len(latency["data"]) == 4 and len(values(latency["data"][0]["x"])) == 7  # p95/p50 × TTFT/TPOT, 7 rates
+    assert len(values(latency["data"][0]["x"])) == 7  # p95/p50 × TTFT/TPOT, 7 rates
+    # + the failing points labelled with their verdict (the sweep runs past the knee)
+    assert len(latency["data"]) == 5 and latency["data"][4]["mode"] == "markers+text"
     # the result survives a rerun with the same inputs, and goes stale when an input changes
     at.run()
     assert any(m.label == "Capacity per replica (knee)" for m in at.metric)

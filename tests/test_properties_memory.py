@@ -18,6 +18,7 @@ from planner.core.catalog import kv_precisions, model_presets, weight_precisions
 from planner.core.errors import InputError
 from planner.core.hf_config import model_from_hf_config, parse_config_text
 from planner.memory.plan import plan_memory
+from planner.memory.sliding_window import request_blocks
 from planner.core.precision import resolve_kv_bytes
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment, ModelSpec
@@ -123,7 +124,13 @@ def test_plan_is_consistent(scenario):
     r = resolve(scenario)
     plan = plan_memory(r)
     assert plan.kv_cache_tokens == plan.num_gpu_blocks * r.deployment.block_size
-    assert math.isclose(plan.max_concurrency, plan.kv_cache_tokens / r.max_model_len)
+    dep = r.deployment  # vLLM V1's log: blocks / blocks per max_model_len request (sliding windows capped)
+    if r.model.sliding_window and r.model.num_sliding_layers:
+        per_request = request_blocks(r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len,
+                                     dep.block_size)
+        assert math.isclose(plan.max_concurrency, plan.num_gpu_blocks / per_request)
+    else:
+        assert math.isclose(plan.max_concurrency, plan.kv_cache_tokens / r.max_model_len)
     assert plan.weight_bytes == memory.weight_bytes(r.model, r.weights)
     assert r.kv_bytes == resolve_kv_bytes(r.kv, r.weights)
     assert all(math.isfinite(v) for v in (plan.weight_bytes, plan.kv_bytes_per_request, plan.kv_pool_bytes_per_gpu))

@@ -41,7 +41,14 @@ def configs(draw, spec: bool = True):
     seqs = draw(st.integers(1, 64))
     cfg = dict(num_gpu_blocks=draw(st.integers(1, 400)), block_size=draw(st.sampled_from([1, 4, 16, 32])),
                max_num_seqs=seqs, max_num_batched_tokens=draw(st.integers(seqs, 4096)),
-               enable_chunked_prefill=draw(st.booleans()), max_queue=draw(st.none() | st.integers(0, 30)))
+               enable_chunked_prefill=draw(st.booleans()), max_queue=draw(st.none() | st.integers(0, 30)),
+               enable_prefix_caching=draw(st.booleans()),
+               admission_policy=draw(st.sampled_from(["vllm-v1", "vllm-v1", "guaranteed-no-evict", "sglang",
+                                                      "static-slots"])),
+               long_prefill_token_threshold=draw(st.sampled_from([0, 0, 1, 7, 64])),
+               scheduler_reserve_full_isl=draw(st.booleans()),
+               max_blocks_per_request=draw(st.none() | st.none() | st.integers(1, 50)),
+               max_model_len=draw(st.none() | st.integers(1, 3000)))
     if spec and draw(st.booleans()):
         cfg.update(spec_k=draw(st.integers(1, 6)), spec_alpha=draw(st.floats(0, 1)),
                    spec_draft_cost_s=draw(st.floats(0, 1e-3)))

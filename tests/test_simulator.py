@@ -46,8 +46,10 @@ def test_preemption_by_recompute_timeline():
     # step 2: no new block.   step 3: both need block 3, 0 free: the newest (B, 4 computed tokens) is
     # preempted and freed; A decodes alone.   step 4: B needs ceil(5/2)=3 blocks, 1 free: waits; A done at 5.
     # step 5: B recomputes prompt + 3 outputs = 5 tokens, makes token 4.   step 6: token 5, done at 7.
+    # (prefix caching off: B recomputes everything)
     res = simulate(workload([0, 0], [2, 2], [5, 5]),
-                   dict(num_gpu_blocks=4, block_size=2, max_num_seqs=4, max_num_batched_tokens=16), ONE_SECOND)
+                   dict(num_gpu_blocks=4, block_size=2, max_num_seqs=4, max_num_batched_tokens=16,
+                        enable_prefix_caching=False), ONE_SECOND)
     r = res.requests
     assert r.finish_s.tolist() == [5, 7]
     assert r.first_token_s.tolist() == [1, 1]
@@ -73,17 +75,30 @@ def test_prefix_cache_hit_skips_cached_blocks():
     assert off.steps.new_tokens.tolist() == [12, 1, 12, 1]
 
 
-def test_block_pool_evicts_least_recently_released_prefix():
+def test_block_pool_evicts_from_the_front_of_the_free_queue():
+    # vLLM's FreeKVCacheBlockQueue: never-used blocks first, then in the order freed; a freed block stays cached.
     pool = BlockPool(num_blocks=4, blocks_per_prefix=1)
     for h in (1, 2, 3):
-        assert pool.allocate(1) and pool.register(h)
+        pool.allocate(1)
+        assert pool.register(h)
     pool.release([2])
-    pool.release([1])  # released after 2: more recent
-    assert pool.num_allocatable == 3
-    assert pool.allocate(2)  # 1 free + evict the oldest released (2)
+    pool.release([1])  # released after 2: evicted after it
+    assert pool.num_free == 3 and pool.num_active == 1
+    pool.allocate(2)  # the never-used block, then the oldest released (2)
     assert pool.num_cached_prefix([1], 1) == 1 and pool.num_cached_prefix([2], 1) == 0
-    assert pool.num_evictions == 1 and pool.num_used == 4
-    assert not pool.allocate(2)
+    assert pool.num_evicted_blocks == 1 and pool.num_free == 1
+    with pytest.raises(RuntimeError):
+        pool.allocate(2)
+
+
+def test_preempted_request_keeps_its_full_blocks_cached_until_evicted():
+    pool = BlockPool(num_blocks=10)
+    pool.allocate(6)
+    pool.free(1, owner=7, num_cached=5)  # request 7 preempted: 1 partial block + 5 full cached ones
+    assert pool.num_free == 10 and pool.num_own_cached(7) == 5
+    pool.allocate(6)  # 4 never-used, the partial block, then 1 of 7's blocks (its tail first)
+    assert pool.num_own_cached(7) == 4 and pool.num_evicted_blocks == 1
+    assert pool.take_own(7) == 4 and pool.num_free == 0
 
 
 def _busy_config(**kw) -> dict:
@@ -129,15 +144,14 @@ def test_same_seed_same_result_and_seed_is_kept():
 
 
 def test_queue_limit_rejects_and_too_long_requests_are_rejected():
-    # 5 requests at t=0 join the queue before the first step: 2 fit the queue, 3 are refused (the queue is
-    # counted at arrival, before the first step admits anyone); the 1000-token prompt needs 250 > 10 blocks.
+    # 5 requests at t=0: the first step admits 1 (max_num_seqs=1), 2 may wait (max_queue=2), the newest 2 are
+    # refused; the 1000-token prompt needs 250 > 10 blocks.
     wl = workload([0] * 5 + [0.5], [4] * 5 + [1000], [3] * 5 + [1])
     res = simulate(wl, dict(num_gpu_blocks=10, block_size=4, max_num_seqs=1, max_num_batched_tokens=8,
                             max_queue=2), ONE_SECOND)
-    assert res.requests.rejected.tolist() == [0, 0, REJECT_QUEUE_FULL, REJECT_QUEUE_FULL, REJECT_QUEUE_FULL,
-                                              REJECT_TOO_LONG]
+    assert res.requests.rejected.tolist() == [0, 0, 0, REJECT_QUEUE_FULL, REJECT_QUEUE_FULL, REJECT_TOO_LONG]
     s = summary(res)
-    assert s["num_rejected_queue_full"] == 3 and s["num_rejected_too_long"] == 1 and s["num_finished"] == 2
+    assert s["num_rejected_queue_full"] == 2 and s["num_rejected_too_long"] == 1 and s["num_finished"] == 3
 
 
 def test_closed_loop_users_bound_the_system():

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from planner.core.catalog import get_gpu, kv_precisions, model_presets, weight_precisions
+from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError
 from planner.core.hf_config import spec_document
 from planner.core.scenario import Scenario
@@ -29,14 +30,17 @@ PARAM_OF = {"sb_gpu_mem_gb": "gpu_gb", "sb_num_gpus": "gpus", "sb_util": "util",
 def widget_values(s: Scenario, upload_choice: str) -> dict:
     """The sidebar widget values that reproduce scenario `s` (InputError when a value has no widget)."""
     d = s.deployment
+    engine_default = batch_defaults(get_gpu(s.gpu), s.engine)  # batch limits left unset: vLLM's for this GPU
     if s.model_spec is None and s.model not in model_presets():
         raise InputError("model", f"{s.model!r} is not a preset; share a custom model as its spec")
     values = {"sb_model": upload_choice if s.model_spec is not None else s.model,
               "sb_gpu": get_gpu(s.gpu).id, "sb_custom_mem": s.gpu_memory_gb is not None,
               "sb_tp": d.tensor_parallel_size, "sb_num_gpus": d.num_gpus, "sb_weights": d.weights,
               "sb_kv": d.kv_cache_dtype, "sb_util": d.gpu_memory_utilization,
-              "sb_set_maxlen": d.max_model_len is not None, "sb_block": d.block_size, "sb_max_seqs": d.max_num_seqs,
-              "sb_batched": d.max_num_batched_tokens, "sb_eager": d.enforce_eager, "sb_ctx": s.context_tokens or 4096}
+              "sb_set_maxlen": d.max_model_len is not None, "sb_block": d.block_size, "sb_max_seqs": d.max_num_seqs
+              or engine_default.max_num_seqs,
+              "sb_batched": d.max_num_batched_tokens or engine_default.max_num_batched_tokens,
+              "sb_eager": d.enforce_eager, "sb_ctx": s.context_tokens or 4096}
     values.update(parallelism_values(d))  # issue 17: ui/parallelism.py
     if s.model_spec is not None:
         values["sb_config_paste"] = spec_document(s.model_spec)

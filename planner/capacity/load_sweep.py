@@ -1,11 +1,10 @@
 """Load testing one replica (primer §9): traffic profiles, a rate sweep, its knee, and open vs closed loop.
 
-Knee (the capacity per replica), stated so a test can pin it: walk the sweep from the lowest rate up; a point is
-healthy when its p95 TTFT is at most KNEE_TTFT_FACTOR × the lowest rate's p95 TTFT AND the server keeps up,
-completing at least KNEE_MIN_SERVED × the offered request rate (both counted between the 10th and 90th percentile
-arrival times: planner.sim.serving.steady_rates). The knee is the last point of that healthy run
-(the first unhealthy point ends it, even if a later one looks fine again); None when the lowest point already
-fails to keep up.
+Knee (the capacity per replica): walk the sweep from the lowest rate up; a point is healthy when it passes the
+steady-state verdict that `capacity` and `recommend` use (planner/capacity/steady_state.py: warm-up and drain
+discarded, a waiting queue that does not grow, p95 TTFT / TPOT within the SLO). The knee is the last point of
+that healthy run (the first unhealthy point ends it, even if a later one looks fine again); None when the lowest
+point already fails.
 
 Open vs closed loop: the same server, the same lengths; the closed loop's users are sized by Little's law as a
 load tester would size them from a quiet server, N = ceil(λ × (think + R₁)), R₁ = the reply time of one
@@ -18,17 +17,26 @@ import math
 
 import numpy as np
 
-from planner.latency.efficiency import DEFAULT_ENGINE
+from planner.capacity.steady_state import (
+    SATURATION_RATE_PER_S,
+    judge,
+    saturated_throughput_rps,
+)
 from planner.core.errors import InputError
-from planner.core.workload import PROFILES
-from planner.latency.perf_model import PerfModel
 from planner.core.scenario import Resolved
-from planner.sim.serving import flat_row, result_summary, run_serving, scheduler_config_for, step_cost_for
-from planner.traffic.traces import load_trace
+from planner.core.workload import PROFILES, SLO
+from planner.latency.efficiency import DEFAULT_ENGINE
+from planner.latency.perf_model import PerfModel
+from planner.sim.serving import (
+    flat_row,
+    result_summary,
+    run_serving,
+    scheduler_config_for,
+    step_cost_for,
+)
 from planner.traffic.generators import Workload, closed_loop, interarrival_s, open_loop
+from planner.traffic.traces import load_trace
 
-KNEE_TTFT_FACTOR = 2.0  # p95 TTFT may at most double over the lightest load
-KNEE_MIN_SERVED = 0.95  # served requests/s >= 95% of offered requests/s
 TIMINGS = ("poisson", "trace")  # trace profiles: Poisson arrivals, or the trace's own timing rescaled
 
 
@@ -94,43 +102,38 @@ def estimate_capacity_rps(r: Resolved, prompt_tokens: float, output_tokens: floa
     return 1.0 / (prefill_s + output_tokens * decode_s / b)
 
 
-def rate_sweep(r: Resolved, rates, workload_for_rate, engine: str = DEFAULT_ENGINE, prefix_caching: bool = False,
-               max_queue: int | None = None, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None,
-               seed: int = 0, progress=None) -> list[dict]:
-    """One flat summary row per rate (ascending), each from `workload_for_rate(rate)`; `progress(done, total)`
-    is called after every point."""
+def rate_sweep(r: Resolved, rates, workload_for_rate, engine: str = DEFAULT_ENGINE,
+               prefix_caching: bool | None = None, max_queue: int | None = None, slo_ttft_s: float | None = None,
+               slo_tpot_s: float | None = None, seed: int = 0, progress=None, slo: SLO | None = None) -> list[dict]:
+    """One flat summary row per rate (ascending), each from `workload_for_rate(rate)`, with the steady-state
+    verdict (`sustains`, `reason`) against `slo` (default: the SLO with slo_ttft_s / slo_tpot_s where given);
+    `progress(done, total)` is called after every point."""
     rates = sorted(float(x) for x in rates)
     if not rates or any(not (math.isfinite(x) and x > 0) for x in rates):
         raise InputError("rates", "need one or more rates > 0")
+    if slo is None:
+        slo = SLO(**{k: v for k, v in (("ttft_p95_s", slo_ttft_s), ("tpot_p95_s", slo_tpot_s)) if v})
     cost = step_cost_for(r, engine)  # built once, shared by every point
+    kw = dict(engine=engine, prefix_caching=prefix_caching, max_queue=max_queue, slo_ttft_s=slo_ttft_s,
+              slo_tpot_s=slo_tpot_s, seed=seed, cost=cost)
+    saturated = saturated_throughput_rps(run_serving(r, workload_for_rate(SATURATION_RATE_PER_S), **kw))
     rows = []
     for k, rate in enumerate(rates, start=1):
-        res = run_serving(r, workload_for_rate(rate), engine, prefix_caching, max_queue, slo_ttft_s, slo_tpot_s,
-                          seed, cost=cost)
-        rows.append({"rate_per_s": rate, **flat_row(result_summary(res))})
+        res = run_serving(r, workload_for_rate(rate), **kw)
+        verdict = judge(res, slo, rate, saturated)
+        rows.append({"rate_per_s": rate, **flat_row(result_summary(res)), "sustains": verdict.sustains,
+                     "reason": verdict.reason, "queue_growth_per_s": verdict.queue_growth_per_s,
+                     "saturated_rps": saturated})
         if progress is not None:
             progress(k, len(rates))
     return rows
 
 
-def _healthy(row: dict, base_ttft_s: float, ttft_factor: float, min_served: float) -> bool:
-    ttft, served = row.get("ttft_p95_s"), row.get("served_requests_per_s")
-    offered = row.get("offered_requests_per_s") or row["rate_per_s"]
-    if ttft is None or served is None:
-        return False
-    return ttft <= ttft_factor * base_ttft_s and served >= min_served * offered
-
-
-def find_knee(rows: list[dict], ttft_factor: float = KNEE_TTFT_FACTOR,
-              min_served: float = KNEE_MIN_SERVED) -> dict | None:
-    """The last row of the healthy run from the lowest rate up (see the module note), or None."""
-    rows = sorted(rows, key=lambda row: row["rate_per_s"])
-    if not rows or rows[0].get("ttft_p95_s") is None:
-        return None
-    base = rows[0]["ttft_p95_s"]
+def find_knee(rows: list[dict]) -> dict | None:
+    """The last row of the healthy run (rows with `sustains`) from the lowest rate up (module note), or None."""
     knee = None
-    for row in rows:
-        if not _healthy(row, base, ttft_factor, min_served):
+    for row in sorted(rows, key=lambda row: row["rate_per_s"]):
+        if not row.get("sustains"):
             break
         knee = row
     return knee
@@ -142,7 +145,7 @@ def users_for_rate(rate_per_s: float, think_time_s: float, reply_s: float) -> in
 
 
 def open_vs_closed(r: Resolved, rate_per_s: float, num_requests: int, prompt: str, output: str,
-                   think_time_s: float = 5.0, engine: str = DEFAULT_ENGINE, prefix_caching: bool = False,
+                   think_time_s: float = 5.0, engine: str = DEFAULT_ENGINE, prefix_caching: bool | None = None,
                    max_queue: int | None = None, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None,
                    seed: int = 0) -> dict:
     """The same server under open-loop Poisson at λ and closed-loop users sized to offer λ (module note)."""

@@ -1,9 +1,9 @@
 """Capacity per replica at an SLO, replicas for a target rate, and what they cost (primer §9).
 
 "Sustains": a replica sustains an arrival rate λ when a seeded simulation of `num_requests` open-loop requests at λ
-has p95 TTFT ≤ the TTFT target, p95 TPOT ≤ the TPOT target, p99 end-to-end ≤ its target (if set), AND the server
-keeps up: it completes ≥ 95% of the offered requests/s (planner.sim.serving.steady_rates, 10th–90th percentile arrival
-window). The capacity `max_rate_per_replica` is the highest sustained rate, found by search:
+passes the steady-state verdict (planner/capacity/steady_state.py: warm-up and drain discarded; the waiting queue
+does not grow by more than 5% of λ per second; p95 TTFT, p95 TPOT and p99 end-to-end within the SLO). The
+capacity `max_rate_per_replica` is the highest sustained rate, found by search:
 
 1. bracket from the analytic estimate (planner.capacity.load_sweep.estimate_capacity_rps): probe it, then step up ×1.5 (or
    down ÷2) until the outcome flips;
@@ -26,19 +26,21 @@ import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
-import numpy as np
-
-from planner.latency.efficiency import DEFAULT_ENGINE
-from planner.core.errors import InputError
 from planner.capacity.load_sweep import estimate_capacity_rps, profile_workload
-from planner.core.workload import SLO, TrafficSpec
+from planner.capacity.steady_state import (
+    SATURATION_RATE_PER_S,
+    Verdict,
+    judge,
+    saturated_throughput_rps,
+)
+from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
-from planner.sim.serving import run_serving, steady_rates, step_cost_for
-from planner.sim.records import latencies
-from planner.traffic.traces import load_trace
+from planner.core.workload import SLO, TrafficSpec
+from planner.latency.efficiency import DEFAULT_ENGINE
+from planner.sim.serving import run_serving, step_cost_for
 from planner.traffic.generators import Workload
+from planner.traffic.traces import load_trace
 
-MIN_SERVED = 0.95  # served requests/s >= 95% of offered
 DEFAULT_REL_TOL = 0.02  # the search stops when hi <= lo × 1.02
 DEFAULT_HEADROOM = 1.2  # provision 20% above the target rate (bursts, a replica down)
 UP_FACTOR, DOWN_FACTOR, MAX_BRACKET_STEPS = 1.5, 2.0, 9
@@ -66,53 +68,24 @@ def mean_tokens(traffic: TrafficSpec) -> tuple[float, float]:
     return float(wl.prompt_tokens.mean()), float(wl.output_tokens.mean())
 
 
-def _pct(values: np.ndarray, q: float) -> float | None:
-    v = values[~np.isnan(values)]
-    return float(np.percentile(v, q)) if len(v) else None
+# One probe = one steady-state verdict (planner/capacity/steady_state.py), shared with the load-test knee.
+Probe = Verdict
 
 
-@dataclass(frozen=True)
-class Probe:
-    """One simulated rate and whether the replica sustained it (module note)."""
-
-    rate_per_s: float
-    ttft_p95_s: float | None
-    tpot_p95_s: float | None
-    e2e_p95_s: float | None
-    e2e_p99_s: float | None
-    ttft_mean_s: float | None
-    e2e_mean_s: float | None
-    served_ratio: float | None  # served / offered requests/s
-    sustains: bool
-    reason: str  # why not, or ""
+def _run(r: Resolved, traffic: TrafficSpec, rate_per_s: float, engine: str, cost=None):
+    return run_serving(r, workload_at(traffic, rate_per_s), engine, traffic.prefix_caching or None,
+                       seed=traffic.seed, cost=cost)
 
 
-def _verdict(ttft, tpot, e2e, ratio, slo: SLO) -> str:
-    if ttft is None or ratio is None:
-        return "nothing completed"
-    if ratio < MIN_SERVED:
-        return f"served only {ratio:.0%} of offered"
-    if ttft > slo.ttft_p95_s:
-        return f"p95 TTFT {ttft * 1e3:,.0f} ms > {slo.ttft_p95_s * 1e3:,.0f} ms"
-    if tpot is not None and tpot > slo.tpot_p95_s:
-        return f"p95 TPOT {tpot * 1e3:,.1f} ms > {slo.tpot_p95_s * 1e3:,.1f} ms"
-    if slo.e2e_p99_s is not None and e2e is not None and e2e > slo.e2e_p99_s:
-        return f"p99 end-to-end {e2e:,.2f} s > {slo.e2e_p99_s:,.2f} s"
-    return ""
+def saturated_rps(r: Resolved, traffic: TrafficSpec, engine: str = DEFAULT_ENGINE, cost=None) -> float | None:
+    """The replica's saturated throughput on these requests (planner.capacity.steady_state)."""
+    return saturated_throughput_rps(_run(r, traffic, SATURATION_RATE_PER_S, engine, cost))
 
 
 def probe(r: Resolved, traffic: TrafficSpec, slo: SLO, rate_per_s: float, engine: str = DEFAULT_ENGINE,
-          cost=None) -> Probe:
-    """Simulate one replica at `rate_per_s` and judge it against the SLO."""
-    res = run_serving(r, workload_at(traffic, rate_per_s), engine, traffic.prefix_caching, seed=traffic.seed,
-                      cost=cost)
-    lat = latencies(res)
-    offered, served = steady_rates(res)
-    ratio = float(served / offered) if offered else None
-    ttft, tpot, e2e = _pct(lat["ttft_s"], 95), _pct(lat["tpot_s"], 95), _pct(lat["e2e_s"], 99)
-    reason = _verdict(ttft, tpot, e2e, ratio, slo)
-    mean = lambda v: float(np.nanmean(v)) if len(v) else None  # noqa: E731
-    return Probe(rate_per_s, ttft, tpot, _pct(lat["e2e_s"], 95), e2e, mean(lat["ttft_s"]), mean(lat["e2e_s"]), ratio, not reason, reason)
+          cost=None, saturated: float | None = None) -> Probe:
+    """Simulate one replica at `rate_per_s` and judge its steady state against the SLO."""
+    return judge(_run(r, traffic, rate_per_s, engine, cost), slo, rate_per_s, saturated)
 
 
 @dataclass(frozen=True)
@@ -128,6 +101,7 @@ class CapacityResult:
     seed: int
     wall_s: float
     slo: SLO = field(default_factory=SLO)
+    saturated_rps: float | None = None  # completions/s with every request arriving at once (stability bound)
 
     @property
     def feasible(self) -> bool:
@@ -180,15 +154,16 @@ def find_capacity(r: Resolved, traffic: TrafficSpec = TrafficSpec(), slo: SLO = 
     mean_in, mean_out = mean_tokens(traffic)
     estimate = estimate_capacity_rps(r, mean_in, mean_out, engine)
     cost = step_cost_for(r, engine)  # built once, shared by every probe
+    saturated = saturated_rps(r, traffic, engine, cost)
     probes: dict[float, Probe] = {}
 
     def sustains(rate: float) -> bool:
-        probes[rate] = probe(r, traffic, slo, rate, engine, cost)
+        probes[rate] = probe(r, traffic, slo, rate, engine, cost, saturated)
         return probes[rate].sustains
 
     best = bracket_and_bisect(sustains, estimate, rel_tol)
     return CapacityResult(best, estimate, rel_tol, probes.get(best), tuple(probes.values()), mean_in, mean_out,
-                          traffic.num_requests, traffic.seed, time.perf_counter() - t0, slo)
+                          traffic.num_requests, traffic.seed, time.perf_counter() - t0, slo, saturated)
 
 
 # --- replicas and cost ------------------------------------------------------------------------------------
@@ -270,12 +245,13 @@ def capacity_plan(s: Scenario, target_rps: float, traffic: TrafficSpec = Traffic
            "usd_per_gpu_hour": usd, "price_date": r.gpu.price_date, "price_source": r.gpu.source.get("price", ""),
            "usd_per_million_output_tokens_at_capacity": usd_per_million_output_at_capacity(cap, tp, usd),
            "at_capacity": asdict(cap.at_capacity) if cap.at_capacity else None,
-           "probes": [asdict(p) for p in cap.probes], "search_wall_s": cap.wall_s}
+           "probes": [asdict(p) for p in cap.probes], "search_wall_s": cap.wall_s,
+           "saturated_rps": cap.saturated_rps}
     cost = cost_for(target_rps, n, tp, usd, cap.mean_prompt_tokens, cap.mean_output_tokens) if n else None
     out.update(asdict(cost) if cost else dict.fromkeys(Cost.__dataclass_fields__, None))
     out.update(gpus_per_replica=tp, usd_per_gpu_hour=usd)
     out["operating_point"] = None
     if n and operating_point:
-        op = probe(r, traffic, slo, target_rps / n, engine)
+        op = probe(r, traffic, slo, target_rps / n, engine, saturated=cap.saturated_rps)
         out["operating_point"] = asdict(op)
     return out

@@ -116,12 +116,24 @@ def _capacity_text(o: dict) -> str:
         head,
         f"  capacity per replica: {o['max_rate_per_replica']:,.3g} req/s (±{o['rel_tol']:.0%}; analytic estimate "
         f"{o['estimate_rps']:,.3g}); {len(o['probes'])} simulations of {o['num_requests']:,} requests",
+        _next_probe_text(o),
         f"  target {o['target_rate']:g} req/s × headroom {o['headroom']:g} → {o['replicas']} replicas = "
         f"{o['num_gpus']} GPUs",
         f"  ${o['usd_per_hour']:,.2f}/hour (${o['usd_per_gpu_hour']:g}/GPU-hour, price {o['price_date']}), "
         f"${o['usd_per_day']:,.0f}/day",
         f"  ${o['usd_per_million_output_tokens']:,.3f} per million output tokens, "
         f"${o['usd_per_million_tokens']:,.3f} per million tokens in + out (at the target rate)"])
+
+
+def _next_probe_text(o: dict) -> str:
+    """Why the next rate up fails (steady-state verdict) and the saturated throughput."""
+    above = [p for p in o["probes"] if not p["sustains"] and p["rate_per_s"] > o["max_rate_per_replica"]]
+    sat = o.get("saturated_rps")
+    line = f"  saturated throughput {sat:,.3g} req/s" if sat else "  saturated throughput not reached"
+    if above:
+        first = min(above, key=lambda p: p["rate_per_s"])
+        line += f"; at {first['rate_per_s']:,.3g} req/s: {first['reason']}"
+    return line
 
 
 def _csv(value: str | None, flag: str) -> list[str] | None:

@@ -16,7 +16,8 @@ _FLAG = {"num_gpus": "--num-gpus", "tensor_parallel_size": "--tp", "weights": "-
          "kv_cache_dtype": "--kv-dtype", "gpu_memory_utilization": "--gpu-memory-utilization",
          "max_model_len": "--max-model-len", "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
          "max_num_batched_tokens": "--max-num-batched-tokens", "enforce_eager": "--enforce-eager",
-         "pipeline_parallel_size": "--pp", "data_parallel_size": "--dp", "enable_expert_parallel": "--ep"}
+         "pipeline_parallel_size": "--pp", "data_parallel_size": "--dp", "enable_expert_parallel": "--ep",
+         "long_prefill_token_threshold": "--long-prefill-token-threshold"}
 
 
 def add_engine_arg(group) -> None:
@@ -44,8 +45,12 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     e.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     e.add_argument("--max-model-len", type=int, default=None, help="default: the model's max_position_embeddings")
     e.add_argument("--block-size", type=int, default=16)
-    e.add_argument("--max-num-seqs", type=int, default=256)
-    e.add_argument("--max-num-batched-tokens", type=int, default=8192)
+    e.add_argument("--max-num-seqs", type=int, default=None, help="default: vLLM's default for the GPU")
+    e.add_argument("--max-num-batched-tokens", type=int, default=None, help="default: vLLM's default for the GPU")
+    e.add_argument("--no-enable-prefix-caching", dest="enable_prefix_caching", action="store_false",
+                   help="turn vLLM V1's prefix caching off (on by default)")
+    e.add_argument("--long-prefill-token-threshold", type=int, default=0,
+                   help="most prompt tokens one request computes per step (0 = off, vLLM's default)")
     e.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs")
     e.add_argument("--context", type=int, default=None, help="tokens per request (prompt + output); default max-model-len")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -80,7 +85,9 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
               "weights": _default_weights(args),
               "kv_cache_dtype": args.kv_dtype, "gpu_memory_utilization": args.gpu_memory_utilization,
               "max_model_len": args.max_model_len, "block_size": args.block_size, "max_num_seqs": args.max_num_seqs,
-              "max_num_batched_tokens": args.max_num_batched_tokens, "enforce_eager": args.enforce_eager}
+              "max_num_batched_tokens": args.max_num_batched_tokens, "enforce_eager": args.enforce_eager,
+              "enable_prefix_caching": getattr(args, "enable_prefix_caching", True),
+              "long_prefill_token_threshold": getattr(args, "long_prefill_token_threshold", 0)}
     try:
         dep = Deployment(**values)
     except ValidationError as err:

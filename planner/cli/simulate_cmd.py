@@ -9,7 +9,7 @@ from planner.cli import emit
 from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolved_from_args
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
 from planner.core.errors import InputError
-from planner.sim.serving import result_summary, run_serving
+from planner.sim.serving import draft_cost_for, result_summary, run_serving
 from planner.traffic.traces import load_trace, rescale, sample
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, Workload, closed_loop, open_loop
 
@@ -38,11 +38,19 @@ def register(subparsers) -> None:
                         "subset, which lowers the rate; default the whole trace)")
     add_length_args(g)
     s = p.add_argument_group("server and SLO")
-    s.add_argument("--prefix-caching", action="store_true", help="reuse cached prefix blocks (trace hash_ids)")
-    s.add_argument("--max-queue", type=int, default=None, help="reject arrivals while this many wait (backpressure)")
+    s.add_argument("--prefix-caching", action="store_true",
+                   help="reuse cached blocks (on by default as in vLLM V1; --no-enable-prefix-caching turns it off)")
+    s.add_argument("--max-queue", type=int, default=None,
+                   help="most requests left waiting after each step; more are rejected (0 = admit only what can "
+                        "start now)")
     s.add_argument("--slo-ttft-ms", type=float, default=None, help="goodput: TTFT target, ms")
     s.add_argument("--slo-tpot-ms", type=float, default=None, help="goodput: TPOT target, ms")
     s.add_argument("--seed", type=int, default=0, help="seed for arrivals, lengths and sampling (default 0)")
+    d = p.add_argument_group("speculative decoding (off unless --spec-model)")
+    d.add_argument("--spec-model", default=None, help="draft model: preset id or config.json path")
+    d.add_argument("--spec-k", type=int, default=4, help="draft tokens per verification step (default 4)")
+    d.add_argument("--spec-alpha", type=float, default=0.7,
+                   help="per-token acceptance rate of the drafts, 0..1 (default 0.7)")
     p.set_defaults(func=run)
 
 
@@ -63,6 +71,11 @@ def _check_flags(args: argparse.Namespace) -> None:
     _positive("--think-time", args.think_time, allow_zero=True)
     _positive("--max-queue", args.max_queue, allow_zero=True)
     _positive("--seed", args.seed, allow_zero=True)
+    if args.spec_model is not None:
+        if not 1 <= args.spec_k <= 32:
+            raise InputError("--spec-k", f"must be from 1 to 32, got {args.spec_k}")
+        if not (math.isfinite(args.spec_alpha) and 0 <= args.spec_alpha <= 1):
+            raise InputError("--spec-alpha", f"must be from 0 to 1, got {args.spec_alpha:g}")
     if args.cv is not None and args.arrival != "gamma":
         raise InputError("--cv", "applies only to --arrival gamma")
     if args.users is not None and args.think_time is None:
@@ -111,10 +124,19 @@ def run(args: argparse.Namespace) -> int:
     wl = workload_from_args(args)
     slo_ttft = args.slo_ttft_ms / 1e3 if args.slo_ttft_ms else None
     slo_tpot = args.slo_tpot_ms / 1e3 if args.slo_tpot_ms else None
-    res = run_serving(r, wl, args.engine, args.prefix_caching, args.max_queue, slo_ttft, slo_tpot, args.seed)
+    spec = {}
+    if args.spec_model is not None:
+        try:
+            draft = draft_cost_for(r, args.spec_model, args.engine)
+        except InputError as err:
+            raise InputError("--spec-model", err.message) from None
+        spec = dict(draft_cost=draft, spec_k=args.spec_k, spec_alpha=args.spec_alpha)
+    res = run_serving(r, wl, args.engine, True if args.prefix_caching else None, args.max_queue, slo_ttft, slo_tpot,
+                      args.seed, **spec)
     out = result_summary(res)
     out.update(model=r.model.name, gpu=r.gpu.id, tp=r.deployment.tensor_parallel_size, engine=args.engine,
-               prefix_caching=args.prefix_caching, max_queue=args.max_queue)
+               prefix_caching=res.config.enable_prefix_caching, max_queue=args.max_queue,
+               spec_model=args.spec_model, spec_k=res.config.spec_k, spec_alpha=res.config.spec_alpha)
     emit(out, args.json, _text(out))
     return 0
 
@@ -138,5 +160,8 @@ def _text(s: dict) -> str:
     lines += [f"  throughput {tput:,.0f} output tokens/s, {s['throughput_requests_per_s'] or 0:,.2f} req/s{good}",
               f"  KV use mean {s['mean_kv_use']:.1%}, peak {s['peak_kv_use']:.1%} of {s['kv_pool_tokens']:,} tokens; "
               f"mean batch {s['mean_running']:,.1f}, max queue {s['max_waiting']:,}",
-              f"  preemptions {s['preemptions']:,}, prefix hit rate {s['prefix_hit_rate']:.1%}"]
+              f"  preemptions {s['preemptions']:,}, prefix hit rate {s['prefix_hit_rate']:.1%}",
+              f"  engine limits: max_num_seqs {s['max_num_seqs']:,}, max_num_batched_tokens "
+              f"{s['max_num_batched_tokens']:,}" + (" (max_num_seqs reached: it capped the batch)"
+                                                    if s["max_running"] >= s["max_num_seqs"] else "")]
     return "\n".join(lines)

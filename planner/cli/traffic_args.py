@@ -2,7 +2,8 @@
 (profile, lengths, arrival process, request count, seed) without its rate, translated into a TrafficSpec.
 
 `simulate` keeps its own flags (it takes one rate, users or a trace replay); the length flags here use the same
-names and SPEC syntax so a command line moves between the two.
+names and SPEC syntax so a command line moves between the two. Explicit lengths (--input-tokens, --output-tokens,
+--input-dist, --output-dist) imply the custom profile, as they do in `simulate`.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from planner.traffic.generators import LengthDist
 DEFAULT_INPUT = "lognormal:mean=1000,sigma=0.8"
 DEFAULT_OUTPUT = "lognormal:mean=200,sigma=0.8"
 PROFILE_CHOICES = [p for p in PROFILES if p != "upload"]
+LENGTH_FLAGS = ("input_tokens", "input_dist", "output_tokens", "output_dist")
 
 
 def add_length_args(group, note: str = "") -> None:
@@ -33,8 +35,10 @@ def add_length_args(group, note: str = "") -> None:
 
 def add_traffic_args(p: argparse.ArgumentParser, default_num_requests: int = 1000) -> None:
     g = p.add_argument_group("traffic (its shape; the rate is what the search finds)")
-    g.add_argument("--profile", default="chat", choices=PROFILE_CHOICES,
-                   help="chat/code/rag: lengths from the Azure/Mooncake traces; custom: --input-dist/--output-dist")
+    g.add_argument("--profile", default=None, choices=PROFILE_CHOICES,
+                   help="chat/code/rag: lengths from the Azure/Mooncake traces; custom: --input-dist/--output-dist "
+                        "(default chat; custom when --input-tokens/--output-tokens/--input-dist/--output-dist is "
+                        "given)")
     g.add_argument("--trace", default=None, help="lengths (and timing) from this trace file instead of a profile")
     add_length_args(g, "custom: ")
     g.add_argument("--arrival", default="poisson", choices=["poisson", "gamma", "constant", "trace"],
@@ -43,7 +47,8 @@ def add_traffic_args(p: argparse.ArgumentParser, default_num_requests: int = 100
     g.add_argument("--num-requests", type=int, default=default_num_requests,
                    help=f"requests per simulated probe (default {default_num_requests:,})")
     g.add_argument("--seed", type=int, default=0, help="seed of lengths, arrivals and the simulator (default 0)")
-    g.add_argument("--prefix-caching", action="store_true", help="reuse cached prefix blocks (rag profile)")
+    g.add_argument("--prefix-caching", action="store_true",
+                   help="reuse cached blocks (on by default as in vLLM V1; --no-enable-prefix-caching turns it off)")
     add_engine_arg(g)
 
 
@@ -57,12 +62,13 @@ def _length(tokens: int | None, spec: str | None, default: str, flag: str) -> st
 
 
 def traffic_from_args(args: argparse.Namespace) -> TrafficSpec:
-    profile = "upload" if args.trace else args.profile
+    lengths = [f for f in LENGTH_FLAGS if getattr(args, f, None) is not None]
+    profile = "upload" if args.trace else args.profile or ("custom" if lengths else "chat")
     custom = profile == "custom"
-    for flag in ("input_tokens", "input_dist", "output_tokens", "output_dist"):
-        if getattr(args, flag) is not None and not custom:
-            raise InputError("--" + flag.replace("_", "-"), "applies only to --profile custom (lengths come "
-                                                             "from the trace otherwise)")
+    for flag in lengths:
+        if not custom:  # explicit lengths imply the custom profile, but not against --profile chat or a trace
+            raise InputError("--" + flag.replace("_", "-"), f"gives the lengths itself, so it cannot be combined with "
+                             f"{'--trace' if args.trace else '--profile ' + profile} (lengths come from the trace)")
     if custom and args.arrival == "trace":
         raise InputError("--arrival", "trace timing needs a trace profile")
     if not custom and args.arrival in ("gamma", "constant"):

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
 from planner.latency.efficiency import EfficiencyProfile
+from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError
 from planner.core.precision import KVPrecision, WeightPrecision, resolve_kv_bytes
 from planner.core.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
@@ -71,6 +72,11 @@ def resolve(s: Scenario) -> Resolved:
     weights = get_weight_precision(dep.weights)
     kv = get_kv_precision(dep.kv_cache_dtype)
     max_len = dep.max_model_len or model.max_position_embeddings
+    defaults = batch_defaults(gpu, s.engine)
+    if dep.max_num_seqs is None or dep.max_num_batched_tokens is None:  # vLLM's get_batch_defaults for this GPU
+        dep = dep.model_copy(update={"max_num_seqs": dep.max_num_seqs or defaults.max_num_seqs,
+                                     "max_num_batched_tokens": dep.max_num_batched_tokens
+                                     or defaults.max_num_batched_tokens})
     return Resolved(model=model, gpu=gpu, deployment=dep, weights=weights, kv=kv,
                     kv_bytes=resolve_kv_bytes(kv, weights), max_model_len=max_len,
                     context_tokens=s.context_tokens or max_len, calibration=s.calibration)

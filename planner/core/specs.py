@@ -170,9 +170,11 @@ class Deployment(BaseModel):
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
     max_model_len: PositiveInt | None = None  # None = the model's max_position_embeddings
     block_size: int = Field(default=16, ge=1, le=1024)  # tokens per KV block
-    max_num_seqs: PositiveInt = 256
-    max_num_batched_tokens: PositiveInt = 8192
+    max_num_seqs: PositiveInt | None = None  # None = the engine's default for the GPU (planner.core.engine_defaults)
+    max_num_batched_tokens: PositiveInt | None = None  # None = the engine's default for the GPU
     enforce_eager: bool = False  # no CUDA graphs (saves their memory, costs per-step overhead)
+    enable_prefix_caching: bool = True  # vLLM V1's default for generative models
+    long_prefill_token_threshold: int = Field(default=0, ge=0)  # most prompt tokens per request per step; 0 = off
 
     @model_validator(mode="after")
     def tp_divides_gpus(self) -> "Deployment":

@@ -7,12 +7,13 @@ requests of max_model_len the whole deployment holds: replicas × DP ranks × wh
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
-from planner.memory import sizes as memory
 from planner.core.params import count_params
 from planner.core.scenario import Resolved
-from planner.memory.vllm_pool import VllmPool, blocks_per_request, vllm_pool
+from planner.memory import sizes as memory
+from planner.memory.sliding_window import request_blocks
+from planner.memory.vllm_pool import VllmPool, vllm_pool
 
 TP_DEGREES = (1, 2, 4, 8)
 
@@ -77,10 +78,16 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
     req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, tp) * share
     textbook = memory.textbook_max_requests(r.gpu.marketed_bytes, w_gpu, req_gpu)
     pool = vllm_pool(r.gpu.usable_memory_bytes, w_gpu, kv_tok_gpu, r.model, dep, r.max_model_len, r.gpu.interconnect)
-    paged = pool.num_gpu_blocks // blocks_per_request(effective_tokens(req_gpu, kv_tok_gpu), dep.block_size)
+    paged = pool.num_gpu_blocks // request_blocks(r.model, ctx, dep.max_num_batched_tokens, r.max_model_len,
+                                                  dep.block_size)
+    if r.model.sliding_window and r.model.num_sliding_layers:  # vLLM V1's log counts windowed blocks too
+        per_request = request_blocks(r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len,
+                                     dep.block_size)
+        pool = replace(pool, max_concurrency=pool.num_gpu_blocks / per_request)
     contiguous = max(0, int(max(pool.kv_pool_bytes, 0) // (r.max_model_len * kv_tok_gpu)))
     warnings = _warnings(r, tp, pool, w_gpu) + _parallel_warnings(r, dep)
-    per_rank = pool.num_gpu_blocks // blocks_per_request(r.max_model_len, dep.block_size)
+    per_rank = pool.num_gpu_blocks // request_blocks(r.model, r.max_model_len, dep.max_num_batched_tokens,
+                                                     r.max_model_len, dep.block_size)
     return MemoryPlan(
         params=pc.total, active_params=pc.active, weight_bytes=weights, weight_bytes_per_gpu=w_gpu,
         kv_bytes_per_token=kv_tok, kv_bytes_per_token_per_gpu=kv_tok_gpu, context_tokens=ctx,
@@ -169,7 +176,7 @@ def concurrency_vs_context(r: Resolved, contexts: list[int] | None = None) -> li
         req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, base.tensor_parallel_size)
         rows.append({"context_tokens": ctx,
                      "textbook": memory.textbook_max_requests(base.gpu_memory_bytes, base.weight_bytes_per_gpu, req_gpu),
-                     "vllm_paged": base.num_gpu_blocks // blocks_per_request(
-                         effective_tokens(req_gpu, base.kv_bytes_per_token_per_gpu), r.deployment.block_size),
+                     "vllm_paged": base.num_gpu_blocks // request_blocks(
+                         r.model, ctx, r.deployment.max_num_batched_tokens, r.max_model_len, r.deployment.block_size),
                      "contiguous": base.contiguous_max_requests})
     return rows

@@ -1,91 +1,183 @@
-"""The KV block pool, counted rather than listed, with a reference-counted prefix cache.
+"""The KV block pool, counted rather than listed, with vLLM V1's free-block queue and prefix cache.
 
-A request's KV cache is ceil(tokens / block_size) blocks. Blocks private to one request are only counted here
-(the simulator knows how many each request holds). Blocks holding a full prefix block (one hash id, which covers
-`blocks_per_prefix` KV blocks) are shared: each hash id has a reference count; at zero it stays cached but
-becomes evictable, and the least recently released is evicted first when an allocation needs room (as vLLM's
-free-block queue does). Allocatable = free + evictable.
+vLLM V1 keeps every free block in ONE queue (vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue @
+bbf906a88ba1a39104884c88c9811a4f968e4659): never-used blocks first, then blocks in the order they were freed (a
+request frees its blocks tail first). A freed block keeps its hash, so it stays a prefix-cache hit until it is
+reused ("evicted") from the front of the queue (block_pool.get_new_blocks @ 002f34915134cfd1a7d6ed777edd67dcc2289466).
+Free blocks therefore include cached ones: an allocation succeeds when it needs at most `num_free` blocks.
+
+Here the queue holds runs of blocks ("segments") instead of single blocks:
+- ("empty", k): blocks whose content nobody can hit (never used, or a finished request's private blocks);
+- ("own", request, serial): the full blocks a PREEMPTED request computed, still cached for its readmission (its tail
+  blocks sit first, so they are evicted first, as in vLLM);
+- ("prefix", hash id): a shared prefix block of a trace (one hash id covers `blocks_per_prefix` KV blocks),
+  released by its last user.
+Prefix entries in use are reference-counted (`prefix_refs`); taking a hit out of the queue is vLLM's `touch`.
+What we leave out: a finished request's own blocks are treated as unhittable (synthetic prompts share nothing
+beyond their trace prefix ids).
 """
 from __future__ import annotations
 
 from collections import OrderedDict
+
+EMPTY, OWN, PREFIX = "empty", "own", "prefix"
 
 
 class BlockPool:
     def __init__(self, num_blocks: int, blocks_per_prefix: int = 1):
         self.num_blocks = num_blocks
         self.blocks_per_prefix = blocks_per_prefix
-        self.num_used = 0  # private blocks + every cached prefix block (referenced or evictable)
-        self.peak_used = 0
-        self.num_evictions = 0  # prefix entries evicted
-        self.refs: dict[int, int] = {}  # hash id -> reference count (> 0)
-        self.evictable: OrderedDict[int, None] = OrderedDict()  # hash ids at count 0, least recent first
-
-    @property
-    def num_evictable_blocks(self) -> int:
-        return len(self.evictable) * self.blocks_per_prefix
-
-    @property
-    def num_allocatable(self) -> int:
-        return self.num_blocks - self.num_used + self.num_evictable_blocks
+        self.free_queue: OrderedDict[tuple, int] = OrderedDict()  # front = evicted first (empty: all plain)
+        self.num_free = num_blocks  # blocks in the queue: empty or cached-and-evictable
+        self.num_cached_free = 0  # of which cached (own or prefix segments); 0 = the queue is just a count
+        self.prefix_refs: dict[int, int] = {}  # hash id -> running requests referencing it (> 0)
+        self.own_key: dict[int, tuple] = {}  # preempted request -> the queue key of its still-cached blocks
+        self.peak_active = 0
+        self.num_evicted_blocks = 0  # cached blocks (own or prefix) reused for something else
+        self._next_empty_key = 1
 
     @property
     def num_active(self) -> int:
         """Blocks held by running requests (what vLLM reports as KV cache usage)."""
-        return self.num_used - self.num_evictable_blocks
+        return self.num_blocks - self.num_free
 
-    def allocate(self, num: int) -> bool:
-        """Take `num` blocks, evicting least-recently-used cached prefixes if needed; False if impossible."""
+    def _append(self, key: tuple, num: int) -> None:
+        """A cached segment joins the back of the queue (the plain free blocks before it get a segment)."""
         if num <= 0:
-            return True
-        if num > self.num_allocatable:
-            return False
-        while self.num_blocks - self.num_used < num:
-            self.evictable.popitem(last=False)
-            self.num_used -= self.blocks_per_prefix
-            self.num_evictions += 1
-        self.num_used += num
-        self.peak_used = max(self.peak_used, self.num_used)
-        return True
+            return
+        if not self.num_cached_free and self.num_free:
+            self.free_queue[(EMPTY, self._next_empty_key)] = self.num_free
+            self._next_empty_key += 1
+        self.free_queue[key] = num
+        self.num_free += num
+        self.num_cached_free += num
 
-    def free(self, num: int) -> None:
-        self.num_used -= num
+    def _append_empty(self, num: int) -> None:
+        if num <= 0:
+            return
+        self.num_free += num
+        if self.num_cached_free:  # otherwise the queue holds plain blocks only: a count is enough
+            self.free_queue[(EMPTY, self._next_empty_key)] = num
+            self._next_empty_key += 1
+
+    def _uncache(self, num: int) -> None:
+        self.num_cached_free -= num
+        if not self.num_cached_free:
+            self.free_queue.clear()  # only plain free blocks are left: back to a count
+
+    def _note_peak(self) -> None:
+        active = self.num_blocks - self.num_free
+        if active > self.peak_active:
+            self.peak_active = active
+
+    def allocate(self, num: int) -> None:
+        """Take `num` blocks from the front of the free queue (the caller checked num <= num_free)."""
+        if num <= 0:
+            return
+        if num > self.num_free:
+            raise RuntimeError(f"allocating {num} blocks with {self.num_free} free")
+        self.num_free -= num
+        self._note_peak()
+        if not self.num_cached_free:
+            return
+        queue, evicted = self.free_queue, 0
+        while num:
+            key, count = next(iter(queue.items()))
+            take = min(count, num)
+            if take == count:
+                queue.popitem(last=False)
+            else:
+                queue[key] = count - take
+            if key[0] == OWN:
+                if take == count and self.own_key.get(key[1]) == key:
+                    del self.own_key[key[1]]
+                evicted += take
+            elif key[0] == PREFIX:
+                if take < count:  # the hash is gone once any of its blocks is reused; the rest are plain free
+                    del queue[key]
+                    queue[(EMPTY, self._next_empty_key)] = count - take
+                    queue.move_to_end((EMPTY, self._next_empty_key), last=False)
+                    self._next_empty_key += 1
+                evicted += count
+            num -= take
+        self.num_evicted_blocks += evicted
+        self._uncache(evicted)
+
+    def free(self, num_uncached: int, owner: int | None = None, num_cached: int = 0) -> None:
+        """Return a request's private blocks: the uncached tail first, then (if `owner`, a preempted request)
+        its cached full blocks, which stay hits for it until evicted."""
+        self._append_empty(num_uncached)
+        if owner is not None and num_cached > 0:
+            key = (OWN, owner, self._next_empty_key)
+            self._next_empty_key += 1
+            self._append(key, num_cached)
+            self.own_key[owner] = key
+        else:
+            self._append_empty(num_cached)
+
+    def num_own_cached(self, owner: int) -> int:
+        """Blocks a preempted request computed that are still cached (hits for its readmission)."""
+        key = self.own_key.get(owner)
+        return self.free_queue[key] if key else 0
+
+    def take_own(self, owner: int) -> int:
+        """A readmitted request takes its still-cached blocks back out of the queue (vLLM's touch)."""
+        key = self.own_key.pop(owner, None)
+        if key is None:
+            return 0
+        num = self.free_queue.pop(key)
+        self.num_free -= num
+        self._note_peak()
+        self._uncache(num)
+        return num
+
+    def forget_own(self, owner: int) -> None:
+        """The request will not use its cached blocks: they stay in the queue as plain cached blocks."""
+        self.own_key.pop(owner, None)
+
+    # --- shared prefix blocks (trace hash ids) ------------------------------------------------------------
+    def is_cached(self, h: int) -> bool:
+        return h in self.prefix_refs or (PREFIX, h) in self.free_queue
 
     def num_cached_prefix(self, hash_ids, max_entries: int) -> int:
         """How many of the first `max_entries` hash ids are cached, counting from the first (exact-prefix match)."""
         num = 0
         for h in hash_ids[:max_entries]:
-            if h not in self.refs and h not in self.evictable:
+            if not self.is_cached(h):
                 break
             num += 1
         return num
 
     def num_evictable_among(self, hash_ids) -> int:
-        return sum(1 for h in hash_ids if h in self.evictable)
+        return sum(1 for h in hash_ids if (PREFIX, h) in self.free_queue)
 
     def acquire(self, hash_ids) -> None:
-        """Reference cached entries (a prefix hit): evictable ones become referenced again."""
+        """Reference cached entries (a prefix hit): free ones leave the queue (vLLM's touch)."""
         for h in hash_ids:
-            if h in self.evictable:
-                del self.evictable[h]
-                self.refs[h] = 1
+            if (PREFIX, h) in self.free_queue:
+                del self.free_queue[(PREFIX, h)]
+                self.num_free -= self.blocks_per_prefix
+                self._uncache(self.blocks_per_prefix)
+                self.prefix_refs[h] = 1
             else:
-                self.refs[h] += 1
+                self.prefix_refs[h] += 1
+        self._note_peak()
 
     def register(self, h: int) -> bool:
         """Publish a block a request just computed as cached (its blocks change owner, no new space).
         False if an equal block is already cached: the request keeps its copy private."""
-        if h in self.refs or h in self.evictable:
+        if self.is_cached(h):
             return False
-        self.refs[h] = 1
+        self.prefix_refs[h] = 1
         return True
 
     def release(self, hash_ids) -> None:
-        """Drop one reference each; at zero the entry becomes the most recently used evictable one."""
-        for h in hash_ids:
-            count = self.refs[h] - 1
+        """Drop one reference each (the last entry first, as vLLM frees tail first); at zero the entry joins
+        the back of the free queue, still cached."""
+        for h in reversed(hash_ids):
+            count = self.prefix_refs[h] - 1
             if count:
-                self.refs[h] = count
+                self.prefix_refs[h] = count
             else:
-                del self.refs[h]
-                self.evictable[h] = None
+                del self.prefix_refs[h]
+                self._append((PREFIX, h), self.blocks_per_prefix)

@@ -7,7 +7,7 @@ then advances runs of pure-decode steps in one vectorised call instead of one ca
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -66,8 +66,17 @@ def llama31_8b_h100_cost() -> LinearStepCost:
 LLAMA31_8B_H100_KV_TOKENS = 450_000  # ≈ (0.9 x 80 GB - 16 GB weights - activations) / 131 kB per token
 
 
+ADMISSION_POLICIES = ("vllm-v1", "guaranteed-no-evict", "sglang", "static-slots")
+
+
 class SchedulerConfig(BaseModel):
-    """vLLM-like scheduler knobs (names follow vLLM's engine arguments) plus the SLO used for goodput."""
+    """vLLM-like scheduler knobs (names follow vLLM's engine arguments) plus the SLO used for goodput.
+
+    admission_policy (planner/sim/simulator.py module note): vllm-v1 (default; vLLM V1 Scheduler.schedule),
+    guaranteed-no-evict (TensorRT-LLM's default capacity scheduler: admit only if prompt + max output tokens
+    fit beside every running request's reservation; never preempts), sglang (a new request needs prompt +
+    min(max_new, 4096) tokens beside running requests' remaining × new_token_ratio; retracts when short),
+    static-slots (llama.cpp server: max_num_seqs slots of pool/max_num_seqs tokens each, no paging)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -75,12 +84,19 @@ class SchedulerConfig(BaseModel):
     block_size: int = Field(16, gt=0, le=1024, description="tokens per KV block")
     max_num_seqs: int = Field(256, gt=0, description="most requests running at once")
     max_num_batched_tokens: int = Field(8192, gt=0, description="token budget per step")
+    max_model_len: int | None = Field(None, gt=0, description="longer requests (prompt + output) are rejected")
     enable_chunked_prefill: bool = True
-    enable_prefix_caching: bool = False
-    max_queue: int | None = Field(None, ge=0, description="waiting requests beyond this are rejected")
+    enable_prefix_caching: bool = True  # vLLM V1's default for generative models
+    long_prefill_token_threshold: int = Field(0, ge=0, description="most prompt tokens per request per step (0 off)")
+    scheduler_reserve_full_isl: bool = False  # admit only when the whole known sequence fits (vLLM PR #37307)
+    admission_policy: Literal["vllm-v1", "guaranteed-no-evict", "sglang", "static-slots"] = "vllm-v1"
+    max_blocks_per_request: int | None = Field(None, gt=0, description="sliding-window cap on blocks held")
+    max_queue: int | None = Field(None, ge=0, description="most requests left waiting after a step (0 = admit "
+                                                          "only what can start now)")
     spec_k: int = Field(0, ge=0, le=32, description="draft tokens per verification step (0 = off)")
     spec_alpha: float = Field(0.0, ge=0.0, le=1.0, description="per-token draft acceptance rate")
-    spec_draft_cost_s: float = Field(0.0, ge=0.0, description="seconds per draft-model pass")
+    spec_draft_cost_s: float = Field(0.0, ge=0.0, description="seconds per draft-model pass (without a draft "
+                                                              "StepCost)")
     slo_ttft_s: float | None = Field(None, gt=0)
     slo_tpot_s: float | None = Field(None, gt=0)
 

@@ -1,10 +1,11 @@
 """The simulator's fast path: decoding requests advance in lock step.
 
-Every decoding request gains one token per step, so the decode batch is kept as scalars (count, sum of contexts
-at a base step, how many need a new KV block at each step residue mod block_size) plus a heap of finish steps.
-A step then costs O(1) in the batch size, and a run of pure-decode steps between events (an arrival, a finish,
-the pool running out of blocks) is advanced in one vectorised call. Mixed into the simulator's replica
-(planner/sim/simulator.py), whose state it reads and updates.
+Every decoding request gains one token per step, so the decode batch is kept as scalars (count, sum of base
+contexts, how many need a new KV block at each step residue mod block_size) plus heaps of finish steps and of
+the steps where a request reaches its sliding-window block cap (after which it needs no new block: vLLM frees the
+blocks that left the window). A step then costs O(1) in the batch size, and a run of pure-decode steps between
+events (an arrival, a finish, a cap, the pool running out of blocks) is planned in one vectorised call by the
+pure function `plan_decode_run`. The simulator (planner/sim/simulator.py) owns one DecodeBatch.
 """
 from __future__ import annotations
 
@@ -17,84 +18,130 @@ MAX_FAST_FORWARD_STEPS = 4096
 _ARANGE = np.arange(MAX_FAST_FORWARD_STEPS)
 
 
-class LockstepDecoding:
-    """Lock-step decoder bookkeeping and fast-forward over runs of pure-decode steps."""
+class DecodeBatch:
+    """Requests decoding one token per step. For a member i at step S (before that step's token):
+    computed tokens = base_computed[i] + S and generated tokens = base_generated[i] + S."""
 
-    # --- lock-step decoders ----------------------------------------------------------------------------
-    def _join_lockstep(self, i: int) -> None:
-        nxt = self.step_idx + 1
-        base_c, base_g = self.computed[i] - nxt, self.gen[i] - nxt
-        self.base_c[i], self.base_g[i] = base_c, base_g
-        self.lockstep[i] = True
-        self.num_dec += 1
-        self.sum_base_c += base_c
-        self.cnt[-base_c % self.cfg.block_size] += 1  # needs a new block at steps S with (base_c + S) % bs == 0
-        fin = self.output[i] - base_g - 1  # the step that produces the last token
-        self.fin_step[i] = fin
-        heapq.heappush(self.fin_heap, (fin, i))
-        del self.indiv[i]
+    def __init__(self, num_requests: int, block_size: int, max_blocks_per_request: int | None):
+        self.block_size = block_size
+        self.max_blocks = max_blocks_per_request
+        self.count = 0
+        self.sum_base_computed = 0
+        self.due_by_residue = [0] * block_size  # members needing a new block at steps S = residue (mod bs)
+        self.base_computed = [0] * num_requests
+        self.base_generated = [0] * num_requests
+        self.finish_step = [-1] * num_requests
+        self.cap_step = [-1] * num_requests  # the step from which the member needs no new block
+        self.member = [False] * num_requests
+        self.capped = [False] * num_requests
+        self.finish_heap: list[tuple[int, int]] = []
+        self.cap_heap: list[tuple[int, int]] = []
 
-    def _leave_lockstep(self, i: int) -> None:
-        self.lockstep[i] = False
-        self.num_dec -= 1
-        self.sum_base_c -= self.base_c[i]
-        self.cnt[-self.base_c[i] % self.cfg.block_size] -= 1
+    def join(self, i: int, computed: int, generated: int, output: int, next_step: int) -> None:
+        base_c, base_g = computed - next_step, generated - next_step
+        self.base_computed[i], self.base_generated[i] = base_c, base_g
+        self.member[i] = True
+        self.count += 1
+        self.sum_base_computed += base_c
+        self.finish_step[i] = output - base_g - 1  # the step that produces the last token
+        heapq.heappush(self.finish_heap, (self.finish_step[i], i))
+        self.capped[i] = False
+        self.cap_step[i] = -1
+        if self.max_blocks is not None:
+            cap = self.max_blocks * self.block_size - base_c  # step whose slot would open block max_blocks + 1
+            if cap <= next_step:
+                self.capped[i] = True
+                return
+            self.cap_step[i] = cap
+            heapq.heappush(self.cap_heap, (cap, i))
+        self.due_by_residue[-base_c % self.block_size] += 1  # new block at steps S with (base_c + S) % bs == 0
 
-    def _next_finish_step(self) -> int:
-        heap = self.fin_heap
-        while heap and not (self.lockstep[heap[0][1]] and self.fin_step[heap[0][1]] == heap[0][0]):
-            heapq.heappop(heap)  # stale: preempted since
-        return heap[0][0]
+    def leave(self, i: int, step: int) -> tuple[int, int]:
+        """Remove member i; returns its (computed, generated) tokens before `step`'s token."""
+        self.member[i] = False
+        self.count -= 1
+        base_c = self.base_computed[i]
+        self.sum_base_computed -= base_c
+        if not self.capped[i]:
+            self.due_by_residue[-base_c % self.block_size] -= 1
+        return base_c + step, self.base_generated[i] + step
 
-    def _finish_decoders(self, step: int) -> None:
-        heap = self.fin_heap
+    def apply_caps(self, step: int) -> None:
+        """Members whose next slot would exceed their block cap stop needing blocks."""
+        heap = self.cap_heap
+        while heap and heap[0][0] <= step:
+            cap, i = heapq.heappop(heap)
+            if self.member[i] and not self.capped[i] and self.cap_step[i] == cap:
+                self.capped[i] = True
+                self.due_by_residue[-self.base_computed[i] % self.block_size] -= 1
+
+    def blocks_due(self, step: int) -> int:
+        return self.due_by_residue[step % self.block_size]
+
+    def sum_context(self, step: int) -> int:
+        """Sum of contexts after `step`'s token (the KV read by that step's attention)."""
+        return self.sum_base_computed + self.count * (step + 1)
+
+    def _next_valid(self, heap, field) -> int:
+        while heap and not (self.member[heap[0][1]] and field[heap[0][1]] == heap[0][0]):
+            heapq.heappop(heap)  # stale: left the batch since
+        return heap[0][0] if heap else math.inf
+
+    def next_finish_step(self) -> int:
+        return self._next_valid(self.finish_heap, self.finish_step)
+
+    def next_cap_step(self) -> float:
+        heap = self.cap_heap
+        while heap and not (self.member[heap[0][1]] and not self.capped[heap[0][1]]
+                            and self.cap_step[heap[0][1]] == heap[0][0]):
+            heapq.heappop(heap)
+        return heap[0][0] if heap else math.inf
+
+    def pop_finished(self, step: int) -> list[tuple[int, int]]:
+        """Members whose last token was produced at or before `step`: (request, tokens in its KV cache)."""
+        done, heap = [], self.finish_heap
         while heap and heap[0][0] <= step:
             fin, i = heapq.heappop(heap)
-            if self.lockstep[i] and self.fin_step[i] == fin:
-                computed = self.base_c[i] + step + 1
-                self._leave_lockstep(i)
-                self._finish(i, computed)
+            if self.member[i] and self.finish_step[i] == fin:
+                computed, _ = self.leave(i, step + 1)
+                done.append((i, computed))
+        return done
 
-    # --- runs of pure-decode steps ---------------------------------------------------------------------------
-    def _can_fast_forward(self) -> bool:
-        return bool(self.num_dec) and not self.indiv and not self.waiting and not self.spec
 
-    def _fast_forward(self) -> bool:
-        """Advance m pure-decode steps at once, stopping before the next arrival, at the next finish, and
-        while the pool still has a block for every decoder. False if not even one step fits."""
-        bs, s0, n = self.cfg.block_size, self.step_idx, self.num_dec
-        m = min(self._next_finish_step() - s0 + 1, MAX_FAST_FORWARD_STEPS)
-        js = _ARANGE[:m]
-        new_blocks = np.asarray(self.cnt)[(s0 + js) % bs]
-        cum_blocks = np.cumsum(new_blocks)
-        m = min(m, int(np.searchsorted(cum_blocks, self.pool.num_allocatable, side="right")))
-        if m == 0:
-            return False
-        t_next = self.pending[0][0] if self.pending else math.inf
-        ctx = self.sum_base_c + n * s0 + n + n * js[:m]  # sum of contexts after step j's token
-        dts = self._decode_step_times(n, ctx, t_next)
-        ends = self.now + np.cumsum(dts)
-        starts = ends - dts
-        m = min(len(dts), int(np.searchsorted(starts, t_next, side="left")))  # steps starting before it
-        active0 = self.pool.num_active
-        self.pool.allocate(int(cum_blocks[m - 1]))
-        self.rec.add_run(starts[:m], dts[:m], n, len(self.running), active0 + cum_blocks[:m])
-        self.now = float(ends[m - 1])
-        self.step_idx = s0 + m
-        self._finish_decoders(s0 + m - 1)
-        return True
+def plan_decode_run(batch: DecodeBatch, step: int, num_free_blocks: int, now_s: float, next_arrival_s: float,
+                    cost) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A run of pure-decode steps from `step`: it stops at the next finish (inclusive), before the next cap
+    event, before a step the pool cannot supply blocks for, and before the first step starting at or after the
+    next arrival. Returns (start times, durations, cumulative blocks allocated), all of the run's length m
+    (m = 0: not even one step fits). A pure function of its arguments."""
+    bs, n = batch.block_size, batch.count
+    m = int(min(batch.next_finish_step() - step + 1, batch.next_cap_step() - step, MAX_FAST_FORWARD_STEPS))
+    if m <= 0:
+        return np.empty(0), np.empty(0), np.empty(0, dtype=np.int64)
+    js = _ARANGE[:m]
+    cum_blocks = np.cumsum(np.asarray(batch.due_by_residue)[(step + js) % bs])
+    m = min(m, int(np.searchsorted(cum_blocks, num_free_blocks, side="right")))
+    if m == 0:
+        return np.empty(0), np.empty(0), np.empty(0, dtype=np.int64)
+    ctx = batch.sum_base_computed + n * step + n + n * js[:m]  # sum of contexts after step j's token
+    dts = _decode_step_times(cost, n, ctx, now_s, next_arrival_s)
+    ends = now_s + np.cumsum(dts)
+    starts = ends - dts
+    m = min(len(dts), int(np.searchsorted(starts, next_arrival_s, side="left")))  # steps starting before it
+    return starts[:m], dts[:m], cum_blocks[:m]
 
-    def _decode_step_times(self, n: int, ctx: np.ndarray, t_next: float) -> np.ndarray:
-        vectorised = getattr(self.cost, "step_times_s", None)
-        if vectorised is not None:
-            dts = vectorised(n, n, ctx, ctx)
-            if not (isinstance(dts, np.ndarray) and dts.shape == ctx.shape):
-                dts = np.broadcast_to(np.asarray(dts, dtype=float), ctx.shape)
-            return dts
-        dts, t = [], self.now  # generic cost: one scalar call per step, stopping at the next arrival
-        for c in ctx.tolist():
-            if t >= t_next:
-                break
-            dts.append(float(self.cost.step_time_s(n, n, c, c)))
-            t += dts[-1]
-        return np.asarray(dts)
+
+def _decode_step_times(cost, n: int, ctx: np.ndarray, now_s: float, next_arrival_s: float) -> np.ndarray:
+    vectorised = getattr(cost, "step_times_s", None)
+    if vectorised is not None:
+        dts = vectorised(n, n, ctx, ctx)
+        if not (isinstance(dts, np.ndarray) and dts.shape == ctx.shape):
+            dts = np.broadcast_to(np.asarray(dts, dtype=float), ctx.shape)
+        return dts
+    dts, t = [], now_s  # generic cost: one scalar call per step, stopping at the next arrival
+    for c in ctx.tolist():
+        if t >= next_arrival_s:
+            break
+        dts.append(float(cost.step_time_s(n, n, c, c)))
+        t += dts[-1]
+    return np.asarray(dts)

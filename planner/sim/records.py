@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 REJECT_NONE, REJECT_TOO_LONG, REJECT_QUEUE_FULL = 0, 1, 2
-REJECT_REASONS = {REJECT_NONE: "", REJECT_TOO_LONG: "too long for the KV pool", REJECT_QUEUE_FULL: "queue full"}
+REJECT_REASONS = {REJECT_NONE: "", REJECT_TOO_LONG: "longer than max_model_len or the KV pool", REJECT_QUEUE_FULL: "queue full"}
 PERCENTILES = (50, 95, 99)
 
 
@@ -27,8 +27,8 @@ class RequestRecords:
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
     num_preemptions: np.ndarray
-    prefix_hit_tokens: np.ndarray  # prompt tokens skipped thanks to the prefix cache (over all admissions)
-    recomputed_tokens: np.ndarray  # computed tokens thrown away by preemption
+    prefix_hit_tokens: np.ndarray  # prompt tokens skipped thanks to shared (trace) prefix blocks, all admissions
+    recomputed_tokens: np.ndarray  # computed tokens preemption threw away (minus its own blocks re-hit)
     rejected: np.ndarray  # 0 served, 1 too long, 2 queue full
 
     @property
@@ -105,8 +105,8 @@ class SimResult:
     requests: RequestRecords
     steps: StepRecords
     end_s: float  # simulated time when the last request finished
-    peak_kv_blocks: int  # most blocks ever allocated, cached prefixes included (<= config.num_gpu_blocks)
-    num_prefix_evictions: int
+    peak_kv_blocks: int  # most blocks ever held by running requests (<= config.num_gpu_blocks)
+    num_evicted_blocks: int  # cached blocks (prefix or a preempted request's own) reused for something else
     wall_s: float  # seconds the simulation took to run
 
 

@@ -11,11 +11,12 @@ import math
 
 import numpy as np
 
-from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.core.errors import InputError
-from planner.memory.plan import plan_memory
-from planner.latency.perf_model import PerfModel
 from planner.core.scenario import Resolved
+from planner.latency.efficiency import DEFAULT_ENGINE
+from planner.latency.perf_model import PerfModel
+from planner.memory.plan import plan_memory
+from planner.memory.sliding_window import sliding_window_blocks
 from planner.sim.config import SchedulerConfig, scheduler_config
 from planner.sim.records import SimResult, latencies, stats, summary
 from planner.sim.simulator import simulate
@@ -23,6 +24,16 @@ from planner.traffic.generators import Workload
 
 LATENCY_KEYS = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "e2e_s": "e2e_s", "queue_s": "queue_wait_s"}
 STAT_KEYS = ("mean", "p50", "p95", "p99")
+
+
+def max_blocks_per_request(r: Resolved) -> int | None:
+    """vLLM V1's sliding-window block cap per request when EVERY layer is windowed (planner.memory.
+    sliding_window); None when some layers attend to the whole context (they hold every block)."""
+    m = r.model
+    if not m.sliding_window or m.num_sliding_layers < m.num_layers:
+        return None
+    dep = r.deployment
+    return sliding_window_blocks(m.sliding_window, dep.max_num_batched_tokens, r.max_model_len, dep.block_size)
 
 
 def scheduler_config_for(r: Resolved, **overrides) -> SchedulerConfig:
@@ -33,8 +44,12 @@ def scheduler_config_for(r: Resolved, **overrides) -> SchedulerConfig:
         raise InputError("num_gpu_blocks", f"{r.model.name} leaves no KV pool on {dep.num_gpus} × {r.gpu.name} "
                                            "(see the memory page): nothing can be served")
     values = dict(num_gpu_blocks=num_blocks, block_size=dep.block_size, max_num_seqs=dep.max_num_seqs,
-                  max_num_batched_tokens=dep.max_num_batched_tokens)
-    return scheduler_config(values, **overrides)
+                  max_num_batched_tokens=dep.max_num_batched_tokens, max_model_len=r.max_model_len,
+                  enable_prefix_caching=getattr(dep, "enable_prefix_caching", True),
+                  long_prefill_token_threshold=getattr(dep, "long_prefill_token_threshold", None) or 0,
+                  max_blocks_per_request=max_blocks_per_request(r))
+    values.update({k: v for k, v in overrides.items() if v is not None or k in ("max_queue",)})
+    return scheduler_config(values)
 
 
 class DecodeRunCost:
@@ -70,18 +85,42 @@ class DecodeRunCost:
         return np.maximum(mem0 + mem1 * ctx, cmp0 + cmp1 * ctx) + fixed
 
 
+class DraftStepCost:
+    """One pass of a speculative-decoding draft model: its own roofline step (max(memory, compute) +
+    communication, PerfModel) WITHOUT the engine's per-step overhead, which the target's step already pays (the
+    k draft passes run inside one engine step)."""
+
+    def __init__(self, pm: PerfModel):
+        self.pm = pm
+
+    def step_time_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> float:
+        return self.pm.step_time_s(new_tokens, num_seqs, kv_read_tokens, attn_pairs) - self.pm.overhead_s
+
+
+def draft_cost_for(r: Resolved, draft_model: str, engine: str = DEFAULT_ENGINE) -> DraftStepCost:
+    """The draft model (a preset id or config.json path) on the target's GPUs, TP and precision."""
+    from planner.core.catalog import get_model
+    from planner.techniques.spec_decode import resolve_draft
+    try:
+        draft = get_model(draft_model)
+    except InputError as err:
+        raise InputError("spec_model", err.message) from None
+    return DraftStepCost(PerfModel(resolve_draft(r, draft), engine))
+
+
 def step_cost_for(r: Resolved, engine: str = DEFAULT_ENGINE) -> DecodeRunCost:
     """The latency model (PerfModel) of one replica under `engine`'s efficiency profile, as a StepCost."""
     return DecodeRunCost(PerfModel(r, engine))
 
 
-def run_serving(r: Resolved, workload: Workload, engine: str = DEFAULT_ENGINE, prefix_caching: bool = False,
+def run_serving(r: Resolved, workload: Workload, engine: str = DEFAULT_ENGINE, prefix_caching: bool | None = None,
                 max_queue: int | None = None, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None,
-                seed: int = 0, cost=None, **overrides) -> SimResult:
-    """Simulate `workload` on one replica of the scenario (a pure function of its arguments)."""
+                seed: int = 0, cost=None, draft_cost=None, **overrides) -> SimResult:
+    """Simulate `workload` on one replica of the scenario (a pure function of its arguments).
+    prefix_caching None = the deployment's enable_prefix_caching (vLLM V1 default: on)."""
     cfg = scheduler_config_for(r, enable_prefix_caching=prefix_caching, max_queue=max_queue,
                                slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, **overrides)
-    return simulate(workload, cfg, cost or step_cost_for(r, engine), seed=seed)
+    return simulate(workload, cfg, cost or step_cost_for(r, engine), seed=seed, draft_cost=draft_cost)
 
 
 def _clean(value):
@@ -134,6 +173,8 @@ def result_summary(res: SimResult, slo_ttft_s: float | None = None, slo_tpot_s: 
         kv_pool_blocks=flat["kv_pool_blocks"], kv_pool_tokens=cfg.kv_pool_tokens,
         peak_kv_use=res.peak_kv_blocks / cfg.num_gpu_blocks, mean_kv_use=flat["mean_kv_use"],
         mean_running=flat["mean_running"], mean_waiting=flat["mean_waiting"], max_waiting=flat["max_waiting"],
+        max_running=int(res.steps.num_running.max()) if len(res.steps) else 0, max_num_seqs=cfg.max_num_seqs,
+        max_num_batched_tokens=cfg.max_num_batched_tokens,
         seed=res.seed, workload_seed=res.workload.seed, source=res.workload.source, wall_s=res.wall_s)
     return {k: _clean(v) for k, v in out.items()}
 

@@ -1,29 +1,45 @@
-"""Discrete-event simulator of one replica running a vLLM-v1-like scheduler.
+"""Discrete-event simulator of one replica running vLLM V1's scheduler (or another engine's admission rule).
 
-Modelled. As in vLLM v1 there is no prefill or decode phase: each request has known tokens (prompt + output so
-far) and computed tokens (in the KV cache), and every step lets computed catch up with known under a token budget
-(`max_num_batched_tokens`). Running requests are served first in admission order (a decode costs 1 token, a
-prefill chunk whatever budget is left: chunked prefill), then waiting requests are admitted first-come first-served
-while budget, `max_num_seqs` and KV blocks last. A step that completes a request's known tokens samples one token;
-the first one ends the prefill (TTFT). KV is counted in blocks of `block_size`, ceil(tokens / block_size) per
-request. When a running request cannot get a block, the newest running request is preempted by recompute: its
-blocks are freed and it returns to the front of the queue to prefill prompt + output-so-far again. Prefix caching:
-requests carry prefix hash ids; a cached exact prefix is skipped at admission, shared blocks are reference-counted
-and the least recently released are evicted first (planner/sim/block_pool.py). Speculative decoding: a decoding request
-verifies 1 + k tokens per step and keeps 1 + a, where a ~ accepted drafts (each accepted with probability alpha
-until the first rejection, seeded); the draft model adds k x draft cost per step. Step time comes from a StepCost.
-Arrivals join the queue at the next step boundary; a queue limit rejects arrivals (backpressure), and requests
-longer than the pool (or, without chunked prefill, than the budget) are rejected as vLLM would.
+Design note. Sources: vllm/v1/core/sched/scheduler.py @ 00024d314514900f361ad072af6931e403b7f589
+(Scheduler.schedule, _preempt_request), vllm/v1/core/kv_cache_manager.py @
+003df2961dd8830c317a61f9745ccd557da9fa06 (allocate_slots, get_computed_blocks), kv_cache_utils.py @
+bbf906a88ba1a39104884c88c9811a4f968e4659 (free-block queue), notes in /tmp/research/vllm.md. Every request has
+known tokens (prompt + output so far) and computed tokens (in the KV cache); each step lets computed catch up
+with known under a token budget.
 
-Not modelled: CPU swap, pipeline/tensor-parallel communication, multiple replicas or routing, priority or
-deadline scheduling, sliding-window or per-layer KV layouts, partial-block prefix sharing (only whole prefix
-blocks are cached), detokenisation and network time, a draft model's own KV cache, stop strings (outputs have
-their trace length).
+| # | vLLM V1 does | we do | left out |
+|---|---|---|---|
+| 1 | RUNNING first, in order, within max_num_batched_tokens | same; lock-step decoders first | async |
+| 2 | prefill chunk = min(left, long_prefill_token_threshold, budget) | same | encoder budget |
+| 3 | allocate_slots fails -> preempt running.pop() until it fits | same (one check for decoders) | PRIORITY |
+| 4 | _preempt_request: free (tail first), computed = 0, prepend | same; full blocks stay cached | swap (V0) |
+| 5 | WAITING only if nothing was preempted; stop at the first misfit | same, max_num_seqs | LoRA/FSM skips |
+| 6 | prefix hits: full cached blocks, <= num_tokens - 1 | same, trace prefix ids + own blocks | token hashing |
+| 7 | admit when the first chunk fits | same; scheduler_reserve_full_isl option | watermark |
+| 8 | SWA layers drop blocks outside the window | block cap per request (note 8) | hybrid groups |
+| 9 | API server rejects prompt + max_tokens > max_model_len | rejected at arrival (rejected_too_long) | |
+| 10 | spec decode: 1 + k tokens per request, k lookahead slots | 1 + k tokens, slots for them only | lookahead |
 
-Speed: decoding requests advance in lock step, so the decode batch is kept as scalars (count, sum of contexts,
-blocks needed per step-residue mod block_size) and a finish-step heap; a step costs O(1) in the batch, and runs of
-pure-decode steps between events (arrival, finish, pool exhausted) are advanced in one vectorised call
-(planner/sim/lockstep.py).
+Notes. 1: vllm/v1/core/sched/scheduler.py schedule(), "There's no decoding phase nor prefill phase". 3: a request
+that preempts itself stops the running loop. 6: get_computed_blocks; evictable hits count as blocks to allocate;
+a preempted request re-hits its own blocks that were not evicted (PRs #21793/#21809 describe the thrash without
+it). 7: the newer default scheduler_reserve_full_isl=True (PR #37307) checks the whole known sequence; off here
+by default (the scheduler.py we follow). 8: cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), bs) + 1
+blocks (planner/memory/sliding_window.py), only when every layer is windowed; no SWA prefix hits. 10: the
+scheduler's num_lookahead_tokens (draft-model / EAGLE methods) reserves k more slots; rejected draft slots are
+returned here after the step, as vLLM rolls num_computed_tokens back.
+
+A step that completes a request's known tokens samples one token (the first ends the prefill: TTFT). Speculative
+decoding: a decoding request verifies 1 + k tokens per step and keeps 1 + a (each draft accepted with probability
+alpha until the first rejection, seeded); the step is charged k passes of the draft model over the verifying
+sequences (`draft_cost`, its own roofline step; or a fixed `spec_draft_cost_s`). Arrivals join the queue at the
+next step boundary; with `max_queue`, requests that cannot start and would leave more than max_queue waiting are
+rejected (0 = admit only what can start now). Other admission policies: planner/sim/admission.py.
+
+Not modelled: CPU swap, multiple replicas or routing, priority scheduling, detokenisation and network time, a
+draft model's own KV cache, stop strings (outputs have their trace length).
+Speed: decoding requests advance in lock step (planner/sim/lockstep.py): O(1) per step in the batch size, and
+runs of pure-decode steps between events are planned in one vectorised call.
 """
 from __future__ import annotations
 
@@ -35,62 +51,81 @@ from collections import deque
 import numpy as np
 
 from planner.core.errors import InputError
+from planner.sim import admission
 from planner.sim.block_pool import BlockPool
 from planner.sim.config import SchedulerConfig, StepCost, scheduler_config
-from planner.sim.lockstep import LockstepDecoding
-from planner.sim.records import REJECT_QUEUE_FULL, REJECT_TOO_LONG, SimResult, StepRecorder, request_records
+from planner.sim.lockstep import DecodeBatch, plan_decode_run
+from planner.sim.records import (
+    REJECT_QUEUE_FULL,
+    REJECT_TOO_LONG,
+    SimResult,
+    StepRecorder,
+    request_records,
+)
 from planner.traffic.generators import Workload
-from planner.core.units import ceil_div
 
-def simulate(workload: Workload, config: SchedulerConfig | dict, cost: StepCost, seed: int = 0) -> SimResult:
+
+def simulate(workload: Workload, config: SchedulerConfig | dict, cost: StepCost, seed: int = 0,
+             draft_cost: StepCost | None = None) -> SimResult:
     """Run every request of `workload` to completion (or rejection); a pure function of its arguments."""
-    if not hasattr(cost, "step_time_s"):
-        raise InputError("cost", "needs a step_time_s(new_tokens, num_seqs, kv_read_tokens, attn_pairs) method")
-    return _Replica(workload, scheduler_config(config), cost, seed).run()
+    for name, c in (("cost", cost), ("draft_cost", draft_cost)):
+        if c is not None and not hasattr(c, "step_time_s"):
+            raise InputError(name, "needs a step_time_s(new_tokens, num_seqs, kv_read_tokens, attn_pairs) method")
+    return Replica(workload, scheduler_config(config), cost, seed, draft_cost).run()
 
 
-class _Replica(LockstepDecoding):
+class Replica:
     """All simulation state in one object; request state in lists indexed by request id."""
 
-    def __init__(self, wl: Workload, cfg: SchedulerConfig, cost: StepCost, seed: int):
-        self.wl, self.cfg, self.cost, self.seed = wl, cfg, cost, seed
+    def __init__(self, wl: Workload, cfg: SchedulerConfig, cost: StepCost, seed: int, draft_cost=None):
+        self.wl, self.cfg, self.cost, self.seed, self.draft_cost = wl, cfg, cost, seed, draft_cost
         self.rng = np.random.default_rng(seed)
         self.spec = cfg.spec_k > 0
         n, bs = wl.num_requests, cfg.block_size
-        self.prompt = wl.prompt_tokens.tolist()
-        self.output = wl.output_tokens.tolist()
-        self.caching = cfg.enable_prefix_caching and wl.prefix_ids is not None
-        if self.caching and wl.prefix_block_tokens % bs:
+        self.prompt_tokens = wl.prompt_tokens.tolist()
+        self.output_tokens = wl.output_tokens.tolist()
+        self.policy = cfg.admission_policy
+        self.block_size, self.max_blocks = bs, cfg.max_blocks_per_request
+        self.own_caching = cfg.enable_prefix_caching and cfg.max_blocks_per_request is None
+        self.prefix_sharing = cfg.enable_prefix_caching and wl.prefix_ids is not None
+        self.prefix_block_tokens = wl.prefix_block_tokens
+        if self.prefix_sharing and wl.prefix_block_tokens % bs:
             raise InputError("block_size", f"prefix blocks of {wl.prefix_block_tokens} tokens are not a whole "
                              f"number of {bs}-token KV blocks")
-        self.pbt = wl.prefix_block_tokens
-        self.pool = BlockPool(cfg.num_gpu_blocks, self.pbt // bs if self.caching else 1)
-        self.prefix = [ids.tolist() for ids in wl.prefix_ids] if self.caching else None
-        self.num_cacheable = [min(len(h), p // self.pbt) for h, p in zip(self.prefix, self.prompt)] \
-            if self.caching else None
-        self.held = [[] for _ in range(n)] if self.caching else None  # prefix hash ids referenced
-        self.reg_next = [0] * n  # next prefix entry to publish once computed
-        self.computed = [0] * n  # tokens in the KV cache (individually stepped requests)
-        self.gen = [0] * n  # output tokens produced
-        # lock-step decoders: computed = base_c + S, gen = base_g + S before step S
-        self.base_c, self.base_g, self.fin_step = [0] * n, [0] * n, [-1] * n
-        self.lockstep = [False] * n
-        self.num_dec, self.sum_base_c, self.cnt = 0, 0, [0] * bs
-        self.fin_heap: list[tuple[int, int]] = []
+        self.pool = BlockPool(cfg.num_gpu_blocks, wl.prefix_block_tokens // bs if self.prefix_sharing else 1)
+        self.prefix_ids = [ids.tolist() for ids in wl.prefix_ids] if self.prefix_sharing else None
+        self.num_cacheable_prefix = [min(len(h), p // self.prefix_block_tokens)
+                                     for h, p in zip(self.prefix_ids, self.prompt_tokens)] \
+            if self.prefix_sharing else None
+        self.shared_prefix_held = [[] for _ in range(n)]  # prefix hash ids referenced while running
+        self.next_prefix_to_publish = [0] * n
+        self.prefix_entries_at_preemption = [0] * n
+        self.tokens_lost_at_preemption = [0] * n
+        self.computed_tokens = [0] * n  # individually stepped requests (decoders: see DecodeBatch)
+        self.generated_tokens = [0] * n
+        self.reserved_blocks = [0] * n
+        self.total_reserved_blocks = 0
+        self.decoders = DecodeBatch(n, bs, cfg.max_blocks_per_request)
         self.running: dict[int, None] = {}  # admission order; the last is the newest
-        self.indiv: dict[int, None] = {}  # running requests stepped one by one (prefill, spec decode)
+        self.stepped_individually: dict[int, None] = {}  # prefilling (and spec-decoding) running requests
         self.waiting: deque[int] = deque()
-        self.now, self.step_idx, self.dec_allocated, self.preempted_now = 0.0, 0, False, False
-        self.rec = StepRecorder()
+        self.num_waiting_new = 0  # waiting requests never scheduled (the back of the queue)
+        self.sglang_ratio = admission.SGLangRatio()
+        self.now, self.step_index = 0.0, 0
+        self.decode_slots_taken = self.preempted_this_step = False
+        self.recorder = StepRecorder()
         self.out = request_records(wl)
         self._init_arrivals()
 
+    def _blocks(self, tokens: int) -> int:
+        """Blocks a request holds with `tokens` in its KV cache (capped by a sliding window)."""
+        blocks = -(-tokens // self.block_size)
+        cap = self.max_blocks
+        return blocks if cap is None or blocks < cap else cap
+
     def _init_arrivals(self) -> None:
         wl, cfg = self.wl, self.cfg
-        longest = wl.prompt_tokens + wl.output_tokens - 1  # most tokens ever in the KV cache
-        too_long = -(-longest // cfg.block_size) > cfg.num_gpu_blocks
-        if not cfg.enable_chunked_prefill:
-            too_long |= longest > cfg.max_num_batched_tokens
+        too_long = admission.refused_at_arrival(wl.prompt_tokens, wl.output_tokens, cfg)
         self.too_long = too_long.tolist()
         self.next_of = [-1] * wl.num_requests
         if wl.is_closed_loop:
@@ -99,39 +134,45 @@ class _Replica(LockstepDecoding):
                 if u in last:
                     self.next_of[last[u]] = i
                 last[u] = i
-        arr = self.out.arrival_s
-        self.pending = [(t, i) for i, t in enumerate(arr.tolist()) if not math.isnan(t)]
+        self.pending = [(t, i) for i, t in enumerate(self.out.arrival_s.tolist()) if not math.isnan(t)]
         heapq.heapify(self.pending)
 
     def run(self) -> SimResult:
         wall0 = time.perf_counter()
         while True:
-            self._admit_arrivals()
+            self._accept_arrivals()
             if not self.running and not self.waiting:
                 if not self.pending:
                     break
                 self.now = max(self.now, self.pending[0][0])
+                self.sglang_ratio.reset()
                 continue
             if not (self._can_fast_forward() and self._fast_forward()):
                 self._step()
-        return SimResult(self.cfg, self.seed, self.wl, self.out, self.rec.finish(), self.now,
-                         self.pool.peak_used, self.pool.num_evictions, time.perf_counter() - wall0)
+        return SimResult(self.cfg, self.seed, self.wl, self.out, self.recorder.finish(), self.now,
+                         self.pool.peak_active, self.pool.num_evicted_blocks, time.perf_counter() - wall0)
 
-    # --- arrivals, finishing, preemption -------------------------------------------------------------
-    def _admit_arrivals(self) -> None:
-        max_queue = self.cfg.max_queue
+    # --- arrivals, rejection, finishing, preemption -------------------------------------------------------
+    def _accept_arrivals(self) -> None:
         while self.pending and self.pending[0][0] <= self.now:
             t, i = heapq.heappop(self.pending)
             if self.too_long[i]:
                 self._reject(i, t, REJECT_TOO_LONG)
-            elif max_queue is not None and len(self.waiting) >= max_queue:
-                self._reject(i, t, REJECT_QUEUE_FULL)
             else:
                 self.waiting.append(i)
+                self.num_waiting_new += 1
 
     def _reject(self, i: int, t: float, code: int) -> None:
         self.out.rejected[i] = code
         self._send_next(i, t)
+
+    def _enforce_queue_limit(self) -> None:
+        """After a step's admissions, new requests beyond max_queue waiting are rejected (newest first)."""
+        limit = self.cfg.max_queue
+        while limit is not None and self.num_waiting_new > limit:
+            i = self.waiting.pop()
+            self.num_waiting_new -= 1
+            self._reject(i, self.now, REJECT_QUEUE_FULL)
 
     def _send_next(self, i: int, t: float) -> None:
         """Closed loop: the user of request i thinks, then sends their next request."""
@@ -141,180 +182,242 @@ class _Replica(LockstepDecoding):
             self.out.arrival_s[j] = t_next
             heapq.heappush(self.pending, (t_next, j))
 
-    def _private_blocks(self, i: int, num_tokens: int) -> int:
-        shared = len(self.held[i]) * self.pool.blocks_per_prefix if self.caching else 0
-        return ceil_div(num_tokens, self.cfg.block_size) - shared
+    def _shared_blocks(self, i: int) -> int:
+        return len(self.shared_prefix_held[i]) * self.pool.blocks_per_prefix
 
-    def _release(self, i: int, num_tokens: int) -> None:
-        self.pool.free(self._private_blocks(i, num_tokens))
-        if self.caching:
-            self.pool.release(self.held[i])
-            self.held[i] = []
-        self.reg_next[i] = 0
+    def _release(self, i: int, tokens_held: int, cached_tokens: int = 0) -> None:
+        """Return request i's blocks; with `cached_tokens`, its full blocks stay cached for its readmission."""
+        shared = self._shared_blocks(i)
+        private = max(0, self._blocks(tokens_held) - shared)
+        cached = min(private, max(0, cached_tokens // self.cfg.block_size - shared)) if self.own_caching else 0
+        self.pool.free(private - cached, owner=i if cached else None, num_cached=cached)
+        if self.shared_prefix_held[i]:
+            self.pool.release(self.shared_prefix_held[i])
+        self.prefix_entries_at_preemption[i] = len(self.shared_prefix_held[i])
+        self.shared_prefix_held[i] = []
+        self.next_prefix_to_publish[i] = 0
+        self.total_reserved_blocks -= self.reserved_blocks[i]
+        self.reserved_blocks[i] = 0
         del self.running[i]
-        self.indiv.pop(i, None)
+        self.stepped_individually.pop(i, None)
 
-    def _finish(self, i: int, num_tokens: int) -> None:
-        self._release(i, num_tokens)
-        self.gen[i] = self.output[i]
+    def _finish(self, i: int, tokens_held: int) -> None:
+        self._release(i, tokens_held)
+        self.generated_tokens[i] = self.output_tokens[i]
         self.out.finish_s[i] = self.now
         self._send_next(i, self.now)
 
     def _preempt(self, i: int) -> None:
-        """Recompute preemption: free everything, back to the front of the queue."""
-        if self.lockstep[i]:
-            s = self.step_idx
-            computed, self.gen[i] = self.base_c[i] + s, self.base_g[i] + s
-            held_tokens = computed + (1 if self.dec_allocated else 0)  # this step's slot already taken
-            self._leave_lockstep(i)
+        """vLLM's _preempt_request: free the blocks (full ones stay cached), computed = 0, front of the queue."""
+        if self.decoders.member[i]:
+            computed, self.generated_tokens[i] = self.decoders.leave(i, self.step_index)
+            held = computed + (1 if self.decode_slots_taken else 0)  # this step's slot already taken
         else:
-            computed = held_tokens = self.computed[i]
-        self._release(i, held_tokens)
-        self.out.recomputed_tokens[i] += computed
+            computed = held = self.computed_tokens[i]
+        self._release(i, held, cached_tokens=computed)
+        self.tokens_lost_at_preemption[i] = computed
         self.out.num_preemptions[i] += 1
-        self.computed[i] = 0
+        self.computed_tokens[i] = 0
         self.waiting.appendleft(i)
-        self.preempted_now = True
+        self.preempted_this_step = True
+        if self.policy == "sglang":
+            decoded = sum(self._generated(j) for j in self.running)
+            max_new = sum(self.output_tokens[j] for j in self.running)
+            self.sglang_ratio.after_retract(decoded, max_new, len(self.running))
+
+    def _generated(self, i: int) -> int:
+        if self.decoders.member[i]:
+            return self.decoders.base_generated[i] + self.step_index
+        return self.generated_tokens[i]
 
     def _newest(self) -> int:
         return next(reversed(self.running))
 
     # --- one scheduler step -------------------------------------------------------------------------------
     def _step(self) -> None:
-        self.preempted_now = self.dec_allocated = False
-        budget = self.cfg.max_num_batched_tokens - self._allocate_decoders()
+        self.preempted_this_step = self.decode_slots_taken = False
+        budget = self.cfg.max_num_batched_tokens - self._allocate_decode_slots()
         scheduled: list[tuple[int, int]] = []
-        budget = self._schedule_individual(budget, scheduled)
-        if not self.preempted_now:
+        budget = self._schedule_running(budget, scheduled)
+        if not self.preempted_this_step:
             self._schedule_waiting(budget, scheduled)
-        self._execute(scheduled)
+        self._enforce_queue_limit()
+        if scheduled or self.decoders.count:
+            self._execute(scheduled)
+        elif self.running or self.waiting:
+            raise RuntimeError("scheduler made no progress")  # guarded by the too-long rejection
 
-    def _allocate_decoders(self) -> int:
+    def _allocate_decode_slots(self) -> int:
         """Give every lock-step decoder its next KV slot, preempting the newest request until they fit."""
-        if not self.num_dec:
+        batch = self.decoders
+        if not batch.count:
             return 0
-        bs = self.cfg.block_size
-        while self.cnt[self.step_idx % bs] > self.pool.num_allocatable:
+        batch.apply_caps(self.step_index)
+        while batch.blocks_due(self.step_index) > self.pool.num_free:
             self._preempt(self._newest())
-        self.pool.allocate(self.cnt[self.step_idx % bs])
-        self.dec_allocated = True
-        return self.num_dec
+        self.pool.allocate(batch.blocks_due(self.step_index))
+        self.decode_slots_taken = True
+        return batch.count
 
     def _num_new_tokens(self, i: int, budget: int) -> int:
-        known = self.prompt[i] + self.gen[i]
-        left = known - self.computed[i]
-        if self.gen[i] and left == 1 and self.spec:  # verify 1 + k drafts, never past the end
-            return min(1 + min(self.cfg.spec_k, self.output[i] - self.gen[i] - 1), budget)
+        known = self.prompt_tokens[i] + self.generated_tokens[i]
+        left = known - self.computed_tokens[i]
+        if self.spec and self.generated_tokens[i] and left == 1:  # verify 1 + k drafts, never past the end
+            return min(1 + min(self.cfg.spec_k, self.output_tokens[i] - self.generated_tokens[i] - 1), budget)
+        threshold = self.cfg.long_prefill_token_threshold
+        if 0 < threshold < left:
+            left = threshold
         if left > budget and not self.cfg.enable_chunked_prefill:
             return 0
         return min(left, budget)
 
-    def _schedule_individual(self, budget: int, scheduled: list) -> int:
-        bs = self.cfg.block_size
-        for i in list(self.indiv):
+    def _schedule_running(self, budget: int, scheduled: list) -> int:
+        for i in list(self.stepped_individually):
             if budget <= 0:
                 break
-            if i not in self.indiv:
+            if i not in self.stepped_individually:
                 continue  # preempted by an older request this step
             num_new = self._num_new_tokens(i, budget)
             if num_new <= 0:
                 continue
-            c = self.computed[i]
-            need = ceil_div(c + num_new, bs) - ceil_div(c, bs)
-            while need > self.pool.num_allocatable and i in self.running:
+            computed = self.computed_tokens[i]
+            need = self._blocks(computed + num_new) - self._blocks(computed)
+            while need > self.pool.num_free and i in self.running:
                 victim = self._newest()
-                if self.lockstep[victim]:
+                if self.decoders.member[victim]:
                     budget += 1  # its decode token is returned to the budget
                 self._preempt(victim)
             if i not in self.running:
-                break
+                break  # it preempted itself: vLLM stops scheduling running requests
             self.pool.allocate(need)
             budget -= num_new
             scheduled.append((i, num_new))
         return budget
 
-    def _prefix_hit(self, i: int, known: int) -> int:
-        """Cached prefix entries usable by request i (at least one token is always computed)."""
-        if not self.caching:
-            return 0
-        limit = min(self.num_cacheable[i], (known - 1) // self.pbt)
-        return self.pool.num_cached_prefix(self.prefix[i], limit) if limit > 0 else 0
+    def _cache_hits(self, i: int, known: int) -> tuple[int, int]:
+        """(prefix hash entries hit, own cached blocks hit) for admitting request i with `known` tokens."""
+        num_prefix = 0
+        if self.prefix_sharing:
+            limit = min(self.num_cacheable_prefix[i], (known - 1) // self.prefix_block_tokens)
+            num_prefix = self.pool.num_cached_prefix(self.prefix_ids[i], limit) if limit > 0 else 0
+        own = self.pool.num_own_cached(i) if self.pool.own_key else 0
+        if own and num_prefix != self.prefix_entries_at_preemption[i]:
+            self.pool.forget_own(i)  # its own blocks follow a prefix that is no longer cached
+            own = 0
+        return num_prefix, own
+
+    def _sglang_admits(self, i: int, hit_blocks: int) -> bool:
+        clip = admission.SGLANG_CLIP_MAX_NEW_TOKENS
+        held_back = sum(min(self.output_tokens[j] - self._generated(j), clip) for j in self.running)
+        need = self.prompt_tokens[i] - hit_blocks * self.cfg.block_size + min(self.output_tokens[i], clip)
+        return need + held_back * self.sglang_ratio.value < self.pool.num_free * self.cfg.block_size
 
     def _schedule_waiting(self, budget: int, scheduled: list) -> None:
-        cfg, pool, bs = self.cfg, self.pool, self.cfg.block_size
+        cfg, pool = self.cfg, self.pool
         while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
             i = self.waiting[0]
-            known = self.prompt[i] + self.gen[i]
-            num_hit = self._prefix_hit(i, known)
-            hit_tokens = num_hit * self.pbt
-            num_new = min(known - hit_tokens, budget)
-            if num_new < known - hit_tokens and not cfg.enable_chunked_prefill:
+            known = self.prompt_tokens[i] + self.generated_tokens[i]
+            num_prefix, own = self._cache_hits(i, known)
+            hit_blocks = num_prefix * pool.blocks_per_prefix + own
+            hit_tokens = hit_blocks * cfg.block_size
+            num_new = known - hit_tokens
+            if 0 < cfg.long_prefill_token_threshold < num_new:
+                num_new = cfg.long_prefill_token_threshold
+            if num_new > budget and not cfg.enable_chunked_prefill:
                 break
-            hits = self.prefix[i][:num_hit] if num_hit else []
-            need = ceil_div(hit_tokens + num_new, bs) - num_hit * pool.blocks_per_prefix
-            if need > pool.num_allocatable - pool.num_evictable_among(hits) * pool.blocks_per_prefix:
+            num_new = min(num_new, budget)
+            hits = self.prefix_ids[i][:num_prefix] if num_prefix else ()
+            new_blocks = self._blocks(hit_tokens + num_new) - hit_blocks
+            checked = self._blocks(known) - hit_blocks if cfg.scheduler_reserve_full_isl else new_blocks
+            evictable_hits = own + (pool.num_evictable_among(hits) * pool.blocks_per_prefix if hits else 0)
+            if checked + evictable_hits > pool.num_free:
+                break
+            reserve = 0
+            if self.policy in admission.RESERVING:
+                reserve = admission.reservation_blocks(self.policy, self.prompt_tokens[i], self.output_tokens[i],
+                                                       cfg.block_size, cfg.num_gpu_blocks, cfg.max_num_seqs)
+                if self.total_reserved_blocks + reserve > cfg.num_gpu_blocks:
+                    break
+            elif self.policy == "sglang" and not self._sglang_admits(i, hit_blocks):
                 break
             self.waiting.popleft()
-            if num_hit:
+            if num_prefix:
                 pool.acquire(hits)
-                self.held[i] = list(hits)
-            self.reg_next[i] = num_hit
-            pool.allocate(need)
-            self.computed[i] = hit_tokens
-            self.out.prefix_hit_tokens[i] += hit_tokens
+                self.shared_prefix_held[i] = list(hits)
+            if own:
+                pool.take_own(i)
+            pool.allocate(new_blocks)
+            self.reserved_blocks[i] = reserve
+            self.total_reserved_blocks += reserve
+            self.next_prefix_to_publish[i] = num_prefix
+            self.computed_tokens[i] = hit_tokens
+            self.out.prefix_hit_tokens[i] += num_prefix * self.prefix_block_tokens  # shared prefix hits
+            self.out.recomputed_tokens[i] += self.tokens_lost_at_preemption[i] - own * cfg.block_size
+            self.tokens_lost_at_preemption[i] = 0
             self.running[i] = None
-            self.indiv[i] = None
+            self.stepped_individually[i] = None
             if math.isnan(self.out.first_scheduled_s[i]):
                 self.out.first_scheduled_s[i] = self.now
+                self.num_waiting_new -= 1
             budget -= num_new
             scheduled.append((i, num_new))
 
     def _execute(self, scheduled: list[tuple[int, int]]) -> None:
-        num_dec, step = self.num_dec, self.step_idx
-        if not scheduled and not num_dec:
-            raise RuntimeError("scheduler made no progress")  # guarded by the too-long rejection
-        dec_ctx = self.sum_base_c + num_dec * step + num_dec  # sum of contexts after each decode's token
-        new_tokens, kv_read, pairs, spec_step = num_dec, dec_ctx, dec_ctx, False
+        batch, step = self.decoders, self.step_index
+        dec_ctx = batch.sum_context(step) if batch.count else 0
+        new_tokens, kv_read, pairs = batch.count, dec_ctx, dec_ctx
+        spec_seqs = spec_ctx = 0
         for i, num_new in scheduled:
-            ctx = self.computed[i] + num_new
+            ctx = self.computed_tokens[i] + num_new
             new_tokens += num_new
             kv_read += ctx
             pairs += num_new * ctx
-            spec_step |= self.gen[i] > 0 and self.computed[i] == self.prompt[i] + self.gen[i] - 1
-        num_seqs = num_dec + len(scheduled)
+            if self.generated_tokens[i] > 0 and self.computed_tokens[i] == self.prompt_tokens[i] + \
+                    self.generated_tokens[i] - 1:
+                spec_seqs, spec_ctx = spec_seqs + 1, spec_ctx + ctx
+        num_seqs = batch.count + len(scheduled)
         dt = float(self.cost.step_time_s(new_tokens, num_seqs, kv_read, pairs))
-        if spec_step and self.spec:
-            dt += self.cfg.spec_k * self.cfg.spec_draft_cost_s  # k sequential draft passes for the batch
+        if spec_seqs and self.spec:  # k sequential draft passes over the verifying sequences
+            draft = self.draft_cost
+            per_pass = float(draft.step_time_s(spec_seqs, spec_seqs, spec_ctx, spec_ctx)) if draft is not None \
+                else self.cfg.spec_draft_cost_s
+            dt += self.cfg.spec_k * per_pass
         start, self.now = self.now, self.now + dt
-        self.rec.add(start, dt, num_seqs, len(self.running), len(self.waiting), self.pool.num_active, new_tokens)
-        self._finish_decoders(step)
+        self.recorder.add(start, dt, num_seqs, len(self.running), len(self.waiting), self.pool.num_active,
+                          new_tokens)
+        if batch.count and self.policy == "sglang":
+            self.sglang_ratio.decay()
+        for i, held in batch.pop_finished(step):
+            self._finish(i, held)
         for i, num_new in scheduled:
             self._advance(i, num_new)
-        self.step_idx += 1
-        self.dec_allocated = False
+        self.step_index += 1
+        self.decode_slots_taken = False
 
     def _advance(self, i: int, num_new: int) -> None:
         """Apply one step's tokens to an individually stepped request."""
-        c0, known = self.computed[i], self.prompt[i] + self.gen[i]
-        if self.spec and self.gen[i] and c0 == known - 1:
+        computed, known = self.computed_tokens[i], self.prompt_tokens[i] + self.generated_tokens[i]
+        if self.spec and self.generated_tokens[i] and computed == known - 1:
             accepted = self._accepted_drafts(num_new - 1)
-            self.computed[i] = c0 + 1 + accepted
-            self.gen[i] += 1 + accepted
-            bs = self.cfg.block_size  # rejected draft slots go back to the pool
-            self.pool.free(ceil_div(c0 + num_new, bs) - ceil_div(self.computed[i], bs))
+            self.computed_tokens[i] = computed + 1 + accepted
+            self.generated_tokens[i] += 1 + accepted
+            # rejected draft slots go back to the pool
+            self.pool.free(self._blocks(computed + num_new) - self._blocks(self.computed_tokens[i]))
         else:
-            self.computed[i] = c0 + num_new
-            if self.caching:
+            self.computed_tokens[i] = computed + num_new
+            if self.prefix_sharing:
                 self._publish_prefix(i)
-            if self.computed[i] < known:
+            if self.computed_tokens[i] < known:
                 return  # prefill continues next step
-            self.gen[i] += 1
+            self.generated_tokens[i] += 1
             if math.isnan(self.out.first_token_s[i]):
                 self.out.first_token_s[i] = self.now
-        if self.gen[i] >= self.output[i]:
-            self._finish(i, self.computed[i])
+        if self.generated_tokens[i] >= self.output_tokens[i]:
+            self._finish(i, self.computed_tokens[i])
         elif not self.spec:
-            self._join_lockstep(i)
+            self.decoders.join(i, self.computed_tokens[i], self.generated_tokens[i], self.output_tokens[i],
+                               self.step_index + 1)
+            del self.stepped_individually[i]
 
     def _accepted_drafts(self, num_drafts: int) -> int:
         """Drafts kept: each accepted with probability alpha until the first rejection."""
@@ -326,8 +429,33 @@ class _Replica(LockstepDecoding):
         return min(num_drafts, int(self.rng.geometric(1 - alpha)) - 1)
 
     def _publish_prefix(self, i: int) -> None:
-        full = min(self.computed[i] // self.pbt, self.num_cacheable[i])
-        for j in range(self.reg_next[i], full):
-            if self.pool.register(self.prefix[i][j]):
-                self.held[i].append(self.prefix[i][j])
-        self.reg_next[i] = max(self.reg_next[i], full)
+        full = min(self.computed_tokens[i] // self.prefix_block_tokens, self.num_cacheable_prefix[i])
+        for j in range(self.next_prefix_to_publish[i], full):
+            if self.pool.register(self.prefix_ids[i][j]):
+                self.shared_prefix_held[i].append(self.prefix_ids[i][j])
+        self.next_prefix_to_publish[i] = max(self.next_prefix_to_publish[i], full)
+
+    # --- runs of pure-decode steps --------------------------------------------------------------------------
+    def _can_fast_forward(self) -> bool:
+        return bool(self.decoders.count) and not self.stepped_individually and not self.waiting and not self.spec
+
+    def _fast_forward(self) -> bool:
+        """Advance a run of pure-decode steps at once (planner/sim/lockstep.py); False if none fits."""
+        batch, s0 = self.decoders, self.step_index
+        batch.apply_caps(s0)
+        next_arrival = self.pending[0][0] if self.pending else math.inf
+        starts, dts, cum_blocks = plan_decode_run(batch, s0, self.pool.num_free, self.now, next_arrival, self.cost)
+        m = len(dts)
+        if m == 0:
+            return False
+        active0 = self.pool.num_active
+        self.pool.allocate(int(cum_blocks[-1]))
+        self.recorder.add_run(starts, dts, batch.count, len(self.running), active0 + cum_blocks)
+        if self.policy == "sglang":
+            for _ in range(m):
+                self.sglang_ratio.decay()
+        self.now = float(starts[-1] + dts[-1])
+        self.step_index = s0 + m
+        for i, held in batch.pop_finished(s0 + m - 1):
+            self._finish(i, held)
+        return True

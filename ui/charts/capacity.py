@@ -12,16 +12,32 @@ LATENCY_LABELS = {"e2e_p95_s": "p95 end-to-end (s)", "ttft_p95_s": "p95 TTFT (s)
 COST_LABELS = {"usd_per_hour": "$ per hour for the target", "usd_per_million_output_tokens": "$ per million output tokens"}
 
 
-def search_probes(probes: list[dict], capacity: float, slo_ttft_s: float) -> go.Figure:
-    """Each simulated rate of the capacity search: its p95 TTFT, green when sustained; the capacity marked."""
+def short_reason(reason: str) -> str:
+    """The failing criterion of a probe, short enough to print beside its marker."""
+    if reason.startswith("offered"):
+        return "≥ 95% of saturation"
+    return reason.split(" (")[0].split(" > ")[0]
+
+
+def search_probes(probes: list[dict], capacity: float, slo_ttft_s: float,
+                  saturated_rps: float | None = None) -> go.Figure:
+    """Each simulated rate of the capacity search: its p95 TTFT, green when sustained, a failed probe labelled
+    with the criterion it failed (steady-state verdict); the capacity and the saturated throughput marked."""
     df = pd.DataFrame(probes).sort_values("rate_per_s")
     fig = go.Figure()
     for ok, color, name in ((True, OK_COLOR, "sustains the SLO"), (False, FAIL_COLOR, "fails")):
         part = df[df["sustains"] == ok]
-        fig.add_trace(go.Scatter(x=part["rate_per_s"], y=part["ttft_p95_s"] * 1e3, mode="markers", name=name,
-                                 marker=dict(color=color, size=10), text=part["reason"],
-                                 hovertemplate="%{x:,.3g} req/s<br>p95 TTFT %{y:,.0f} ms<br>%{text}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=part["rate_per_s"], y=part["ttft_p95_s"] * 1e3, name=name,
+                                 mode="markers" if ok else "markers+text", marker=dict(color=color, size=10),
+                                 text=None if ok else [short_reason(x) for x in part["reason"]],
+                                 textposition="top center", textfont=dict(size=10, color=color),
+                                 customdata=part["reason"],
+                                 hovertemplate="%{x:,.3g} req/s<br>p95 TTFT %{y:,.0f} ms<br>%{customdata}"
+                                               "<extra></extra>"))
     fig.add_hline(y=slo_ttft_s * 1e3, line=dict(color="#999", dash="dot"), annotation_text="TTFT target")
+    if saturated_rps:
+        fig.add_vline(x=saturated_rps, line=dict(color="#999", dash="dot"), annotation_position="bottom right",
+                      annotation_text=f"saturated {saturated_rps:,.3g} req/s")
     if capacity > 0:
         fig.add_vline(x=capacity, line=dict(color=OK_COLOR, dash="dash"),
                       annotation_text=f"capacity {capacity:,.3g} req/s", annotation_position="top left")

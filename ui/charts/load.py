@@ -5,6 +5,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ui.charts.capacity import short_reason
+
 RUN_COLORS = {"open loop": "#d62728", "closed loop": "#1f77b4", "run": "#1f77b4"}
 P95_COLOR, P50_COLOR, KNEE_COLOR = "#d62728", "#1f77b4", "#2ca02c"
 _TOP_LEGEND = dict(orientation="h", yanchor="bottom", y=1.1, x=0)
@@ -34,6 +36,13 @@ def sweep_latency(rows: list[dict], knee: dict | None = None) -> go.Figure:
                 hovertemplate=f"%{{x:,.3g}} req/s<br>{metric.upper()} {stat} %{{y:,.1f}} ms<extra></extra>"),
                 row=1, col=col)
         fig.update_xaxes(title_text="offered load (requests/s)", row=1, col=col)
+    if "sustains" in df and (~df["sustains"].astype(bool)).any():  # why each failing point fails (the verdict)
+        bad = df[~df["sustains"].astype(bool)]
+        fig.add_trace(go.Scatter(
+            x=bad["rate_per_s"], y=bad["ttft_p95_s"] * 1e3, mode="markers+text", name="fails the verdict",
+            marker=dict(color=P95_COLOR, symbol="x", size=11), text=[short_reason(x) for x in bad["reason"]],
+            textposition="top center", textfont=dict(size=10, color=P95_COLOR), customdata=bad["reason"],
+            hovertemplate="%{x:,.3g} req/s<br>%{customdata}<extra></extra>"), row=1, col=1)
     _mark_knee(fig, knee, 2)
     fig.update_layout(height=380, margin=dict(t=70, b=40), legend=_TOP_LEGEND)
     return fig

@@ -1,0 +1,56 @@
+"""Engine batch defaults: what an engine picks for max_num_batched_tokens / max_num_seqs when the user sets neither.
+
+A small table keyed by engine; each entry maps (GPU, usage context) to the two limits.
+
+vLLM V1 (vllm/engine/arg_utils.py @ 99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b, `_set_default_args`; the same table
+as `EngineArgs.get_batch_defaults` on newer main):
+
+    if device_memory >= 70 * GiB_bytes and "a100" not in device_name:   # H100, H200, MI300x, ...
+        max_num_batched_tokens = {LLM_CLASS: 16384, OPENAI_API_SERVER: 8192}
+        max_num_seqs           = {LLM_CLASS: 1024,  OPENAI_API_SERVER: 1024}
+    else:                                                               # A100 (PR #17885), L40S, A10, ...
+        max_num_batched_tokens = {LLM_CLASS: 8192,  OPENAI_API_SERVER: 2048}
+        max_num_seqs           = {LLM_CLASS: 256,   OPENAI_API_SERVER: 256}
+    max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
+
+`vllm serve` is the OPENAI_API_SERVER context (our default, "serve"); the offline `LLM` class (benchmarks'
+throughput runs) is LLM_CLASS ("offline"). device_memory is the total memory the device reports (GiB = 2^30).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.core.errors import InputError
+from planner.core.units import GiB
+
+USAGE_CONTEXTS = ("serve", "offline")
+
+
+@dataclass(frozen=True)
+class BatchDefaults:
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    rule: str  # which row of the engine's table applied, for a caption
+
+
+def _vllm(gpu, usage: str) -> BatchDefaults:
+    big = gpu.usable_memory_bytes >= 70 * GiB and "a100" not in f"{gpu.id} {gpu.name}".lower()
+    if big:
+        tokens, seqs = (8192, 1024) if usage == "serve" else (16384, 1024)
+        rule = "≥ 70 GiB and not an A100"
+    else:
+        tokens, seqs = (2048, 256) if usage == "serve" else (8192, 256)
+        rule = "A100 or < 70 GiB"
+    return BatchDefaults(tokens, min(seqs, tokens), f"vLLM V1 default for this GPU ({rule}, "
+                                                    f"{'vllm serve' if usage == 'serve' else 'offline LLM'})")
+
+
+ENGINE_BATCH_DEFAULTS = {"vllm": _vllm}
+
+
+def batch_defaults(gpu, engine: str = "vllm", usage: str = "serve") -> BatchDefaults:
+    """The engine's max_num_batched_tokens / max_num_seqs on `gpu` (a GPUSpec) for a usage context.
+    Engines without an entry use vLLM's table (the planner's reference engine)."""
+    if usage not in USAGE_CONTEXTS:
+        raise InputError("usage", f"use one of {', '.join(USAGE_CONTEXTS)}")
+    return ENGINE_BATCH_DEFAULTS.get(engine, _vllm)(gpu, usage)
