@@ -23,17 +23,18 @@ R = resolve(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment
 
 def test_capacity_does_not_depend_on_the_run_length():
     # Issue 14: 18.7 req/s with 1,000 requests vs 22.6 with 8,000 when a short run's fill-up was read as
-    # overload. Now both are judged on their steady state: within 5% (measured 22.09 vs 22.71 req/s).
+    # overload. Now both are judged on their steady state: within 5% (measured 14.49 vs 14.65 req/s, TPOT-bound:
+    # p95 TPOT 94 ms against the 100 ms target at vLLM's H100 default of 1,024 sequences).
     short = find_capacity(R, TrafficSpec(num_requests=1000))
     long = find_capacity(R, TrafficSpec(num_requests=8000))
     assert short.max_rate_per_replica == pytest.approx(long.max_rate_per_replica, rel=0.05)
-    assert 18 < long.max_rate_per_replica < 28
+    assert 12 < long.max_rate_per_replica < 18
     assert short.wall_s < 3.0  # the issue's speed target for a capacity search
 
 
 @pytest.mark.parametrize("prompt, output", [("fixed:1000", "fixed:200"), ("uniform:200,3000", "uniform:50,400")])
 def test_capacity_does_not_depend_on_the_run_length_for_synthetic_traffic(prompt, output):
-    # the same length distribution, 1,000 vs 8,000 requests (measured: 25.85 vs 24.98 and 16.96 vs 16.94 req/s).
+    # the same length distribution, 1,000 vs 8,000 requests (measured: 17.21 vs 16.63 and 11.78 vs 11.71 req/s).
     # (Trace profiles take a different window of the trace for each length, e.g. the code trace's p95 prompt is
     # 6,233 tokens in 1,000 requests and 7,315 in 8,000: that moves a TTFT-bound capacity by ~11%.)
     short, long = (find_capacity(R, TrafficSpec(profile="custom", prompt=prompt, output=output, num_requests=n))

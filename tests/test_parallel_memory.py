@@ -54,20 +54,22 @@ def test_tp8_against_dp8_ep8_concurrency_on_8_h200(capsys):
     # H200: usable 150,109,945,856 B; budget = 0.9 × usable = 135.10 GB. FP8 weights: layers (attention, dense MLP,
     # shared experts, router, norms) 15.264 GB, routed experts 653.909 GB, vocabulary (BF16) 3.707 GB.
     # A block = 16 tokens × 70,272 B = 1,124,352 B; one 32,768-token request = 2,048 blocks.
-    # TP 8: weights/GPU = (15.264 + 653.909 + 3.707) / 8 = 84.110 GB; activations 0.585 GB, CUDA graphs 0.505 GB,
-    #       non-torch 0.35 GiB + 7 NVLink peers × 1.79 GiB (data/vllm_memory.yaml) = 13.830 GB
-    #       -> pool 36.069 GB -> 32,079 blocks -> 15 requests; every GPU holds the same latent: 15 in total.
+    # TP 8: weights/GPU = (15.264 + 653.909 + 3.707) / 8 = 84.110 GB; activations 0.983 GB (vLLM's profile run at
+    #       the H200 defaults 8,192 tokens / 1,024 sequences), CUDA graphs 0.505 GB, non-torch 0.35 GiB + 7 NVLink
+    #       peers × 1.79 GiB (data/vllm_memory.yaml) = 13.830 GB
+    #       -> pool 35.672 GB -> 31,726 blocks -> 15 requests; every GPU holds the same latent: 15 in total.
     tp8 = _plan("deepseek-ai/DeepSeek-V3", num_gpus=8, tensor_parallel_size=8)
     assert tp8.weight_bytes_per_gpu == pytest.approx((15.264275456e9 + 653.908770816e9 + 3.70671616e9) / 8)
-    assert tp8.num_gpu_blocks == 32_079
-    assert tp8.deployment_max_concurrency == 32_079 // 2048 == 15
+    assert tp8.num_gpu_blocks == 31_726
+    assert tp8.deployment_max_concurrency == 31_726 // 2048 == 15
     # DP 8 + EP 8: attention replicated, experts split 8 ways: 15.264 + 3.707 + 653.909 / 8 = 100.710 GB;
-    #       activations + runtime = 2.170 GB -> pool 32.219 GB -> 28,655 blocks -> 13 requests per GPU, × 8 ranks
+    #       activations 1.687 GB + non-torch 0.376 GB + CUDA graphs 0.505 GB -> pool 31.822 GB -> 28,302 blocks
+    #       -> 13 requests per GPU, × 8 ranks
     dp8 = _plan("deepseek-ai/DeepSeek-V3", num_gpus=8, data_parallel_size=8, enable_expert_parallel=True)
     assert dp8.weight_bytes_per_gpu == pytest.approx(15.264275456e9 + 3.70671616e9 + 653.908770816e9 / 8)
-    assert dp8.num_gpu_blocks == 28_655
+    assert dp8.num_gpu_blocks == 28_302
     assert dp8.expert_parallel_size == 8
-    assert dp8.deployment_max_concurrency == 8 * (28_655 // 2048) == 104
+    assert dp8.deployment_max_concurrency == 8 * (28_302 // 2048) == 104
     assert main(["memory", "--model", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--dp", "8", "--ep", "8",
                  "--max-model-len", "32768", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
