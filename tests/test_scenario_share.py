@@ -10,6 +10,13 @@ from planner.core.errors import InputError
 from planner.core.scenario import Scenario
 from planner.core.scenario_codec import from_json, from_query, to_json, to_query
 from planner.core.specs import Deployment
+from planner.core.scenario import Calibration
+from planner.core.workload import SLO, TrafficSpec
+from planner.latency.efficiency import EfficiencyProfile
+
+CALIBRATION = Calibration(engine="vllm", gpu_family="ampere", profile=EfficiencyProfile(
+    matmul_efficiency=0.61234567, attention_efficiency=0.4, memory_efficiency=0.8, step_overhead_s=0.0031,
+    allreduce_latency_s=1.25e-5, moe_efficiency=0.7, num_points=7, note="fitted on 7 points"))
 
 SCENARIOS = [
     Scenario(),
@@ -18,6 +25,11 @@ SCENARIOS = [
                                    gpu_memory_utilization=0.85, max_model_len=16384, block_size=32,
                                    max_num_seqs=64, max_num_batched_tokens=4096, enforce_eager=True)),
     Scenario(model_spec=get_model("deepseek-ai/DeepSeek-V2-Lite"), gpu="L4", gpu_memory_gb=48),
+    # the workload, SLO, target rate and the user's calibration travel too (issue 16)
+    Scenario(model="meta-llama/Llama-3.1-70B", gpu="A100-80GB", deployment=Deployment(num_gpus=4, tensor_parallel_size=4),
+             traffic=TrafficSpec(profile="custom", prompt="fixed:2000", output="fixed:300", seed=3, num_requests=600),
+             slo=SLO(ttft_p95_s=1.2345678, tpot_p95_s=0.05, e2e_p99_s=30), target_rate=60, headroom=1.35,
+             calibration=CALIBRATION),
 ]
 
 
@@ -34,6 +46,9 @@ def test_json_round_trip_is_exact(scenario):
 @pytest.mark.parametrize("params, field", [
     ({"tp": "two"}, "tp"), ({"util": "1.5"}, "util"), ({"gpus": "3", "tp": "2"}, "tp"),
     ({"eager": "perhaps"}, "eager"), ({"spec": "{not json"}, "spec"), ({"ctx": "-1"}, "ctx"),
+    ({"rate": "-5"}, "rate"), ({"rate": "lots"}, "rate"), ({"profile": "video"}, "profile"), ({"ttft": "0"}, "ttft"),
+    ({"headroom": "0.5"}, "headroom"), ({"cal": "vllm~ampere~notbase64!"}, "cal"), ({"cal": "vllm"}, "cal"),
+    ({"pc": "perhaps"}, "pc"), ({"n": "many"}, "n"),
 ])
 def test_bad_query_names_the_parameter(params, field):
     with pytest.raises(InputError) as err:
@@ -85,3 +100,14 @@ def test_a_bad_shared_url_is_reported_and_the_defaults_stay():
     at = _app_with_query(tp="3")
     assert any("Shared link ignored" in e.value and "tp" in e.value for e in at.error)
     assert at.session_state["scenario"].deployment.tensor_parallel_size == 1
+
+
+def test_calibration_travels_compactly():
+    q = to_query(SCENARIOS[-1])
+    assert len(q["cal"]) < 250 and from_query(q).calibration == CALIBRATION
+
+
+def test_a_link_from_before_the_workload_existed_still_loads():
+    old = {"model": "meta-llama/Llama-3.1-8B", "gpu": "A100-80GB", "tp": "1", "ctx": "4096"}
+    s = from_query(old)
+    assert s.context_tokens == 4096 and s.traffic == TrafficSpec() and s.slo == SLO() and s.target_rate == 50
