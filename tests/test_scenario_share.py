@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import pytest
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
 from planner.core.catalog import get_model
 from planner.core.errors import InputError
-from planner.core.scenario import Scenario
+from planner.core.scenario import Calibration, Scenario
 from planner.core.scenario_codec import from_json, from_query, to_json, to_query
 from planner.core.specs import Deployment
-from planner.core.scenario import Calibration
 from planner.core.workload import SLO, TrafficSpec
 from planner.latency.efficiency import EfficiencyProfile
 
