@@ -7,7 +7,9 @@ from apptest_helpers import app, metrics
 from planner.memory.plan import plan_memory
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
+from planner.core.workload import TrafficSpec
 from ui.sidebar import UPLOAD
+from ui.workload_widgets import lengths_of
 
 
 def test_default_scenario_renders_the_key_numbers():
@@ -17,7 +19,10 @@ def test_default_scenario_renders_the_key_numbers():
     assert m["Parameters"] == "8.03 B"  # Llama-3.1-8B
     assert m["Weights per GPU"] == "16.06 GB"
     assert m["KV per token"] == "131,072 B"
-    expected = plan_memory(resolve(Scenario(context_tokens=4096, deployment=Deployment(max_model_len=8192))))
+    # requests of the default chat profile's mean length (the sidebar's one workload)
+    ctx = lengths_of(TrafficSpec()).context_tokens
+    assert 1300 < ctx < 1500
+    expected = plan_memory(resolve(Scenario(context_tokens=ctx, deployment=Deployment(max_model_len=8192))))
     assert m["Textbook: requests fit"] == f"{expected.textbook_max_requests:,}"
     assert m["vLLM: max concurrency"] == f"{expected.max_concurrency:,.2f}x"
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]

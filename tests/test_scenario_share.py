@@ -19,7 +19,8 @@ CALIBRATION = Calibration(engine="vllm", gpu_family="ampere", profile=Efficiency
 
 SCENARIOS = [
     Scenario(),
-    Scenario(gpu="A100-80GB", context_tokens=2000,
+    Scenario(gpu="A100-80GB", context_tokens=2000, traffic=TrafficSpec(profile="custom", prompt="fixed:1700",
+                                                                       output="fixed:300"),
              deployment=Deployment(num_gpus=8, tensor_parallel_size=4, weights="awq-int4", kv_cache_dtype="fp8",
                                    gpu_memory_utilization=0.85, max_model_len=16384, block_size=32,
                                    max_num_seqs=64, max_num_batched_tokens=4096, enforce_eager=True)),
@@ -27,7 +28,7 @@ SCENARIOS = [
     # the workload, SLO, target rate and the user's calibration travel too (issue 16)
     Scenario(model="meta-llama/Llama-3.1-70B", gpu="A100-80GB", deployment=Deployment(num_gpus=4, tensor_parallel_size=4),
              traffic=TrafficSpec(profile="custom", prompt="fixed:2000", output="fixed:300", seed=3, num_requests=600),
-             slo=SLO(ttft_p95_s=1.2345678, tpot_p95_s=0.05, e2e_p99_s=30), target_rate=60, headroom=1.35,
+             slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.05, e2e_p99_s=30.5), target_rate=60, headroom=1.35,
              calibration=CALIBRATION),
 ]
 
@@ -109,4 +110,22 @@ def test_calibration_travels_compactly():
 def test_a_link_from_before_the_workload_existed_still_loads():
     old = {"model": "meta-llama/Llama-3.1-8B", "gpu": "A100-80GB", "tp": "1", "ctx": "4096"}
     s = from_query(old)
-    assert s.context_tokens == 4096 and s.traffic == TrafficSpec() and s.slo == SLO() and s.target_rate == 50
+    assert s.context_tokens == 4096 and s.slo == SLO() and s.target_rate == 50
+    assert s.traffic == TrafficSpec(profile="custom", prompt="fixed:3796", output="fixed:300")
+
+
+def test_a_shared_url_restores_workload_slo_and_calibration():
+    expected = SCENARIOS[-1]
+    at = _app_with_query(**to_query(expected))
+    assert not at.exception and not at.error
+    got = at.session_state["scenario"]
+    assert got.model_copy(update={"calibration": None, "context_tokens": None}) == expected.model_copy(
+        update={"calibration": None})
+    assert got.context_tokens == 2300  # prompt + output: the one request length every page uses
+    assert got.calibration.profile == CALIBRATION.profile
+    assert at.session_state["sb_profile"] == "custom" and at.session_state["sb_prompt"] == 2000
+
+
+def test_floats_travel_exactly():
+    s = Scenario(slo=SLO(ttft_p95_s=1.2345678, tpot_p95_s=0.0123456789), target_rate=12.3456789)
+    assert from_query(to_query(s)) == s

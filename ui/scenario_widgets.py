@@ -15,14 +15,14 @@ from planner.core.hf_config import spec_document
 from planner.core.scenario import Scenario
 from planner.core.scenario_codec import from_json, from_query, to_json, to_query
 from ui.state import calibration_to_state
+from ui.workload_widgets import widget_values as workload_values
 
 TP_CHOICES = [1, 2, 4, 8]
 # widget key -> (min, max) of its number_input / slider, checked before a restore sets it
 RANGES = {"sb_gpu_mem_gb": (1.0, 2000.0), "sb_num_gpus": (1, 1024), "sb_util": (0.5, 0.99),
-          "sb_max_len": (128, 10_000_000), "sb_max_seqs": (1, 4096), "sb_batched": (16, 1_000_000),
-          "sb_ctx": (1, 10_000_000)}
+          "sb_max_len": (128, 10_000_000), "sb_max_seqs": (1, 4096), "sb_batched": (16, 1_000_000)}
 PARAM_OF = {"sb_gpu_mem_gb": "gpu_gb", "sb_num_gpus": "gpus", "sb_util": "util", "sb_max_len": "maxlen",
-            "sb_max_seqs": "seqs", "sb_batched": "batched", "sb_ctx": "ctx"}
+            "sb_max_seqs": "seqs", "sb_batched": "batched"}
 
 
 def widget_values(s: Scenario, upload_choice: str) -> dict:
@@ -35,7 +35,7 @@ def widget_values(s: Scenario, upload_choice: str) -> dict:
               "sb_tp": d.tensor_parallel_size, "sb_num_gpus": d.num_gpus, "sb_weights": d.weights,
               "sb_kv": d.kv_cache_dtype, "sb_util": d.gpu_memory_utilization,
               "sb_set_maxlen": d.max_model_len is not None, "sb_block": d.block_size, "sb_max_seqs": d.max_num_seqs,
-              "sb_batched": d.max_num_batched_tokens, "sb_eager": d.enforce_eager, "sb_ctx": s.context_tokens or 4096}
+              "sb_batched": d.max_num_batched_tokens, "sb_eager": d.enforce_eager, **workload_values(s)}
     if s.model_spec is not None:
         values["sb_config_paste"] = spec_document(s.model_spec)
     if s.gpu_memory_gb is not None:

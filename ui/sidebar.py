@@ -1,4 +1,4 @@
-"""The shared sidebar: the scenario every page reads (model, GPU, precision, engine settings).
+"""The shared sidebar: the scenario every page reads (model, GPU, precision, engine settings, workload and SLO).
 
 Invalid input shows an error naming the field and keeps the last valid scenario, so nothing typed is lost.
 A shared link (query string) or a saved scenario JSON is applied to the widgets before they are drawn.
@@ -15,6 +15,7 @@ from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment, ModelSpec
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
 from ui.state import calibration_from_state, current_scenario, set_scenario
+from ui.workload_widgets import render_workload
 
 UPLOAD = "Upload or paste config.json"
 MANUAL = "Manual fields"
@@ -89,17 +90,16 @@ def _engine() -> dict:
         seqs = st.number_input("max_num_seqs", 1, 4096, 256, key="sb_max_seqs")
         batched = st.number_input("max_num_batched_tokens", 16, 1_000_000, 8192, step=512, key="sb_batched")
         eager = st.checkbox("enforce_eager (no CUDA graphs)", key="sb_eager")
-    ctx = st.number_input("Tokens per request (prompt + output)", 1, 10_000_000, 4096, step=256, key="sb_ctx")
-    return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager, ctx=ctx)
+    return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager)
 
 
 def _scenario_from_widgets() -> Scenario:
     try:
         choice, spec = _model_source()
     except InputError:
-        _hardware(), _engine()  # still draw them: a widget not drawn in a run loses its value
+        _hardware(), _engine(), render_workload()  # still draw them: a widget not drawn in a run loses its value
         raise
-    hw, eng = _hardware(), _engine()
+    hw, eng, work = _hardware(), _engine(), render_workload()
     dep = Deployment(num_gpus=hw["num_gpus"] // hw["tp"] * hw["tp"], tensor_parallel_size=hw["tp"],
                      weights=hw["weights"], kv_cache_dtype=hw["kv"], gpu_memory_utilization=eng["util"],
                      max_model_len=eng["max_len"], block_size=eng["block"], max_num_seqs=eng["seqs"],
@@ -109,7 +109,7 @@ def _scenario_from_widgets() -> Scenario:
     if spec is None and choice in (UPLOAD, MANUAL):
         spec = previous.model_spec  # keep the last valid upload while the user fixes theirs
     return Scenario(model=model_id, model_spec=spec, gpu=hw["gpu"], gpu_memory_gb=hw["gpu_memory_gb"],
-                    deployment=dep, context_tokens=eng["ctx"], calibration=calibration_from_state())
+                    deployment=dep, calibration=calibration_from_state(), **work)
 
 
 def render_sidebar() -> Scenario:

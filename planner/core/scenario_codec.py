@@ -147,6 +147,8 @@ def from_query(params: Mapping[str, str]) -> Scenario:
     if "ctx" in params:
         fields["context_tokens"] = _number(params, "ctx", int)
     fields.update(_workload_fields(params))
+    if "ctx" in params and "profile" not in params and fields["context_tokens"] >= 2:  # a link from before the workload
+        fields["traffic"] = TrafficSpec(profile="custom", **_old_link_lengths(fields["context_tokens"]))
     if "cal" in params:
         fields["calibration"] = decode_calibration(params["cal"])
     try:
@@ -155,6 +157,12 @@ def from_query(params: Mapping[str, str]) -> Scenario:
         e = from_validation_error(err)
         name = _SCENARIO.get(e.field.split(".")[0], e.field)
         raise InputError(f"URL parameter {name}", e.message.removeprefix("Value error, ")) from None
+
+
+def _old_link_lengths(context_tokens: int) -> dict[str, str]:
+    """Tokens per request as a custom workload: the primer's 300-token answer, at most half the context."""
+    output = max(1, min(300, context_tokens // 2))
+    return {"prompt": f"fixed:{context_tokens - output}", "output": f"fixed:{output}"}
 
 
 def _workload_fields(params: Mapping[str, str]) -> dict:
