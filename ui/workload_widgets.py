@@ -14,6 +14,7 @@ from planner.capacity.replicas import mean_tokens
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario
 from planner.core.workload import PROFILES, SLO, TrafficSpec
+from ui.state import current_scenario
 
 PROFILE_CHOICES = ["chat", "code", "rag", "custom"]
 ARRIVALS = {"custom": ["poisson", "gamma", "constant"], "trace": ["poisson", "trace"]}
@@ -130,3 +131,8 @@ def render_workload() -> dict:
     if profile != "custom":
         st.caption(f"Requests: {req.prompt_tokens:,} prompt + {req.output_tokens:,} output tokens ({req.source}).")
     return dict(traffic=traffic, slo=slo, target_rate=target, headroom=headroom, context_tokens=req.context_tokens)
+
+
+def scenario_lengths() -> Lengths:
+    """The current scenario's request lengths (every page's one source)."""
+    return lengths_of(current_scenario().traffic)
