@@ -78,6 +78,12 @@ def apply_pending_restores(upload_choice: str) -> list[str]:
                 _apply(from_query(params), upload_choice)
             except InputError as err:
                 errors.append(f"Shared link ignored: {err.field}: {err.message}")
+    pending = st.session_state.pop("sb_pending_scenario", None)  # "Use this deployment" (ui/ranking.py)
+    if isinstance(pending, Scenario):
+        try:
+            _apply(pending, upload_choice)
+        except InputError as err:
+            errors.append(f"Could not load that deployment: {err.field}: {err.message}")
     upload = st.session_state.get("sb_scenario_file")
     if upload is not None and getattr(upload, "file_id", None) != st.session_state.get("sb_applied_file"):
         st.session_state["sb_applied_file"] = getattr(upload, "file_id", None)

@@ -118,6 +118,9 @@ def render_sidebar() -> Scenario:
         st.header("Scenario")
         for message in apply_pending_restores(UPLOAD):
             st.error(message)
+        done = st.session_state.pop("sb_pending_message", None)
+        if done:
+            st.toast(done, icon=":material/check_circle:")
         try:
             scenario = _scenario_from_widgets()
             resolve(scenario)
