@@ -13,7 +13,7 @@ if str(ROOT) not in sys.path:  # `streamlit run pages/capacity.py` puts only pag
     sys.path.insert(0, str(ROOT))
 
 from planner.capacity.autoscale import METRICS, Policy, diurnal_rates, measure_replica, simulate_day, trace_rates  # noqa: E402
-from planner.capacity.replicas import MIN_SERVED, base_workload, capacity_plan  # noqa: E402
+from planner.capacity.replicas import MIN_SERVED, base_workload  # noqa: E402
 from planner.core.workload import SLO, TrafficSpec  # noqa: E402
 from planner.core.catalog import gpus  # noqa: E402
 from planner.core.errors import InputError  # noqa: E402
@@ -21,6 +21,7 @@ from planner.core.workload import PROFILES  # noqa: E402
 from planner.capacity.recommend import mark_pareto, recommend, tasks_for  # noqa: E402
 from planner.core.scenario import Scenario  # noqa: E402
 from ui.charts import capacity as charts  # noqa: E402
+from ui.cached import capacity_cached  # noqa: E402
 from ui.ranking import column_config, ranking_table, use_scenario, with_deployment  # noqa: E402
 from ui.state import current_scenario, resolved_or_stop  # noqa: E402
 
@@ -30,12 +31,6 @@ RANKING_NUM_REQUESTS = 600
 def _price_table() -> pd.DataFrame:
     return pd.DataFrame([{"GPU": g.id, "$ per GPU-hour": g.usd_per_hour, "price date": g.price_date,
                           "source": g.source.get("price", "")} for g in gpus().values()])
-
-
-@st.cache_data(show_spinner="Searching the capacity per replica…", max_entries=32)
-def _plan(scenario_json: str, target: float, traffic: TrafficSpec, slo: SLO, headroom: float,
-          prices: tuple) -> dict:
-    return capacity_plan(Scenario.model_validate_json(scenario_json), target, traffic, slo, headroom, dict(prices))
 
 
 @st.cache_data(show_spinner="Measuring one replica at light load…", max_entries=16)
@@ -78,7 +73,7 @@ prices = tuple(sorted((row["GPU"], float(row["$ per GPU-hour"])) for _, row in e
 dep = r.deployment
 st.header(f"{r.model.name} on {dep.tensor_parallel_size} × {r.gpu.id} ({r.weights.label}) per replica")
 try:
-    plan = _plan(scenario.model_dump_json(), float(target), traffic, slo, float(headroom), prices)
+    plan = capacity_cached(scenario.model_dump_json(), prices)  # shared with the report, across sessions
 except InputError as err:
     st.error(f"{err.field}: {err.message}")
     st.stop()
