@@ -19,9 +19,10 @@ st.caption(f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_
 c = st.columns(4)
 c[0].metric("Parameters", f"{plan.params / 1e9:,.2f} B",
             help=f"{plan.params:,} total" + (f"; {plan.active_params:,} active per token" if r.model.is_moe else ""))
-c[1].metric("Weights per GPU", f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB")
+c[1].metric("Weights per GPU (GB)", f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB",
+            help=f"decimal GB (1e9 B) = {plan.weight_bytes_per_gpu / 2**30:,.2f} GiB")
 c[2].metric("KV per token", f"{plan.kv_bytes_per_token:,.0f} B", help="all layers, K and V, whole model")
-c[3].metric("KV per request", f"{plan.kv_bytes_per_request / 1e9:,.3f} GB", help=f"{plan.context_tokens:,} tokens"
+c[3].metric("KV per request (GB)", f"{plan.kv_bytes_per_request / 1e9:,.3f} GB", help=f"{plan.context_tokens:,} tokens"
             + (" (sliding-window layers capped at the window)" if r.model.sliding_window else ""))
 c = st.columns(4)
 c[0].metric("Textbook: requests fit", f"{plan.textbook_max_requests:,}",
@@ -29,7 +30,8 @@ c[0].metric("Textbook: requests fit", f"{plan.textbook_max_requests:,}",
 c[1].metric("vLLM: requests fit", f"{plan.paged_max_requests:,}",
             help=f"requests of {plan.context_tokens:,} tokens in the paged pool's blocks")
 c[2].metric("vLLM: max concurrency", f"{plan.max_concurrency:,.2f}x", help=plan.pool.log_lines[1])
-c[3].metric("vLLM KV pool per GPU", f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB")
+c[3].metric("vLLM KV pool per GPU (GiB)", f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB",
+            help=f"binary GiB (2^30 B), as vLLM logs it = {plan.kv_pool_bytes_per_gpu / 1e9:,.2f} GB")
 for w in plan.warnings:
     (st.error if w.startswith("Does not fit") else st.warning)(w)
 

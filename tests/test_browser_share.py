@@ -102,13 +102,13 @@ def _fit_metrics(s: Scenario) -> dict[str, str]:
     """What pages/fit.py shows for scenario `s`, computed by the planner (same formatting)."""
     plan = plan_memory(resolve(s))
     return {"Parameters": f"{plan.params / 1e9:,.2f} B",
-            "Weights per GPU": f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB",
+            "Weights per GPU (GB)": f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB",
             "KV per token": f"{plan.kv_bytes_per_token:,.0f} B",
-            "KV per request": f"{plan.kv_bytes_per_request / 1e9:,.3f} GB",
+            "KV per request (GB)": f"{plan.kv_bytes_per_request / 1e9:,.3f} GB",
             "Textbook: requests fit": f"{plan.textbook_max_requests:,}",
             "vLLM: requests fit": f"{plan.paged_max_requests:,}",
             "vLLM: max concurrency": f"{plan.max_concurrency:,.2f}x",
-            "vLLM KV pool per GPU": f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB"}
+            "vLLM KV pool per GPU (GiB)": f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB"}
 
 
 def _assert_fit_metrics(page, s: Scenario) -> None:
@@ -198,7 +198,7 @@ def test_saved_scenario_json_restores_in_fresh_session(page, open_page, app_url,
     uploader.locator('input[type="file"]').set_input_files(str(saved_path))
     wait_for_value(fresh, _combobox(fresh, "GPU"), _gpu_label("L40S"), "GPU after loading the saved JSON")
     wait_for_value(fresh, _combobox(fresh, "Weights"), weight_precisions()["fp8"].label, "Weights after loading")
-    wait_for_metric_change(fresh, "Weights per GPU", default_fit["Weights per GPU"])
+    wait_for_metric_change(fresh, "Weights per GPU (GB)", default_fit["Weights per GPU (GB)"])
     assert not fresh.locator(SIDEBAR_ERROR).count(), fresh.locator(SIDEBAR_ERROR).first.inner_text()
     _assert_fit_metrics(fresh, scenario)
     assert _wait_query(fresh, gpu="L40S", w="fp8") == to_query(scenario)  # the link now shares the loaded scenario
