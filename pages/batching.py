@@ -22,8 +22,8 @@ SWEEP_MAX_REQUESTS = 20_000  # the spread sweep reruns both policies 7 times: sk
 
 
 def _steps(value: float) -> str:
-    """A step count for a metric: two decimals while small, whole steps once they would not fit."""
-    return f"{value:,.2f}" if value < 1000 else f"{value:,.0f}"
+    """A step count for a metric, with its unit: two decimals while small, whole steps once they would not fit."""
+    return (f"{value:,.2f}" if value < 1000 else f"{value:,.0f}") + " steps"
 
 
 def _apply_scenario_defaults() -> None:
