@@ -6,7 +6,8 @@ from planner.memory.plan import breakdown_per_gpu, concurrency_vs_context, plan_
 from planner.memory.vllm_pool import vllm_constants
 from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack
-from ui.state import resolved_or_stop
+from ui.fit_verdict import render_verdict
+from ui.state import current_scenario, resolved_or_stop
 
 st.title("Does it fit?")
 r = resolved_or_stop()
@@ -16,6 +17,8 @@ dep = r.deployment
 st.caption(f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_parallel_size} · weights "
            f"{r.weights.label} · KV {r.kv.label} ({r.kv_bytes:g} bytes/value) · max_model_len {r.max_model_len:,}")
 
+render_verdict(current_scenario(), plan.paged_max_requests if plan.fits and plan.num_gpu_blocks > 0 else 0,
+               plan.context_tokens, plan.weight_bytes_per_gpu / 1e9, r.gpu.usable_memory_bytes / 1e9)
 c = st.columns(4)
 c[0].metric("Parameters", f"{plan.params / 1e9:,.2f} B",
             help=f"{plan.params:,} total" + (f"; {plan.active_params:,} active per token" if r.model.is_moe else ""))

@@ -143,3 +143,24 @@ def test_streamlit_toolbar_has_no_deploy_button():
     from conftest import ROOT
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["client"]["toolbarMode"] == "minimal"  # "minimal" hides Deploy and the developer options
+
+
+def test_plain_verdict_and_the_nearest_fix_one_click_away():
+    at = app(sb_model="meta-llama/Llama-3.1-70B", sb_gpu="A100-80GB")
+    assert not at.exception
+    verdict = next(e.value for e in at.error if e.value.startswith("**Does not fit:**"))
+    assert "weights alone take" in verdict and "Nearest fixes" in verdict
+    shown = " ".join(m.value for m in at.markdown)
+    assert "**precision:** AWQ INT4" in shown and "**TP:** TP 2" in shown and "**GPU:**" in shown
+    at.button(key="fit_use_1").click().run()  # TP 2
+    assert not at.exception
+    # queued for the sidebar (AppTest reruns only the page after the first run; the landing of a queued
+    # deployment in the sidebar's widgets is test_page_capacity.test_a_used_deployment_lands_in_the_sidebar)
+    loaded = at.session_state["sb_pending_scenario"]
+    assert (loaded.gpu, loaded.deployment.tensor_parallel_size, loaded.deployment.num_gpus) == ("A100-80GB", 2, 2)
+    assert loaded.model == "meta-llama/Llama-3.1-70B"
+
+
+def test_a_fitting_scenario_says_so_plainly():
+    at = app()
+    assert any(s.value.startswith("**Fits.**") for s in at.success)

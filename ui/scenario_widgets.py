@@ -82,6 +82,7 @@ def apply_pending_restores(upload_choice: str) -> list[str]:
     if isinstance(pending, Scenario):
         try:
             _apply(pending, upload_choice)
+            st.session_state["sb_last_loaded"] = pending
         except InputError as err:
             errors.append(f"Could not load that deployment: {err.field}: {err.message}")
     upload = st.session_state.get("sb_scenario_file")
