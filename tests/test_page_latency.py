@@ -117,3 +117,14 @@ def _timed(at, batch) -> float:
     t = time.perf_counter()
     at.slider(key="latency_batch").set_value(batch).run()
     return time.perf_counter() - t
+
+
+def test_log_axes_tick_by_decade_and_legends_leave_the_right_axis_clear():
+    at = fresh(mode=STATIC)
+    for chart in (json.loads(c.proto.spec) for c in at.get("plotly_chart")):
+        layout = chart["layout"]
+        for name, axis in layout.items():
+            if name.startswith(("xaxis", "yaxis")) and axis.get("type") == "log":
+                assert axis.get("dtick") == 1, (layout["title"]["text"], name)  # 1, 10, 100: not "1 2 5 10 2 5"
+        if "yaxis2" in layout:  # a right-hand axis: the legend sits below the plot, not over its labels
+            assert layout["legend"]["orientation"] == "h" and layout["legend"]["y"] < 0, layout["title"]["text"]
