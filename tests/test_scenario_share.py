@@ -129,3 +129,36 @@ def test_a_shared_url_restores_workload_slo_and_calibration():
 def test_floats_travel_exactly():
     s = Scenario(slo=SLO(ttft_p95_s=1.2345678, tpot_p95_s=0.0123456789), target_rate=12.3456789)
     assert from_query(to_query(s)) == s
+
+
+def test_a_shared_link_carries_the_page_inputs_that_change_the_answer():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for k, v in {**to_query(SCENARIOS[-1]), "latency_mode": "Static batch (primer §5)", "latency_batch": "24",
+                 "latency_engine": "tensorrt-llm", "cap_min_replicas": "3"}.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception and not at.error
+    assert at.session_state["latency_mode"] == "Static batch (primer §5)"
+    assert at.session_state["latency_batch_wanted"] == 24 and at.session_state["cap_min_replicas"] == 3
+    assert at.session_state["latency_engine"] == "tensorrt-llm"
+
+
+def test_bad_page_inputs_in_a_link_are_named_and_skipped():
+    at = _app_with_query(**to_query(Scenario()), latency_batch="many", cap_amplitude="7")
+    errors = " ".join(e.value for e in at.error)
+    assert "latency_batch ignored" in errors and "cap_amplitude ignored" in errors
+    assert at.session_state["scenario"] == at.session_state["scenario"].model_copy()  # the scenario still loads
+
+
+def test_the_url_carries_the_page_inputs(monkeypatch):
+    """page_query (the share box adds it to the scenario's query; AppTest reruns only the page after the first
+    run, so the frame's URL update is checked in the browser)."""
+    import ui.page_inputs as pi
+    state = {"latency_mode": "Static batch (primer §5)", "latency_batch": 24, "cap_amplitude": 0.35, "other": 1}
+    monkeypatch.setattr(pi.st, "session_state", state)
+    q = pi.page_query()
+    assert q == {"latency_mode": "Static batch (primer §5)", "latency_batch": "24", "cap_amplitude": "0.35"}
+    restored: dict = {}
+    monkeypatch.setattr(pi.st, "session_state", restored)
+    assert pi.restore_page_inputs(q) == []
+    assert restored == {"latency_mode": "Static batch (primer §5)", "latency_batch_wanted": 24, "cap_amplitude": 0.35}

@@ -14,6 +14,7 @@ from planner.core.errors import InputError
 from planner.core.hf_config import spec_document
 from planner.core.scenario import Scenario
 from planner.core.scenario_codec import from_json, from_query, to_json, to_query
+from ui.page_inputs import page_query, restore_page_inputs
 from ui.state import calibration_to_state
 from ui.workload_widgets import widget_values as workload_values
 
@@ -63,7 +64,7 @@ def _check_choices(values: dict) -> None:
 def _apply(s: Scenario, upload_choice: str) -> None:
     for key, value in widget_values(s, upload_choice).items():
         st.session_state[key] = value
-    calibration_to_state(s.calibration)  # a saved file carries its calibration (a URL carries none)
+    calibration_to_state(s.calibration)  # a saved file or a link carries the user's calibration
     st.session_state.pop("scenario", None)  # the restored scenario replaces the last valid one
 
 
@@ -78,6 +79,7 @@ def apply_pending_restores(upload_choice: str) -> list[str]:
                 _apply(from_query(params), upload_choice)
             except InputError as err:
                 errors.append(f"Shared link ignored: {err.field}: {err.message}")
+            errors += restore_page_inputs(params)
     pending = st.session_state.pop("sb_pending_scenario", None)  # "Use this deployment" (ui/ranking.py)
     if isinstance(pending, Scenario):
         try:
@@ -97,7 +99,7 @@ def apply_pending_restores(upload_choice: str) -> list[str]:
 
 def render_share_box(s: Scenario) -> None:
     """Keep the URL in step with the scenario; offer the link, a scenario JSON download and a JSON upload."""
-    query = to_query(s)
+    query = {**to_query(s), **page_query()}
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
     with st.expander("Share or save this scenario"):
