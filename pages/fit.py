@@ -18,7 +18,7 @@ st.caption(f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_
            f"{r.weights.label} · KV {r.kv.label} ({r.kv_bytes:g} bytes/value) · max_model_len {r.max_model_len:,}")
 
 render_verdict(current_scenario(), plan.paged_max_requests if plan.fits and plan.num_gpu_blocks > 0 else 0,
-               plan.context_tokens, plan.weight_bytes_per_gpu / 1e9, r.gpu.usable_memory_bytes / 1e9)
+               plan.context_tokens, next((w for w in plan.warnings if w.startswith("Does not fit")), ""))
 c = st.columns(4)
 c[0].metric("Parameters", f"{plan.params / 1e9:,.2f} B",
             help=f"{plan.params:,} total" + (f"; {plan.active_params:,} active per token" if r.model.is_moe else ""))
@@ -36,7 +36,8 @@ c[2].metric("vLLM: max concurrency", f"{plan.max_concurrency:,.2f}x", help=plan.
 c[3].metric("vLLM KV pool per GPU (GiB)", f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB",
             help=f"binary GiB (2^30 B), as vLLM logs it = {plan.kv_pool_bytes_per_gpu / 1e9:,.2f} GB")
 for w in plan.warnings:
-    (st.error if w.startswith("Does not fit") else st.warning)(w)
+    if not w.startswith("Does not fit"):  # that one is the verdict above
+        st.warning(w)
 
 st.code("\n".join(f"INFO ... {line}" for line in plan.pool.log_lines), language="text")
 

@@ -68,15 +68,15 @@ def nearest_fixes(s: Scenario) -> list[Fix]:
     return [f for f in found if f is not None]
 
 
-def render_verdict(s: Scenario, requests: int, context_tokens: int, weights_gb: float, usable_gb: float) -> None:
-    """The plain verdict; when it does not fit, the nearest fixes with a "Use this" button each."""
+def render_verdict(s: Scenario, requests: int, context_tokens: int, reason: str = "") -> None:
+    """The plain verdict; when it does not fit, why (the memory plan's reason) and the nearest fixes, each with a
+    "Use this" button."""
     if requests >= 1:
         st.success(f"**Fits.** {requests:,} requests of {context_tokens:,} tokens fit at once per replica in "
                    "vLLM's KV pool.", icon=":material/check_circle:")
         return
     fixes = nearest_fixes(s)
-    why = (f"the weights alone take {weights_gb:,.1f} GB per GPU of {usable_gb:,.1f} GB usable"
-           if weights_gb >= usable_gb * 0.9 else f"no request of {context_tokens:,} tokens fits what is left")
+    why = reason.removeprefix("Does not fit: ").rstrip(".") or f"no request of {context_tokens:,} tokens fits the KV pool"
     st.error(f"**Does not fit:** {why}." + (" Nearest fixes:" if fixes else " No single change fits it: shorten "
                                             "the requests or lower max_model_len."), icon=":material/block:")
     for i, fix in enumerate(fixes):
