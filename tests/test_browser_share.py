@@ -23,16 +23,19 @@ from planner.report import COLUMNS, report_rows, to_csv
 from planner.core.scenario import Scenario, resolve
 from planner.core.scenario_codec import from_json, from_query, to_query
 from planner.core.specs import Deployment
+from planner.core.workload import SLO, TrafficSpec
 
 pytestmark = pytest.mark.browser
 
 SIDEBAR = '[data-testid="stSidebar"]'
 SIDEBAR_ERROR = f'{SIDEBAR} [data-testid="stAlertContentError"]'
 SHARE_EXPANDER = "Share or save this scenario"
-CTX_LABEL = "Tokens per request (prompt + output)"
-# the shared link of test (b): every field off its default that the brief names
+PROMPT_LABEL = "Prompt tokens"  # the sidebar's Workload and SLO (custom profile)
+# the shared link of test (b): every field off its default that the brief names; the request's 7,700 + 300 tokens
+# are the context every page sizes (8,000)
 SHARED = Scenario(model="mistralai/Mistral-7B-v0.1", gpu="L40S", deployment=Deployment(weights="fp8"),
-                  context_tokens=8000)
+                  context_tokens=8000, traffic=TrafficSpec(profile="custom", prompt="fixed:7700", output="fixed:300"),
+                  target_rate=12.5, slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.08))
 
 
 # --- fixtures ---------------------------------------------------------------------------------------------------
@@ -60,8 +63,8 @@ def _combobox(page, label: str):
     return page.locator(f'{SIDEBAR} input[role="combobox"][aria-label="{label}"]')
 
 
-def _ctx_input(page):
-    return page.locator(SIDEBAR).get_by_label(CTX_LABEL)
+def _prompt_input(page):
+    return page.locator(SIDEBAR).get_by_label(PROMPT_LABEL)
 
 
 def _query(page) -> dict[str, str]:
@@ -118,11 +121,12 @@ def _assert_fit_metrics(page, s: Scenario) -> None:
 
 
 def _assert_sidebar_shows(page, s: Scenario) -> None:
-    """The sidebar's inputs hold scenario `s` (model, GPU, weights, tokens per request)."""
+    """The sidebar's inputs hold scenario `s` (model, GPU, weights, the request's prompt tokens, target rate)."""
     wait_for_value(page, _combobox(page, "Model"), s.model, "Model")
     wait_for_value(page, _combobox(page, "GPU"), _gpu_label(s.gpu), "GPU")
     wait_for_value(page, _combobox(page, "Weights"), weight_precisions()[s.deployment.weights].label, "Weights")
-    wait_for_value(page, _ctx_input(page), str(s.context_tokens), CTX_LABEL)
+    wait_for_value(page, _prompt_input(page), s.traffic.prompt.removeprefix("fixed:"), PROMPT_LABEL)
+    wait_for_value(page, page.locator(SIDEBAR).get_by_label("Target (req/s)"), f"{s.target_rate:.2f}", "Target")
 
 
 # --- (a) the sizing report CSV ------------------------------------------------------------------------------------
