@@ -7,12 +7,30 @@ from planner.memory.vllm_pool import vllm_constants
 from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack
 from ui.fit_verdict import render_verdict
+from planner.core.scenario import Scenario, resolve
 from ui.state import current_scenario, resolved_or_stop
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _fit(scenario_json: str) -> tuple:
+    """(memory plan, TP options, concurrency-vs-context chart, memory stack chart) of one scenario, shared by
+    every session (cache_resource: st.plotly_chart only reads the figures)."""
+    r = resolve(Scenario.model_validate_json(scenario_json))
+    plan = plan_memory(r)
+    gb = r.gpu.marketed_bytes
+    textbook_kv = plan.textbook_max_requests * plan.kv_bytes_per_request / plan.tensor_parallel_size
+    bars = {"textbook (marketed GB)": {"weights": plan.weight_bytes_per_gpu, "KV for requests": textbook_kv,
+                                       "free": gb - plan.weight_bytes_per_gpu - textbook_kv}}
+    for i in range(min(r.deployment.tensor_parallel_size, 8)):
+        bars[f"vLLM: GPU {i}"] = breakdown_per_gpu(plan)
+    return (plan, tp_options(r), concurrency_chart(concurrency_vs_context(r)),
+            memory_stack(bars, "Where the memory goes, per GPU"))
+
 
 st.title("Does it fit?")
 r = resolved_or_stop()
 
-plan = plan_memory(r)
+plan, tp_rows, concurrency_fig, stack_fig = _fit(current_scenario().model_dump_json())
 dep = r.deployment
 st.caption(f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_parallel_size} · weights "
            f"{r.weights.label} · KV {r.kv.label} ({r.kv_bytes:g} bytes/value) · max_model_len {r.max_model_len:,}")
@@ -42,14 +60,7 @@ for w in plan.warnings:
 st.code("\n".join(f"INFO ... {line}" for line in plan.pool.log_lines), language="text")
 
 # --- where the memory goes -------------------------------------------------------------------------
-gb = r.gpu.marketed_bytes
-textbook_kv = plan.textbook_max_requests * plan.kv_bytes_per_request / plan.tensor_parallel_size
-bars = {"textbook (marketed GB)": {"weights": plan.weight_bytes_per_gpu, "KV for requests": textbook_kv,
-                                    "free": gb - plan.weight_bytes_per_gpu - textbook_kv}}
-per_gpu = breakdown_per_gpu(plan)
-for i in range(min(dep.tensor_parallel_size, 8)):
-    bars[f"vLLM: GPU {i}"] = per_gpu
-st.plotly_chart(memory_stack(bars, "Where the memory goes, per GPU"), width="stretch")
+st.plotly_chart(stack_fig, width="stretch")
 with st.expander("Formula: the textbook fit, with your numbers"):
     st.markdown(f"""
 - KV bytes per token = 2 × layers × KV heads × head dim × bytes = 2 × {r.model.num_layers} × {r.model.num_kv_heads}
@@ -80,7 +91,7 @@ with st.expander("Formula: vLLM's KV pool, with your numbers"):
 
 # --- concurrency against context ---------------------------------------------------------------
 st.subheader("How many requests fit as the context grows")
-st.plotly_chart(concurrency_chart(concurrency_vs_context(r)), width="stretch")
+st.plotly_chart(concurrency_fig, width="stretch")
 with st.expander("Formula: paged blocks against contiguous reservation, with your numbers"):
     st.markdown(f"""
 - Textbook: floor(({r.gpu.memory_gb:g} GB − weights per GPU) / (tokens × {plan.kv_bytes_per_token_per_gpu:,.0f} B per token per GPU)).
@@ -93,7 +104,7 @@ with st.expander("Formula: paged blocks against contiguous reservation, with you
 
 # --- tensor parallel options ---------------------------------------------------------------------
 st.subheader("Tensor-parallel options")
-df = pd.DataFrame(tp_options(r))
+df = pd.DataFrame(tp_rows)
 df["weights_per_gpu_GB"] = df.pop("weights_per_gpu_bytes") / 1e9
 df["kv_pool_per_gpu_GiB"] = df.pop("kv_pool_per_gpu_bytes") / 2**30
 st.dataframe(df[["tp", "gpus", "fits", "weights_per_gpu_GB", "kv_pool_per_gpu_GiB", "kv_cache_tokens",
