@@ -59,6 +59,11 @@ def test_the_plan_on_screen_in_the_csv_and_in_the_link(browser, app_url):
 
         link = pg.url  # the app keeps the URL in step with the scenario and the page
         assert urlsplit(link).path.endswith("/capacity")
+        box = pg.locator(f'{SIDEBAR} [data-testid="stExpander"]').filter(has_text="Share or save this scenario")
+        box.locator("summary").click()
+        copied = box.locator("code").first.text_content()
+        assert urlsplit(copied).path.endswith("/capacity"), copied  # the copy-link box names the page too
+        assert "rate=50" in copied and "ttft=2" in copied
         again = open_session(browser, link)
         try:
             again.get_by_text("Capacity per replica (req/s)").wait_for(timeout=120_000)
