@@ -22,8 +22,9 @@ SWEEP_MAX_REQUESTS = 20_000  # the spread sweep reruns both policies 7 times: sk
 
 
 def _steps(value: float) -> str:
-    """A step count for a metric, with its unit: two decimals while small, whole steps once they would not fit."""
-    return (f"{value:,.2f}" if value < 1000 else f"{value:,.0f}") + " steps"
+    """A step count for a metric (its label names the unit): two decimals while small, whole steps once they would
+    not fit."""
+    return f"{value:,.2f}" if value < 1000 else f"{value:,.0f}"
 
 
 def _apply_scenario_defaults() -> None:
@@ -124,9 +125,9 @@ for name, s in summaries.items():
     cols[0].markdown(f"**{name.capitalize()}**")
     cols[1].metric("Done at step", f"{s.end_step:,}")
     cols[2].metric("GPU busy", f"{s.gpu_busy:.1%}")
-    cols[3].metric("Average wait", _steps(s.avg_wait))
-    cols[4].metric("Average latency", _steps(s.avg_latency))
-    cols[5].metric("p95 latency", _steps(s.p95_latency))
+    cols[3].metric("Average wait (steps)", _steps(s.avg_wait))
+    cols[4].metric("Average latency (steps)", _steps(s.avg_latency))
+    cols[5].metric("p95 latency (steps)", _steps(s.p95_latency))
 st.caption("GPU busy = useful slot-steps / (slots × last step). Wait = step admitted − arrival; latency = step "
            "finished − arrival (static: every request returns when its batch's longest finishes). Percentiles: "
            "numpy 'linear'.")
@@ -175,7 +176,7 @@ cols[1].metric("Padding share", f"{ds.padding_share:.1%}")
 cols[2].metric("Padding saved", f"{one.padding_share - bucketed.padding_share:.1%}",
                help="By length buckets: padding share with one queue minus with buckets.")
 cols[3].metric("Prefill batches", f"{ds.num_batches:,}", help="Groups admitted together: one prefill pass each.")
-cols[4].metric("p95 latency", _steps(ds.p95_latency))
+cols[4].metric("p95 latency (steps)", _steps(ds.p95_latency))
 st.plotly_chart(dyn_gantt, key="batching_dyn_gantt")
 if padding is not None:
     st.plotly_chart(padding, key="batching_dyn_padding")
