@@ -106,6 +106,6 @@ def render_share_box(s: Scenario) -> None:
         base = (st.context.url or "").split("?")[0]
         st.caption("Copy link (the copy button is at the right of the box):")
         st.code(f"{base}?{urlencode(query)}", language=None, wrap_lines=True)
-        st.download_button("Save scenario JSON", to_json(s), file_name="scenario.json", mime="application/json",
-                           key="sb_save_scenario")
+        st.download_button("Save scenario JSON", lambda: to_json(s), file_name="scenario.json",
+                           mime="application/json", key="sb_save_scenario", on_click="ignore")  # built on click
         st.file_uploader("Load a saved scenario JSON", type=["json"], key="sb_scenario_file")
