@@ -138,9 +138,11 @@ if stored and stored[0] == rank_key:
     st.dataframe(table, hide_index=True, key="cap_ranking_table", column_config=column_config())
     feasible = [row for row in rows if row["feasible"]]
     c = st.columns([3, 1, 1])
+    def _option(i: int) -> str:
+        row = feasible[i]
+        return f"#{row['rank']} {row['id']}: {row['replicas']} replicas, {_usd(row['usd_per_hour'])}/hour"
     pick = c[0].selectbox("Deployment", range(len(feasible)), key="cap_use_pick", label_visibility="collapsed",
-                          format_func=lambda i: f"#{feasible[i]['rank']} {feasible[i]['id']}: {feasible[i]['replicas']} "
-                                                f"replicas, {_usd(feasible[i]['usd_per_hour'])}/hour") if feasible else None
+                          format_func=_option) if feasible else None
     if pick is not None and c[1].button("Use this deployment", type="primary", key="cap_use"):
         row = feasible[pick]
         use_scenario(with_deployment(scenario, row["gpu"], row["weights"], int(row["tp"]), int(row["num_gpus"])),

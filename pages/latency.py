@@ -70,7 +70,8 @@ if input_tokens + output_tokens > r.max_model_len:
     output_tokens = min(output_tokens, r.max_model_len // 2)
     cut = max(1, r.max_model_len - output_tokens)
     st.warning(f"Prompt + output = {req.context_tokens:,} tokens exceeds max_model_len {r.max_model_len:,}: vLLM would "
-               "reject these requests. Raise it in the sidebar under **Engine settings (vLLM names) → max_model_len** "
+               "reject these requests. Raise it in the sidebar under "
+               "**Engine settings (vLLM names) → max_model_len** "
                f"(or untick *Set max_model_len* for the model's {r.model.max_position_embeddings:,}), or shorten the "
                f"requests under **Workload and SLO**. Below: requests cut to {cut:,} + {output_tokens:,} tokens.")
     input_tokens = cut
@@ -81,7 +82,8 @@ if limit < 1:
     st.stop()
 max_seqs = r.deployment.max_num_seqs
 if continuous_mode:  # more clients than fit queue or get preempted, as on a real server
-    top, label = max(2, min(4096, 2 * max(limit, max_seqs))), "Concurrency B (clients with one request in flight, per replica)"
+    top = max(2, min(4096, 2 * max(limit, max_seqs)))
+    label = "Concurrency B (clients with one request in flight, per replica)"
 else:  # vLLM never runs more than max_num_seqs sequences in a step, nor more than the KV pool holds
     top, label = max(1, min(limit, max_seqs)), "Batch size (requests decoding together, per replica)"
 # The slider is a new widget when its maximum changes; it starts from the user's last choice clamped to the new
@@ -132,7 +134,8 @@ else:
     m[2].metric("Tokens/s per user", f"{est.tokens_per_s_per_user:,.1f}")
     m[3].metric("End-to-end", f"{est.e2e_s:,.2f} s")
     m[4].metric("Server throughput", f"{est.throughput_tokens_per_s:,.0f} tok/s")
-    m[5].metric("Decode bound", est.bound, help=f"decode steps are {est.bound}-bound; prefill is {est.prefill_bound}-bound")
+    m[5].metric("Decode bound", est.bound,
+                help=f"decode steps are {est.bound}-bound; prefill is {est.prefill_bound}-bound")
 ridge_here, ridge_short = est.ridge_batch, ridge_batch(pm, 128)
 if ridge_here:
     st.info(f"**Ridge point:** at this context a decode step turns compute-bound from batch **{ridge_here}**; "

@@ -64,7 +64,7 @@ def _verdict(cap: dict, slo) -> tuple[bool, str]:
 
 
 def plan_rows(s: Scenario, r: Resolved, cap: dict) -> list[ReportRow]:
-    """Deployment, target, SLO, capacity per replica, replicas, $ and whether the SLO holds; then the operating point."""
+    """Deployment, target, SLO, capacity per replica, replicas, $ and whether the SLO holds; the operating point."""
     d = r.deployment
     rows = [ReportRow(PLAN, "deployment", deployment_id(r.gpu.id, r.weights.id, d.tensor_parallel_size), "",
                       f"{r.model.name} on {d.tensor_parallel_size} × {r.gpu.name} per replica, engine {s.engine}")]
@@ -156,8 +156,9 @@ def assumption_rows(s: Scenario, r: Resolved, cap: dict) -> list[ReportRow]:
                       s.calibration.source if s.calibration else "Validation page → Calibrate")]
     rows += [ReportRow(ASSUME, f"eff_{k}", getattr(c.profile, k), "s" if k.endswith("_s") else "", "")
              for k in ("matmul_efficiency", "memory_efficiency", "step_overhead_s")]
-    rows += [ReportRow(ASSUME, "simulator", "vLLM v1 scheduler model", "", "chunked prefill under max_num_batched_tokens,"
-                       " paged KV blocks, preemption by recompute; no network, detokenisation or CPU swap"),
+    rows += [ReportRow(ASSUME, "simulator", "vLLM v1 scheduler model", "", "chunked prefill under "
+                       "max_num_batched_tokens, paged KV blocks, preemption by recompute; no network, "
+                       "detokenisation or CPU swap"),
              ReportRow(ASSUME, "traffic", PROFILES[s.traffic.profile].label, "", PROFILES[s.traffic.profile].note),
              ReportRow(ASSUME, "prices", "on-demand list prices", "", f"data/gpus.yaml, {r.gpu.price_date}; "
                        "edit them on Capacity & cost")]

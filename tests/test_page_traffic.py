@@ -106,6 +106,7 @@ def test_the_page_starts_from_the_scenario_workload_and_slo():
         slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.05))
     at.run()
     assert not at.exception
-    assert at.selectbox(key="load_profile").value == "custom" and at.text_input(key="load_prompt_spec").value == "fixed:700"
+    assert at.selectbox(key="load_profile").value == "custom"
+    assert at.text_input(key="load_prompt_spec").value == "fixed:700"
     assert at.number_input(key="load_seed").value == 5 and at.number_input(key="load_num_requests").value == 400
     assert (at.number_input(key="load_slo_ttft_ms").value, at.number_input(key="load_slo_tpot_ms").value) == (1500, 50)

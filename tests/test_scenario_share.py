@@ -26,7 +26,8 @@ SCENARIOS = [
                                    max_num_seqs=64, max_num_batched_tokens=4096, enforce_eager=True)),
     Scenario(model_spec=get_model("deepseek-ai/DeepSeek-V2-Lite"), gpu="L4", gpu_memory_gb=48),
     # the workload, SLO, target rate and the user's calibration travel too (issue 16)
-    Scenario(model="meta-llama/Llama-3.1-70B", gpu="A100-80GB", deployment=Deployment(num_gpus=4, tensor_parallel_size=4),
+    Scenario(model="meta-llama/Llama-3.1-70B", gpu="A100-80GB",
+             deployment=Deployment(num_gpus=4, tensor_parallel_size=4),
              traffic=TrafficSpec(profile="custom", prompt="fixed:2000", output="fixed:300", seed=3, num_requests=600),
              slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.05, e2e_p99_s=30.5), target_rate=60, headroom=1.35,
              calibration=CALIBRATION),

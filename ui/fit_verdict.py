@@ -50,7 +50,8 @@ def nearest_fixes(s: Scenario) -> list[Fix]:
     """At most one fix per kind (module note)."""
     d, r = s.deployment, resolve(s)
     bits = r.weights.bits_per_weight
-    precisions = [p for p in FIX_PRECISIONS if p in weight_precisions() and weight_precisions()[p].bits_per_weight < bits]
+    catalogue = weight_precisions()
+    precisions = [p for p in FIX_PRECISIONS if p in catalogue and catalogue[p].bits_per_weight < bits]
     precision = [(f"{weight_precisions()[p].label} weights", with_deployment(s, s.gpu, p, d.tensor_parallel_size,
                                                                                d.num_gpus)) for p in precisions]
     tps = [t for t in TP_DEGREES if t > d.tensor_parallel_size]
@@ -76,7 +77,8 @@ def render_verdict(s: Scenario, requests: int, context_tokens: int, reason: str 
                    "vLLM's KV pool.", icon=":material/check_circle:")
         return
     fixes = nearest_fixes(s)
-    why = reason.removeprefix("Does not fit: ").rstrip(".") or f"no request of {context_tokens:,} tokens fits the KV pool"
+    why = (reason.removeprefix("Does not fit: ").rstrip(".")
+           or f"no request of {context_tokens:,} tokens fits the KV pool")
     st.error(f"**Does not fit:** {why}." + (" Nearest fixes:" if fixes else " No single change fits it: shorten "
                                             "the requests or lower max_model_len."), icon=":material/block:")
     for i, fix in enumerate(fixes):
