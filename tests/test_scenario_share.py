@@ -163,3 +163,9 @@ def test_the_url_carries_the_page_inputs(monkeypatch):
     monkeypatch.setattr(pi.st, "session_state", restored)
     assert pi.restore_page_inputs(q) == []
     assert restored == {"latency_mode": "Static batch (primer §5)", "latency_batch_wanted": 24, "cap_amplitude": 0.35}
+
+
+def test_a_file_saved_before_the_workload_existed_keeps_its_request_length():
+    s = from_json('{"servingplan_scenario": 1, "gpu": "L40S", "context_tokens": 4096}')
+    assert s.context_tokens == 4096 and s.traffic.prompt == "fixed:3796" and s.traffic.output == "fixed:300"
+    assert from_json(to_json(SCENARIOS[0])) == SCENARIOS[0]  # a current file is read as saved

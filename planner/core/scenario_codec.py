@@ -217,6 +217,9 @@ def from_json(text: str | bytes, source: str = "scenario.json") -> Scenario:
         raise InputError(source, f"is not valid JSON ({type(err).__name__}: {str(err)[:200]})") from None
     if not isinstance(data, dict) or data.pop("servingplan_scenario", None) != 1:
         raise InputError(source, "is not a servingplan scenario (missing \"servingplan_scenario\": 1)")
+    ctx = data.get("context_tokens")
+    if "traffic" not in data and isinstance(ctx, int) and not isinstance(ctx, bool) and ctx >= 2:
+        data["traffic"] = {"profile": "custom", **_old_link_lengths(ctx)}  # saved before the workload existed
     try:
         return Scenario.model_validate(data)
     except ValidationError as err:
