@@ -87,3 +87,20 @@ def test_tp_raises_the_gpus_field(page):
 def test_no_deploy_button(page):
     assert not page.get_by_role("button", name="Deploy").count()
     assert not page.locator('[data-testid="stAppDeployButton"]').count()
+
+
+def test_use_this_fix_lands_in_the_sidebar(browser, app_url):
+    too_big = Scenario(model="meta-llama/Llama-3.1-70B", gpu="A100-80GB", deployment=Deployment(max_model_len=8192))
+    pg = open_session(browser, f"{app_url}/?{urlencode(to_query(too_big))}")
+    try:
+        pg.get_by_text("Does not fit:").first.wait_for()
+        row = pg.locator('[data-testid="stHorizontalBlock"]').filter(has_text="TP 2 (2 GPUs per replica)").last
+        row.get_by_role("button", name="Use this").click()
+        tp = pg.locator(f'{SIDEBAR} input[role="combobox"][aria-label="Tensor parallel"]')
+        wait_for_value(pg, tp, "2", "Tensor parallel after Use this")
+        wait_for_value(pg, pg.locator(SIDEBAR).get_by_label("GPUs", exact=True), "2", "GPUs after Use this")
+        pg.get_by_text("Fits.").first.wait_for()
+        assert "tp=2" in pg.url and "gpus=2" in pg.url
+        screenshot(pg, "plan_fit_fix_used")
+    finally:
+        pg.context.close()
