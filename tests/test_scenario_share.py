@@ -169,3 +169,13 @@ def test_a_file_saved_before_the_workload_existed_keeps_its_request_length():
     s = from_json('{"servingplan_scenario": 1, "gpu": "L40S", "context_tokens": 4096}')
     assert s.context_tokens == 4096 and s.traffic.prompt == "fixed:3796" and s.traffic.output == "fixed:300"
     assert from_json(to_json(SCENARIOS[0])) == SCENARIOS[0]  # a current file is read as saved
+
+
+def test_a_calibration_bomb_is_not_inflated():
+    import base64
+    import zlib
+    bomb = base64.urlsafe_b64encode(zlib.compress(b"{" + b" " * 50_000_000 + b"}", 9)).decode().rstrip("=")
+    assert len(bomb) < 100_000
+    with pytest.raises(InputError) as err:
+        from_query({"cal": f"vllm~ampere~{bomb}"})
+    assert err.value.field == "URL parameter cal"

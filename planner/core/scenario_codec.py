@@ -22,6 +22,7 @@ from planner.core.workload import SLO, TrafficSpec
 from planner.latency.efficiency import EfficiencyProfile
 
 MAX_SCENARIO_BYTES = 200_000
+MAX_CALIBRATION_BYTES = 4_000  # the fitted constants as JSON are ~300 bytes
 
 # query parameter -> Deployment field
 _DEPLOYMENT = {"gpus": "num_gpus", "tp": "tensor_parallel_size", "w": "weights", "kv": "kv_cache_dtype",
@@ -98,8 +99,9 @@ def decode_calibration(text: str) -> Calibration:
     if len(parts) != 3 or not all(parts):
         raise InputError("URL parameter cal", "must be engine~gpu family~constants (as the Share link writes it)")
     try:
-        raw = zlib.decompress(base64.urlsafe_b64decode(parts[2] + "=" * (-len(parts[2]) % 4)), bufsize=4096)
-        profile = EfficiencyProfile.model_validate_json(raw[:20_000])
+        packed = base64.urlsafe_b64decode(parts[2] + "=" * (-len(parts[2]) % 4))
+        raw = zlib.decompressobj().decompress(packed, MAX_CALIBRATION_BYTES)  # never inflate more than this
+        profile = EfficiencyProfile.model_validate_json(raw)
     except (binascii.Error, zlib.error, ValueError) as err:
         detail = from_validation_error(err).message if isinstance(err, ValidationError) else "cannot be decoded"
         raise InputError("URL parameter cal", f"the fitted constants {detail}") from None
