@@ -179,3 +179,9 @@ def test_a_calibration_bomb_is_not_inflated():
     with pytest.raises(InputError) as err:
         from_query({"cal": f"vllm~ampere~{bomb}"})
     assert err.value.field == "URL parameter cal"
+
+
+def test_an_unknown_engine_in_a_link_is_named():
+    with pytest.raises(InputError) as err:
+        from_query({"engine": "warp-drive"})
+    assert err.value.field == "URL parameter engine"

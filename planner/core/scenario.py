@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
-from planner.latency.efficiency import EfficiencyProfile
+from planner.latency.efficiency import ENGINES, EfficiencyProfile
 from planner.core.errors import InputError
 from planner.core.precision import KVPrecision, WeightPrecision, resolve_kv_bytes
 from planner.core.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
@@ -51,6 +51,13 @@ class Scenario(BaseModel):
     slo: SLO = Field(default_factory=SLO)
     target_rate: PositiveFloat = DEFAULT_TARGET_RATE  # fleet traffic to serve, requests/s
     headroom: float = Field(default=DEFAULT_HEADROOM, ge=1.0, le=10.0)  # provision target × headroom
+
+    @field_validator("engine")
+    @classmethod
+    def engine_is_known(cls, v: str) -> str:
+        if v.lower() not in ENGINES:
+            raise ValueError(f"unknown engine {v!r}; known: {', '.join(ENGINES)}")
+        return v
 
 
 @dataclass(frozen=True)
