@@ -48,6 +48,15 @@ class Stats:
     rss_bytes: list[int] = field(default_factory=list)
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used (Linux /proc/PID/stat), 0 when unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime in clock ticks
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def rss_bytes(pid: int) -> int:
     """Resident memory of a process (Linux /proc), 0 when unknown."""
     try:
@@ -155,6 +164,7 @@ async def _load(url: str, sessions: int, seconds: float, server_pid: int | None)
 def run_load(url: str, sessions: int = 20, seconds: float = 120, server_pid: int | None = None) -> dict:
     """Drive `sessions` concurrent sessions for `seconds`; returns the figures (times in s, memory in bytes)."""
     rss_start = rss_bytes(server_pid) if server_pid else 0
+    cpu_start, wall_start = (cpu_s(server_pid) if server_pid else 0.0), time.monotonic()
     with ThreadPoolExecutor(1) as pool:  # its own thread, so a caller's running event loop (Playwright) is no bar
         stats = pool.submit(asyncio.run, _load(url, sessions, seconds, server_pid)).result()
     times = np.array(stats.rerun_s) if stats.rerun_s else np.array([np.nan])
@@ -164,7 +174,11 @@ def run_load(url: str, sessions: int = 20, seconds: float = 120, server_pid: int
             "p50_rerun_s": float(np.percentile(times, 50)), "p95_rerun_s": float(np.percentile(times, 95)),
             "max_rerun_s": float(np.max(times)), "p95_rerun_s_by_page": per_page, "errors": stats.errors,
             "rss_start_bytes": rss_start, "rss_peak_bytes": max(stats.rss_bytes, default=0),
-            "rss_end_bytes": rss_bytes(server_pid) if server_pid else 0}
+            "rss_end_bytes": rss_bytes(server_pid) if server_pid else 0,
+            # the server's CPU over the run (first runs of the sessions included), per second and per rerun: a
+            # Streamlit server is one process, so near 1 CPU-second per second means it is saturated
+            "server_cpu_s": (cpu_s(server_pid) - cpu_start) if server_pid else None,
+            "wall_s": time.monotonic() - wall_start}
 
 
 def start_server(app_dir: Path = ROOT) -> tuple[subprocess.Popen, str]:
@@ -195,6 +209,10 @@ def report(figures: dict) -> str:
                  f"{p} {t * 1000:,.0f} ms" for p, t in figures["p95_rerun_s_by_page"].items()) + ")",
              f"server RSS  start {figures['rss_start_bytes'] / mb:,.0f} MB   peak {figures['rss_peak_bytes'] / mb:,.0f} MB"
              f"   end {figures['rss_end_bytes'] / mb:,.0f} MB"]
+    if figures.get("server_cpu_s"):
+        cpu, runs = figures["server_cpu_s"], figures["reruns"] + figures["sessions"]  # reruns + first runs
+        lines.append(f"server CPU  {cpu:,.1f} s over {figures['wall_s']:,.0f} s ({cpu / figures['wall_s']:.0%} of one "
+                     f"core), {cpu / runs * 1000:,.0f} ms per run")
     lines += [f"  error: {e}" for e in figures["errors"][:20]]
     return "\n".join(lines)
 

@@ -15,7 +15,8 @@ SWEEP_MAX_REQUESTS = 20_000  # the spread sweep reruns both policies 7 times: sk
 
 
 def _steps(value: float) -> str:
-    """A step count for a metric: two decimals while small, whole steps once they would not fit."""
+    """A step count for a metric (its label names the unit): two decimals while small, whole steps once they would
+    not fit."""
     return f"{value:,.2f}" if value < 1000 else f"{value:,.0f}"
 
 
@@ -44,6 +45,31 @@ def _pair(requests, slots: int, max_wait: int):
 @st.cache_data(show_spinner=False, max_entries=16)
 def _sweep(requests, slots: int, max_wait: int):
     return spread_sweep(requests, slots, max_wait)
+
+
+# Figures take ~0.1–0.2 s each to build (the Gantt draws a bar per request-step run): built once per input set and
+# shared by every session (cache_resource: the figure object itself; st.plotly_chart only reads it).
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _figures(source: str, seed: int, csv_text: str | None, spread: float, slots: int, max_wait: int) -> dict:
+    requests = with_spread(_requests(source, seed, csv_text), spread)
+    results = _pair(requests, slots, max_wait)
+    figs = {"gantt": charts.gantt(results), "running": charts.running_over_time(results),
+            "cdf": charts.wait_latency_cdf(results)}
+    if len(requests) <= SWEEP_MAX_REQUESTS:
+        figs["sweep"] = charts.spread_gap(_sweep(requests, slots, max_wait))
+    return figs
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _dynamic(source: str, seed: int, csv_text: str | None, spread: float, slots: int, policy: tuple) -> tuple:
+    """(variants, their summaries, the Gantt of the chosen one, the padding bars) for one dynamic-batcher setting."""
+    max_batch, dyn_wait, queue_limit, hold, bucketing = policy
+    requests = with_spread(_requests(source, seed, csv_text), spread)
+    variants = bucketing_pair(requests, slots, dynamic_policy(max_batch, dyn_wait, queue_limit, hold_batch=hold))
+    dyn = variants["bucketed" if bucketing else "one queue"]
+    summaries = (summarize(dyn), summarize(variants["one queue"]), summarize(variants["bucketed"]))
+    padding = charts.padding_bars(variants) if any(requests.prompt_tokens) else None
+    return summaries, charts.gantt({"dynamic": dyn}), padding
 
 
 st.session_state.setdefault("batching_source", "six")
@@ -92,21 +118,22 @@ for name, s in summaries.items():
     cols[0].markdown(f"**{name.capitalize()}**")
     cols[1].metric("Done at step", f"{s.end_step:,}")
     cols[2].metric("GPU busy", f"{s.gpu_busy:.1%}")
-    cols[3].metric("Average wait", _steps(s.avg_wait))
-    cols[4].metric("Average latency", _steps(s.avg_latency))
-    cols[5].metric("p95 latency", _steps(s.p95_latency))
+    cols[3].metric("Average wait (steps)", _steps(s.avg_wait))
+    cols[4].metric("Average latency (steps)", _steps(s.avg_latency))
+    cols[5].metric("p95 latency (steps)", _steps(s.p95_latency))
 st.caption("GPU busy = useful slot-steps / (slots × last step). Wait = step admitted − arrival; latency = step "
            "finished − arrival (static: every request returns when its batch's longest finishes). Percentiles: "
            "numpy 'linear'.")
 
-st.plotly_chart(charts.gantt(results), key="batching_gantt")
+figs = _figures(source, int(seed), csv_text, float(spread), int(slots), int(max_wait))
+st.plotly_chart(figs["gantt"], key="batching_gantt")
 st.caption("Hover a bar to see the request. Grey: a static slot held idle until the batch's longest request ends.")
-st.plotly_chart(charts.running_over_time(results), key="batching_running")
-st.plotly_chart(charts.wait_latency_cdf(results), key="batching_cdf")
+st.plotly_chart(figs["running"], key="batching_running")
+st.plotly_chart(figs["cdf"], key="batching_cdf")
 
 st.subheader("The gap widens as output lengths vary more")
-if len(requests) <= SWEEP_MAX_REQUESTS:
-    st.plotly_chart(charts.spread_gap(_sweep(requests, slots, max_wait)), key="batching_sweep")
+if "sweep" in figs:
+    st.plotly_chart(figs["sweep"], key="batching_sweep")
 else:
     st.info(f"The spread sweep runs for up to {SWEEP_MAX_REQUESTS:,} requests; use the spread slider instead.")
 
@@ -133,20 +160,18 @@ bucketing = c1.toggle("Length buckets", value=True, key="batching_dyn_bucketing"
 hold = c2.toggle("Static generation", value=False, key="batching_dyn_hold",
                  help="Hold each batch until its longest request finishes, instead of continuous generation.")
 
-variants = bucketing_pair(requests, slots, dynamic_policy(max_batch, dyn_wait, queue_limit if limit_queue else None,
-                                                                 hold_batch=hold))
-dyn = variants["bucketed" if bucketing else "one queue"]
-ds, one = summarize(dyn), summarize(variants["one queue"])
-bucketed = summarize(variants["bucketed"])
+(ds, one, bucketed), dyn_gantt, padding = _dynamic(
+    source, int(seed), csv_text, float(spread), int(slots),
+    (int(max_batch), int(dyn_wait), int(queue_limit) if limit_queue else None, bool(hold), bool(bucketing)))
 cols = st.columns(5)
 cols[0].metric("Rejected", f"{ds.rejected:,}", help="Turned away because the queue was full.")
 cols[1].metric("Padding share", f"{ds.padding_share:.1%}")
 cols[2].metric("Padding saved", f"{one.padding_share - bucketed.padding_share:.1%}",
                help="By length buckets: padding share with one queue minus with buckets.")
 cols[3].metric("Prefill batches", f"{ds.num_batches:,}", help="Groups admitted together: one prefill pass each.")
-cols[4].metric("p95 latency", _steps(ds.p95_latency))
-st.plotly_chart(charts.gantt({"dynamic": dyn}), key="batching_dyn_gantt")
-if any(requests.prompt_tokens):
-    st.plotly_chart(charts.padding_bars(variants), key="batching_dyn_padding")
+cols[4].metric("p95 latency (steps)", _steps(ds.p95_latency))
+st.plotly_chart(dyn_gantt, key="batching_dyn_gantt")
+if padding is not None:
+    st.plotly_chart(padding, key="batching_dyn_padding")
 else:
     st.info("These requests have no prompt_tokens, so there is no padding to save.")

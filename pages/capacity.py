@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.capacity.autoscale import METRICS, Policy, diurnal_rates, measure_replica, simulate_day, trace_rates
-from planner.capacity.replicas import base_workload, capacity_plan
+from planner.capacity.replicas import base_workload
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
 from planner.core.engine_defaults import batch_defaults
 from planner.core.workload import SLO, TrafficSpec
@@ -18,20 +18,15 @@ from planner.core.scenario import Scenario
 from ui.charts import capacity as charts
 from ui.state import current_scenario, resolved_or_stop
 from ui.labels import error_text
+from ui.cached import capacity_cached
+from ui.ranking import column_config, ranking_table, use_scenario, with_deployment
 
 RANKING_NUM_REQUESTS = 600
-PROFILE_CHOICES = ["chat", "code", "rag"]
 
 
 def _price_table() -> pd.DataFrame:
     return pd.DataFrame([{"GPU": g.id, "$ per GPU-hour": g.usd_per_hour, "price date": g.price_date,
                           "source": g.source.get("price", "")} for g in gpus().values()])
-
-
-@st.cache_data(show_spinner="Searching the capacity per replica…", max_entries=32)
-def _plan(scenario_json: str, target: float, traffic: TrafficSpec, slo: SLO, headroom: float,
-          prices: tuple) -> dict:
-    return capacity_plan(Scenario.model_validate_json(scenario_json), target, traffic, slo, headroom, dict(prices))
 
 
 @st.cache_data(show_spinner="Measuring one replica at light load…", max_entries=16)
@@ -47,11 +42,6 @@ def _ms(v) -> str:
     return "–" if v is None else f"{v * 1e3:,.0f}" if v >= 0.1 else f"{v * 1e3:,.1f}"
 
 
-for key, value in (("cap_target", 50.0), ("cap_profile", "chat"), ("cap_slo_ttft_ms", 2000),
-                   ("cap_slo_tpot_ms", 100), ("cap_headroom", 1.2), ("cap_e2e_on", False), ("cap_slo_e2e_s", 60.0),
-                   ("cap_seed", 0), ("cap_num_requests", 1000)):
-    st.session_state.setdefault(key, value)
-
 st.title("Capacity & cost")
 st.caption("How many replicas of which GPU, at which precision and tensor-parallel size, serve this traffic at "
            "this p95 target, for how many dollars (primer §9: plan with measured numbers; cost per token = GPU "
@@ -59,20 +49,14 @@ st.caption("How many replicas of which GPU, at which precision and tensor-parall
 scenario = current_scenario()
 r = resolved_or_stop()
 
-# --- inputs ----------------------------------------------------------------------------------------------
-c = st.columns(4)
-target = c[0].number_input("Target traffic (requests/s)", 0.01, 100_000.0, step=5.0, key="cap_target")
-profile = c[1].selectbox("Traffic profile", PROFILE_CHOICES, format_func=lambda p: PROFILES[p].label,
-                         key="cap_profile")
-headroom = c[2].number_input("Headroom ×", 1.0, 5.0, step=0.1, key="cap_headroom",
-                             help="Provision target × headroom: spare for bursts and a replica down.")
-seed = int(c[3].number_input("Seed", 0, 2**31 - 1, step=1, key="cap_seed"))
-c = st.columns(4)
-slo_ttft_ms = c[0].number_input("SLO: p95 TTFT (ms)", 10, 600_000, step=100, key="cap_slo_ttft_ms")
-slo_tpot_ms = c[1].number_input("SLO: p95 TPOT (ms)", 1, 10_000, step=5, key="cap_slo_tpot_ms")
-e2e_on = c[2].toggle("p99 end-to-end target", key="cap_e2e_on")
-slo_e2e_s = c[3].number_input("SLO: p99 end-to-end (s)", 0.1, 3600.0, step=5.0, key="cap_slo_e2e_s",
-                              disabled=not e2e_on)
+# --- inputs: the scenario's workload and SLO (sidebar), plus prices --------------------------------------------
+traffic, slo, target, headroom = scenario.traffic, scenario.slo, scenario.target_rate, scenario.headroom
+slo_ttft_ms = round(slo.ttft_p95_s * 1e3)
+st.caption(f"Traffic **{PROFILES[traffic.profile].label}**, target **{target:g} req/s** × headroom {headroom:g}; SLO "
+           f"p95 TTFT ≤ **{slo.ttft_p95_s * 1e3:,.0f} ms**, p95 TPOT ≤ **{slo.tpot_p95_s * 1e3:,.0f} ms**"
+           + (f", p99 end-to-end ≤ {slo.e2e_p99_s:g} s" if slo.e2e_p99_s else "")
+           + f"; {traffic.num_requests:,} requests per simulation, seed {traffic.seed}. Change them in the sidebar "
+             "under **Workload and SLO**.")
 with st.expander("GPU prices ($ per GPU-hour): edit to use your own", expanded=False):
     edited = st.data_editor(_price_table(), key="cap_prices", hide_index=True, disabled=["GPU", "price date", "source"],
                             column_config={"$ per GPU-hour": st.column_config.NumberColumn(min_value=0.0, format="%.3f")})
@@ -80,15 +64,12 @@ with st.expander("GPU prices ($ per GPU-hour): edit to use your own", expanded=F
                "fast: treat them as a starting point.")
 prices = tuple(sorted((row["GPU"], float(row["$ per GPU-hour"])) for _, row in edited.iterrows()
                       if pd.notna(row["$ per GPU-hour"])))
-slo = SLO(ttft_p95_s=slo_ttft_ms / 1e3, tpot_p95_s=slo_tpot_ms / 1e3, e2e_p99_s=slo_e2e_s if e2e_on else None)
-traffic = TrafficSpec(profile=profile, num_requests=int(st.session_state["cap_num_requests"]), seed=seed,
-                      prefix_caching=PROFILES[profile].prefix_caching)
 
 # --- one deployment: the sidebar scenario -----------------------------------------------------------------
 dep = r.deployment
 st.header(f"{r.model.name} on {dep.tensor_parallel_size} × {r.gpu.id} ({r.weights.label}) per replica")
 try:
-    plan = _plan(scenario.model_dump_json(), float(target), traffic, slo, float(headroom), prices)
+    plan = capacity_cached(scenario.model_dump_json(), prices)  # shared with the report, across sessions
 except InputError as err:
     st.error(error_text(err))
     st.stop()
@@ -154,10 +135,21 @@ if stored and stored[0] == rank_key:
                "output tokens." if best["feasible"] else "No deployment meets this SLO.")
     st.plotly_chart(charts.pareto(rows, cost_key, latency_key), key="cap_pareto_chart")
     st.plotly_chart(charts.ranking_bars(rows), key="cap_ranking_chart")
-    cols = ["rank", "id", "max_rate_per_replica", "replicas", "num_gpus", "usd_per_hour",
-            "usd_per_million_output_tokens", "usd_per_million_tokens", "ttft_p95_s", "tpot_p95_s", "e2e_p95_s",
-            "pareto", "reason"]
-    st.dataframe(pd.DataFrame(rows)[cols], hide_index=True, key="cap_ranking_table")
+    table = ranking_table(rows)
+    st.dataframe(table, hide_index=True, key="cap_ranking_table", column_config=column_config())
+    feasible = [row for row in rows if row["feasible"]]
+    c = st.columns([3, 1, 1])
+    def _option(i: int) -> str:
+        row = feasible[i]
+        return f"#{row['rank']} {row['id']}: {row['replicas']} replicas, {_usd(row['usd_per_hour'])}/hour"
+    pick = c[0].selectbox("Deployment", range(len(feasible)), key="cap_use_pick", label_visibility="collapsed",
+                          format_func=_option) if feasible else None
+    if pick is not None and c[1].button("Use this deployment", type="primary", key="cap_use"):
+        row = feasible[pick]
+        use_scenario(with_deployment(scenario, row["gpu"], row["weights"], int(row["tp"]), int(row["num_gpus"])),
+                     f"Loaded {row['id']} × {row['replicas']} replicas into the scenario")
+    c[2].download_button("Ranking (CSV)", table.to_csv(index=False), file_name="servingplan-ranking.csv",
+                         mime="text/csv", key="cap_ranking_csv", on_click="ignore", icon=":material/download:")
 elif stored:
     st.info("The inputs changed since the last ranking: press Rank all deployments again.")
 else:

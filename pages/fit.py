@@ -6,22 +6,44 @@ from planner.memory.plan import breakdown_per_gpu, concurrency_vs_context, plan_
 from planner.memory.vllm_pool import vllm_constants
 from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack
-from ui.state import resolved_or_stop
+from ui.fit_verdict import render_verdict
+from planner.core.scenario import Scenario, resolve
+from ui.state import current_scenario, resolved_or_stop
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _fit(scenario_json: str) -> tuple:
+    """(memory plan, TP options, concurrency-vs-context chart, memory stack chart) of one scenario, shared by
+    every session (cache_resource: st.plotly_chart only reads the figures)."""
+    r = resolve(Scenario.model_validate_json(scenario_json))
+    plan = plan_memory(r)
+    gb = r.gpu.marketed_bytes
+    textbook_kv = plan.textbook_max_requests * plan.kv_bytes_per_request / plan.tensor_parallel_size
+    bars = {"textbook (marketed GB)": {"weights": plan.weight_bytes_per_gpu, "KV for requests": textbook_kv,
+                                       "free": gb - plan.weight_bytes_per_gpu - textbook_kv}}
+    for i in range(min(r.deployment.tensor_parallel_size, 8)):
+        bars[f"vLLM: GPU {i}"] = breakdown_per_gpu(plan)
+    return (plan, tp_options(r), concurrency_chart(concurrency_vs_context(r)),
+            memory_stack(bars, "Where the memory goes, per GPU"))
+
 
 st.title("Does it fit?")
 r = resolved_or_stop()
 
-plan = plan_memory(r)
+plan, tp_rows, concurrency_fig, stack_fig = _fit(current_scenario().model_dump_json())
 dep = r.deployment
 st.caption(f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_parallel_size} · weights "
            f"{r.weights.label} · KV {r.kv.label} ({r.kv_bytes:g} bytes/value) · max_model_len {r.max_model_len:,}")
 
+render_verdict(current_scenario(), plan.paged_max_requests if plan.fits and plan.num_gpu_blocks > 0 else 0,
+               plan.context_tokens, next((w for w in plan.warnings if w.startswith("Does not fit")), ""))
 c = st.columns(4)
 c[0].metric("Parameters", f"{plan.params / 1e9:,.2f} B",
             help=f"{plan.params:,} total" + (f"; {plan.active_params:,} active per token" if r.model.is_moe else ""))
-c[1].metric("Weights per GPU", f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB")
+c[1].metric("Weights per GPU (GB)", f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB",
+            help=f"decimal GB (1e9 B) = {plan.weight_bytes_per_gpu / 2**30:,.2f} GiB")
 c[2].metric("KV per token", f"{plan.kv_bytes_per_token:,.0f} B", help="all layers, K and V, whole model")
-c[3].metric("KV per request", f"{plan.kv_bytes_per_request / 1e9:,.3f} GB", help=f"{plan.context_tokens:,} tokens"
+c[3].metric("KV per request (GB)", f"{plan.kv_bytes_per_request / 1e9:,.3f} GB", help=f"{plan.context_tokens:,} tokens"
             + (" (sliding-window layers capped at the window)" if r.model.sliding_window else ""))
 c = st.columns(4)
 c[0].metric("Textbook: requests fit", f"{plan.textbook_max_requests:,}",
@@ -29,21 +51,16 @@ c[0].metric("Textbook: requests fit", f"{plan.textbook_max_requests:,}",
 c[1].metric("vLLM: requests fit", f"{plan.paged_max_requests:,}",
             help=f"requests of {plan.context_tokens:,} tokens in the paged pool's blocks")
 c[2].metric("vLLM: max concurrency", f"{plan.max_concurrency:,.2f}x", help=plan.pool.log_lines[1])
-c[3].metric("vLLM KV pool per GPU", f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB")
+c[3].metric("vLLM KV pool per GPU (GiB)", f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB",
+            help=f"binary GiB (2^30 B), as vLLM logs it = {plan.kv_pool_bytes_per_gpu / 1e9:,.2f} GB")
 for w in plan.warnings:
-    (st.error if w.startswith("Does not fit") else st.warning)(w)
+    if not w.startswith("Does not fit"):  # that one is the verdict above
+        st.warning(w)
 
 st.code("\n".join(f"INFO ... {line}" for line in plan.pool.log_lines), language="text")
 
 # --- where the memory goes -------------------------------------------------------------------------
-gb = r.gpu.marketed_bytes
-textbook_kv = plan.textbook_max_requests * plan.kv_bytes_per_request / plan.tensor_parallel_size
-bars = {"textbook (marketed GB)": {"weights": plan.weight_bytes_per_gpu, "KV for requests": textbook_kv,
-                                    "free": gb - plan.weight_bytes_per_gpu - textbook_kv}}
-per_gpu = breakdown_per_gpu(plan)
-for i in range(min(dep.tensor_parallel_size, 8)):
-    bars[f"vLLM: GPU {i}"] = per_gpu
-st.plotly_chart(memory_stack(bars, "Where the memory goes, per GPU"), width="stretch")
+st.plotly_chart(stack_fig, width="stretch")
 with st.expander("Formula: the textbook fit, with your numbers"):
     st.markdown(f"""
 - KV bytes per token = 2 × layers × KV heads × head dim × bytes = 2 × {r.model.num_layers} × {r.model.num_kv_heads}
@@ -74,7 +91,7 @@ with st.expander("Formula: vLLM's KV pool, with your numbers"):
 
 # --- concurrency against context ---------------------------------------------------------------
 st.subheader("How many requests fit as the context grows")
-st.plotly_chart(concurrency_chart(concurrency_vs_context(r)), width="stretch")
+st.plotly_chart(concurrency_fig, width="stretch")
 with st.expander("Formula: paged blocks against contiguous reservation, with your numbers"):
     st.markdown(f"""
 - Textbook: floor(({r.gpu.memory_gb:g} GB − weights per GPU) / (tokens × {plan.kv_bytes_per_token_per_gpu:,.0f} B per token per GPU)).
@@ -87,7 +104,7 @@ with st.expander("Formula: paged blocks against contiguous reservation, with you
 
 # --- tensor parallel options ---------------------------------------------------------------------
 st.subheader("Tensor-parallel options")
-df = pd.DataFrame(tp_options(r))
+df = pd.DataFrame(tp_rows)
 df["weights_per_gpu_GB"] = df.pop("weights_per_gpu_bytes") / 1e9
 df["kv_pool_per_gpu_GiB"] = df.pop("kv_pool_per_gpu_bytes") / 2**30
 st.dataframe(df[["tp", "gpus", "fits", "weights_per_gpu_GB", "kv_pool_per_gpu_GiB", "kv_cache_tokens",

@@ -3,24 +3,33 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from planner.latency.efficiency import ENGINES, FIT_FIELDS, efficiency_summary
 from planner.core.errors import InputError
+from planner.latency.efficiency import ENGINES, FIT_FIELDS, efficiency_summary
 from planner.latency.metrics import batching_tradeoff, estimate, given_rates, memory_limit, ridge_batch, sweep, what_ifs
 from planner.latency.perf_model import PerfModel
 from ui.charts.latency import (breakdown_chart, per_user_chart, roofline_chart, server_chart, tradeoff_chart,
                                what_if_chart)
-from ui.state import resolved_or_stop
+from ui.cached import continuous_cached
 from ui.labels import error_text
+from ui.state import current_scenario, resolved_or_stop
+from ui.workload_widgets import scenario_lengths
 
 st.title("Latency & throughput")
 r = resolved_or_stop()
 
-mode = st.radio("Mode", ["Predict from the hardware", "Given rates (primer §5)"], horizontal=True, key="latency_mode")
+MODES = ["Continuous batching (as vllm bench serve)", "Static batch (primer §5)", "Given rates (primer §5)"]
+mode = st.radio("Mode", MODES, horizontal=True, key="latency_mode",
+                help="Continuous: B clients each keep one request in flight (vllm bench serve --max-concurrency B); "
+                     "the engine chunks each new prompt among the running decodes. Static: one batch of B equal "
+                     "requests prefilled together, then decoded together (the primer's textbook model).")
+req = scenario_lengths()
+input_tokens, output_tokens = req.prompt_tokens, req.output_tokens
+st.caption(f"Requests of **{input_tokens:,} prompt + {output_tokens:,} output tokens** ({req.source}): set them in "
+           "the sidebar under **Workload and SLO**.")
 c = st.columns(4)
-input_tokens = c[0].number_input("Prompt tokens", 1, 1_000_000, 2000, step=100, key="latency_input")
-output_tokens = c[1].number_input("Output tokens", 1, 1_000_000, 300, step=50, key="latency_output")
 queue_ms = c[2].number_input("Queue wait (ms)", 0.0, 1e6, 40.0 if mode.startswith("Given") else 0.0, step=10.0,
-                             key=f"latency_queue_{mode[:5]}")
+                             key=f"latency_queue_{mode[:5]}", disabled=mode.startswith("Continuous"),
+                             help="Added to TTFT. Continuous mode simulates the wait in the server's queue itself.")
 
 # --- given rates: the primer's worked example --------------------------------------------------------------------
 if mode.startswith("Given"):
@@ -56,12 +65,20 @@ if mode.startswith("Given"):
     ], columns=["step", "quantity", "value"]))
     st.stop()
 
-# --- model mode: predict the rates from the hardware --------------------------------------------------------------
-engine = c[3].selectbox("Engine profile", ENGINES, key="latency_engine")
+# --- model modes: predict the rates from the hardware -------------------------------------------------------------
+continuous_mode = mode.startswith("Continuous")
+engine = c[0].selectbox("Engine profile", ENGINES, key="latency_engine")
+if input_tokens + output_tokens > r.max_model_len:
+    output_tokens = min(output_tokens, r.max_model_len // 2)
+    cut = max(1, r.max_model_len - output_tokens)
+    st.warning(f"Prompt + output = {req.context_tokens:,} tokens exceeds max_model_len {r.max_model_len:,}: vLLM would "
+               "reject these requests. Raise it in the sidebar under "
+               "**Engine settings (vLLM names) → max_model_len** "
+               f"(or untick *Set max_model_len* for the model's {r.model.max_position_embeddings:,}), or shorten the "
+               f"requests under **Workload and SLO**. Below: requests cut to {cut:,} + {output_tokens:,} tokens.")
+    input_tokens = cut
 try:
     limit = memory_limit(r, int(input_tokens), int(output_tokens))
-    if input_tokens + output_tokens > r.max_model_len:
-        raise InputError("Prompt + output tokens", f"{input_tokens + output_tokens:,} exceeds max_model_len {r.max_model_len:,}")
 except InputError as err:
     st.error(error_text(err))
     st.stop()
@@ -69,7 +86,17 @@ if limit < 1:
     st.info(f"Not one request of {input_tokens + output_tokens:,} tokens fits this deployment's KV pool: "
             "shorten the request, add GPUs or quantize (see *Does it fit?*).")
     st.stop()
-batch = st.slider("Batch size (requests decoding together, per replica)", 1, limit, min(32, limit), key="latency_batch")
+max_seqs = r.deployment.max_num_seqs
+if continuous_mode:  # more clients than fit queue or get preempted, as on a real server
+    top = max(2, min(4096, 2 * max(limit, max_seqs)))
+    label = "Concurrency B (clients with one request in flight, per replica)"
+else:  # vLLM never runs more than max_num_seqs sequences in a step, nor more than the KV pool holds
+    top, label = max(1, min(limit, max_seqs)), "Batch size (requests decoding together, per replica)"
+# The slider is a new widget when its maximum changes; it starts from the user's last choice clamped to the new
+# maximum (not from a default), so a smaller pool never looks like a faster TPOT.
+batch = st.slider(label, 1, top, min(int(st.session_state.get("latency_batch_wanted", 32)), top), key="latency_batch",
+                  help=f"Memory limit {limit:,} requests of this length; max_num_seqs {max_seqs:,}.")
+st.session_state["latency_batch_wanted"] = batch
 
 pm = PerfModel(r, engine)
 est = estimate(r, batch, int(input_tokens), int(output_tokens), engine, queue_ms / 1e3, pm=pm)
@@ -78,17 +105,44 @@ batches = np.unique(np.r_[np.round(np.geomspace(1, sweep_max, 120)).astype(int),
 df = pd.DataFrame(sweep(pm, batches, int(input_tokens), int(output_tokens), queue_ms / 1e3))
 status = {"calibrated": "calibrated", "partial": "partly calibrated",
           "transferred": "transferred (fitted on other GPU families)", "estimated": "estimated (no calibration)"}
+what = (f"continuous batching at concurrency {batch}" if continuous_mode else f"static batch of {batch}")
 st.caption(f"{r.model.name} · {r.deployment.num_gpus} × {r.gpu.name} · TP {pm.tp} · weights {r.weights.label} "
            f"(compute {pm.compute_dtype}) · KV {r.kv.label} · engine {engine}: {status[pm.choice.status]} "
-           f"({pm.choice.source_key}) · static batch of {batch} × ({input_tokens:,} in, {output_tokens:,} out)")
+           f"({pm.choice.source_key}) · {what} × ({input_tokens:,} in, {output_tokens:,} out)")
 
-m = st.columns(3) + st.columns(3)
-m[0].metric("TTFT", f"{est.ttft_s * 1e3:,.1f} ms", help="queue wait + the whole batch's prefill")
-m[1].metric("TPOT", f"{est.tpot_s * 1e3:,.2f} ms", help="mean decode step over the generation")
-m[2].metric("Tokens/s per user", f"{est.tokens_per_s_per_user:,.1f}")
-m[3].metric("End-to-end", f"{est.e2e_s:,.2f} s")
-m[4].metric("Server throughput", f"{est.throughput_tokens_per_s:,.0f} tok/s")
-m[5].metric("Decode bound", est.bound, help=f"decode steps are {est.bound}-bound; prefill is {est.prefill_bound}-bound")
+if continuous_mode:
+    sj = current_scenario().model_dump_json()
+    ce = continuous_cached(sj, engine, batch, int(input_tokens), int(output_tokens))
+    m = st.columns(4) + st.columns(4)
+    m[0].metric("TTFT", f"{ce['ttft_s'] * 1e3:,.1f} ms", help=f"mean; p95 {ce['ttft_p95_s'] * 1e3:,.1f} ms. The new "
+                "prompt is chunked into steps shared with the running decodes (max_num_batched_tokens "
+                f"{r.deployment.max_num_batched_tokens:,} per step).")
+    m[1].metric("TPOT", f"{ce['tpot_s'] * 1e3:,.2f} ms", help=f"mean (e2e − TTFT) / (N − 1); p95 "
+                f"{ce['tpot_p95_s'] * 1e3:,.2f} ms; includes the prompt chunks its steps carry")
+    m[2].metric("Tokens/s per user", f"{ce['tokens_per_s_per_user']:,.1f}")
+    m[3].metric("End-to-end", f"{ce['e2e_s']:,.2f} s")
+    m[4].metric("Server throughput", f"{ce['throughput_tokens_per_s']:,.0f} tok/s", help="output tokens, all replicas")
+    m[5].metric("Requests/s", f"{ce['requests_per_s']:,.2f}", help="all replicas; B / end-to-end per replica")
+    m[6].metric("Running per step", f"{ce['mean_running']:,.1f}", help="time-weighted; ≤ max_num_seqs")
+    m[7].metric("Static batch TTFT", f"{est.ttft_s * 1e3:,.0f} ms", help="the primer's static batch of the same size: "
+                "every prompt prefilled together (Static batch mode)")
+    if ce["capped_by_max_num_seqs"]:
+        st.warning(f"Concurrency {batch} > max_num_seqs {max_seqs}: the rest wait in the server's queue (in TTFT).")
+    if ce["preemptions"]:
+        st.warning(f"{ce['preemptions']:,} preemptions: {batch} requests of this length outgrow the KV pool "
+                   f"({limit:,} fit).")
+    cb = np.unique(np.r_[np.round(np.geomspace(1, top, 10)).astype(int), batch])
+    cdf = pd.DataFrame([continuous_cached(sj, engine, int(b), int(input_tokens), int(output_tokens)) for b in cb])
+    cdf["batch"] = cdf["concurrency"]
+else:
+    m = st.columns(3) + st.columns(3)
+    m[0].metric("TTFT", f"{est.ttft_s * 1e3:,.1f} ms", help="queue wait + the whole batch's prefill")
+    m[1].metric("TPOT", f"{est.tpot_s * 1e3:,.2f} ms", help="mean decode step over the generation")
+    m[2].metric("Tokens/s per user", f"{est.tokens_per_s_per_user:,.1f}")
+    m[3].metric("End-to-end", f"{est.e2e_s:,.2f} s")
+    m[4].metric("Server throughput", f"{est.throughput_tokens_per_s:,.0f} tok/s")
+    m[5].metric("Decode bound", est.bound,
+                help=f"decode steps are {est.bound}-bound; prefill is {est.prefill_bound}-bound")
 ridge_here, ridge_short = est.ridge_batch, ridge_batch(pm, 128)
 if ridge_here:
     st.info(f"**Ridge point:** at this context a decode step turns compute-bound from batch **{ridge_here}**; "
@@ -100,9 +154,21 @@ else:
             + f". Memory limit: **{limit}** requests.")
 
 left, right = st.columns(2)
-left.plotly_chart(per_user_chart(df, batch), width="stretch", key="latency_chart_user")
-right.plotly_chart(server_chart(df, batch), width="stretch", key="latency_chart_server")
-left.plotly_chart(tradeoff_chart(df), width="stretch", key="latency_chart_tradeoff")
+if continuous_mode:
+    x_title = "concurrency B (requests in flight)"
+    left.plotly_chart(per_user_chart(cdf, batch).update_xaxes(title=x_title)
+                      .update_layout(title="Each user's speed as concurrency grows"), width="stretch",
+                      key="latency_chart_user")
+    right.plotly_chart(server_chart(cdf, batch).update_xaxes(title=x_title)
+                       .update_layout(title="Server throughput and mean TTFT (continuous batching)"),
+                       width="stretch", key="latency_chart_server")
+    left.plotly_chart(tradeoff_chart(cdf).update_layout(title="Trade-off: per-user speed vs server throughput "
+                                                        "(continuous batching)"), width="stretch",
+                      key="latency_chart_tradeoff")
+else:
+    left.plotly_chart(per_user_chart(df, batch), width="stretch", key="latency_chart_user")
+    right.plotly_chart(server_chart(df, batch), width="stretch", key="latency_chart_server")
+    left.plotly_chart(tradeoff_chart(df), width="stretch", key="latency_chart_tradeoff")
 right.plotly_chart(breakdown_chart(df), width="stretch", key="latency_chart_breakdown")
 left.plotly_chart(roofline_chart(df, ridge_here), width="stretch", key="latency_chart_roofline")
 ifs = what_ifs(pm, batch, int(input_tokens), int(output_tokens), queue_ms / 1e3)
@@ -137,8 +203,10 @@ with st.expander("Formula: TTFT, end-to-end and throughput, with your numbers"):
 with st.expander("Assumptions: efficiency constants and how well they fit"):
     st.markdown(f"Profile **{pm.choice.source_key}** ({status[pm.choice.status]}). {e.note or ''} Constants live in "
                 "`data/efficiency.yaml`, fitted by `scripts/fit_efficiency.py` on published measurements; "
-                "`benchmarks/accuracy.py` prints predicted against measured for every point. Static batching, "
-                "equal requests, no prefix caching or speculative decoding; the memory limit is vLLM's paged pool.")
+                "`benchmarks/accuracy.py` prints predicted against measured for every point. Equal requests, no "
+                "prefix caching or speculative decoding; the memory limit is vLLM's paged pool. Continuous mode "
+                "runs the serving simulator (planner/latency/continuous.py: B clients in a closed loop, the first "
+                "and last B requests left out) on these step times; static mode is the primer's one-batch model.")
     st.dataframe(pd.DataFrame([{"constant": f, "value": getattr(e, f)} for f in FIT_FIELDS]), hide_index=True)
     groups = efficiency_summary().get("by_group", {})
     if groups:

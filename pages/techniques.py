@@ -7,6 +7,7 @@ from ui.techniques.data import Request, prepare_widget_state
 from ui.techniques.hw_tabs import quant_tab, tp_tab
 from ui.techniques.memory_tabs import flash_tab, lora_tab, paged_tab
 from ui.techniques.speed_tabs import prefix_tab, spec_decode_tab
+from ui.workload_widgets import scenario_lengths
 
 st.title("Techniques")
 r = resolved_or_stop()
@@ -15,12 +16,16 @@ sj = current_scenario().model_dump_json()
 dep = r.deployment
 st.caption(f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_parallel_size} · weights "
            f"{r.weights.label} · KV {r.kv.label} · vLLM profile. Each tab changes one thing about this scenario.")
-c = st.columns(3)
-prompt = c[0].number_input("Prompt tokens", 1, 10_000_000, 2000, step=100, key="tech_prompt")
-output = c[1].number_input("Output tokens", 1, 10_000_000, 300, step=50, key="tech_output")
-batch = c[2].number_input("Batch (requests decoding together)", 1, 100_000, 8, key="tech_batch")
+req = scenario_lengths()
+prompt, output = req.prompt_tokens, req.output_tokens
+c = st.columns([1, 2])
+batch = c[0].number_input("Batch (requests decoding together)", 1, 100_000, 8, key="tech_batch")
+c[1].caption(f"Requests of **{prompt:,} prompt + {output:,} output tokens** ({req.source}): set them in the sidebar "
+             "under **Workload and SLO**.")
 if prompt + output > r.max_model_len:
-    st.error(f"Prompt + output tokens: {prompt + output:,} exceeds max_model_len {r.max_model_len:,}")
+    st.error(f"Prompt + output = {prompt + output:,} tokens exceeds max_model_len {r.max_model_len:,}: raise it in the "
+             "sidebar under **Engine settings (vLLM names) → max_model_len**, or shorten the requests under "
+             "**Workload and SLO**.")
     st.stop()
 q = Request(int(prompt), int(output), int(batch))
 prepare_widget_state(q.prompt, q.output, q.batch, r.max_model_len)

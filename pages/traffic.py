@@ -124,6 +124,29 @@ for key, value in (("load_profile", "chat"), ("load_seed", 0), ("load_num_reques
                    ("load_think_s", 5.0)):
     st.session_state.setdefault(key, value)
 
+def _follow_scenario_workload() -> None:
+    """Start this page's traffic and SLO inputs from the scenario's (the sidebar's Workload and SLO) whenever those
+    change; edits made here stay a what-if for this page until the sidebar's workload changes again."""
+    s = current_scenario()
+    signature = (s.traffic, s.slo)
+    if st.session_state.get("load_synced_from") == signature:
+        return
+    st.session_state["load_synced_from"] = signature
+    t = s.traffic
+    def clamp(v, lo, hi):  # into the page widget's range
+        return min(max(v, lo), hi)
+    st.session_state.update(load_profile=t.profile, load_seed=min(t.seed, 2**31 - 1),
+                            load_num_requests=clamp(t.num_requests, 100, 20_000), load_prefix_caching=t.prefix_caching,
+                            load_slo_ttft_ms=clamp(round(s.slo.ttft_p95_s * 1e3), 1, 600_000),
+                            load_slo_tpot_ms=clamp(round(s.slo.tpot_p95_s * 1e3), 1, 10_000))
+    if t.profile == "custom":
+        st.session_state.update(load_prompt_spec=t.prompt, load_output_spec=t.output, load_arrival=t.arrival,
+                                load_cv=clamp(float(t.cv), 0.1, 10.0))
+    elif t.arrival in TIMING_LABELS:
+        st.session_state["load_timing"] = t.arrival
+
+
+_follow_scenario_workload()
 st.title("Traffic & load test")
 st.caption("Replay realistic traffic against one replica, sweep the arrival rate up and read TTFT and TPOT "
            "percentiles at each level: where latency climbs sharply is the capacity per replica (primer §9). "

@@ -19,6 +19,7 @@ from planner.accuracy.validation import (KV_CSV, coverage_table, error_summary, 
 from ui.charts.validation import before_after_chart, error_by_group_chart, parity_chart
 from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
+from ui.workload_widgets import scenario_lengths
 
 from ui.state import PROFILE_KEY, TARGET_KEY  # noqa: E402  (the sidebar puts the calibration into the scenario)
 ERROR_COLUMNS = {"median_abs_error_pct": "median |error| %", "p90_abs_error_pct": "p90 |error| %"}
@@ -181,9 +182,10 @@ with tab_cal:
                      hide_index=True, width="stretch", key="val_table_scenario")
 
 with tab_plan:
-    c = st.columns(2)
-    input_tokens = int(c[0].number_input("Prompt tokens", 1, 1_000_000, 1024, step=128, key="val_input"))
-    output_tokens = int(c[1].number_input("Output tokens", 2, 1_000_000, 256, step=64, key="val_output"))
+    req = scenario_lengths()
+    input_tokens, output_tokens = req.prompt_tokens, max(2, req.output_tokens)
+    st.caption(f"Requests of **{input_tokens:,} prompt + {output_tokens:,} output tokens** ({req.source}): set them "
+               "in the sidebar under **Workload and SLO**.")
     if input_tokens + output_tokens > r.max_model_len:
         st.error(f"Prompt + output tokens: {input_tokens + output_tokens:,} exceeds max_model_len {r.max_model_len:,}")
         st.stop()

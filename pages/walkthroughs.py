@@ -112,7 +112,7 @@ def _check() -> None:
     q = _question()
     qid = (q.seed, q.index, q.kind, q.text)
     try:
-        result = check_answer(q, parse_answer(st.session_state.get("wt_answer", "")))
+        result = check_answer(q, parse_answer(st.session_state.get("wt_answer", ""), q.unit))
     except InputError as err:
         st.session_state["wt_result"] = (qid, err.message)
         return

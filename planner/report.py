@@ -1,34 +1,32 @@
-"""The sizing report: every input and every output of a scenario, one row per figure.
+"""The sizing report: the plan (deployment, replicas, cost, the SLO and whether it holds) and every input and
+output behind it, one row per figure.
 
 Rows are (section, name, value, unit, note): values in SI units as the planner computes them (bytes, seconds,
-tokens), the note holding the formula or the assumption. The same rows become CSV, JSON or Markdown (with chart
-images when the caller renders them; planner/ itself never draws).
+tokens, USD), the note holding the formula or the assumption. The same rows become CSV, JSON or Markdown (with
+chart images when the caller renders them; planner/ itself never draws). Sections, in order: the plan (capacity
+search of planner.capacity.replicas.capacity_plan at the scenario's target rate, SLO and traffic), the latency at
+the operating point (continuous batching, simulated at target / replicas per replica), the deployment choice
+(chosen and runner-up, when a ranking from planner.capacity.recommend is given), the assumptions and their
+calibration status, then the inputs, memory and tensor-parallel options.
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
+from planner.capacity.replicas import capacity_plan
 from planner.core.errors import InputError
 from planner.latency.metrics import estimate, memory_limit
 from planner.memory.plan import MemoryPlan, breakdown_per_gpu, plan_memory, tp_options
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.units import GB, GiB
+from planner.report_plan import ReportRow, assumption_rows, choice_rows, plan_rows
 from planner.teaching.from_scenario import split_context
 
 COLUMNS = ("section", "name", "value", "unit", "note")
-REPORT_OUTPUT_TOKENS = 300  # the scenario holds only tokens per request: assume the primer's 300-token answer
-
-
-@dataclass(frozen=True)
-class ReportRow:
-    section: str
-    name: str
-    value: float | int | str | bool
-    unit: str = ""
-    note: str = ""
+REPORT_OUTPUT_TOKENS = 300  # the one-request reference row splits tokens per request with the primer's 300-token answer
 
 
 def _input_rows(s: Scenario, r: Resolved) -> list[ReportRow]:
@@ -58,7 +56,8 @@ def _input_rows(s: Scenario, r: Resolved) -> list[ReportRow]:
     rows += [ReportRow("input: engine", "num_replicas", d.num_replicas, "", "num_gpus / tensor_parallel_size"),
              ReportRow("input: engine", "max_model_len (resolved)", r.max_model_len, "tokens",
                        "max_model_len or the model's max_position_embeddings"),
-             ReportRow("input: workload", "context_tokens", r.context_tokens, "tokens", "prompt + output per request"),
+             ReportRow("input: workload", "context_tokens", r.context_tokens, "tokens",
+                       "prompt + output per request (memory rows)"),
              ReportRow("input: workload", "engine", s.engine)]
     return rows
 
@@ -117,43 +116,53 @@ def _tp_rows(r: Resolved) -> list[ReportRow]:
 
 
 def _latency_rows(r: Resolved) -> list[ReportRow]:
+    """One request alone on a replica (static batch of 1): the floor under the operating point's latency."""
     prompt, output = split_context(r.context_tokens, REPORT_OUTPUT_TOKENS)
-    assumption = f"static batch of {{b}}: {prompt:,} prompt + {output:,} output tokens (context split, output ≤ 300)"
+    sec = "reference: one request alone"
     try:
         limit = memory_limit(r, prompt, output)
     except InputError as err:
-        return [ReportRow("latency", "estimate", "", "", f"not estimated: {err}")]
+        return [ReportRow(sec, "estimate", "", "", f"not estimated: {err}")]
     if limit < 1 or prompt + output > r.max_model_len:
-        return [ReportRow("latency", "estimate", "", "", "not estimated: no request of this length fits the KV pool")]
-    rows = [ReportRow("latency", "memory_limit_batch", limit, "requests", "requests of prompt + output in the pool")]
-    for batch in sorted({1, min(limit, r.deployment.max_num_seqs)}):
-        e = estimate(r, batch, prompt, output)
-        sec, note = f"latency (batch {batch})", assumption.format(b=batch)
-        rows += [ReportRow(sec, "prefill_s", e.prefill_s, "s", f"roofline, {e.prefill_bound}-bound; {note}"),
-                 ReportRow(sec, "ttft_s", e.ttft_s, "s", "queue wait (0) + prefill"),
-                 ReportRow(sec, "tpot_s", e.tpot_s, "s", f"mean decode step, {e.bound}-bound"),
-                 ReportRow(sec, "tokens_per_s_per_user", e.tokens_per_s_per_user, "tokens/s", "1 / TPOT"),
-                 ReportRow(sec, "e2e_s", e.e2e_s, "s", "TTFT + (N − 1) × TPOT"),
-                 ReportRow(sec, "throughput_tokens_per_s", e.throughput_tokens_per_s, "tokens/s",
-                           "replicas × B × N / (prefill + decode)"),
-                 ReportRow(sec, "ridge_batch", e.ridge_batch or "", "requests", "decode turns compute-bound here"),
-                 ReportRow(sec, "efficiency_profile", e.efficiency_status, "", e.efficiency_source)]
-    return rows
+        return [ReportRow(sec, "estimate", "", "", "not estimated: no request of this length fits the KV pool")]
+    e = estimate(r, 1, prompt, output)
+    note = f"{prompt:,} prompt + {output:,} output tokens, nothing else running (roofline model)"
+    return [ReportRow(sec, "memory_limit_batch", limit, "requests", "requests of prompt + output in the pool"),
+            ReportRow(sec, "ttft_s", e.ttft_s, "s", f"prefill, {e.prefill_bound}-bound; {note}"),
+            ReportRow(sec, "tpot_s", e.tpot_s, "s", f"mean decode step, {e.bound}-bound"),
+            ReportRow(sec, "e2e_s", e.e2e_s, "s", "TTFT + (N − 1) × TPOT"),
+            ReportRow(sec, "ridge_batch", e.ridge_batch or "", "requests", "decode turns compute-bound here")]
 
 
-def report_rows(scenario: Scenario) -> list[ReportRow]:
-    """Every input and every output of the scenario, in report order."""
+def report_rows(scenario: Scenario, ranking: list[dict] | None = None, prices: dict[str, float] | None = None,
+                capacity: dict | None = None) -> list[ReportRow]:
+    """The plan, then every input and output of the scenario (module note); `ranking` = recommend()'s rows,
+    `capacity` = capacity_plan()'s result for this scenario when the caller already has it."""
     r = resolve(scenario)
-    plan = plan_memory(r)
-    return _input_rows(scenario, r) + _memory_rows(plan) + _tp_rows(r) + _latency_rows(r)
+    memory = plan_memory(r)
+    cap = capacity if capacity is not None else _capacity(scenario, prices)
+    return (plan_rows(scenario, r, cap) + choice_rows(scenario, r, cap, ranking) + assumption_rows(scenario, r, cap)
+            + _input_rows(scenario, r) + _memory_rows(memory) + _tp_rows(r) + _latency_rows(r))
+
+
+def _capacity(s: Scenario, prices: dict[str, float] | None) -> dict | None:
+    try:
+        return capacity_plan(s, s.target_rate, s.traffic, s.slo, s.headroom, prices)
+    except InputError as err:
+        return {"error": f"{err.field}: {err.message}"}
 
 
 def to_csv(rows: list[ReportRow]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
-    writer.writerows((row.section, row.name, row.value, row.unit, row.note) for row in rows)
+    writer.writerows((row.section, row.name, _csv_value(row.value), row.unit, row.note) for row in rows)
     return out.getvalue()
+
+
+def _csv_value(value):
+    """Floats to 10 significant digits (166.8, not 166.79999999999998); everything else as is."""
+    return f"{value:.10g}" if isinstance(value, float) else value
 
 
 def to_json(rows: list[ReportRow]) -> str:
@@ -161,16 +170,23 @@ def to_json(rows: list[ReportRow]) -> str:
 
 
 def human(value, unit: str) -> str:
-    """A value as a person reads it: bytes also in GB/GiB, seconds in ms, large numbers with separators."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
+    """A value with its unit as a person reads it: bytes also in GB and GiB (labelled), seconds below 1 in ms,
+    dollars with a $, large numbers with separators. The unit is part of the text, so it always matches."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if not isinstance(value, (int, float)):
+        return f"{value} {unit}".strip() if value != "" else ""
     if unit == "B" and abs(value) >= 1e6:
         return f"{value:,.0f} B ({value / GB:,.2f} GB, {value / GiB:,.2f} GiB)"
     if unit == "s":
         return f"{value * 1e3:,.1f} ms" if abs(value) < 1 else f"{value:,.3f} s"
+    if unit.startswith("USD"):
+        return f"${value:,.2f}{unit[3:]}" if abs(value) >= 1 else f"${value:,.4f}{unit[3:]}"
     if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.4g}"
-    return f"{value:,.0f}"
+        text = f"{value:,.4g}"
+    else:
+        text = f"{value:,.0f}"
+    return f"{text} {unit}".strip()
 
 
 def _cell(text: str) -> str:
@@ -179,13 +195,14 @@ def _cell(text: str) -> str:
 
 def to_markdown(rows: list[ReportRow], images: dict[str, bytes] | None = None, title: str = "Sizing report") -> str:
     """Markdown: one table per section, then the charts as PNG files named `<key>.png` next to the report."""
-    lines = [f"# {title}", "", "Values in SI units as computed (bytes, seconds); GB = 1e9 bytes, GiB = 2^30.", ""]
+    lines = [f"# {title}", "", "Each value with its unit (the CSV holds SI values: bytes, seconds, USD); "
+             "GB = 1e9 bytes, GiB = 2^30 bytes.", ""]
     section = None
     for row in rows:
         if row.section != section:
             section = row.section
-            lines += ["", f"## {section}", "", "| name | value | unit | note |", "|---|---|---|---|"]
-        lines.append(f"| {_cell(row.name)} | {_cell(human(row.value, row.unit))} | {_cell(row.unit)} | {_cell(row.note)} |")
+            lines += ["", f"## {section}", "", "| name | value | note |", "|---|---|---|"]
+        lines.append(f"| {_cell(row.name)} | {_cell(human(row.value, row.unit))} | {_cell(row.note)} |")
     if images:
         lines += ["", "## Charts", ""]
         for key in images:

@@ -23,16 +23,19 @@ from planner.report import COLUMNS, report_rows, to_csv
 from planner.core.scenario import Scenario, resolve
 from planner.core.scenario_codec import from_json, from_query, to_query
 from planner.core.specs import Deployment
+from planner.core.workload import SLO, TrafficSpec
 
 pytestmark = pytest.mark.browser
 
 SIDEBAR = '[data-testid="stSidebar"]'
 SIDEBAR_ERROR = f'{SIDEBAR} [data-testid="stAlertContentError"]'
 SHARE_EXPANDER = "Share or save this scenario"
-CTX_LABEL = "Tokens per request (prompt + output)"
-# the shared link of test (b): every field off its default that the brief names
+PROMPT_LABEL = "Prompt tokens"  # the sidebar's Workload and SLO (custom profile)
+# the shared link of test (b): every field off its default that the brief names; the request's 7,700 + 300 tokens
+# are the context every page sizes (8,000)
 SHARED = Scenario(model="mistralai/Mistral-7B-v0.1", gpu="L40S", deployment=Deployment(weights="fp8"),
-                  context_tokens=8000)
+                  context_tokens=8000, traffic=TrafficSpec(profile="custom", prompt="fixed:7700", output="fixed:300"),
+                  target_rate=12.5, slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.08))
 
 
 # --- fixtures ---------------------------------------------------------------------------------------------------
@@ -60,8 +63,8 @@ def _combobox(page, label: str):
     return page.locator(f'{SIDEBAR} input[role="combobox"][aria-label="{label}"]')
 
 
-def _ctx_input(page):
-    return page.locator(SIDEBAR).get_by_label(CTX_LABEL)
+def _prompt_input(page):
+    return page.locator(SIDEBAR).get_by_label(PROMPT_LABEL)
 
 
 def _query(page) -> dict[str, str]:
@@ -102,13 +105,13 @@ def _fit_metrics(s: Scenario) -> dict[str, str]:
     """What pages/fit.py shows for scenario `s`, computed by the planner (same formatting)."""
     plan = plan_memory(resolve(s))
     return {"Parameters": f"{plan.params / 1e9:,.2f} B",
-            "Weights per GPU": f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB",
+            "Weights per GPU (GB)": f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB",
             "KV per token": f"{plan.kv_bytes_per_token:,.0f} B",
-            "KV per request": f"{plan.kv_bytes_per_request / 1e9:,.3f} GB",
+            "KV per request (GB)": f"{plan.kv_bytes_per_request / 1e9:,.3f} GB",
             "Textbook: requests fit": f"{plan.textbook_max_requests:,}",
             "vLLM: requests fit": f"{plan.paged_max_requests:,}",
             "vLLM: max concurrency": f"{plan.max_concurrency:,.2f}x",
-            "vLLM KV pool per GPU": f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB"}
+            "vLLM KV pool per GPU (GiB)": f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB"}
 
 
 def _assert_fit_metrics(page, s: Scenario) -> None:
@@ -118,11 +121,13 @@ def _assert_fit_metrics(page, s: Scenario) -> None:
 
 
 def _assert_sidebar_shows(page, s: Scenario) -> None:
-    """The sidebar's inputs hold scenario `s` (model, GPU, weights, tokens per request)."""
+    """The sidebar's inputs hold scenario `s` (model, GPU, weights, the request's prompt tokens, target rate)."""
     wait_for_value(page, _combobox(page, "Model"), s.model, "Model")
     wait_for_value(page, _combobox(page, "GPU"), _gpu_label(s.gpu), "GPU")
     wait_for_value(page, _combobox(page, "Weights"), weight_precisions()[s.deployment.weights].label, "Weights")
-    wait_for_value(page, _ctx_input(page), str(s.context_tokens), CTX_LABEL)
+    wait_for_value(page, _prompt_input(page), s.traffic.prompt.removeprefix("fixed:"), PROMPT_LABEL)
+    wait_for_value(page, page.locator(f'{SIDEBAR} input[aria-label="Target (req/s)"]'), f"{s.target_rate:.2f}",
+                   "Target")
 
 
 # --- (a) the sizing report CSV ------------------------------------------------------------------------------------
@@ -145,7 +150,8 @@ def test_report_csv_download_matches_planner(page):
     for key in [("memory (textbook)", "kv_bytes_per_token"), ("memory (textbook)", "kv_bytes_per_request"),
                 ("memory (textbook)", "textbook_max_requests"), ("memory (textbook)", "textbook_max_requests_total"),
                 ("memory (vLLM)", "num_gpu_blocks"), ("memory (vLLM)", "fits")]:
-        assert got[key]["value"] == str(expected[key].value), (key, got[key], expected[key])
+        value = expected[key].value  # the CSV writes floats to 10 significant digits
+        assert got[key]["value"] == (f"{value:.10g}" if isinstance(value, float) else str(value)), (key, got[key])
         assert got[key]["unit"] == expected[key].unit
     assert float(got[("memory (textbook)", "kv_bytes_per_token")]["value"]) == 131_072  # 2 × 32 × 8 × 128 × 2
     assert text == to_csv(report_rows(scenario))  # and every other row, byte for byte
@@ -198,7 +204,7 @@ def test_saved_scenario_json_restores_in_fresh_session(page, open_page, app_url,
     uploader.locator('input[type="file"]').set_input_files(str(saved_path))
     wait_for_value(fresh, _combobox(fresh, "GPU"), _gpu_label("L40S"), "GPU after loading the saved JSON")
     wait_for_value(fresh, _combobox(fresh, "Weights"), weight_precisions()["fp8"].label, "Weights after loading")
-    wait_for_metric_change(fresh, "Weights per GPU", default_fit["Weights per GPU"])
+    wait_for_metric_change(fresh, "Weights per GPU (GB)", default_fit["Weights per GPU (GB)"])
     assert not fresh.locator(SIDEBAR_ERROR).count(), fresh.locator(SIDEBAR_ERROR).first.inner_text()
     _assert_fit_metrics(fresh, scenario)
     assert _wait_query(fresh, gpu="L40S", w="fp8") == to_query(scenario)  # the link now shares the loaded scenario

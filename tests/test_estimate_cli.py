@@ -66,3 +66,23 @@ def test_text_output_via_module():
     res = subprocess.run([sys.executable, "-m", "planner", *ARGS], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert "TTFT" in res.stdout and "TPOT" in res.stdout and "throughput" in res.stdout
+
+
+def test_batch_is_capped_at_max_num_seqs_and_says_so(capsys):
+    argv = ["estimate", "--gpu", "H100-SXM", "--batch", "64", "--max-num-seqs", "16", "--input-tokens", "500",
+            "--output-tokens", "100"]
+    out = run_json(capsys, argv)
+    assert out["batch"] == 16 and out["requested_batch"] == 64 and out["batch_capped_by_max_num_seqs"]
+    assert main(argv) == 0
+    assert "capped at max_num_seqs=16" in capsys.readouterr().out
+    assert run_json(capsys, ARGS)["batch_capped_by_max_num_seqs"] is False  # 32 ≤ the default 256
+
+
+def test_continuous_mode_reports_the_benchmark_figures(capsys):
+    out = run_json(capsys, ARGS + ["--mode", "continuous"])
+    assert out["mode"] == "continuous" and out["concurrency"] == 32
+    static = run_json(capsys, ARGS)
+    assert out["ttft_s"] < static["ttft_s"] / 4  # a few prompts at a time, not all 32 at once
+    assert out["tpot_s"] > static["tpot_s"]  # decode steps share the budget with prompt chunks
+    assert main(ARGS + ["--mode", "continuous"]) == 0
+    assert "continuous batching at concurrency 32" in capsys.readouterr().out

@@ -30,7 +30,10 @@ def test_first_load_shows_primer_six():
     m = metrics(at)
     assert m["Static: Done at step"] == "13" and m["Continuous: Done at step"] == "9"
     assert m["Static: GPU busy"] == "61.5%" and m["Continuous: GPU busy"] == "88.9%"
-    assert m["Static: Average wait"] == "4.00" and m["Continuous: Average wait"] == "1.83"
+    assert m["Static: Average wait (steps)"] == "4.00" and m["Continuous: Average wait (steps)"] == "1.83"
+    for label in m:  # every wait and latency figure says it is counted in steps (issue 16)
+        if "wait" in label.lower() or "latency" in label.lower():
+            assert label.endswith("(steps)"), label
 
 
 def test_gantt_side_by_side_hover_names_requests():

@@ -7,7 +7,10 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest_helpers import app
 from conftest import ROOT
+from planner.core.scenario import Scenario
+from planner.core.workload import SLO
 
 PAGE = str(ROOT / "pages" / "capacity.py")
 
@@ -47,7 +50,7 @@ def test_default_price_comes_from_the_catalogue():
 @pytest.mark.slow  # ~50 s on 2 cores: the ranking simulates every candidate deployment
 def test_ranking_runs_behind_the_button_on_a_subset():
     at = load()
-    at.session_state["cap_target"] = 5.0
+    at.session_state["scenario"] = Scenario(target_rate=5.0)  # the sidebar's workload: target 5 req/s
     at.run()
     at.button(key="cap_rank").click().run(timeout=300)
     assert not at.exception, at.exception
@@ -55,11 +58,35 @@ def test_ranking_runs_behind_the_button_on_a_subset():
     assert len(rows) >= 40 and rows[0]["rank"] == 1
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert any(t.get("name") == "Pareto frontier" for s in specs for t in s["data"])
+    # the table is for people: named columns with units, rounded (issue 16: snake_case and 4 decimals)
+    table = next(d.value for d in at.dataframe if "deployment" in d.value.columns)
+    assert {"deployment", "req/s per replica", "$ per hour", "p95 TTFT (ms)", "p95 TPOT (ms)"} <= set(table.columns)
+    assert not [c for c in table.columns if "_" in c]
+    assert (table["$ per hour"].dropna() == table["$ per hour"].dropna().round(2)).all()
+    # "Use this deployment" queues the ranked deployment for the sidebar
+    feasible = [r for r in rows if r["feasible"]]
+    at.selectbox(key="cap_use_pick").set_value(1).run()
+    at.button(key="cap_use").click().run(timeout=300)
+    pending = at.session_state["sb_pending_scenario"]
+    assert (pending.gpu, pending.deployment.weights, pending.deployment.tensor_parallel_size) == \
+        (feasible[1]["gpu"], feasible[1]["weights"], feasible[1]["tp"])
+    assert pending.target_rate == 5.0  # the workload stays
+
+
+def test_a_used_deployment_lands_in_the_sidebar():
+    from ui.ranking import with_deployment
+    chosen = with_deployment(Scenario(), "A100-80GB", "awq-int4", 2, 6)
+    at = app(sb_pending_scenario=chosen, sb_pending_message="Loaded A100-80GB")
+    assert not at.exception
+    assert (at.session_state["sb_gpu"], at.session_state["sb_weights"], at.session_state["sb_tp"],
+            at.session_state["sb_num_gpus"]) == ("A100-80GB", "awq-int4", 2, 6)
+    assert at.session_state["scenario"].deployment == chosen.deployment
+    assert [t.value for t in at.toast] == ["Loaded A100-80GB"]
 
 
 def test_tight_slo_is_reported_not_a_traceback():
     at = load()
-    at.session_state["cap_slo_ttft_ms"] = 10
+    at.session_state["scenario"] = Scenario(slo=SLO(ttft_p95_s=0.01))  # the sidebar's SLO: p95 TTFT ≤ 10 ms
     at.run()
     assert not at.exception
     assert any("cannot meet this SLO" in w.value for w in at.warning)

@@ -7,20 +7,66 @@ import time
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
+from planner.core.scenario import Scenario
+from planner.core.specs import Deployment
+from planner.core.workload import TrafficSpec
 
 PAGE = str(ROOT / "pages" / "latency.py")
+STATIC = "Static batch (primer §5)"
+PRIMER = TrafficSpec(profile="custom", prompt="fixed:2000", output="fixed:300")  # the primer's request (§5)
 
 
-def fresh() -> AppTest:
-    return AppTest.from_file(PAGE, default_timeout=30).run()
+def fresh(scenario: Scenario | None = None, mode: str | None = None) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=30)
+    at.session_state["scenario"] = scenario or Scenario(traffic=PRIMER)
+    if mode:
+        at.session_state["latency_mode"] = mode
+    return at.run()
 
 
 def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
-def test_page_runs_and_shows_the_key_metrics():
+def test_continuous_batching_is_the_default():
     at = fresh()
+    assert not at.exception and at.radio(key="latency_mode").value.startswith("Continuous")
+    m = metrics(at)
+    for label in ("TTFT", "TPOT", "Tokens/s per user", "End-to-end", "Server throughput", "Requests/s",
+                  "Static batch TTFT"):
+        assert label in m
+    # the prompt is chunked among the running decodes: TTFT far below the static batch's whole-batch prefill
+    assert float(m["TTFT"].split()[0].replace(",", "")) * 4 < float(m["Static batch TTFT"].split()[0].replace(",", ""))
+    assert "2,000 prompt + 300 output tokens" in " ".join(c.value for c in at.caption)
+
+
+def test_lengths_come_from_the_scenario():
+    at = fresh(Scenario(traffic=TrafficSpec(profile="custom", prompt="fixed:700", output="fixed:90")))
+    assert "700 prompt + 90 output tokens" in " ".join(c.value for c in at.caption)
+    assert not [w for w in at.number_input if "tokens" in (w.label or "").lower()]  # no second length input
+
+
+def test_prompt_over_max_model_len_says_where_and_keeps_the_charts():
+    at = fresh(Scenario(traffic=TrafficSpec(profile="custom", prompt="fixed:9000", output="fixed:300"),
+                        deployment=Deployment(max_model_len=8192)))
+    assert not at.exception and not at.error
+    text = " ".join(w.value for w in at.warning)
+    assert "max_model_len 8,192" in text and "Engine settings" in text and "Workload and SLO" in text
+    assert len(at.get("plotly_chart")) == 6
+
+
+def test_batch_slider_clamps_to_the_new_maximum():
+    at = fresh(mode=STATIC)
+    at.slider(key="latency_batch").set_value(150).run()
+    at.session_state["scenario"] = Scenario(traffic=PRIMER, deployment=Deployment(max_num_seqs=64))
+    at.run()
+    assert not at.exception
+    assert at.slider(key="latency_batch").value == 64  # the new maximum, not the default 32
+    assert at.slider(key="latency_batch").max == 64
+
+
+def test_page_runs_and_shows_the_key_metrics():
+    at = fresh(mode=STATIC)
     assert not at.exception
     m = metrics(at)
     for label in ("TTFT", "TPOT", "Tokens/s per user", "End-to-end", "Server throughput", "Decode bound"):
@@ -32,7 +78,7 @@ def test_page_runs_and_shows_the_key_metrics():
 
 
 def test_a_bigger_batch_raises_tpot_and_throughput():
-    at = fresh()
+    at = fresh(mode=STATIC)
     before = metrics(at)
     at.slider(key="latency_batch").set_value(128).run()
     after = metrics(at)
@@ -61,7 +107,7 @@ def test_engine_switch_reruns():
 
 
 def test_rerun_within_300_ms():
-    at = fresh()
+    at = fresh(mode=STATIC)
     at.slider(key="latency_batch").set_value(16).run()  # warm-up
     best = sorted(_timed(at, b) for b in (8, 24, 40))[1]  # the median of three
     assert best <= 0.300, f"rerun took {best * 1e3:.0f} ms"
@@ -71,3 +117,14 @@ def _timed(at, batch) -> float:
     t = time.perf_counter()
     at.slider(key="latency_batch").set_value(batch).run()
     return time.perf_counter() - t
+
+
+def test_log_axes_tick_by_decade_and_legends_leave_the_right_axis_clear():
+    at = fresh(mode=STATIC)
+    for chart in (json.loads(c.proto.spec) for c in at.get("plotly_chart")):
+        layout = chart["layout"]
+        for name, axis in layout.items():
+            if name.startswith(("xaxis", "yaxis")) and axis.get("type") == "log":
+                assert axis.get("dtick") == 1, (layout["title"]["text"], name)  # 1, 10, 100: not "1 2 5 10 2 5"
+        if "yaxis2" in layout:  # a right-hand axis: the legend sits below the plot, not over its labels
+            assert layout["legend"]["orientation"] == "h" and layout["legend"]["y"] < 0, layout["title"]["text"]

@@ -1,13 +1,19 @@
 """Headless test of pages/techniques.py: every tab runs and shows its key numbers; widgets rerun it; reruns are fast."""
 from __future__ import annotations
 
+import base64
 import json
 import time
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
+from planner.core.scenario import Scenario
+from planner.core.workload import TrafficSpec
+
+PRIMER = TrafficSpec(profile="custom", prompt="fixed:2000", output="fixed:300")
 
 PAGE = str(ROOT / "pages" / "techniques.py")
 TABS = ["Speculative decoding", "Prefix caching", "PagedAttention", "FlashAttention", "Quantization",
@@ -34,7 +40,9 @@ def open_tab(at: AppTest, label: str) -> AppTest:
 
 @pytest.fixture(scope="module")
 def at() -> AppTest:
-    return AppTest.from_file(PAGE, default_timeout=60).run()
+    t = AppTest.from_file(PAGE, default_timeout=60)
+    t.session_state["scenario"] = Scenario(traffic=PRIMER)  # the primer's 2,000 + 300-token request
+    return t.run()
 
 
 @pytest.mark.parametrize("tab", TABS)
@@ -87,8 +95,20 @@ def test_mooncake_hit_rate_behind_a_button(at):
 
 def test_charts_have_titles(at):
     open_tab(at, "Speculative decoding")
-    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-    assert any("fades" in t for t in titles) and any("Best k" in t for t in titles)
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    titles = [c["layout"]["title"]["text"] for c in specs]
+    assert any("Best k" in t for t in titles)
+    # the speed-up chart's title says what its curves do (issue 16: "fades" was printed over rising curves)
+    speed = next(c for c in specs if c["layout"]["title"]["text"].startswith("Speed-up"))
+    curves = [_values(tr["y"]) for tr in speed["data"] if str(tr.get("name", "")).startswith("k = ")]
+    first, last = max(y[0] for y in curves), max(y[-1] for y in curves)
+    word = "fades" if last < first * 0.95 else "grows" if last > first * 1.05 else "holds"
+    assert word in speed["layout"]["title"]["text"]
+
+
+def _values(y) -> np.ndarray:
+    """A plotly JSON array: a list, or {"dtype", "bdata"} (base64 of the numpy buffer)."""
+    return np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]) if isinstance(y, dict) else np.asarray(y)
 
 
 def test_rerun_is_fast_on_defaults():

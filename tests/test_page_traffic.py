@@ -97,3 +97,18 @@ def test_rag_profile_turns_prefix_caching_on():
     at = load()
     at.selectbox(key="load_profile").set_value("rag").run()
     assert not at.exception and at.toggle(key="load_prefix_caching").value is True
+
+
+def test_the_page_starts_from_the_scenario_workload_and_slo():
+    from planner.core.scenario import Scenario
+    from planner.core.workload import SLO, TrafficSpec
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["scenario"] = Scenario(
+        traffic=TrafficSpec(profile="custom", prompt="fixed:700", output="fixed:90", seed=5, num_requests=400),
+        slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.05))
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="load_profile").value == "custom"
+    assert at.text_input(key="load_prompt_spec").value == "fixed:700"
+    assert at.number_input(key="load_seed").value == 5 and at.number_input(key="load_num_requests").value == 400
+    assert (at.number_input(key="load_slo_ttft_ms").value, at.number_input(key="load_slo_tpot_ms").value) == (1500, 50)

@@ -1,6 +1,9 @@
 """The Validation page, headless: published errors, a pasted calibration, bad uploads, the load-test plan."""
 from __future__ import annotations
 
+from planner.core.scenario import Scenario
+from planner.core.workload import TrafficSpec
+
 import json
 
 import pytest
@@ -83,6 +86,10 @@ def test_bad_upload_is_named_and_the_page_lives_on(page, name, field):
 def test_load_test_plan_follows_the_inputs(page):
     serve = page.code[0].value
     assert serve.startswith("vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1")
-    page.number_input(key="val_input").set_value(3000).run()
+    # the lengths are the scenario's (the sidebar's Workload and SLO), not a second set of inputs on this page
+    page.session_state["scenario"] = Scenario(traffic=TrafficSpec(profile="custom", prompt="fixed:3000",
+                                                                  output="fixed:256"))
+    page.run()
+    assert not [w for w in page.number_input if w.key in ("val_input", "val_output")]
     assert "--random-input-len 3000" in page.code[1].value
     assert "prompt_tokens=3000" in page.code[2].value

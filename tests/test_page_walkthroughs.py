@@ -1,6 +1,8 @@
 """The Walkthroughs page, headless: primer numbers by default, inputs recompute, the practice flow scores."""
 from __future__ import annotations
 
+import pytest
+
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
@@ -99,3 +101,20 @@ def test_design_explainer_is_there():
     text = shown(page())
     for idea in ("Queue", "Max batch size", "latency-throughput dial", "Bucketing", "Backpressure", "Continuous"):
         assert idea in text
+
+
+@pytest.mark.parametrize("kind, typed", [
+    ("ttft", lambda a: f"{a / 1e3:g} s"),  # "0.32 s" for an answer in ms (issue 16: judged 99.9% off)
+    ("ttft", lambda a: f"{a:g} ms"),
+    ("token-positions", lambda a: f"{a / 1e6:.4f} million"),  # "3.45 million" (judged 100% off)
+    ("end-to-end", lambda a: f"{a * 1e3:.0f} ms"),
+])
+def test_practice_answers_accept_units(kind, typed):
+    at = page()
+    at.session_state["wt_kinds"] = [kind]
+    at.run()
+    q = generate(1, 0, (kind,))
+    at.text_input(key="wt_answer").set_value(typed(q.answer)).run()
+    at.button(key="wt_check").click().run()
+    assert not at.exception
+    assert any("Correct" in s.value for s in at.success), [e.value for e in at.error]

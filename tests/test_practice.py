@@ -54,3 +54,17 @@ def test_unknown_kind_is_named():
     with pytest.raises(InputError) as err:
         generate(1, 0, ("nope",))
     assert err.value.field == "kinds"
+
+
+@pytest.mark.parametrize("text, unit, value", [("0.32 s", "ms", 320), ("320 ms", "ms", 320), ("320ms", "s", 0.32),
+                                               ("3.45 million", "positions", 3.45e6), ("3.45M", "positions", 3.45e6),
+                                               ("2.1k", "tokens/s", 2100), ("2 GiB", "GB", 2 * 2**30 / 1e9),
+                                               ("512 MB", "GB", 0.512), ("97 %", "%", 97), ("12", "steps", 12)])
+def test_answers_convert_their_units(text, unit, value):
+    assert parse_answer(text, unit) == pytest.approx(value)
+
+
+def test_a_unit_of_another_kind_is_named():
+    with pytest.raises(InputError) as err:
+        parse_answer("3 s", "GB")
+    assert "'s' is not a unit of GB" in err.value.message

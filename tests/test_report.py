@@ -4,13 +4,17 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import zipfile
 
 import pytest
 
 from planner.latency.metrics import estimate
 from planner.memory.plan import plan_memory, tp_options
-from planner.report import COLUMNS, report_rows, to_csv, to_json, to_markdown
+from planner.capacity.replicas import capacity_plan
+from planner.core.workload import SLO, TrafficSpec
+from planner.report import COLUMNS, ReportRow, human, report_rows, to_csv, to_json, to_markdown
+from planner.report_plan import choice_rows
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 
@@ -59,13 +63,13 @@ def test_numbers_equal_planner_outputs(rows):
     for opt in tp_options(r):
         assert t[("tensor-parallel options", f"TP={opt['tp']} kv_cache_tokens")] == opt["kv_cache_tokens"]
     e = estimate(r, 1, 4096 - 300, 300)
-    assert t[("latency (batch 1)", "tpot_s")] == e.tpot_s
-    assert t[("latency (batch 1)", "e2e_s")] == e.e2e_s
+    assert t[("reference: one request alone", "tpot_s")] == e.tpot_s
+    assert t[("reference: one request alone", "e2e_s")] == e.e2e_s
 
 
 def test_every_row_has_a_note_or_is_an_identifier(rows):
     numeric = [r for r in rows if isinstance(r.value, (int, float)) and not isinstance(r.value, bool)
-               and r.section.startswith(("memory", "latency", "tensor"))]
+               and r.section.startswith(("memory", "reference", "tensor", "plan"))]
     assert numeric and all(r.note for r in numeric)
 
 
@@ -76,7 +80,7 @@ def test_json_round_trips(rows):
 
 def test_markdown_has_tables_and_png_references(rows):
     md = to_markdown(rows, {"memory_per_gpu": b"\x89PNG", "concurrency_vs_context": b"\x89PNG"})
-    assert "| name | value | unit | note |" in md
+    assert "| name | value | note |" in md  # the value carries its unit: "800.5 ms", never 800.5 with unit s
     assert "![memory per gpu](memory_per_gpu.png)" in md and "(concurrency_vs_context.png)" in md
     assert "## memory (vLLM)" in md
     assert ".png" not in to_markdown(rows)
@@ -85,7 +89,8 @@ def test_markdown_has_tables_and_png_references(rows):
 def test_model_that_does_not_fit_still_reports(rows):
     t = table(report_rows(Scenario(model="meta-llama/Llama-3.1-70B", context_tokens=4096)))
     assert t[("memory (vLLM)", "fits")] is False
-    assert ("latency", "estimate") in t  # says why there is no estimate
+    assert ("reference: one request alone", "estimate") in t  # says why there is no estimate
+    assert ("plan", "capacity") in t or t[("plan", "slo_holds")] is False  # says why there is no plan
 
 
 @pytest.mark.slow
@@ -99,3 +104,71 @@ def test_zip_with_kaleido_pngs():
     for png in (n for n in names if n.endswith(".png")):
         assert z.read(png).startswith(b"\x89PNG\r\n\x1a\n")
         assert f"({png})" in md
+
+
+# --- the plan (issue 16) -------------------------------------------------------------------------------------------
+PLAN_SCENARIO = Scenario(model="meta-llama/Llama-3.1-8B", gpu="A100-80GB", target_rate=20.0,
+                         traffic=TrafficSpec(profile="custom", prompt="fixed:1000", output="fixed:200",
+                                             num_requests=400),
+                         slo=SLO(ttft_p95_s=1.0, tpot_p95_s=0.05), deployment=Deployment(max_model_len=8192))
+
+
+@pytest.fixture(scope="module")
+def plan_rows_and_capacity():
+    s = PLAN_SCENARIO
+    return report_rows(s), capacity_plan(s, s.target_rate, s.traffic, s.slo, s.headroom)
+
+
+def test_the_plan_leads_the_report(plan_rows_and_capacity):
+    rows, cap = plan_rows_and_capacity
+    assert rows[0].section == "plan" and rows[0].name == "deployment"
+    t = table(rows)
+    assert t[("plan", "target_rate")] == 20.0 and t[("plan", "slo_ttft_p95_s")] == 1.0
+    for key in ("max_rate_per_replica", "replicas", "num_gpus", "usd_per_hour", "usd_per_day",
+                "usd_per_million_output_tokens", "usd_per_million_tokens"):
+        assert t[("plan", key)] == cap[key], key
+    assert t[("plan", "replicas")] == math.ceil(20.0 * 1.2 / cap["max_rate_per_replica"])
+    assert t[("plan", "usd_per_hour")] == pytest.approx(cap["num_gpus"] * cap["usd_per_gpu_hour"])
+    units = {(r.section, r.name): r.unit for r in rows}
+    assert units[("plan", "usd_per_hour")] == "USD/h" and units[("plan", "max_rate_per_replica")] == "req/s"
+    assert t[("plan", "slo_holds")] is True
+
+
+def test_latency_at_the_operating_point_is_continuous_batching_not_the_pool(plan_rows_and_capacity):
+    rows, cap = plan_rows_and_capacity
+    t, op = table(rows), cap["operating_point"]
+    sec = "latency at the operating point"
+    assert t[(sec, "ttft_p95_s")] == op["ttft_p95_s"] <= 1.0  # what Capacity & cost shows, within the SLO
+    assert t[(sec, "rate_per_replica")] == pytest.approx(20.0 / cap["replicas"])
+    assert t[(sec, "concurrency")] == pytest.approx(op["rate_per_s"] * op["e2e_mean_s"])  # Little's law
+    assert not any(r.section.startswith("latency (batch") for r in rows)  # no static batch of the whole pool
+
+
+def test_runner_up_comes_from_the_ranking():
+    r = resolve(PLAN_SCENARIO)
+    ranking = [{"rank": 1, "id": "L40S · fp8 · TP1", "feasible": True, "replicas": 3, "usd_per_hour": 2.5,
+                "usd_per_million_output_tokens": 0.2, "ttft_p95_s": 0.4},
+               {"rank": 2, "id": "A100-80GB · bf16 · TP1", "feasible": True, "replicas": 2, "usd_per_hour": 2.8,
+                "usd_per_million_output_tokens": 0.3, "ttft_p95_s": 0.3}]
+    t = table(choice_rows(PLAN_SCENARIO, r, {}, ranking))
+    assert t[("deployment choice", "chosen")] == "A100-80GB · bf16 · TP1"
+    assert t[("deployment choice", "runner_up")] == "L40S · fp8 · TP1"
+    assert t[("deployment choice", "runner_up_usd_per_hour")] == 2.5
+
+
+def test_assumptions_name_the_calibration(plan_rows_and_capacity):
+    t = table(plan_rows_and_capacity[0])
+    assert t[("assumptions", "calibration_status")] in ("calibrated", "partial", "estimated")
+    assert t[("assumptions", "user_calibration")] == "none"
+
+
+@pytest.mark.parametrize("value, unit, text", [(0.8005, "s", "800.5 ms"), (2.5, "s", "2.500 s"),
+                                               (166.79999999999998, "USD/h", "$166.80/h"), (50.0, "req/s", "50 req/s"),
+                                               (3e9, "B", "3,000,000,000 B (3.00 GB, 2.79 GiB)")])
+def test_values_carry_their_units(value, unit, text):
+    assert human(value, unit) == text
+
+
+def test_csv_floats_are_not_noisy():
+    out = to_csv([ReportRow("plan", "usd_per_hour", 166.79999999999998, "USD/h")])
+    assert out.splitlines()[1] == "plan,usd_per_hour,166.8,USD/h,"

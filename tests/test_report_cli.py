@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import subprocess
 import sys
 
@@ -36,7 +37,7 @@ def test_report_json_and_markdown(capsys):
     code, out, _ = run(capsys, "report", "--json", "--context", "2048", "--max-model-len", "4096")
     assert json.loads(out) == rows
     code, out, _ = run(capsys, "report", "--format", "md", "--context", "2048", "--max-model-len", "4096")
-    assert out.startswith("# Sizing report") and "| name | value | unit | note |" in out
+    assert out.startswith("# Sizing report") and "| name | value | note |" in out
 
 
 def test_report_bad_flag_names_it(capsys):
@@ -67,3 +68,24 @@ def test_walkthrough_as_a_process():
     out = subprocess.run([sys.executable, "-m", "planner", "walkthrough", "six-requests"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     assert "61.5%" in out and "88.9%" in out and "1.83 steps" in out
+
+
+def test_report_takes_the_capacity_traffic_and_slo_flags(capsys):
+    code, out, _ = run(capsys, "report", "--json", "--gpu", "A100-80GB", "--max-model-len", "8192", "--profile",
+                       "custom", "--input-tokens", "1000", "--output-tokens", "200", "--num-requests", "300",
+                       "--target-rate", "12", "--slo-ttft-p95", "1.5", "--slo-tpot-p95", "0.05", "--headroom", "1.5")
+    assert code == 0
+    t = {(r["section"], r["name"]): r for r in json.loads(out)}
+    assert t[("plan", "target_rate")]["value"] == 12 and t[("plan", "headroom")]["value"] == 1.5
+    assert t[("plan", "slo_ttft_p95_s")]["value"] == 1.5 and t[("plan", "slo_tpot_p95_s")]["value"] == 0.05
+    assert t[("plan", "mean_prompt_tokens")]["value"] == 1000 and t[("plan", "mean_output_tokens")]["value"] == 200
+    rate = t[("plan", "max_rate_per_replica")]["value"]
+    assert t[("plan", "replicas")]["value"] == math.ceil(12 * 1.5 / rate)
+    assert t[("plan", "usd_per_hour")]["unit"] == "USD/h" and t[("plan", "slo_holds")]["value"] in (True, False)
+
+
+def test_report_bad_slo_names_the_flag(capsys):
+    code, _, err = run(capsys, "report", "--slo-ttft-p95", "0")
+    assert code == 2 and "--slo-ttft-p95" in err
+    code, _, err = run(capsys, "report", "--target-rate", "-1")
+    assert code == 2 and "--target-rate" in err

@@ -17,16 +17,16 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from planner.core.errors import InputError
-from planner.latency.metrics import memory_limit, sweep
+from planner.latency.metrics import memory_limit
 from planner.memory.plan import breakdown_per_gpu, concurrency_vs_context, plan_memory
-from planner.latency.perf_model import PerfModel
-from planner.report import REPORT_OUTPUT_TOKENS, report_rows, to_csv, to_markdown
+from planner.report import report_rows, to_csv, to_markdown
 from planner.core.scenario import Scenario, resolve
-from planner.teaching.from_scenario import split_context
+from ui.cached import capacity_cached, continuous_cached
 from ui.charts.latency import tradeoff_chart
 from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack
 from ui.labels import error_text
+from ui.workload_widgets import lengths_of
 
 PNG_SIZE = (1000, 450)  # pixels
 
@@ -37,12 +37,18 @@ def chart_figures(scenario: Scenario) -> dict[str, go.Figure]:
     plan = plan_memory(r)
     figs = {"memory_per_gpu": memory_stack({"vLLM: one GPU": breakdown_per_gpu(plan)}, "Where the memory goes, per GPU"),
             "concurrency_vs_context": concurrency_chart(concurrency_vs_context(r))}
-    prompt, output = split_context(r.context_tokens, REPORT_OUTPUT_TOKENS)
+    req = lengths_of(scenario.traffic)
+    prompt, output = req.prompt_tokens, req.output_tokens
     try:
         limit = min(memory_limit(r, prompt, output), 4096)
         if limit >= 1 and prompt + output <= r.max_model_len:
-            batches = np.unique(np.round(np.geomspace(1, limit, 60)).astype(int))
-            figs["latency_throughput"] = tradeoff_chart(pd.DataFrame(sweep(PerfModel(r), batches, prompt, output)))
+            top = max(2, min(limit, r.deployment.max_num_seqs))
+            sj = scenario.model_dump_json()
+            df = pd.DataFrame([continuous_cached(sj, scenario.engine, int(b), prompt, output)
+                               for b in np.unique(np.round(np.geomspace(1, top, 10)).astype(int))])
+            df["batch"] = df["concurrency"]
+            figs["latency_throughput"] = tradeoff_chart(df).update_layout(
+                title=f"Per-user speed vs server throughput, continuous batching ({prompt:,} + {output:,} tokens)")
     except InputError:
         pass  # the CSV already says why there is no latency estimate
     return figs
@@ -63,9 +69,27 @@ def to_png(fig: go.Figure) -> bytes:
         return sized.to_image(format="png")
 
 
+def plan_report_rows(scenario: Scenario) -> list:
+    """The report rows with the capacity search shared with Capacity & cost (cached across sessions) and, when the
+    user ranked deployments for this very scenario, the ranking (for the runner-up) and its prices."""
+    stored = st.session_state.get("cap_ranking")
+    ranking, prices = None, ()
+    if stored and stored[0][0] == scenario.model_dump_json():
+        ranking, prices = stored[1], stored[0][-1]
+    try:
+        cap = capacity_cached(scenario.model_dump_json(), tuple(prices))
+    except InputError as err:
+        cap = {"error": f"{err.field}: {err.message}"}
+    return report_rows(scenario, ranking, dict(prices), capacity=cap)
+
+
+def report_csv(scenario: Scenario) -> str:
+    return to_csv(plan_report_rows(scenario))
+
+
 def report_zip(scenario: Scenario) -> bytes:
     """report.md + one PNG per chart + report.csv, zipped."""
-    rows = report_rows(scenario)
+    rows = plan_report_rows(scenario)
     images = {name: to_png(fig) for name, fig in chart_figures(scenario).items()}
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
@@ -76,21 +100,18 @@ def report_zip(scenario: Scenario) -> bytes:
     return buf.getvalue()
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def _csv(scenario_json: str) -> str:
-    return to_csv(report_rows(Scenario.model_validate_json(scenario_json)))
-
-
 def render_report_downloads(scenario: Scenario) -> None:
     """A CSV download and a Markdown+PNG zip download (built only when clicked) of the scenario's sizing report."""
     try:
-        csv_text = _csv(scenario.model_dump_json())
+        resolve(scenario)
     except InputError as err:
         st.caption(f"No report: {error_text(err)}")
         return
-    st.download_button("Sizing report (CSV)", csv_text, file_name="servingplan-report.csv", mime="text/csv",
-                       key="report_csv", on_click="ignore", icon=":material/download:", width="stretch",
-                       help="Every input and output of this scenario: section,name,value,unit,note.")
+    st.download_button("Sizing report (CSV)", lambda: report_csv(scenario), file_name="servingplan-report.csv",
+                       mime="text/csv", key="report_csv", on_click="ignore", icon=":material/download:",
+                       width="stretch", help="The plan (replicas, $, the SLO and whether it holds) and every input "
+                       "and output behind it: section,name,value,unit,note. Built when you click (one capacity "
+                       "search, shared with Capacity & cost).")
     st.download_button("Report with charts (Markdown + PNG, zip)", lambda: report_zip(scenario),
                        file_name="servingplan-report.zip", mime="application/zip", key="report_zip",
                        on_click="ignore", icon=":material/folder_zip:", width="stretch",

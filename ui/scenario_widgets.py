@@ -16,15 +16,16 @@ from planner.core.hf_config import spec_document
 from planner.core.scenario import Scenario
 from planner.core.scenario_codec import from_json, from_query, to_json, to_query
 from ui.parallelism import widget_values as parallelism_values
+from ui.page_inputs import page_query, restore_page_inputs
 from ui.state import calibration_to_state
+from ui.workload_widgets import widget_values as workload_values
 
 TP_CHOICES = [1, 2, 4, 8]
 # widget key -> (min, max) of its number_input / slider, checked before a restore sets it
 RANGES = {"sb_gpu_mem_gb": (1.0, 2000.0), "sb_num_gpus": (1, 1024), "sb_util": (0.5, 0.99),
-          "sb_max_len": (128, 10_000_000), "sb_max_seqs": (1, 4096), "sb_batched": (16, 1_000_000),
-          "sb_ctx": (1, 10_000_000)}
+          "sb_max_len": (128, 10_000_000), "sb_max_seqs": (1, 4096), "sb_batched": (16, 1_000_000)}
 PARAM_OF = {"sb_gpu_mem_gb": "gpu_gb", "sb_num_gpus": "gpus", "sb_util": "util", "sb_max_len": "maxlen",
-            "sb_max_seqs": "seqs", "sb_batched": "batched", "sb_ctx": "ctx"}
+            "sb_max_seqs": "seqs", "sb_batched": "batched"}
 
 
 def widget_values(s: Scenario, upload_choice: str) -> dict:
@@ -40,7 +41,7 @@ def widget_values(s: Scenario, upload_choice: str) -> dict:
               "sb_set_maxlen": d.max_model_len is not None, "sb_block": d.block_size, "sb_max_seqs": d.max_num_seqs
               or engine_default.max_num_seqs,
               "sb_batched": d.max_num_batched_tokens or engine_default.max_num_batched_tokens,
-              "sb_eager": d.enforce_eager, "sb_ctx": s.context_tokens or 4096}
+              "sb_eager": d.enforce_eager, **workload_values(s)}
     values.update(parallelism_values(d))  # issue 17: ui/parallelism.py
     if s.model_spec is not None:
         values["sb_config_paste"] = spec_document(s.model_spec)
@@ -69,7 +70,7 @@ def _check_choices(values: dict) -> None:
 def _apply(s: Scenario, upload_choice: str) -> None:
     for key, value in widget_values(s, upload_choice).items():
         st.session_state[key] = value
-    calibration_to_state(s.calibration)  # a saved file carries its calibration (a URL carries none)
+    calibration_to_state(s.calibration)  # a saved file or a link carries the user's calibration
     st.session_state.pop("scenario", None)  # the restored scenario replaces the last valid one
 
 
@@ -84,6 +85,14 @@ def apply_pending_restores(upload_choice: str) -> list[str]:
                 _apply(from_query(params), upload_choice)
             except InputError as err:
                 errors.append(f"Shared link ignored: {err.field}: {err.message}")
+            errors += restore_page_inputs(params)
+    pending = st.session_state.pop("sb_pending_scenario", None)  # "Use this deployment" (ui/ranking.py)
+    if isinstance(pending, Scenario):
+        try:
+            _apply(pending, upload_choice)
+            st.session_state["sb_last_loaded"] = pending
+        except InputError as err:
+            errors.append(f"Could not load that deployment: {err.field}: {err.message}")
     upload = st.session_state.get("sb_scenario_file")
     if upload is not None and getattr(upload, "file_id", None) != st.session_state.get("sb_applied_file"):
         st.session_state["sb_applied_file"] = getattr(upload, "file_id", None)
@@ -96,13 +105,13 @@ def apply_pending_restores(upload_choice: str) -> list[str]:
 
 def render_share_box(s: Scenario) -> None:
     """Keep the URL in step with the scenario; offer the link, a scenario JSON download and a JSON upload."""
-    query = to_query(s)
+    query = {**to_query(s), **page_query()}
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
     with st.expander("Share or save this scenario"):
         base = (st.context.url or "").split("?")[0]
         st.caption("Copy link (the copy button is at the right of the box):")
         st.code(f"{base}?{urlencode(query)}", language=None, wrap_lines=True)
-        st.download_button("Save scenario JSON", to_json(s), file_name="scenario.json", mime="application/json",
-                           key="sb_save_scenario")
+        st.download_button("Save scenario JSON", lambda: to_json(s), file_name="scenario.json",
+                           mime="application/json", key="sb_save_scenario", on_click="ignore")  # built on click
         st.file_uploader("Load a saved scenario JSON", type=["json"], key="sb_scenario_file")

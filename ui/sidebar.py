@@ -1,9 +1,11 @@
-"""The shared sidebar: the scenario every page reads (model, GPU, precision, engine settings).
+"""The shared sidebar: the scenario every page reads (model, GPU, precision, engine settings, workload and SLO).
 
 Invalid input shows an error naming the field and keeps the last valid scenario, so nothing typed is lost.
 A shared link (query string) or a saved scenario JSON is applied to the widgets before they are drawn.
 """
 from __future__ import annotations
+
+import json
 
 import streamlit as st
 from pydantic import ValidationError
@@ -17,6 +19,7 @@ from ui.parallelism import parallelism_section
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
 from ui.state import calibration_from_state, current_scenario, set_scenario
 from ui.labels import error_text
+from ui.workload_widgets import render_workload
 
 UPLOAD = "Upload or paste config.json"
 MANUAL = "Manual fields"
@@ -34,16 +37,52 @@ def _model_source() -> tuple[str, ModelSpec | None]:
     return choice, None
 
 
+class ShownError(InputError):
+    """An input error already shown next to its widget (the sidebar's error slot stays empty)."""
+
+
 def _uploaded_model() -> ModelSpec | None:
-    up = st.file_uploader("config.json", type=["json"], key="sb_config_upload",
+    gen = st.session_state.get("sb_upload_gen", 0)  # a new key empties the uploader after a rejected file
+    up = st.file_uploader("config.json", type=["json"], key=f"sb_config_upload_{gen}",
                           help=f"At most {MAX_CONFIG_BYTES // 1000:,} KB.")
+    rejected = st.session_state.get("sb_upload_rejected")
+    if rejected and up is None:
+        st.error(f"{rejected} (the file was not used; the last valid model stays in use)")
     text = st.text_area("…or paste its contents", key="sb_config_paste", height=120)
     raw = up.getvalue() if up is not None else text.strip()
     if not raw:
-        st.info("Upload or paste a config.json; the last valid model stays in use meanwhile.")
+        if not rejected:
+            st.info("Upload or paste a config.json; the last valid model stays in use meanwhile.")
         return None
-    name = up.name.removesuffix(".json") if up is not None else "pasted config.json"
-    return parse_config_text(raw, name=name, source=up.name if up is not None else "pasted config.json")
+    source = up.name if up is not None else "pasted config.json"
+    try:
+        spec = parse_config_text(raw, name=upload_name(up.name if up is not None else ""), source=source)
+    except InputError as err:
+        if up is not None:  # drop the file, so the uploader does not show it as accepted, and say why at the uploader
+            st.session_state["sb_upload_gen"] = gen + 1
+            st.session_state["sb_upload_rejected"] = f"{err.field}: {err.message}"
+            st.rerun()
+        st.error(f"{err.field}: {err.message}")
+        raise ShownError(err.field, err.message) from None
+    st.session_state.pop("sb_upload_rejected", None)
+    return _named(spec, raw)
+
+
+def upload_name(filename: str) -> str | None:
+    """A model's name from its file name, unless that is the generic config.json (then the config names it)."""
+    stem = filename.rsplit("/", 1)[-1].removesuffix(".json")
+    return None if stem.lower() in ("", "config") else stem
+
+
+def _named(spec: ModelSpec, raw: str | bytes) -> ModelSpec:
+    """A config.json without _name_or_path is named after its architecture (LlamaForCausalLM), not "config"."""
+    if spec.name != spec.model_type:
+        return spec
+    try:
+        arch = (json.loads(raw).get("architectures") or [None])[0]
+    except (ValueError, AttributeError, IndexError, TypeError):
+        arch = None
+    return spec.model_copy(update={"name": str(arch)[:100]}) if arch else spec
 
 
 def _manual_model() -> ModelSpec:
@@ -72,13 +111,31 @@ def _hardware() -> dict:
     custom = st.checkbox("Custom memory size", key="sb_custom_mem")
     mem = st.number_input("GPU memory (decimal GB)", 1.0, 2000.0, 48.0, key="sb_gpu_mem_gb") if custom else None
     c1, c2 = st.columns(2)
-    tp = c1.selectbox("Tensor parallel", TP_CHOICES, key="sb_tp")
-    num_gpus = c2.number_input("GPUs", 1, 1024, 1, key="sb_num_gpus")
+    tp = c1.selectbox("Tensor parallel", TP_CHOICES, key="sb_tp", on_change=_gpus_follow_tp,
+                      help="GPUs per replica; the GPUs field below follows it (a whole number of replicas).")
+    num_gpus = c2.number_input("GPUs", 1, 1024, 1, key="sb_num_gpus", help="All replicas: a multiple of TP.")
     weights = list(weight_precisions())
     w = st.selectbox("Weights", weights, index=weights.index("bf16"), key="sb_weights",
                      format_func=lambda p: weight_precisions()[p].label)
+    _precision_note(gpu, w)
     kv = st.selectbox("KV cache", list(kv_precisions()), key="sb_kv", format_func=lambda p: kv_precisions()[p].label)
     return dict(gpu=gpu, gpu_memory_gb=mem, tp=tp, num_gpus=max(num_gpus, tp), weights=w, kv=kv)
+
+
+def _gpus_follow_tp() -> None:
+    """TP 4 with 1 GPU cannot run: raise GPUs to the next multiple of TP (at least TP)."""
+    tp, n = st.session_state["sb_tp"], st.session_state.get("sb_num_gpus", 1)
+    st.session_state["sb_num_gpus"] = min(1024, max(tp, -(-n // tp) * tp))
+
+
+def _precision_note(gpu_id: str, weights: str) -> None:
+    """Say how a precision runs on a GPU without its tensor-core dtype (FP8 on Ampere: weight-only via Marlin)."""
+    g, p = gpus()[gpu_id], weight_precisions()[weights]
+    if p.compute_dtype == "fp8" and not g.tflops_fp8:
+        st.info(f"{g.id} ({g.family.title()}) has no FP8 tensor cores: vLLM runs FP8 **weight-only** through the "
+                "Marlin kernel. Weights take 1 byte (half the memory of BF16) and are dequantised to 16 bits for "
+                "each matmul, so compute runs at the 16-bit peak with a small dequantisation cost; FP8 activations "
+                "and the FP8 speed-up need Ada, Hopper or newer.", icon=":material/info:")
 
 
 def _engine() -> dict:
@@ -91,17 +148,17 @@ def _engine() -> dict:
         seqs = st.number_input("max_num_seqs", 1, 4096, 256, key="sb_max_seqs")
         batched = st.number_input("max_num_batched_tokens", 16, 1_000_000, 8192, step=512, key="sb_batched")
         eager = st.checkbox("enforce_eager (no CUDA graphs)", key="sb_eager")
-    ctx = st.number_input("Tokens per request (prompt + output)", 1, 10_000_000, 4096, step=256, key="sb_ctx")
-    return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager, ctx=ctx)
+    return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager)
 
 
 def _scenario_from_widgets() -> Scenario:
     try:
         choice, spec = _model_source()
     except InputError:
-        _hardware(), _engine(), parallelism_section(Deployment())  # still draw them: undrawn widgets lose values
+        _hardware(), _engine(), render_workload(), parallelism_section(Deployment())  # still draw them: undrawn
+        # widgets lose their values
         raise
-    hw, eng = _hardware(), _engine()
+    hw, eng, work = _hardware(), _engine(), render_workload()
     dep = Deployment(num_gpus=hw["num_gpus"] // hw["tp"] * hw["tp"], tensor_parallel_size=hw["tp"],
                      weights=hw["weights"], kv_cache_dtype=hw["kv"], gpu_memory_utilization=eng["util"],
                      max_model_len=eng["max_len"], block_size=eng["block"], max_num_seqs=eng["seqs"],
@@ -112,7 +169,7 @@ def _scenario_from_widgets() -> Scenario:
     if spec is None and choice in (UPLOAD, MANUAL):
         spec = previous.model_spec  # keep the last valid upload while the user fixes theirs
     return Scenario(model=model_id, model_spec=spec, gpu=hw["gpu"], gpu_memory_gb=hw["gpu_memory_gb"],
-                    deployment=dep, context_tokens=eng["ctx"], calibration=calibration_from_state())
+                    deployment=dep, calibration=calibration_from_state(), **work)
 
 
 def render_sidebar() -> Scenario:
@@ -121,10 +178,15 @@ def render_sidebar() -> Scenario:
         st.header("Scenario")
         for message in apply_pending_restores(UPLOAD):
             st.error(message)
+        done = st.session_state.pop("sb_pending_message", None)
+        if done:
+            st.toast(done, icon=":material/check_circle:")
         try:
             scenario = _scenario_from_widgets()
             resolve(scenario)
             set_scenario(scenario)
+        except ShownError:
+            pass  # already shown at its widget
         except InputError as err:
             st.error(error_text(err))
         except ValidationError as err:

@@ -1,8 +1,12 @@
-"""`servingplan estimate`: TTFT, TPOT, end-to-end and throughput for a static batch (a contract: keep the keys)."""
+"""`servingplan estimate`: TTFT, TPOT, end-to-end and throughput for a static batch (the default; its JSON
+keys are a contract) or, with `--mode continuous`, for B concurrent requests under continuous batching (what
+`vllm bench serve --max-concurrency B` measures; planner.latency.continuous)."""
 from __future__ import annotations
 
 from planner.cli import emit
 from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolved_from_args
+from planner.core.errors import InputError
+from planner.latency.continuous import ContinuousEstimate, continuous
 from planner.latency.metrics import Estimate, estimate
 
 
@@ -12,7 +16,13 @@ def register(subparsers) -> None:
                                           "static batch of equal requests, with the bound and a step breakdown.")
     add_scenario_args(p)
     g = p.add_argument_group("workload")
-    g.add_argument("--batch", type=int, required=True, help="requests decoded together (per replica)")
+    g.add_argument("--mode", choices=["static", "continuous"], default="static",
+                   help="static: one batch of B equal requests, prefilled together then decoded (primer §5); "
+                        "continuous: B clients each keeping one request in flight, as vllm bench serve "
+                        "--max-concurrency B (default static)")
+    g.add_argument("--batch", type=int, required=True,
+                   help="static: requests decoded together, at most max_num_seqs (per replica); continuous: the "
+                        "concurrency B")
     g.add_argument("--input-tokens", type=int, required=True, help="prompt tokens per request")
     g.add_argument("--output-tokens", type=int, required=True, help="output tokens per request")
     add_engine_arg(g)
@@ -22,12 +32,44 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     r = resolved_from_args(args)
-    est = estimate(r, args.batch, args.input_tokens, args.output_tokens, args.engine, args.queue_wait_ms / 1e3)
+    if args.batch < 1:
+        raise InputError("--batch", "must be at least 1")
+    head = dict(model=r.model.name, gpu=r.gpu.id, tp=r.deployment.tensor_parallel_size, weights=r.weights.id,
+                kv_dtype=r.kv.id, num_replicas=r.deployment.num_replicas)
+    if args.mode == "continuous":
+        c = continuous(r, args.batch, args.input_tokens, args.output_tokens, args.engine)
+        emit({"mode": "continuous", **c.to_dict(), **head}, args.json, _continuous_text(c, r))
+        return 0
+    max_seqs = r.deployment.max_num_seqs
+    batch = min(args.batch, max_seqs)  # vLLM never runs more than max_num_seqs sequences in one step
+    est = estimate(r, batch, args.input_tokens, args.output_tokens, args.engine, args.queue_wait_ms / 1e3)
     out = est.to_dict()
-    out.update(model=r.model.name, gpu=r.gpu.id, tp=r.deployment.tensor_parallel_size, weights=r.weights.id,
-               kv_dtype=r.kv.id, num_replicas=r.deployment.num_replicas)
-    emit(out, args.json, _text(est, r))
+    out.update(head, requested_batch=args.batch, batch_capped_by_max_num_seqs=batch < args.batch)
+    text = _text(est, r)
+    if batch < args.batch:
+        text += (f"\n  note: --batch {args.batch} capped at max_num_seqs={max_seqs} (vLLM runs at most that many "
+                 "sequences per step; raise --max-num-seqs to batch more)")
+    emit(out, args.json, text)
     return 0
+
+
+def _continuous_text(c: ContinuousEstimate, r) -> str:
+    lines = [
+        f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} (TP={r.deployment.tensor_parallel_size}), "
+        f"weights {r.weights.label}, engine {c.engine} ({c.efficiency_status}: {c.efficiency_source})",
+        f"  continuous batching at concurrency {c.concurrency} × ({c.input_tokens:,} in, {c.output_tokens:,} out), "
+        f"steady state of {c.num_requests:,} simulated requests per replica",
+        f"  TTFT                   mean {c.ttft_s * 1e3:,.1f} ms, p95 {c.ttft_p95_s * 1e3:,.1f} ms "
+        "(prompt chunked among the running decodes)",
+        f"  TPOT                   mean {c.tpot_s * 1e3:,.2f} ms, p95 {c.tpot_p95_s * 1e3:,.2f} ms "
+        f"= {c.tokens_per_s_per_user:,.1f} tokens/s per user (incl. prefill chunks sharing the steps)",
+        f"  end-to-end             {c.e2e_s:,.3f} s (mean)",
+        f"  throughput             {c.throughput_tokens_per_s:,.0f} output tokens/s, {c.requests_per_s:,.2f} req/s",
+        f"  running per step       {c.mean_running:,.1f} (time-weighted); preemptions {c.preemptions:,}"]
+    if c.capped_by_max_num_seqs:
+        lines.append(f"  note: concurrency {c.concurrency} > max_num_seqs={r.deployment.max_num_seqs}: the rest wait "
+                     "in the server's queue (their wait is in TTFT)")
+    return "\n".join(lines)
 
 
 def _text(e: Estimate, r) -> str:

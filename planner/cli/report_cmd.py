@@ -1,28 +1,53 @@
-"""`python -m planner report`: the sizing report of a scenario (every input and output) on stdout."""
+"""`python -m planner report`: the sizing report of a scenario on stdout: the plan (capacity per replica, replicas,
+$/hour, $ per million tokens, the SLO and whether it holds, the latency at the operating point) and every input
+and output behind it. Takes the same traffic, target, SLO and price flags as `capacity`; `--rank` also searches
+every deployment (as `recommend`) to name the runner-up."""
 from __future__ import annotations
 
 import sys
 
-from planner.cli.scenario_args import add_scenario_args, scenario_from_args
+from planner.capacity.recommend import recommend
+from planner.cli.capacity_cmd import RANKING_NUM_REQUESTS, _add_common, _check, _prices, _slo
+from planner.cli.scenario_args import scenario_from_args
+from planner.cli.traffic_args import traffic_from_args
+from planner.core.scenario import DEFAULT_TARGET_RATE
 from planner.report import report_rows, to_csv, to_json, to_markdown
 
 FORMATS = ("csv", "json", "md")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("report", help="sizing report: every input and output of a scenario (CSV, JSON, Markdown)",
+    p = subparsers.add_parser("report", help="sizing report: the plan and every input and output (CSV, JSON, Markdown)",
                               description="Write the sizing report to stdout: one row per figure, columns "
-                                          "section,name,value,unit,note (values in SI units; the note holds the "
-                                          "formula or assumption). Markdown from the CLI has no charts.")
-    add_scenario_args(p)
+                                          "section,name,value,unit,note (values in SI units and USD; the note holds "
+                                          "the formula or assumption). Markdown from the CLI has no charts.")
+    _add_common(p, 1000)  # the scenario, traffic, target, SLO and price flags of `capacity`
+    target = next(a for a in p._actions if a.dest == "target_rate")
+    target.required, target.default = False, DEFAULT_TARGET_RATE
+    target.help = f"fleet traffic to serve, requests/s (default {DEFAULT_TARGET_RATE:g})"
+    p.add_argument("--rank", action="store_true",
+                   help=f"also rank every GPU × precision × TP (as `recommend`, {RANKING_NUM_REQUESTS} requests per "
+                        "probe) to report the runner-up; takes a minute")
     p.add_argument("--format", choices=FORMATS, default=None, help="csv (default), json or md; --json = --format json")
     p.set_defaults(func=run)
 
 
+def scenario_for_report(args):
+    """The scenario with the command line's traffic, SLO, target, headroom and engine."""
+    s = scenario_from_args(args)
+    return s.model_copy(update={"traffic": traffic_from_args(args), "slo": _slo(args), "target_rate": args.target_rate,
+                                "headroom": args.headroom, "engine": args.engine})
+
+
 def run(args) -> int:
+    _check(args)
     fmt = args.format or ("json" if args.json else "csv")
-    scenario = scenario_from_args(args)
-    rows = report_rows(scenario)
+    scenario, prices = scenario_for_report(args), _prices(args.price)
+    ranking = None
+    if args.rank:
+        traffic = scenario.traffic.model_copy(update={"num_requests": RANKING_NUM_REQUESTS})
+        ranking = recommend(scenario, scenario.target_rate, traffic, scenario.slo, scenario.headroom, prices)
+    rows = report_rows(scenario, ranking, prices)
     text = {"csv": to_csv, "json": to_json, "md": to_markdown}[fmt](rows)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

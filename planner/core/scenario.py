@@ -1,20 +1,26 @@
-"""The user's scenario: which model, on which GPU, at which precision, with which engine settings.
+"""The user's scenario: which model, on which GPU, at which precision, with which engine settings, serving which
+traffic (profile and lengths, target rate) at which SLO.
 
-It is the one object the sidebar edits, the URL and a saved JSON carry, and every page reads. `resolve` turns
+It is the one object the sidebar edits, the URL and a saved JSON carry, and every page reads. Every field has a
+default, so a link or file saved before a field existed still loads. `resolve` turns
 ids into specs (raising InputError naming the field when an id is unknown).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
-from planner.latency.efficiency import EfficiencyProfile
 from planner.core.engine_defaults import batch_defaults
+from planner.latency.efficiency import ENGINES, EfficiencyProfile
 from planner.core.errors import InputError
 from planner.core.precision import KVPrecision, WeightPrecision, resolve_kv_bytes
 from planner.core.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
+from planner.core.workload import SLO, TrafficSpec
+
+DEFAULT_TARGET_RATE = 50.0  # requests/s the fleet must serve
+DEFAULT_HEADROOM = 1.2  # provision target × headroom (planner.capacity.replicas uses the same default)
 
 
 class Calibration(BaseModel):
@@ -42,6 +48,17 @@ class Scenario(BaseModel):
     context_tokens: PositiveInt | None = None  # tokens per request (prompt + output); None = max_model_len
     engine: str = "vllm"
     calibration: Calibration | None = None  # the user's fitted constants (Validation page); None = data/efficiency.yaml
+    traffic: TrafficSpec = Field(default_factory=TrafficSpec)  # profile, lengths, arrival process, seed
+    slo: SLO = Field(default_factory=SLO)
+    target_rate: PositiveFloat = DEFAULT_TARGET_RATE  # fleet traffic to serve, requests/s
+    headroom: float = Field(default=DEFAULT_HEADROOM, ge=1.0, le=10.0)  # provision target × headroom
+
+    @field_validator("engine")
+    @classmethod
+    def engine_is_known(cls, v: str) -> str:
+        if v.lower() not in ENGINES:
+            raise ValueError(f"unknown engine {v!r}; known: {', '.join(ENGINES)}")
+        return v
 
 
 @dataclass(frozen=True)

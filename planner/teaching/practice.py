@@ -158,14 +158,37 @@ def generate(seed: int, index: int, kinds: tuple[str, ...] | None = None) -> Que
 
 
 _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "mil": 1e6, "billion": 1e9, "bn": 1e9}
+# unit -> (family, size in the family's base unit); an answer typed in another unit of the family is converted
+UNITS = {"s": ("time", 1.0), "sec": ("time", 1.0), "second": ("time", 1.0), "seconds": ("time", 1.0),
+         "ms": ("time", 1e-3), "millisecond": ("time", 1e-3), "milliseconds": ("time", 1e-3),
+         "us": ("time", 1e-6), "µs": ("time", 1e-6), "min": ("time", 60.0), "minutes": ("time", 60.0),
+         "b": ("bytes", 1.0), "bytes": ("bytes", 1.0), "kb": ("bytes", 1e3), "mb": ("bytes", 1e6),
+         "gb": ("bytes", 1e9), "tb": ("bytes", 1e12), "kib": ("bytes", 2**10), "mib": ("bytes", 2**20),
+         "gib": ("bytes", 2**30), "tib": ("bytes", 2**40)}
 
 
-def parse_answer(text: str) -> float:
-    """The number in a typed answer: thousands separators, units and a trailing % are ignored."""
-    match = _NUMBER.search((text or "").replace(",", "").replace("_", ""))
+def parse_answer(text: str, unit: str | None = None) -> float:
+    """The number in a typed answer, in `unit`: thousands separators are ignored, scale words count ("3.45
+    million", "2.1k"), and a unit of the same kind converts ("0.32 s" or "320 ms" for an answer in ms, "2 GiB" for
+    one in GB); a unit of another kind (seconds for a byte count) is an error naming both."""
+    cleaned = (text or "").replace(",", "").replace("_", "")
+    match = _NUMBER.search(cleaned)
     if not match:
         raise InputError("answer", f"type a number (got {text!r})")
-    return float(match.group(0))
+    value = float(match.group(0))
+    rest = cleaned[match.end():].strip()
+    rest = re.sub(r"^([kKM])(?![a-zA-Z])", lambda m: {"k": " thousand", "K": " thousand", "M": " million"}[m[1]], rest)
+    words = rest.lower().split()  # "3.45M" -> 3.45 million, "2k" -> 2 thousand
+    if words and words[0] in SCALES:
+        value *= SCALES[words.pop(0)]
+    typed = words[0].rstrip(".") if words else ""
+    if unit is None or typed not in UNITS or unit.lower() not in UNITS:
+        return value
+    (family, size), (want, want_size) = UNITS[typed], UNITS[unit.lower()]
+    if family != want:
+        raise InputError("answer", f"{typed!r} is not a unit of {unit} (answer in {unit})")
+    return value * size / want_size
 
 
 def check_answer(question: Question, given: float) -> Check:

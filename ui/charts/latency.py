@@ -12,6 +12,10 @@ PART_COLORS = {"weights_read_s": "#4C78A8", "kv_read_s": "#54A24B", "activations
                "compute_s": "#E45756", "communication_s": "#B279A2", "overhead_s": "#9D9DA0"}
 
 
+LOG_AXIS = dict(type="log", dtick=1, tickformat=",d", minor=dict(ticks="outside", showgrid=False))  # 1, 10, 100 …
+LEGEND_BELOW = dict(orientation="h", y=-0.22, x=0)  # below the plot: never over the right-hand axis labels
+
+
 def _marks(batches: np.ndarray) -> np.ndarray:
     """Batch sizes to label: powers of two within the sweep, plus its last one."""
     powers = [b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096) if b <= batches.max()]
@@ -32,10 +36,11 @@ def per_user_chart(df: pd.DataFrame, batch: int) -> go.Figure:
     fig.add_scatter(x=df["batch"], y=df["tokens_per_s_per_user"], name="tokens/s per user", line_color="#4C78A8",
                     secondary_y=True)
     _marker_line(fig, batch, float(df["tpot_s"].max() * 1e3), f"batch {batch}", secondary_y=False)
-    fig.update_xaxes(type="log", title="batch size (requests decoding together)")
+    fig.update_xaxes(LOG_AXIS, title="batch size (requests decoding together)")
     fig.update_yaxes(title="TPOT (ms)", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title="tokens/s per user", rangemode="tozero", secondary_y=True)
-    fig.update_layout(title="Each user's speed as the batch grows", height=380, margin=dict(t=50, b=30))
+    fig.update_layout(title="Each user's speed as the batch grows", height=400, margin=dict(t=50, b=30),
+                      legend=LEGEND_BELOW)
     return fig
 
 
@@ -46,10 +51,11 @@ def server_chart(df: pd.DataFrame, batch: int) -> go.Figure:
                     line_color="#54A24B")
     fig.add_scatter(x=df["batch"], y=df["ttft_s"] * 1e3, name="TTFT (ms)", line_color="#F58518", secondary_y=True)
     _marker_line(fig, batch, float(df["throughput_tokens_per_s"].max()), f"batch {batch}", secondary_y=False)
-    fig.update_xaxes(type="log", title="batch size")
+    fig.update_xaxes(LOG_AXIS, title="batch size")
     fig.update_yaxes(title="output tokens/s", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title="TTFT (ms)", rangemode="tozero", secondary_y=True)
-    fig.update_layout(title="Server throughput and time to first token", height=380, margin=dict(t=50, b=30))
+    fig.update_layout(title="Server throughput and time to first token", height=400, margin=dict(t=50, b=30),
+                      legend=LEGEND_BELOW)
     return fig
 
 
@@ -91,9 +97,9 @@ def roofline_chart(df: pd.DataFrame, ridge: int | None) -> go.Figure:
         top = float(max(df["memory_time_s"].max(), df["compute_time_s"].max()) * 1e3)
         fig.add_scatter(x=[ridge, ridge], y=[top / 1e3, top], mode="lines+text", text=["", f"ridge: batch {ridge}"],
                         textposition="bottom right", line=dict(color="black", dash="dash"), showlegend=False)
-    fig.update_xaxes(type="log", title="batch size")
-    fig.update_yaxes(type="log", title="ms per decode step")
-    fig.update_layout(title="Memory-bound or compute-bound?", height=380, margin=dict(t=50, b=30))
+    fig.update_xaxes(LOG_AXIS, title="batch size")
+    fig.update_yaxes(LOG_AXIS, title="ms per decode step", tickformat=",~g")
+    fig.update_layout(title="Memory-bound or compute-bound?", height=400, margin=dict(t=50, b=30), legend=LEGEND_BELOW)
     return fig
 
 

@@ -1,0 +1,106 @@
+"""Continuous batching at a fixed concurrency B: what `vllm bench serve --max-concurrency B` measures.
+
+B clients each keep exactly one request in flight: when a reply ends, that client sends its next request at once
+(a closed loop with no think time; the benchmark's semaphore). The engine is vLLM v1's scheduler as the simulator
+models it (planner/sim/simulator.py): every step runs one decode token for each running request first, then fills
+the rest of the `max_num_batched_tokens` budget with prompt chunks (chunked prefill), within `max_num_seqs` and the
+KV pool. So a new prompt is prefilled alongside the B − 1 running decodes (its TTFT is the mixed steps it takes),
+and every decode step that carries a prompt chunk is slower (TPOT includes the prefill chunks it shares steps
+with). Step times come from the roofline model (planner.latency.perf_model.PerfModel) under the engine's
+efficiency profile: the same one the static-batch estimate and the capacity search use.
+
+Reported as the benchmark does (mean and p95 of per-request TTFT, TPOT = (e2e − TTFT) / (N − 1), end-to-end), over
+the steady part of the run: the first B requests (all arriving at once, a prefill wave) and the last B (the
+concurrency draining) are left out. Requests/s per replica = B / mean end-to-end (Little's law: the closed loop
+keeps exactly B requests in the system); throughput = that × output tokens × replicas.
+
+Left out: network and detokenisation time (the benchmark's client sees them), a request reaching the engine in
+the middle of a step (here it joins at the next step boundary), and B above max_num_seqs queueing in the server
+(the simulator queues them: TTFT then includes that wait, as vLLM's does).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from planner.core.errors import InputError
+from planner.core.scenario import Resolved
+from planner.latency.efficiency import DEFAULT_ENGINE
+from planner.latency.metrics import memory_limit, validate_request
+from planner.sim.records import latencies
+from planner.sim.serving import run_serving, step_cost_for
+from planner.traffic.generators import closed_loop
+
+WAVES = 4  # requests per client: one warm-up, two steady, one draining
+MIN_STEADY_REQUESTS = 32  # at small B, more requests per client so the percentiles have samples
+
+
+@dataclass(frozen=True)
+class ContinuousEstimate:
+    """Steady-state latency and throughput of B concurrent equal requests under continuous batching."""
+
+    concurrency: int
+    input_tokens: int
+    output_tokens: int
+    engine: str
+    ttft_s: float  # mean
+    ttft_p95_s: float
+    tpot_s: float  # mean of per-request (e2e − TTFT) / (N − 1)
+    tpot_p95_s: float
+    e2e_s: float  # mean
+    tokens_per_s_per_user: float  # 1 / TPOT
+    throughput_tokens_per_s: float  # output tokens/s, all replicas
+    requests_per_s: float  # all replicas
+    mean_running: float  # requests in the batch, time-weighted (≤ max_num_seqs)
+    preemptions: int
+    capped_by_max_num_seqs: bool  # B > max_num_seqs: the rest wait in the server's queue
+    num_requests: int  # simulated per replica
+    efficiency_status: str
+    efficiency_source: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _steady(values: np.ndarray, b: int) -> np.ndarray:
+    """Drop the first and last B requests (warm-up wave and draining tail) when enough remain."""
+    return values[b:-b] if len(values) > 3 * b else values
+
+
+def continuous(r: Resolved, concurrency: int, input_tokens: int, output_tokens: int,
+               engine: str = DEFAULT_ENGINE) -> ContinuousEstimate:
+    """Simulate B clients with one request each in flight (module note) and report the steady state."""
+    if concurrency < 1:
+        raise InputError("--concurrency", "must be at least 1")
+    validate_request(r, concurrency, input_tokens, output_tokens)
+    if memory_limit(r, input_tokens, output_tokens) < 1:
+        raise InputError("--input-tokens", f"not one request of {input_tokens + output_tokens:,} tokens fits the "
+                                           "KV pool")
+    b = concurrency
+    n = max(WAVES * b, 2 * b + MIN_STEADY_REQUESTS)
+    wl = closed_loop(b, n, 0.0, f"fixed:{input_tokens}", f"fixed:{output_tokens}", think="fixed")
+    cost = step_cost_for(r, engine)
+    res = run_serving(r, wl, engine, cost=cost)
+    order = np.argsort(res.requests.arrival_s[res.requests.finished], kind="stable")
+    lat = {k: _steady(v[order], b) for k, v in latencies(res).items()}
+    rps = b / float(lat["e2e_s"].mean())  # Little's law: B requests always in the system (closed loop, no think)
+    tpot = float(np.nanmean(lat["tpot_s"])) if output_tokens > 1 else 0.0
+    pm, reps = cost.pm, r.deployment.num_replicas
+    steps = res.steps
+    return ContinuousEstimate(
+        concurrency=b, input_tokens=input_tokens, output_tokens=output_tokens, engine=pm.choice.engine,
+        ttft_s=float(lat["ttft_s"].mean()), ttft_p95_s=float(np.percentile(lat["ttft_s"], 95)),
+        tpot_s=tpot, tpot_p95_s=float(np.nanpercentile(lat["tpot_s"], 95)) if output_tokens > 1 else 0.0,
+        e2e_s=float(lat["e2e_s"].mean()), tokens_per_s_per_user=1.0 / tpot if tpot > 0 else 0.0,
+        throughput_tokens_per_s=reps * rps * output_tokens, requests_per_s=reps * rps,
+        mean_running=float(np.average(steps.num_running, weights=steps.duration_s)) if steps.duration_s.sum() else 0.0,
+        preemptions=int(res.requests.num_preemptions.sum()),
+        capped_by_max_num_seqs=b > r.deployment.max_num_seqs, num_requests=n,
+        efficiency_status=pm.choice.status, efficiency_source=pm.choice.source_key)
+
+
+def continuous_sweep(r: Resolved, concurrencies, input_tokens: int, output_tokens: int,
+                     engine: str = DEFAULT_ENGINE) -> list[ContinuousEstimate]:
+    """`continuous` at each concurrency (for the latency/throughput trade-off curve)."""
+    return [continuous(r, int(b), input_tokens, output_tokens, engine) for b in concurrencies]

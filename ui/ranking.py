@@ -1,0 +1,59 @@
+"""The deployment ranking for people, and acting on an answer: load a ranked (or suggested) deployment into the
+scenario the sidebar edits.
+
+A restore must happen before the sidebar draws its widgets, so `use_scenario` queues the scenario and reruns; the
+sidebar applies it at the top of the next run (ui.scenario_widgets.apply_pending_restores).
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from planner.core.scenario import Scenario
+
+PENDING_KEY = "sb_pending_scenario"
+MAX_SIDEBAR_GPUS = 1024  # the sidebar's GPUs field
+# row key -> (column name, scale); None scale = as is
+COLUMNS = {"rank": ("#", None), "id": ("deployment", None), "max_rate_per_replica": ("req/s per replica", None),
+           "replicas": ("replicas", None), "num_gpus": ("GPUs", None), "usd_per_hour": ("$ per hour", None),
+           "usd_per_million_output_tokens": ("$ per M output tokens", None),
+           "usd_per_million_tokens": ("$ per M tokens (in + out)", None), "ttft_p95_s": ("p95 TTFT (ms)", 1e3),
+           "tpot_p95_s": ("p95 TPOT (ms)", 1e3), "e2e_p95_s": ("p95 end-to-end (s)", None),
+           "pareto": ("Pareto-optimal", None), "reason": ("why not", None)}
+FORMATS = {"req/s per replica": "%.3g", "$ per hour": "$%.2f", "$ per M output tokens": "$%.3f",
+           "$ per M tokens (in + out)": "$%.3f", "p95 TTFT (ms)": "%.0f", "p95 TPOT (ms)": "%.1f",
+           "p95 end-to-end (s)": "%.2f"}
+
+
+def ranking_table(rows: list[dict]) -> pd.DataFrame:
+    """The ranking with named columns in display units (ms for TTFT/TPOT, $ for costs), rounded for reading."""
+    df = pd.DataFrame(rows)
+    out = pd.DataFrame()
+    for key, (name, scale) in COLUMNS.items():
+        if key in df:
+            col = pd.to_numeric(df[key], errors="coerce") * scale if scale else df[key]
+            out[name] = col
+    for name, digits in (("req/s per replica", 3), ("$ per hour", 2), ("$ per M output tokens", 3),
+                         ("$ per M tokens (in + out)", 3), ("p95 TTFT (ms)", 0), ("p95 TPOT (ms)", 1),
+                         ("p95 end-to-end (s)", 2)):
+        if name in out:
+            out[name] = pd.to_numeric(out[name], errors="coerce").round(digits)
+    return out
+
+
+def column_config() -> dict:
+    return {name: st.column_config.NumberColumn(name, format=fmt) for name, fmt in FORMATS.items()}
+
+
+def with_deployment(s: Scenario, gpu: str, weights: str, tp: int, num_gpus: int | None = None) -> Scenario:
+    """The scenario on another GPU, precision and TP (all replicas' GPUs when they fit the sidebar's field)."""
+    gpus = num_gpus if num_gpus and num_gpus <= MAX_SIDEBAR_GPUS else tp
+    dep = s.deployment.model_copy(update={"weights": weights, "tensor_parallel_size": tp, "num_gpus": gpus})
+    return s.model_copy(update={"gpu": gpu, "gpu_memory_gb": None, "deployment": dep})
+
+
+def use_scenario(s: Scenario, message: str) -> None:
+    """Queue `s` for the sidebar and rerun (module note)."""
+    st.session_state[PENDING_KEY] = s
+    st.session_state["sb_pending_message"] = message
+    st.rerun()
