@@ -14,7 +14,8 @@ from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, gpus, kv_precisions
 from planner.core.errors import InputError, from_validation_error
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
 from planner.core.scenario import Scenario, resolve
-from planner.core.specs import Deployment, ModelSpec
+from planner.core.engine_defaults import batch_defaults
+from planner.core.specs import Deployment, ModelSpec, custom_gpu
 from ui.parallelism import parallelism_section
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
 from ui.state import calibration_from_state, current_scenario, set_scenario
@@ -151,6 +152,18 @@ def _engine() -> dict:
     return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager)
 
 
+def _unset_if_engine_default(hw: dict, eng: dict) -> tuple[int | None, int | None]:
+    """max_num_seqs / max_num_batched_tokens as the scenario stores them: None where the widget shows vLLM's own
+    default for this GPU (planner.core.engine_defaults), so the scenario, its link and its JSON say "engine
+    default" and follow the GPU when it changes."""
+    gpu = gpus()[hw["gpu"]]
+    if hw["gpu_memory_gb"] is not None:
+        gpu = custom_gpu(hw["gpu_memory_gb"], like=gpu)
+    default = batch_defaults(gpu, "vllm")
+    return (None if eng["seqs"] == default.max_num_seqs else eng["seqs"],
+            None if eng["batched"] == default.max_num_batched_tokens else eng["batched"])
+
+
 def _scenario_from_widgets() -> Scenario:
     try:
         choice, spec = _model_source()
@@ -159,10 +172,11 @@ def _scenario_from_widgets() -> Scenario:
         # widgets lose their values
         raise
     hw, eng, work = _hardware(), _engine(), render_workload()
+    seqs, batched = _unset_if_engine_default(hw, eng)
     dep = Deployment(num_gpus=hw["num_gpus"] // hw["tp"] * hw["tp"], tensor_parallel_size=hw["tp"],
                      weights=hw["weights"], kv_cache_dtype=hw["kv"], gpu_memory_utilization=eng["util"],
-                     max_model_len=eng["max_len"], block_size=eng["block"], max_num_seqs=eng["seqs"],
-                     max_num_batched_tokens=eng["batched"], enforce_eager=eng["eager"])
+                     max_model_len=eng["max_len"], block_size=eng["block"], max_num_seqs=seqs,
+                     max_num_batched_tokens=batched, enforce_eager=eng["eager"])
     dep = parallelism_section(dep)  # issue 17: PP, DP attention, EP (ui/parallelism.py)
     previous = current_scenario()
     model_id = choice if spec is None and choice not in (UPLOAD, MANUAL) else previous.model

@@ -44,7 +44,7 @@ COMMANDS = {
     "paged": ("techniques_cmd", "PagedAttention vs contiguous reservation: concurrency and waste"),
     "flash-attn": ("techniques_cmd", "attention score-matrix memory without and with tiling"),
     "validate": ("validate_cmd", "predicted against measured for a CSV of published measurements"),
-    "report": ("report_cmd", "sizing report: every input and output of a scenario (CSV, JSON, Markdown)"),
+    "report": ("report_cmd", "sizing report: the plan and every input and output (CSV, JSON, Markdown)"),
     "walkthrough": ("walkthrough_cmd", "a primer worked example step by step (formula, numbers, result)"),
     "app": ("app_cmd", "start the web app (Streamlit) in a browser"),
 }

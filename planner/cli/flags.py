@@ -13,9 +13,10 @@ FIELD_FLAGS = {
     "gpu_memory_utilization": "--gpu-memory-utilization", "max_model_len": "--max-model-len",
     "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
     "max_num_batched_tokens": "--max-num-batched-tokens",
-    "enforce_eager": "--enforce-eager", "context_tokens": "--context",
+    "enforce_eager": "--enforce-eager", "context_tokens": "--context", "engine": "--engine",
     # a static batch (planner.latency.metrics)
     "batch": "--batch", "input_tokens": "--input-tokens", "output_tokens": "--output-tokens",
+    "concurrency": "--batch",  # estimate --mode continuous: B concurrent requests
     # traffic and the simulator (planner.traffic, planner.sim)
     "rate_per_s": "--rate", "num_users": "--users", "num_requests": "--num-requests", "cv": "--cv",
     "think_time_s": "--think-time", "max_queue": "--max-queue", "num_gpu_blocks": "--gpu-memory-utilization",

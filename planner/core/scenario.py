@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, f
 
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
 from planner.core.engine_defaults import batch_defaults
-from planner.latency.efficiency import ENGINES, EfficiencyProfile
+from planner.latency.efficiency import ENGINES, EfficiencyProfile, profiles
 from planner.core.errors import InputError
 from planner.core.precision import KVPrecision, WeightPrecision, resolve_kv_bytes
 from planner.core.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
@@ -56,7 +56,7 @@ class Scenario(BaseModel):
     @field_validator("engine")
     @classmethod
     def engine_is_known(cls, v: str) -> str:
-        if v.lower() not in ENGINES:
+        if v.lower() not in ENGINES and v.lower() not in profiles():  # + calibration-only profiles (splitwise)
             raise ValueError(f"unknown engine {v!r}; known: {', '.join(ENGINES)}")
         return v
 

@@ -72,10 +72,10 @@ def continuous(r: Resolved, concurrency: int, input_tokens: int, output_tokens: 
                engine: str = DEFAULT_ENGINE) -> ContinuousEstimate:
     """Simulate B clients with one request each in flight (module note) and report the steady state."""
     if concurrency < 1:
-        raise InputError("--concurrency", "must be at least 1")
+        raise InputError("concurrency", "must be at least 1")
     validate_request(r, concurrency, input_tokens, output_tokens)
     if memory_limit(r, input_tokens, output_tokens) < 1:
-        raise InputError("--input-tokens", f"not one request of {input_tokens + output_tokens:,} tokens fits the "
+        raise InputError("input_tokens", f"not one request of {input_tokens + output_tokens:,} tokens fits the "
                                            "KV pool")
     b = concurrency
     n = max(WAVES * b, 2 * b + MIN_STEADY_REQUESTS)

@@ -116,7 +116,7 @@ def efficiency_summary(path: Path | None = None) -> dict:
     return _read_yaml(path or EFFICIENCY_PATH).get("residuals", {})
 
 
-def choose_profile(engine: str, family: str, table: dict | None = None, field: str = "--engine") -> ProfileChoice:
+def choose_profile(engine: str, family: str, table: dict | None = None, field: str = "engine") -> ProfileChoice:
     """The (engine, family) profile, else the engine's default (then marked estimated)."""
     table = table if table is not None else profiles()
     engine_key = engine.lower()
