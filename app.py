@@ -1,4 +1,4 @@
-"""servingplan: the frame. Page config, the shared sidebar scenario, and navigation over pages/."""
+"""servingplan: the frame. Page config, the shared sidebar scenario, and navigation over app_pages/."""
 import streamlit as st
 
 from ui.report import render_report_downloads
@@ -7,15 +7,15 @@ from ui.sidebar import render_sidebar
 st.set_page_config(page_title="servingplan: LLM serving capacity planner", page_icon="🧮", layout="wide")
 
 PAGES = [
-    st.Page("pages/fit.py", title="Does it fit?", icon=":material/memory:", default=True),
-    st.Page("pages/latency.py", title="Latency & throughput", icon=":material/speed:"),
-    st.Page("pages/batching.py", title="Batching", icon=":material/view_timeline:"),
-    st.Page("pages/traffic.py", title="Traffic & load test", icon=":material/monitoring:"),
-    st.Page("pages/capacity.py", title="Capacity & cost", icon=":material/payments:"),
-    st.Page("pages/disagg.py", title="Disaggregation & parallelism", icon=":material/call_split:"),
-    st.Page("pages/techniques.py", title="Techniques", icon=":material/tune:"),
-    st.Page("pages/validation.py", title="Validation", icon=":material/verified:"),
-    st.Page("pages/walkthroughs.py", title="Walkthroughs", icon=":material/school:"),
+    st.Page("app_pages/fit.py", title="Does it fit?", icon=":material/memory:", default=True),
+    st.Page("app_pages/latency.py", title="Latency & throughput", icon=":material/speed:"),
+    st.Page("app_pages/batching.py", title="Batching", icon=":material/view_timeline:"),
+    st.Page("app_pages/traffic.py", title="Traffic & load test", icon=":material/monitoring:"),
+    st.Page("app_pages/capacity.py", title="Capacity & cost", icon=":material/payments:"),
+    st.Page("app_pages/disagg.py", title="Disaggregation & parallelism", icon=":material/call_split:"),
+    st.Page("app_pages/techniques.py", title="Techniques", icon=":material/tune:"),
+    st.Page("app_pages/validation.py", title="Validation", icon=":material/verified:"),
+    st.Page("app_pages/walkthroughs.py", title="Walkthroughs", icon=":material/school:"),
 ]
 # st.navigation first: on a server's first run, widgets drawn before it get other ids than on later runs,
 # which would drop the user's first sidebar change.

@@ -54,7 +54,7 @@ def main() -> int:
 def page_rerun() -> float:
     import tests.conftest  # noqa: F401  (silences the bare-mode warning)
     from streamlit.testing.v1 import AppTest
-    at = AppTest.from_file(str(ROOT / "pages" / "latency.py"), default_timeout=30).run()
+    at = AppTest.from_file(str(ROOT / "app_pages" / "latency.py"), default_timeout=30).run()
     times = []
     for batch in (16, 32, 16, 32, 16, 32):
         t = time.perf_counter()

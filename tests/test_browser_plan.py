@@ -35,10 +35,8 @@ def _csv_rows(page) -> dict[tuple[str, str], dict]:
 
 
 def test_the_plan_on_screen_in_the_csv_and_in_the_link(browser, app_url):
-    # Streamlit runs the very first session of a server process as a pages/-directory app (PagesManager
-    # .uses_pages_directory starts True until app.py's st.navigation runs once), so warm the server at the root
-    warm = open_session(browser, app_url)
-    warm.context.close()
+    # (the pages live in app_pages/, not pages/: Streamlit would run a first session opened on a page URL as a
+    # pages/-directory app, without the sidebar, until app.py's st.navigation had run once)
     pg = open_session(browser, f"{app_url}/capacity?{urlencode(to_query(JOURNEY))}")
     try:
         pg.get_by_text("Capacity per replica (req/s)").wait_for(timeout=120_000)

@@ -102,7 +102,7 @@ def _download(page, button) -> bytes:
 
 
 def _fit_metrics(s: Scenario) -> dict[str, str]:
-    """What pages/fit.py shows for scenario `s`, computed by the planner (same formatting)."""
+    """What app_pages/fit.py shows for scenario `s`, computed by the planner (same formatting)."""
     plan = plan_memory(resolve(s))
     return {"Parameters": f"{plan.params / 1e9:,.2f} B",
             "Weights per GPU (GB)": f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB",

@@ -92,7 +92,7 @@ def test_unknown_options_still_fail_elsewhere(capsys):
 
 
 def test_app_script_found_in_an_installed_layout(monkeypatch, tmp_path):
-    (tmp_path / "ui" / "_app" / "pages").mkdir(parents=True)
+    (tmp_path / "ui" / "_app" / "app_pages").mkdir(parents=True)
     (tmp_path / "ui" / "__init__.py").write_text("")
     (tmp_path / "ui" / "_app" / "app.py").write_text("")
     monkeypatch.setattr(app_cmd, "__file__", str(tmp_path / "planner" / "cli" / "app_cmd.py"))  # no checkout

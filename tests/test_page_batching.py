@@ -1,4 +1,4 @@
-"""Headless test of pages/batching.py: primer numbers on first load, sliders rerun, scenarios, CSV upload."""
+"""Headless test of app_pages/batching.py: primer numbers on first load, sliders rerun, scenarios, CSV upload."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
 
-PAGE = str(ROOT / "pages" / "batching.py")
+PAGE = str(ROOT / "app_pages" / "batching.py")
 
 
 def load() -> AppTest:

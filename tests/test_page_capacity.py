@@ -1,4 +1,4 @@
-"""Headless test of pages/capacity.py: the default render (one capacity search), the ranking button, bad input."""
+"""Headless test of app_pages/capacity.py: the default render (one capacity search), the ranking button, bad input."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ from conftest import ROOT
 from planner.core.scenario import Scenario
 from planner.core.workload import SLO
 
-PAGE = str(ROOT / "pages" / "capacity.py")
+PAGE = str(ROOT / "app_pages" / "capacity.py")
 
 
 def load() -> AppTest:

@@ -1,4 +1,4 @@
-"""Headless test of pages/disagg.py: layouts, the disaggregation verdict, the ratio sweep and the walkthrough."""
+"""Headless test of app_pages/disagg.py: layouts, the disaggregation verdict, the ratio sweep and the walkthrough."""
 from __future__ import annotations
 
 import time
@@ -10,7 +10,7 @@ from planner.core.scenario import Scenario
 from planner.core.specs import Deployment
 from ui.state import SCENARIO_KEY
 
-PAGE = str(ROOT / "pages" / "disagg.py")
+PAGE = str(ROOT / "app_pages" / "disagg.py")
 
 
 def load(scenario: Scenario | None = None) -> AppTest:

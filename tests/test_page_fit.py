@@ -155,11 +155,12 @@ def test_plain_verdict_and_the_nearest_fix_one_click_away():
     assert "**precision:** AWQ INT4" in shown and "**TP:** TP 2" in shown and "**GPU:**" in shown
     at.button(key="fit_use_1").click().run()  # TP 2
     assert not at.exception
-    # queued for the sidebar (AppTest reruns only the page after the first run; the landing of a queued
-    # deployment in the sidebar's widgets is test_page_capacity.test_a_used_deployment_lands_in_the_sidebar)
-    loaded = at.session_state["sb_pending_scenario"]
+    # the rerun applies it in the sidebar: widgets and scenario (test_page_capacity checks the same for a queued one)
+    assert (at.session_state["sb_gpu"], at.session_state["sb_tp"], at.session_state["sb_num_gpus"]) == ("A100-80GB", 2, 2)
+    loaded = at.session_state["scenario"]
     assert (loaded.gpu, loaded.deployment.tensor_parallel_size, loaded.deployment.num_gpus) == ("A100-80GB", 2, 2)
     assert loaded.model == "meta-llama/Llama-3.1-70B"
+    assert any(s.value.startswith("**Fits.**") for s in at.success)
 
 
 def test_a_fitting_scenario_says_so_plainly():

@@ -1,4 +1,4 @@
-"""Headless test of pages/latency.py: it runs, shows the key metrics, reacts to widgets, and reruns fast."""
+"""Headless test of app_pages/latency.py: it runs, shows the key metrics, reacts to widgets, and reruns fast."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ from planner.core.scenario import Scenario
 from planner.core.specs import Deployment
 from planner.core.workload import TrafficSpec
 
-PAGE = str(ROOT / "pages" / "latency.py")
+PAGE = str(ROOT / "app_pages" / "latency.py")
 STATIC = "Static batch (primer §5)"
 PRIMER = TrafficSpec(profile="custom", prompt="fixed:2000", output="fixed:300")  # the primer's request (§5)
 

@@ -1,4 +1,4 @@
-"""Headless test of pages/techniques.py: every tab runs and shows its key numbers; widgets rerun it; reruns are fast."""
+"""Headless test of app_pages/techniques.py: every tab runs and shows its key numbers; widgets rerun it; reruns are fast."""
 from __future__ import annotations
 
 import base64
@@ -15,7 +15,7 @@ from planner.core.workload import TrafficSpec
 
 PRIMER = TrafficSpec(profile="custom", prompt="fixed:2000", output="fixed:300")
 
-PAGE = str(ROOT / "pages" / "techniques.py")
+PAGE = str(ROOT / "app_pages" / "techniques.py")
 TABS = ["Speculative decoding", "Prefix caching", "PagedAttention", "FlashAttention", "Quantization",
         "Tensor parallelism", "Multi-LoRA"]
 KEY_METRICS = {

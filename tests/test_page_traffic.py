@@ -1,4 +1,4 @@
-"""Headless test of pages/traffic.py: first render, metrics, the sweep button, profiles, bad input."""
+"""Headless test of app_pages/traffic.py: first render, metrics, the sweep button, profiles, bad input."""
 from __future__ import annotations
 
 import base64
@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 
-PAGE = str(ROOT / "pages" / "traffic.py")
+PAGE = str(ROOT / "app_pages" / "traffic.py")
 HEADLINE = {"Completed", "Rejected", "Throughput (tok/s)", "Goodput (req/s)", "Preemptions", "Prefix hit rate",
             "p95 TTFT (ms)", "p95 TPOT (ms)", "p95 end-to-end (ms)", "p95 queue wait (ms)", "Peak KV use",
             "Longest queue", "Sent (req/s)"}

@@ -17,7 +17,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 @pytest.fixture
 def page() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "pages" / "validation.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "app_pages" / "validation.py"), default_timeout=60)
     return at.run()
 
 

@@ -12,7 +12,7 @@ from planner.core.specs import Deployment
 
 
 def page() -> AppTest:
-    return AppTest.from_file(str(ROOT / "pages" / "walkthroughs.py"), default_timeout=30).run()
+    return AppTest.from_file(str(ROOT / "app_pages" / "walkthroughs.py"), default_timeout=30).run()
 
 
 def shown(at: AppTest) -> str:
@@ -59,7 +59,7 @@ def test_bad_input_names_the_field():
 
 
 def test_load_the_sidebar_scenario():
-    at = AppTest.from_file(str(ROOT / "pages" / "walkthroughs.py"), default_timeout=30)
+    at = AppTest.from_file(str(ROOT / "app_pages" / "walkthroughs.py"), default_timeout=30)
     at.session_state["scenario"] = Scenario(model="meta-llama/Llama-3.1-8B", gpu="A100-80GB", context_tokens=4096,
                                             deployment=Deployment(max_model_len=8192))
     at.run()

@@ -12,11 +12,11 @@ WIDGET_LABELS = {
     "model": "Model", "gpu": "GPU", "gpu_memory_gb": "GPU memory (decimal GB)", "num_gpus": "GPUs",
     "tensor_parallel_size": "Tensor parallel", "weights": "Weights", "kv_cache_dtype": "KV cache",
     "context_tokens": "Tokens per request",
-    # a static batch (pages/latency.py)
+    # a static batch (app_pages/latency.py)
     "batch": "Batch size", "input_tokens": "Prompt tokens", "output_tokens": "Output tokens",
-    # capacity (pages/capacity.py)
+    # capacity (app_pages/capacity.py)
     "target_rps": "Target traffic (requests/s)", "headroom": "Headroom ×", "gpus": "GPUs to rank",
-    # validation (pages/validation.py)
+    # validation (app_pages/validation.py)
     "points": "Measurements CSV",
 }
 

@@ -1,7 +1,7 @@
 """`servingplan app`: start the web app, from a checkout or an installed wheel, in any directory.
 
 Runs `python -m streamlit run APP [streamlit options]` with this interpreter (exec'd in place on POSIX). APP is
-`app.py` at the repository root in a checkout (or an editable install); an installed wheel carries app.py and pages/
+`app.py` at the repository root in a checkout (or an editable install); an installed wheel carries app.py and app_pages/
 as `ui/_app/` (setup.py maps them there), found without importing the UI. Options after `app` go to Streamlit, e.g. `servingplan app --server.port 8600`.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ def register(subparsers) -> None:
 def app_script() -> Path:
     """The Streamlit entry script: the checkout's app.py, else the installed copy in ui/_app/."""
     checkout = Path(__file__).resolve().parents[2] / "app.py"
-    if checkout.is_file() and (checkout.parent / "pages").is_dir():
+    if checkout.is_file() and (checkout.parent / "app_pages").is_dir():
         return checkout
     spec = importlib.util.find_spec("ui")  # a top-level lookup: finds the package without importing it
     if spec is not None and spec.submodule_search_locations:

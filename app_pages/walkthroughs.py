@@ -187,7 +187,7 @@ def design_tab() -> None:
                 f"{steps['4'].result} busy; continuous batching at step {steps['3'].value:.0f}, "
                 f"{steps['5'].result} busy, average wait {steps['7'].result} instead of {steps['6'].result}.")
     try:
-        st.page_link("pages/batching.py", label="Try it on the Batching page: max batch, max wait, buckets and "
+        st.page_link("app_pages/batching.py", label="Try it on the Batching page: max batch, max wait, buckets and "
                                                 "queue limit on one simulator", icon=":material/view_timeline:")
     except StreamlitPageNotFoundError:  # the page runs on its own (no navigation registered)
         st.markdown("Try it on the **Batching** page: max batch, max wait, buckets and queue limit on one simulator.")
