@@ -1,4 +1,5 @@
 """servingplan: the frame. Page config, the shared sidebar scenario, and navigation over app_pages/."""
+
 import streamlit as st
 
 from ui.report import render_report_downloads

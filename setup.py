@@ -4,6 +4,7 @@ The repository keeps data/, app.py and app_pages/ at its root, where a checkout 
 them inside packages so `servingplan` works from any directory: data/ as `planner/_data` (planner/core/paths.py
 looks there first) and app.py + app_pages/ as `ui/_app` (`servingplan app` runs it).
 """
+
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 

@@ -1,16 +1,21 @@
 """Batching: static vs continuous on the same requests, and the one-GPU dynamic batcher (primer §6)."""
+
 from __future__ import annotations
 
 import streamlit as st
 
-from planner.batching.step_model import bucketing_pair, dynamic_policy, run_pair
 from planner.batching.report import comparison_frame, requests_frame, spread_sweep, summarize
 from planner.batching.requests import SCENARIOS, parse_requests_csv, primer_six, to_csv, with_spread
+from planner.batching.step_model import bucketing_pair, dynamic_policy, run_pair
 from planner.core.errors import InputError
 from ui.charts import batching as charts
 
-SOURCES = {"six": "Six requests (primer §6)", "burst": "Burst: 200 at step 0", "steady": "Steady: one every 10–50 steps",
-           "upload": "Upload a CSV"}
+SOURCES = {
+    "six": "Six requests (primer §6)",
+    "burst": "Burst: 200 at step 0",
+    "steady": "Steady: one every 10–50 steps",
+    "upload": "Upload a CSV",
+}
 SWEEP_MAX_REQUESTS = 20_000  # the spread sweep reruns both policies 7 times: skip it for big uploads
 
 
@@ -53,8 +58,11 @@ def _sweep(requests, slots: int, max_wait: int):
 def _figures(source: str, seed: int, csv_text: str | None, spread: float, slots: int, max_wait: int) -> dict:
     requests = with_spread(_requests(source, seed, csv_text), spread)
     results = _pair(requests, slots, max_wait)
-    figs = {"gantt": charts.gantt(results), "running": charts.running_over_time(results),
-            "cdf": charts.wait_latency_cdf(results)}
+    figs = {
+        "gantt": charts.gantt(results),
+        "running": charts.running_over_time(results),
+        "cdf": charts.wait_latency_cdf(results),
+    }
     if len(requests) <= SWEEP_MAX_REQUESTS:
         figs["sweep"] = charts.spread_gap(_sweep(requests, slots, max_wait))
     return figs
@@ -78,26 +86,42 @@ st.session_state.setdefault("batching_max_wait", 0)
 st.session_state.setdefault("batching_spread", 1.0)
 
 st.title("Batching: static vs continuous")
-st.caption("Time in decode steps: each step gives every running request one token, prefill is ignored and a step "
-           "costs the same at any batch size. A request admitted at step s needing n tokens finishes at s + n.")
+st.caption(
+    "Time in decode steps: each step gives every running request one token, prefill is ignored and a step "
+    "costs the same at any batch size. A request admitted at step s needing n tokens finishes at s + n."
+)
 
 c1, c2 = st.columns([3, 1])
-source = c1.radio("Requests", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="batching_source",
-                  on_change=_apply_scenario_defaults)
-seed = c2.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="batching_seed",
-                       disabled=source not in ("burst", "steady"))
+source = c1.radio(
+    "Requests",
+    list(SOURCES),
+    format_func=SOURCES.get,
+    horizontal=True,
+    key="batching_source",
+    on_change=_apply_scenario_defaults,
+)
+seed = c2.number_input(
+    "Seed",
+    min_value=0,
+    max_value=2**31 - 1,
+    value=0,
+    step=1,
+    key="batching_seed",
+    disabled=source not in ("burst", "steady"),
+)
 c1, c2, c3 = st.columns(3)
 slots = c1.slider("Slots (requests running at once)", 1, 32, key="batching_slots")
 max_wait = c2.slider("Static max wait (steps the oldest waits for a full batch)", 0, 200, key="batching_max_wait")
-spread = c3.slider("Spread of output lengths (0 = all equal, 1 = as given)", 0.0, 1.5, step=0.25,
-                   key="batching_spread")
+spread = c3.slider("Spread of output lengths (0 = all equal, 1 = as given)", 0.0, 1.5, step=0.25, key="batching_spread")
 
 csv_text = None
 if source == "upload":
-    upload = st.file_uploader("CSV with columns name,arrival,output_tokens (optional prompt_tokens)", type=["csv"],
-                              key="batching_upload")
-    st.download_button("Template CSV (the six requests)", to_csv(primer_six()), "requests.csv", "text/csv",
-                       key="batching_template")
+    upload = st.file_uploader(
+        "CSV with columns name,arrival,output_tokens (optional prompt_tokens)", type=["csv"], key="batching_upload"
+    )
+    st.download_button(
+        "Template CSV (the six requests)", to_csv(primer_six()), "requests.csv", "text/csv", key="batching_template"
+    )
     if upload is None:
         st.info("Upload a CSV of requests to simulate them, or pick a built-in set above.")
         st.stop()
@@ -121,9 +145,11 @@ for name, s in summaries.items():
     cols[3].metric("Average wait (steps)", _steps(s.avg_wait))
     cols[4].metric("Average latency (steps)", _steps(s.avg_latency))
     cols[5].metric("p95 latency (steps)", _steps(s.p95_latency))
-st.caption("GPU busy = useful slot-steps / (slots × last step). Wait = step admitted − arrival; latency = step "
-           "finished − arrival (static: every request returns when its batch's longest finishes). Percentiles: "
-           "numpy 'linear'.")
+st.caption(
+    "GPU busy = useful slot-steps / (slots × last step). Wait = step admitted − arrival; latency = step "
+    "finished − arrival (static: every request returns when its batch's longest finishes). Percentiles: "
+    "numpy 'linear'."
+)
 
 figs = _figures(source, int(seed), csv_text, float(spread), int(slots), int(max_wait))
 st.plotly_chart(figs["gantt"], key="batching_gantt")
@@ -144,30 +170,53 @@ with st.expander("Per-request and summary tables"):
     st.download_button("These requests as CSV", to_csv(requests), "requests.csv", "text/csv", key="batching_csv")
 
 st.header("One-GPU dynamic batcher")
-st.caption("The interview design: requests queue; a batch fires when the max batch size waits or the oldest has "
-           "waited the max wait (the latency-throughput dial); length buckets keep padding down; a queue limit "
-           "rejects new requests (backpressure); generation is continuous.")
+st.caption(
+    "The interview design: requests queue; a batch fires when the max batch size waits or the oldest has "
+    "waited the max wait (the latency-throughput dial); length buckets keep padding down; a queue limit "
+    "rejects new requests (backpressure); generation is continuous."
+)
 c1, c2, c3 = st.columns(3)
 max_batch = c1.slider("Max batch size (capped at the slots)", 1, 32, value=8, key="batching_dyn_max_batch")
 dyn_wait = c2.slider("Max wait (steps)", 0, 200, value=10, key="batching_dyn_max_wait")
-queue_limit = c3.slider("Queue limit (requests waiting; more are rejected)", 0, 1000, value=50,
-                        key="batching_dyn_queue_limit")
+queue_limit = c3.slider(
+    "Queue limit (requests waiting; more are rejected)", 0, 1000, value=50, key="batching_dyn_queue_limit"
+)
 c1, c2, c3 = st.columns(3)
-limit_queue = c3.toggle("Queue limit on", value=True, key="batching_dyn_limit_on",
-                        help="Backpressure: arrivals that would push the queue past the limit are rejected.")
-bucketing = c1.toggle("Length buckets", value=True, key="batching_dyn_bucketing",
-                      help="One queue per prompt-length bucket (edges 128, 256, 512, 1024 tokens).")
-hold = c2.toggle("Static generation", value=False, key="batching_dyn_hold",
-                 help="Hold each batch until its longest request finishes, instead of continuous generation.")
+limit_queue = c3.toggle(
+    "Queue limit on",
+    value=True,
+    key="batching_dyn_limit_on",
+    help="Backpressure: arrivals that would push the queue past the limit are rejected.",
+)
+bucketing = c1.toggle(
+    "Length buckets",
+    value=True,
+    key="batching_dyn_bucketing",
+    help="One queue per prompt-length bucket (edges 128, 256, 512, 1024 tokens).",
+)
+hold = c2.toggle(
+    "Static generation",
+    value=False,
+    key="batching_dyn_hold",
+    help="Hold each batch until its longest request finishes, instead of continuous generation.",
+)
 
 (ds, one, bucketed), dyn_gantt, padding = _dynamic(
-    source, int(seed), csv_text, float(spread), int(slots),
-    (int(max_batch), int(dyn_wait), int(queue_limit) if limit_queue else None, bool(hold), bool(bucketing)))
+    source,
+    int(seed),
+    csv_text,
+    float(spread),
+    int(slots),
+    (int(max_batch), int(dyn_wait), int(queue_limit) if limit_queue else None, bool(hold), bool(bucketing)),
+)
 cols = st.columns(5)
 cols[0].metric("Rejected", f"{ds.rejected:,}", help="Turned away because the queue was full.")
 cols[1].metric("Padding share", f"{ds.padding_share:.1%}")
-cols[2].metric("Padding saved", f"{one.padding_share - bucketed.padding_share:.1%}",
-               help="By length buckets: padding share with one queue minus with buckets.")
+cols[2].metric(
+    "Padding saved",
+    f"{one.padding_share - bucketed.padding_share:.1%}",
+    help="By length buckets: padding share with one queue minus with buckets.",
+)
 cols[3].metric("Prefill batches", f"{ds.num_batches:,}", help="Groups admitted together: one prefill pass each.")
 cols[4].metric("p95 latency (steps)", _steps(ds.p95_latency))
 st.plotly_chart(dyn_gantt, key="batching_dyn_gantt")

@@ -1,32 +1,41 @@
 """Capacity & cost: replicas and $ for a target rate at a p95 SLO, a ranking of deployments, and a day of
 autoscaling (primer §9)."""
+
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
 from planner.capacity.autoscale import METRICS, Policy, diurnal_rates, measure_replica, simulate_day, trace_rates
+from planner.capacity.recommend import mark_pareto, recommend, tasks_for
 from planner.capacity.replicas import base_workload
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
-from planner.core.engine_defaults import batch_defaults
-from planner.core.workload import SLO, TrafficSpec
 from planner.core.catalog import gpus
+from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError
-from planner.core.workload import PROFILES
-from planner.capacity.recommend import mark_pareto, recommend, tasks_for
 from planner.core.scenario import Scenario
-from ui.charts import capacity as charts
-from ui.state import current_scenario, resolved_or_stop
-from ui.labels import error_text
+from planner.core.workload import PROFILES, SLO, TrafficSpec
 from ui.cached import capacity_cached
+from ui.charts import capacity as charts
+from ui.labels import error_text
 from ui.ranking import column_config, ranking_table, use_scenario, with_deployment
+from ui.state import current_scenario, resolved_or_stop
 
 RANKING_NUM_REQUESTS = 600
 
 
 def _price_table() -> pd.DataFrame:
-    return pd.DataFrame([{"GPU": g.id, "$ per GPU-hour": g.usd_per_hour, "price date": g.price_date,
-                          "source": g.source.get("price", "")} for g in gpus().values()])
+    return pd.DataFrame(
+        [
+            {
+                "GPU": g.id,
+                "$ per GPU-hour": g.usd_per_hour,
+                "price date": g.price_date,
+                "source": g.source.get("price", ""),
+            }
+            for g in gpus().values()
+        ]
+    )
 
 
 @st.cache_data(show_spinner="Measuring one replica at light load…", max_entries=16)
@@ -43,27 +52,41 @@ def _ms(v) -> str:
 
 
 st.title("Capacity & cost")
-st.caption("How many replicas of which GPU, at which precision and tensor-parallel size, serve this traffic at "
-           "this p95 target, for how many dollars (primer §9: plan with measured numbers; cost per token = GPU "
-           "cost per hour / tokens served per hour).")
+st.caption(
+    "How many replicas of which GPU, at which precision and tensor-parallel size, serve this traffic at "
+    "this p95 target, for how many dollars (primer §9: plan with measured numbers; cost per token = GPU "
+    "cost per hour / tokens served per hour)."
+)
 scenario = current_scenario()
 r = resolved_or_stop()
 
 # --- inputs: the scenario's workload and SLO (sidebar), plus prices --------------------------------------------
 traffic, slo, target, headroom = scenario.traffic, scenario.slo, scenario.target_rate, scenario.headroom
 slo_ttft_ms = round(slo.ttft_p95_s * 1e3)
-st.caption(f"Traffic **{PROFILES[traffic.profile].label}**, target **{target:g} req/s** × headroom {headroom:g}; SLO "
-           f"p95 TTFT ≤ **{slo.ttft_p95_s * 1e3:,.0f} ms**, p95 TPOT ≤ **{slo.tpot_p95_s * 1e3:,.0f} ms**"
-           + (f", p99 end-to-end ≤ {slo.e2e_p99_s:g} s" if slo.e2e_p99_s else "")
-           + f"; {traffic.num_requests:,} requests per simulation, seed {traffic.seed}. Change them in the sidebar "
-             "under **Workload and SLO**.")
+st.caption(
+    f"Traffic **{PROFILES[traffic.profile].label}**, target **{target:g} req/s** × headroom {headroom:g}; SLO "
+    f"p95 TTFT ≤ **{slo.ttft_p95_s * 1e3:,.0f} ms**, p95 TPOT ≤ **{slo.tpot_p95_s * 1e3:,.0f} ms**"
+    + (f", p99 end-to-end ≤ {slo.e2e_p99_s:g} s" if slo.e2e_p99_s else "")
+    + f"; {traffic.num_requests:,} requests per simulation, seed {traffic.seed}. Change them in the sidebar "
+    "under **Workload and SLO**."
+)
 with st.expander("GPU prices ($ per GPU-hour): edit to use your own", expanded=False):
-    edited = st.data_editor(_price_table(), key="cap_prices", hide_index=True, disabled=["GPU", "price date", "source"],
-                            column_config={"$ per GPU-hour": st.column_config.NumberColumn(min_value=0.0, format="%.3f")})
-    st.caption("Defaults: on-demand prices from data/gpus.yaml at the date shown, with their source. Prices move "
-               "fast: treat them as a starting point.")
-prices = tuple(sorted((row["GPU"], float(row["$ per GPU-hour"])) for _, row in edited.iterrows()
-                      if pd.notna(row["$ per GPU-hour"])))
+    edited = st.data_editor(
+        _price_table(),
+        key="cap_prices",
+        hide_index=True,
+        disabled=["GPU", "price date", "source"],
+        column_config={"$ per GPU-hour": st.column_config.NumberColumn(min_value=0.0, format="%.3f")},
+    )
+    st.caption(
+        "Defaults: on-demand prices from data/gpus.yaml at the date shown, with their source. Prices move "
+        "fast: treat them as a starting point."
+    )
+prices = tuple(
+    sorted(
+        (row["GPU"], float(row["$ per GPU-hour"])) for _, row in edited.iterrows() if pd.notna(row["$ per GPU-hour"])
+    )
+)
 
 # --- one deployment: the sidebar scenario -----------------------------------------------------------------
 dep = r.deployment
@@ -74,99 +97,166 @@ except InputError as err:
     st.error(error_text(err))
     st.stop()
 c = st.columns(4)
-c[0].metric("Capacity per replica (req/s)", f"{plan['max_rate_per_replica']:,.3g}",
-            help="Highest rate whose steady state (warm-up and drain discarded) meets every SLO with a waiting "
-                 f"queue growing by ≤ {MAX_QUEUE_GROWTH:.0%} of the rate per second and the rate ≤ "
-                 f"{1 - STABILITY_MARGIN:.0%} of the saturated throughput; bisection to ±{plan['rel_tol']:.0%}, "
-                 f"{len(plan['probes'])} simulations of "
-                 f"{plan['num_requests']:,} requests (seed {plan['seed']}).")
+c[0].metric(
+    "Capacity per replica (req/s)",
+    f"{plan['max_rate_per_replica']:,.3g}",
+    help="Highest rate whose steady state (warm-up and drain discarded) meets every SLO with a waiting "
+    f"queue growing by ≤ {MAX_QUEUE_GROWTH:.0%} of the rate per second and the rate ≤ "
+    f"{1 - STABILITY_MARGIN:.0%} of the saturated throughput; bisection to ±{plan['rel_tol']:.0%}, "
+    f"{len(plan['probes'])} simulations of "
+    f"{plan['num_requests']:,} requests (seed {plan['seed']}).",
+)
 if not plan["feasible"]:
-    st.warning("One replica cannot meet this SLO at any load: " + plan["probes"][-1]["reason"] +
-               ". Relax the targets, or try another GPU, precision or TP.")
+    st.warning(
+        "One replica cannot meet this SLO at any load: "
+        + plan["probes"][-1]["reason"]
+        + ". Relax the targets, or try another GPU, precision or TP."
+    )
     st.stop()
-c[1].metric("Replicas", f"{plan['replicas']}", help=f"ceil({target:g} × {headroom:g} / capacity per replica); "
-                                                   f"{plan['num_gpus']} GPUs in all")
-c[2].metric("$ per hour", _usd(plan["usd_per_hour"]),
-            help=f"{plan['num_gpus']} GPUs × {_usd(plan['usd_per_gpu_hour'])} per GPU-hour; "
-                 f"{_usd(plan['usd_per_day'])} per day")
-c[3].metric("$ per million output tokens", _usd(plan["usd_per_million_output_tokens"]),
-            help="$/hour / (target rate × mean output tokens × 3600) × 1e6: at the target rate, headroom included. "
-                 f"At full utilisation: {_usd(plan['usd_per_million_output_tokens_at_capacity'])}.")
+c[1].metric(
+    "Replicas",
+    f"{plan['replicas']}",
+    help=f"ceil({target:g} × {headroom:g} / capacity per replica); {plan['num_gpus']} GPUs in all",
+)
+c[2].metric(
+    "$ per hour",
+    _usd(plan["usd_per_hour"]),
+    help=f"{plan['num_gpus']} GPUs × {_usd(plan['usd_per_gpu_hour'])} per GPU-hour; "
+    f"{_usd(plan['usd_per_day'])} per day",
+)
+c[3].metric(
+    "$ per million output tokens",
+    _usd(plan["usd_per_million_output_tokens"]),
+    help="$/hour / (target rate × mean output tokens × 3600) × 1e6: at the target rate, headroom included. "
+    f"At full utilisation: {_usd(plan['usd_per_million_output_tokens_at_capacity'])}.",
+)
 op = plan["operating_point"] or {}
 c = st.columns(4)
 c[0].metric("$ per million tokens (in + out)", _usd(plan["usd_per_million_tokens"]))
 c[1].metric("GPU-hours per day", f"{plan['gpu_hours_per_day'] or 0:,.0f}")
-c[2].metric("p95 TTFT at the operating point (ms)", _ms(op.get("ttft_p95_s")),
-            help=f"Simulated at {op.get('rate_per_s', 0):,.3g} req/s per replica (target / replicas).")
+c[2].metric(
+    "p95 TTFT at the operating point (ms)",
+    _ms(op.get("ttft_p95_s")),
+    help=f"Simulated at {op.get('rate_per_s', 0):,.3g} req/s per replica (target / replicas).",
+)
 c[3].metric("p95 TPOT at the operating point (ms)", _ms(op.get("tpot_p95_s")))
-st.plotly_chart(charts.search_probes(plan["probes"], plan["max_rate_per_replica"], slo.ttft_p95_s,
-                                     plan.get("saturated_rps")), key="cap_probes_chart")
+st.plotly_chart(
+    charts.search_probes(plan["probes"], plan["max_rate_per_replica"], slo.ttft_p95_s, plan.get("saturated_rps")),
+    key="cap_probes_chart",
+)
 vllm_default = batch_defaults(r.gpu, scenario.engine)
-st.caption(f"Analytic starting point {plan['estimate_rps']:,.3g} req/s; mean prompt {plan['mean_prompt_tokens']:,.0f} "
-           f"tokens, mean output {plan['mean_output_tokens']:,.0f}; search took {plan['search_wall_s']:.2f} s. "
-           f"Engine limits: max_num_seqs {dep.max_num_seqs}, max_num_batched_tokens {dep.max_num_batched_tokens:,} "
-           f"(vLLM default for this GPU: {vllm_default.max_num_seqs} / {vllm_default.max_num_batched_tokens:,}).")
+st.caption(
+    f"Analytic starting point {plan['estimate_rps']:,.3g} req/s; mean prompt {plan['mean_prompt_tokens']:,.0f} "
+    f"tokens, mean output {plan['mean_output_tokens']:,.0f}; search took {plan['search_wall_s']:.2f} s. "
+    f"Engine limits: max_num_seqs {dep.max_num_seqs}, max_num_batched_tokens {dep.max_num_batched_tokens:,} "
+    f"(vLLM default for this GPU: {vllm_default.max_num_seqs} / {vllm_default.max_num_batched_tokens:,})."
+)
 
 # --- ranking ---------------------------------------------------------------------------------------------
 st.header("Which deployment is cheapest at this SLO?")
 num_tasks = len(tasks_for(scenario, float(target), traffic, slo, float(headroom), dict(prices)))
-st.caption(f"Every catalogue GPU × weight precision (BF16/FP16, FP8 where supported, AWQ-INT4) × TP 1/2/4/8 that "
-           f"fits {r.model.name}: {num_tasks} deployments, each searched with {RANKING_NUM_REQUESTS} requests per "
-           "probe, in parallel on all cores. Ranked by $/hour for the target, then $ per token at full use.")
+st.caption(
+    f"Every catalogue GPU × weight precision (BF16/FP16, FP8 where supported, AWQ-INT4) × TP 1/2/4/8 that "
+    f"fits {r.model.name}: {num_tasks} deployments, each searched with {RANKING_NUM_REQUESTS} requests per "
+    "probe, in parallel on all cores. Ranked by $/hour for the target, then $ per token at full use."
+)
 rank_key = (scenario.model_dump_json(), float(target), traffic, slo, float(headroom), prices)
 if st.button("Rank all deployments", type="primary", key="cap_rank"):
     bar = st.progress(0.0, text="Searching…")
-    rows = recommend(scenario, float(target), traffic.model_copy(update={"num_requests": RANKING_NUM_REQUESTS}),
-                     slo, float(headroom), dict(prices),
-                     progress=lambda k, n: bar.progress(k / n, text=f"{k} of {n} deployments searched"))
+    rows = recommend(
+        scenario,
+        float(target),
+        traffic.model_copy(update={"num_requests": RANKING_NUM_REQUESTS}),
+        slo,
+        float(headroom),
+        dict(prices),
+        progress=lambda k, n: bar.progress(k / n, text=f"{k} of {n} deployments searched"),
+    )
     bar.empty()
     st.session_state["cap_ranking"] = (rank_key, rows)
 stored = st.session_state.get("cap_ranking")
 if stored and stored[0] == rank_key:
     c = st.columns(2)
-    latency_key = c[0].selectbox("Pareto latency", list(charts.LATENCY_LABELS), format_func=charts.LATENCY_LABELS.get,
-                                 key="cap_pareto_latency")
-    cost_key = c[1].selectbox("Pareto cost", list(charts.COST_LABELS), format_func=charts.COST_LABELS.get,
-                              key="cap_pareto_cost")
+    latency_key = c[0].selectbox(
+        "Pareto latency", list(charts.LATENCY_LABELS), format_func=charts.LATENCY_LABELS.get, key="cap_pareto_latency"
+    )
+    cost_key = c[1].selectbox(
+        "Pareto cost", list(charts.COST_LABELS), format_func=charts.COST_LABELS.get, key="cap_pareto_cost"
+    )
     rows = mark_pareto(stored[1], cost_key, latency_key)
     best = rows[0]
-    st.success(f"Cheapest: **{best['id']}**, {best['replicas']} replicas ({best['num_gpus']} GPUs) for "
-               f"{_usd(best['usd_per_hour'])}/hour, {_usd(best['usd_per_million_output_tokens'])} per million "
-               "output tokens." if best["feasible"] else "No deployment meets this SLO.")
+    st.success(
+        f"Cheapest: **{best['id']}**, {best['replicas']} replicas ({best['num_gpus']} GPUs) for "
+        f"{_usd(best['usd_per_hour'])}/hour, {_usd(best['usd_per_million_output_tokens'])} per million "
+        "output tokens."
+        if best["feasible"]
+        else "No deployment meets this SLO."
+    )
     st.plotly_chart(charts.pareto(rows, cost_key, latency_key), key="cap_pareto_chart")
     st.plotly_chart(charts.ranking_bars(rows), key="cap_ranking_chart")
     table = ranking_table(rows)
     st.dataframe(table, hide_index=True, key="cap_ranking_table", column_config=column_config())
     feasible = [row for row in rows if row["feasible"]]
     c = st.columns([3, 1, 1])
+
     def _option(i: int) -> str:
         row = feasible[i]
         return f"#{row['rank']} {row['id']}: {row['replicas']} replicas, {_usd(row['usd_per_hour'])}/hour"
-    pick = c[0].selectbox("Deployment", range(len(feasible)), key="cap_use_pick", label_visibility="collapsed",
-                          format_func=_option) if feasible else None
+
+    pick = (
+        c[0].selectbox(
+            "Deployment", range(len(feasible)), key="cap_use_pick", label_visibility="collapsed", format_func=_option
+        )
+        if feasible
+        else None
+    )
     if pick is not None and c[1].button("Use this deployment", type="primary", key="cap_use"):
         row = feasible[pick]
-        use_scenario(with_deployment(scenario, row["gpu"], row["weights"], int(row["tp"]), int(row["num_gpus"])),
-                     f"Loaded {row['id']} × {row['replicas']} replicas into the scenario")
-    c[2].download_button("Ranking (CSV)", table.to_csv(index=False), file_name="servingplan-ranking.csv",
-                         mime="text/csv", key="cap_ranking_csv", on_click="ignore", icon=":material/download:")
+        use_scenario(
+            with_deployment(scenario, row["gpu"], row["weights"], int(row["tp"]), int(row["num_gpus"])),
+            f"Loaded {row['id']} × {row['replicas']} replicas into the scenario",
+        )
+    c[2].download_button(
+        "Ranking (CSV)",
+        table.to_csv(index=False),
+        file_name="servingplan-ranking.csv",
+        mime="text/csv",
+        key="cap_ranking_csv",
+        on_click="ignore",
+        icon=":material/download:",
+    )
 elif stored:
     st.info("The inputs changed since the last ranking: press Rank all deployments again.")
 else:
-    st.info(f"Press Rank all deployments to search {num_tasks} deployments (about {num_tasks * 0.3:,.0f} s of "
-            "simulation, shared among the cores).")
+    st.info(
+        f"Press Rank all deployments to search {num_tasks} deployments (about {num_tasks * 0.3:,.0f} s of "
+        "simulation, shared among the cores)."
+    )
 
 # --- autoscaling ---------------------------------------------------------------------------------------------
 st.header("A day under an autoscaler")
-st.caption("Scale on queue depth, tokens in flight or TTFT (never CPU). A new replica needs a node, the weights "
-           "downloaded and loaded to the GPU: keep a warm minimum, scale up early and down slowly (primer §9). "
-           "Fluid 1-minute model on this replica's measured capacity; p95 TTFT per minute ≈ the simulated p95 at "
-           "that utilisation + backlog / capacity.")
+st.caption(
+    "Scale on queue depth, tokens in flight or TTFT (never CPU). A new replica needs a node, the weights "
+    "downloaded and loaded to the GPU: keep a warm minimum, scale up early and down slowly (primer §9). "
+    "Fluid 1-minute model on this replica's measured capacity; p95 TTFT per minute ≈ the simulated p95 at "
+    "that utilisation + backlog / capacity."
+)
 c = st.columns(4)
-shape = c[0].selectbox("Traffic over the day", ["diurnal", "trace"], key="cap_shape",
-                       format_func={"diurnal": "diurnal curve", "trace": "the profile's trace, stretched"}.get)
-amplitude = c[1].slider("Day/night swing", 0.0, 0.95, 0.6, key="cap_amplitude", disabled=shape != "diurnal",
-                        help="λ(t) = mean × (1 + swing × cos(2π (hour − 14) / 24)); mean = the target rate.")
+shape = c[0].selectbox(
+    "Traffic over the day",
+    ["diurnal", "trace"],
+    key="cap_shape",
+    format_func={"diurnal": "diurnal curve", "trace": "the profile's trace, stretched"}.get,
+)
+amplitude = c[1].slider(
+    "Day/night swing",
+    0.0,
+    0.95,
+    0.6,
+    key="cap_amplitude",
+    disabled=shape != "diurnal",
+    help="λ(t) = mean × (1 + swing × cos(2π (hour − 14) / 24)); mean = the target rate.",
+)
 metric = c[2].selectbox("Scale on", list(METRICS), format_func=METRICS.get, key="cap_metric")
 scale_target = c[3].slider("Target (× value at capacity)", 0.3, 1.0, 0.7, step=0.05, key="cap_scale_target")
 c = st.columns(4)
@@ -174,8 +264,14 @@ min_replicas = int(c[0].number_input("Warm minimum", 1, 1000, 1, key="cap_min_re
 node_start_s = c[1].number_input("Node start (s)", 0.0, 3600.0, 120.0, step=30.0, key="cap_node_start")
 network = c[2].number_input("Download (GB/s)", 0.01, 100.0, 1.0, step=0.25, key="cap_network")
 cooldown_s = c[3].number_input("Scale-down cooldown (s)", 0.0, 7200.0, 600.0, step=60.0, key="cap_cooldown")
-policy = Policy(metric=metric, target=scale_target, min_replicas=min_replicas, node_start_s=node_start_s,
-                network_gb_per_s=network, cooldown_s=cooldown_s)
+policy = Policy(
+    metric=metric,
+    target=scale_target,
+    min_replicas=min_replicas,
+    node_start_s=node_start_s,
+    network_gb_per_s=network,
+    cooldown_s=cooldown_s,
+)
 if shape == "diurnal":
     rates = diurnal_rates(float(target), amplitude)
 else:
@@ -183,13 +279,22 @@ else:
 replica = _replica(scenario.model_dump_json(), traffic, slo, plan)
 day = simulate_day(rates, replica, policy, slo.ttft_p95_s, plan["usd_per_gpu_hour"], headroom=float(headroom))
 c = st.columns(4)
-c[0].metric("Requests in SLO-violating minutes", f"{day['violating_request_share']:.1%}",
-            help=f"{day['violating_ticks']} minutes with estimated p95 TTFT above {slo_ttft_ms:,} ms.")
-c[1].metric("Replica-hours (autoscaled)", f"{day['replica_hours']:,.0f}",
-            help=f"Starting replicas are billed too; scale-up delay {day['scale_up_delay_s']:,.0f} s = node start + "
-                 f"{replica.model_bytes / 1e9:,.1f} GB / download + load to GPU.")
+c[0].metric(
+    "Requests in SLO-violating minutes",
+    f"{day['violating_request_share']:.1%}",
+    help=f"{day['violating_ticks']} minutes with estimated p95 TTFT above {slo_ttft_ms:,} ms.",
+)
+c[1].metric(
+    "Replica-hours (autoscaled)",
+    f"{day['replica_hours']:,.0f}",
+    help=f"Starting replicas are billed too; scale-up delay {day['scale_up_delay_s']:,.0f} s = node start + "
+    f"{replica.model_bytes / 1e9:,.1f} GB / download + load to GPU.",
+)
 c[2].metric("Cost per day (autoscaled)", _usd(day["usd"]), help=f"{len(day['events'])} scaling events")
-c[3].metric("vs static peak", _usd(day["static_usd"]),
-            delta=f"{day['savings']:.0%} saved" if day["savings"] >= 0 else f"{-day['savings']:.0%} more",
-            help=f"{day['static_replicas']} replicas all day = ceil(peak × headroom / capacity).")
+c[3].metric(
+    "vs static peak",
+    _usd(day["static_usd"]),
+    delta=f"{day['savings']:.0%} saved" if day["savings"] >= 0 else f"{-day['savings']:.0%} more",
+    help=f"{day['static_replicas']} replicas all day = ceil(peak × headroom / capacity).",
+)
 st.plotly_chart(charts.autoscale_day(day["series"], day["static_replicas"], slo.ttft_p95_s), key="cap_day_chart")

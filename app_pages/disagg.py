@@ -1,5 +1,6 @@
 """Disaggregation & parallelism: what TP, DP attention, EP and PP change on the sidebar's GPU, and when separate
 prefill and decode pools pay off against one aggregated (chunked-prefill) deployment at the same SLO."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -26,14 +27,16 @@ def _layouts(scenario_json: str, num_gpus: int, batch: int, context: int, skew: 
 
 @st.cache_data(show_spinner="Sizing the prefill and decode pools and the aggregated replicas…", max_entries=16)
 def _disagg(scenario_json: str, target: float, traffic: TrafficSpec, slo: SLO, link: str, layerwise: bool) -> dict:
-    return disagg_plan(Scenario.model_validate_json(scenario_json), target, traffic, slo, link=link,
-                       layerwise=layerwise).to_dict()
+    return disagg_plan(
+        Scenario.model_validate_json(scenario_json), target, traffic, slo, link=link, layerwise=layerwise
+    ).to_dict()
 
 
 @st.cache_data(show_spinner="Sweeping prompt and output lengths…", max_entries=8)
 def _ratios(scenario_json: str, slo: SLO, link: str) -> list[dict]:
-    return ratio_rows(Scenario.model_validate_json(scenario_json), [500, 2000, 8000, 32000], [100, 500, 2000],
-                      slo, link)
+    return ratio_rows(
+        Scenario.model_validate_json(scenario_json), [500, 2000, 8000, 32000], [100, 500, 2000], slo, link
+    )
 
 
 def _usd(v) -> str:
@@ -44,14 +47,26 @@ def _ms(v) -> str:
     return "–" if v is None else f"{v * 1e3:,.1f}"
 
 
-for key, value in (("dg_gpus", 8), ("dg_batch", 64), ("dg_context", 4000), ("dg_skew", 0.0), ("dg_target", 10.0),
-                   ("dg_prompt", 8000), ("dg_output", 300), ("dg_ttft_ms", 2000), ("dg_tpot_ms", 50),
-                   ("dg_link", "nic"), ("dg_layerwise", False)):
+for key, value in (
+    ("dg_gpus", 8),
+    ("dg_batch", 64),
+    ("dg_context", 4000),
+    ("dg_skew", 0.0),
+    ("dg_target", 10.0),
+    ("dg_prompt", 8000),
+    ("dg_output", 300),
+    ("dg_ttft_ms", 2000),
+    ("dg_tpot_ms", 50),
+    ("dg_link", "nic"),
+    ("dg_layerwise", False),
+):
     st.session_state.setdefault(key, value)
 
 st.title("Disaggregation & parallelism")
-st.caption("Large MoE models run with data-parallel attention and expert parallelism; long prompts invite "
-           "separate prefill and decode pools. Both change what one GPU holds and what one step costs.")
+st.caption(
+    "Large MoE models run with data-parallel attention and expert parallelism; long prompts invite "
+    "separate prefill and decode pools. Both change what one GPU holds and what one step costs."
+)
 scenario = current_scenario()
 r = resolved_or_stop()
 sj = scenario.model_dump_json()
@@ -62,9 +77,15 @@ c = st.columns(4)
 n = int(c[0].selectbox("GPUs in one instance", [2, 4, 8, 16], key="dg_gpus"))
 batch = int(c[1].number_input("Decode batch per DP rank", 1, 4096, key="dg_batch"))
 context = int(c[2].number_input("Context per sequence (tokens)", 1, 1_000_000, step=1000, key="dg_context"))
-skew = c[3].slider("Expert routing skew (Zipf s)", 0.0, 1.5, step=0.1, key="dg_skew",
-                   help="0 = uniform routing. s > 0: expert i gets traffic ∝ 1/(i+1)^s and experts sit "
-                        "contiguously on EP ranks (no EPLB), so the first rank is the hot one.")
+skew = c[3].slider(
+    "Expert routing skew (Zipf s)",
+    0.0,
+    1.5,
+    step=0.1,
+    key="dg_skew",
+    help="0 = uniform routing. s > 0: expert i gets traffic ∝ 1/(i+1)^s and experts sit "
+    "contiguously on EP ranks (no EPLB), so the first rank is the hot one.",
+)
 rows = _layouts(sj, n, batch, context, float(skew))
 st.plotly_chart(charts.layout_bars(rows), key="dg_layout_bars")
 st.plotly_chart(charts.step_parts(rows), key="dg_step_parts")
@@ -80,7 +101,8 @@ st.markdown(
     "PP stages hold a share of the layers each; a token still passes every stage, so a step takes the full pass, "
     "and the GPUs stay busy only with several batches in flight: with m micro-batches a fraction "
     "(PP − 1) / (m + PP − 1) of the time is idle (one batch on PP 2: 50%; vLLM keeps PP batches in flight, which "
-    "the tokens/s above assume).")
+    "the tokens/s above assume)."
+)
 
 # --- disaggregated prefill/decode --------------------------------------------------------------------------
 st.header("When do separate prefill and decode pools pay off?")
@@ -88,17 +110,28 @@ c = st.columns(4)
 target = c[0].number_input("Target traffic (requests/s)", 0.01, 100_000.0, step=1.0, key="dg_target")
 prompt = int(c[1].number_input("Mean prompt (tokens)", 16, 1_000_000, step=500, key="dg_prompt"))
 output = int(c[2].number_input("Mean output (tokens)", 2, 100_000, step=50, key="dg_output"))
-link = c[3].selectbox("KV link", ["nic", "nvlink"], key="dg_link",
-                      format_func=lambda x: {"nic": "NIC (pools on separate nodes)", "nvlink": "NVLink (same node)"}[x])
+link = c[3].selectbox(
+    "KV link",
+    ["nic", "nvlink"],
+    key="dg_link",
+    format_func=lambda x: {"nic": "NIC (pools on separate nodes)", "nvlink": "NVLink (same node)"}[x],
+)
 c = st.columns(4)
 ttft_ms = c[0].number_input("SLO: p95 TTFT (ms)", 10, 600_000, step=100, key="dg_ttft_ms")
 tpot_ms = c[1].number_input("SLO: p95 TPOT (ms)", 1, 10_000, step=5, key="dg_tpot_ms")
-layerwise = c[2].toggle("Send KV layer by layer", key="dg_layerwise",
-                        help="Splitwise: each layer's KV leaves while the next computes; only what outlasts the "
-                             "prefill (at least one layer's share) adds to TTFT.")
+layerwise = c[2].toggle(
+    "Send KV layer by layer",
+    key="dg_layerwise",
+    help="Splitwise: each layer's KV leaves while the next computes; only what outlasts the "
+    "prefill (at least one layer's share) adds to TTFT.",
+)
 slo = SLO(ttft_p95_s=ttft_ms / 1e3, tpot_p95_s=tpot_ms / 1e3)
-traffic = TrafficSpec(profile="custom", prompt=f"lognormal:mean={prompt},sigma=0.5",
-                      output=f"lognormal:mean={output},sigma=0.5", num_requests=NUM_REQUESTS)
+traffic = TrafficSpec(
+    profile="custom",
+    prompt=f"lognormal:mean={prompt},sigma=0.5",
+    output=f"lognormal:mean={output},sigma=0.5",
+    num_requests=NUM_REQUESTS,
+)
 try:
     o = _disagg(sj, float(target), traffic, slo, link, bool(layerwise))
 except InputError as err:
@@ -106,23 +139,37 @@ except InputError as err:
     st.stop()
 p, d, a = o["prefill"], o["decode"], o["aggregated"]
 c = st.columns(4)
-c[0].metric("Prefill pool", f"{p['instances']} × TP {p['tp']}" if p else "infeasible",
-            help="Instances of the shape needing the fewest GPUs; each simulated with every output cut to one "
-                 "token, TTFT including its KV transfer.")
-c[1].metric("Decode pool", f"{d['instances']} × TP {d['tp']}" if d else "infeasible",
-            help="Analytic: Little's law on PerfModel decode steps, p95 TPOT at n + 1.645√n sequences.")
+c[0].metric(
+    "Prefill pool",
+    f"{p['instances']} × TP {p['tp']}" if p else "infeasible",
+    help="Instances of the shape needing the fewest GPUs; each simulated with every output cut to one "
+    "token, TTFT including its KV transfer.",
+)
+c[1].metric(
+    "Decode pool",
+    f"{d['instances']} × TP {d['tp']}" if d else "infeasible",
+    help="Analytic: Little's law on PerfModel decode steps, p95 TPOT at n + 1.645√n sequences.",
+)
 c[2].metric("GPUs: disaggregated / aggregated", f"{o['num_gpus'] or '–'} / {a['gpus'] if a else '–'}")
-c[3].metric("KV transfer share of TTFT", f"{o['kv_transfer_share_of_ttft']:.1%}"
-            if o.get("kv_transfer_share_of_ttft") is not None else "–",
-            help=f"{_ms(o['kv_transfer_visible_s'])} ms of {_ms(o['kv_transfer_s'])} ms for the mean prompt over "
-                 f"{o['kv_link']} adds to TTFT, against the p95 TTFT at the target.")
+c[3].metric(
+    "KV transfer share of TTFT",
+    f"{o['kv_transfer_share_of_ttft']:.1%}" if o.get("kv_transfer_share_of_ttft") is not None else "–",
+    help=f"{_ms(o['kv_transfer_visible_s'])} ms of {_ms(o['kv_transfer_s'])} ms for the mean prompt over "
+    f"{o['kv_link']} adds to TTFT, against the p95 TTFT at the target.",
+)
 c = st.columns(4)
 c[0].metric("$ per hour, disaggregated", _usd(o["usd_per_hour"]))
-c[1].metric("$ per hour, aggregated", _usd(a["usd_per_hour"]) if a else "–",
-            help=f"Best TP of capacity_plan (vLLM chunked prefill) at the same SLO: {a['replicas']} × TP {a['tp']}"
-            if a else "No TP meets the SLO aggregated.")
-c[2].metric("$ per million output tokens", f"{_usd(o['usd_per_million_output_tokens'])} vs "
-            f"{_usd(a['usd_per_million_output_tokens']) if a else '–'}")
+c[1].metric(
+    "$ per hour, aggregated",
+    _usd(a["usd_per_hour"]) if a else "–",
+    help=f"Best TP of capacity_plan (vLLM chunked prefill) at the same SLO: {a['replicas']} × TP {a['tp']}"
+    if a
+    else "No TP meets the SLO aggregated.",
+)
+c[2].metric(
+    "$ per million output tokens",
+    f"{_usd(o['usd_per_million_output_tokens'])} vs {_usd(a['usd_per_million_output_tokens']) if a else '–'}",
+)
 c[3].metric("Verdict", "disaggregate" if o["cheaper"] else "stay aggregated")
 if not o["feasible"]:
     reasons = sorted({x["reason"] for x in o["prefill_options"] + o["decode_options"] if x["reason"]})
@@ -136,27 +183,36 @@ if p and d:
         f"{p['gpus_per_instance']} + {d['instances']} × {d['gpus_per_instance']} = {o['num_gpus']}; "
         f"$/h = {o['num_gpus']} × {_usd(o['usd_per_gpu_hour'])} = {_usd(o['usd_per_hour'])}. KV transfer = "
         f"{o['mean_prompt_tokens']:,.0f} tokens × {kv_bytes_per_token(r.model, r.kv_bytes):,.0f} B per token / "
-        f"{o['kv_link_gb_s']:,.4g} GB/s ({o['kv_link']}) + link latency = {_ms(o['kv_transfer_s'])} ms.")
+        f"{o['kv_link_gb_s']:,.4g} GB/s ({o['kv_link']}) + link latency = {_ms(o['kv_transfer_s'])} ms."
+    )
 
 st.subheader("Prefill : decode instances as prompts and outputs change")
 st.plotly_chart(charts.ratio_lines(_ratios(sj, slo, link)), key="dg_ratio")
-st.caption("Decode rate per instance / prefill rate per instance, both at the SLO on the sidebar's TP: long "
-           "prompts with short answers need many prefill instances per decode instance (llm-d recommends "
-           "disaggregation around 10:1 input:output); long answers need the reverse.")
+st.caption(
+    "Decode rate per instance / prefill rate per instance, both at the SLO on the sidebar's TP: long "
+    "prompts with short answers need many prefill instances per decode instance (llm-d recommends "
+    "disaggregation around 10:1 input:output); long answers need the reverse."
+)
 
 with st.expander("Walkthrough: when would you disaggregate prefill and decode?", expanded=False):
     inputs = DisaggInputs()  # DistServe's Figure 1 until both pools and the aggregated replica are sized
     if p and d and a and a.get("max_rate_per_replica"):
         inputs = DisaggInputs(
-            prompt_tokens=max(1, round(o["mean_prompt_tokens"])), output_tokens=max(1, round(o["mean_output_tokens"])),
-            kv_bytes_per_token=kv_bytes_per_token(r.model, r.kv_bytes), link_gb_s=o["kv_link_gb_s"],
-            ttft_target_s=slo.ttft_p95_s, target_rps=float(target),
+            prompt_tokens=max(1, round(o["mean_prompt_tokens"])),
+            output_tokens=max(1, round(o["mean_output_tokens"])),
+            kv_bytes_per_token=kv_bytes_per_token(r.model, r.kv_bytes),
+            link_gb_s=o["kv_link_gb_s"],
+            ttft_target_s=slo.ttft_p95_s,
+            target_rps=float(target),
             prefill_rps_per_gpu=p["max_rate_per_instance"] / p["gpus_per_instance"],
             decode_rps_per_gpu=d["max_rate_per_instance"] / d["gpus_per_instance"],
-            colocated_rps_per_gpu=a["max_rate_per_replica"] / a["tp"])
+            colocated_rps_per_gpu=a["max_rate_per_replica"] / a["tp"],
+        )
         st.caption("With this page's numbers: per-GPU rates of the sized pools and of the best aggregated replica.")
     else:
         st.caption("DistServe's Figure 1 numbers (this page's pools are not both feasible).")
     for s in run_walkthrough("disaggregation", inputs):
-        st.markdown(f"**{s.number}. {s.title}**: `{s.formula}` = {s.substituted} = **{s.result}**"
-                    + (f"  \n_{s.note}_" if s.note else ""))
+        st.markdown(
+            f"**{s.number}. {s.title}**: `{s.formula}` = {s.substituted} = **{s.result}**"
+            + (f"  \n_{s.note}_" if s.note else "")
+        )

@@ -1,13 +1,14 @@
 """Does it fit? Where every byte goes, and how many requests fit: the textbook figure and vLLM's real pool."""
+
 import pandas as pd
 import streamlit as st
 
+from planner.core.scenario import Scenario, resolve
 from planner.memory.plan import breakdown_per_gpu, concurrency_vs_context, plan_memory, tp_options
 from planner.memory.vllm_pool import vllm_constants
 from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack
 from ui.fit_verdict import render_verdict
-from planner.core.scenario import Scenario, resolve
 from ui.state import current_scenario, resolved_or_stop
 
 
@@ -19,12 +20,21 @@ def _fit(scenario_json: str) -> tuple:
     plan = plan_memory(r)
     gb = r.gpu.marketed_bytes
     textbook_kv = plan.textbook_max_requests * plan.kv_bytes_per_request / plan.tensor_parallel_size
-    bars = {"textbook (marketed GB)": {"weights": plan.weight_bytes_per_gpu, "KV for requests": textbook_kv,
-                                       "free": gb - plan.weight_bytes_per_gpu - textbook_kv}}
+    bars = {
+        "textbook (marketed GB)": {
+            "weights": plan.weight_bytes_per_gpu,
+            "KV for requests": textbook_kv,
+            "free": gb - plan.weight_bytes_per_gpu - textbook_kv,
+        }
+    }
     for i in range(min(r.deployment.tensor_parallel_size, 8)):
         bars[f"vLLM: GPU {i}"] = breakdown_per_gpu(plan)
-    return (plan, tp_options(r), concurrency_chart(concurrency_vs_context(r)),
-            memory_stack(bars, "Where the memory goes, per GPU"))
+    return (
+        plan,
+        tp_options(r),
+        concurrency_chart(concurrency_vs_context(r)),
+        memory_stack(bars, "Where the memory goes, per GPU"),
+    )
 
 
 st.title("Does it fit?")
@@ -32,27 +42,52 @@ r = resolved_or_stop()
 
 plan, tp_rows, concurrency_fig, stack_fig = _fit(current_scenario().model_dump_json())
 dep = r.deployment
-st.caption(f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_parallel_size} · weights "
-           f"{r.weights.label} · KV {r.kv.label} ({r.kv_bytes:g} bytes/value) · max_model_len {r.max_model_len:,}")
+st.caption(
+    f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_parallel_size} · weights "
+    f"{r.weights.label} · KV {r.kv.label} ({r.kv_bytes:g} bytes/value) · max_model_len {r.max_model_len:,}"
+)
 
-render_verdict(current_scenario(), plan.paged_max_requests if plan.fits and plan.num_gpu_blocks > 0 else 0,
-               plan.context_tokens, next((w for w in plan.warnings if w.startswith("Does not fit")), ""))
+render_verdict(
+    current_scenario(),
+    plan.paged_max_requests if plan.fits and plan.num_gpu_blocks > 0 else 0,
+    plan.context_tokens,
+    next((w for w in plan.warnings if w.startswith("Does not fit")), ""),
+)
 c = st.columns(4)
-c[0].metric("Parameters", f"{plan.params / 1e9:,.2f} B",
-            help=f"{plan.params:,} total" + (f"; {plan.active_params:,} active per token" if r.model.is_moe else ""))
-c[1].metric("Weights per GPU (GB)", f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB",
-            help=f"decimal GB (1e9 B) = {plan.weight_bytes_per_gpu / 2**30:,.2f} GiB")
+c[0].metric(
+    "Parameters",
+    f"{plan.params / 1e9:,.2f} B",
+    help=f"{plan.params:,} total" + (f"; {plan.active_params:,} active per token" if r.model.is_moe else ""),
+)
+c[1].metric(
+    "Weights per GPU (GB)",
+    f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB",
+    help=f"decimal GB (1e9 B) = {plan.weight_bytes_per_gpu / 2**30:,.2f} GiB",
+)
 c[2].metric("KV per token", f"{plan.kv_bytes_per_token:,.0f} B", help="all layers, K and V, whole model")
-c[3].metric("KV per request (GB)", f"{plan.kv_bytes_per_request / 1e9:,.3f} GB", help=f"{plan.context_tokens:,} tokens"
-            + (" (sliding-window layers capped at the window)" if r.model.sliding_window else ""))
+c[3].metric(
+    "KV per request (GB)",
+    f"{plan.kv_bytes_per_request / 1e9:,.3f} GB",
+    help=f"{plan.context_tokens:,} tokens"
+    + (" (sliding-window layers capped at the window)" if r.model.sliding_window else ""),
+)
 c = st.columns(4)
-c[0].metric("Textbook: requests fit", f"{plan.textbook_max_requests:,}",
-            help=f"floor((GPU memory − weights) / KV per request), requests of {plan.context_tokens:,} tokens")
-c[1].metric("vLLM: requests fit", f"{plan.paged_max_requests:,}",
-            help=f"requests of {plan.context_tokens:,} tokens in the paged pool's blocks")
+c[0].metric(
+    "Textbook: requests fit",
+    f"{plan.textbook_max_requests:,}",
+    help=f"floor((GPU memory − weights) / KV per request), requests of {plan.context_tokens:,} tokens",
+)
+c[1].metric(
+    "vLLM: requests fit",
+    f"{plan.paged_max_requests:,}",
+    help=f"requests of {plan.context_tokens:,} tokens in the paged pool's blocks",
+)
 c[2].metric("vLLM: max concurrency", f"{plan.max_concurrency:,.2f}x", help=plan.pool.log_lines[1])
-c[3].metric("vLLM KV pool per GPU (GiB)", f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB",
-            help=f"binary GiB (2^30 B), as vLLM logs it = {plan.kv_pool_bytes_per_gpu / 1e9:,.2f} GB")
+c[3].metric(
+    "vLLM KV pool per GPU (GiB)",
+    f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB",
+    help=f"binary GiB (2^30 B), as vLLM logs it = {plan.kv_pool_bytes_per_gpu / 1e9:,.2f} GB",
+)
 for w in plan.warnings:
     if not w.startswith("Does not fit"):  # that one is the verdict above
         st.warning(w)
@@ -107,14 +142,33 @@ st.subheader("Tensor-parallel options")
 df = pd.DataFrame(tp_rows)
 df["weights_per_gpu_GB"] = df.pop("weights_per_gpu_bytes") / 1e9
 df["kv_pool_per_gpu_GiB"] = df.pop("kv_pool_per_gpu_bytes") / 2**30
-st.dataframe(df[["tp", "gpus", "fits", "weights_per_gpu_GB", "kv_pool_per_gpu_GiB", "kv_cache_tokens",
-                 "max_concurrency", "textbook_max_requests", "note"]], hide_index=True, width="stretch",
-             column_config={"weights_per_gpu_GB": st.column_config.NumberColumn("weights per GPU (GB)", format="%.2f"),
-                            "kv_pool_per_gpu_GiB": st.column_config.NumberColumn("KV pool per GPU (GiB)", format="%.2f"),
-                            "kv_cache_tokens": st.column_config.NumberColumn("KV tokens", format="%d"),
-                            "max_concurrency": st.column_config.NumberColumn("vLLM concurrency", format="%.2fx"),
-                            "textbook_max_requests": st.column_config.NumberColumn("textbook fit", format="%d")})
+st.dataframe(
+    df[
+        [
+            "tp",
+            "gpus",
+            "fits",
+            "weights_per_gpu_GB",
+            "kv_pool_per_gpu_GiB",
+            "kv_cache_tokens",
+            "max_concurrency",
+            "textbook_max_requests",
+            "note",
+        ]
+    ],
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "weights_per_gpu_GB": st.column_config.NumberColumn("weights per GPU (GB)", format="%.2f"),
+        "kv_pool_per_gpu_GiB": st.column_config.NumberColumn("KV pool per GPU (GiB)", format="%.2f"),
+        "kv_cache_tokens": st.column_config.NumberColumn("KV tokens", format="%d"),
+        "max_concurrency": st.column_config.NumberColumn("vLLM concurrency", format="%.2fx"),
+        "textbook_max_requests": st.column_config.NumberColumn("textbook fit", format="%d"),
+    },
+)
 with st.expander("Formula: tensor parallelism"):
-    st.markdown("Weights and KV heads are split across the TP group: weights per GPU = weights / TP; KV heads per "
-                "GPU = max(1, KV heads / TP) (replicated beyond the KV-head count; MLA's latent is not split). "
-                "Each extra GPU costs NCCL buffers (0.25 GiB assumed).")
+    st.markdown(
+        "Weights and KV heads are split across the TP group: weights per GPU = weights / TP; KV heads per "
+        "GPU = max(1, KV heads / TP) (replicated beyond the KV-head count; MLA's latent is not split). "
+        "Each extra GPU costs NCCL buffers (0.25 GiB assumed)."
+    )

@@ -1,4 +1,5 @@
 """Traffic & load test: replay realistic traffic against one replica, sweep the load up, find the knee (primer §9)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,20 +10,26 @@ from typing import NamedTuple
 import pandas as pd
 import streamlit as st
 
-from planner.core.errors import InputError
-from planner.capacity.load_sweep import (estimate_capacity_rps, find_knee, mean_lengths,
-                                         open_vs_closed, profile_workload, rate_sweep)
+from planner.capacity.load_sweep import (
+    estimate_capacity_rps,
+    find_knee,
+    mean_lengths,
+    open_vs_closed,
+    profile_workload,
+    rate_sweep,
+)
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
 from planner.core.engine_defaults import batch_defaults
-from planner.core.workload import PROFILES
+from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
-from planner.sim.serving import result_summary, run_serving
+from planner.core.workload import PROFILES
 from planner.sim.records import request_frame, step_frame
-from planner.traffic.traces import load_trace
+from planner.sim.serving import result_summary, run_serving
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist
+from planner.traffic.traces import load_trace
 from ui.charts import load as charts
-from ui.state import current_scenario, resolved_or_stop
 from ui.labels import error_text
+from ui.state import current_scenario, resolved_or_stop
 
 TIMING_LABELS = {"poisson": "Poisson at the rate", "trace": "the trace's own timing, rescaled to the rate"}
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "servingplan_uploads"
@@ -66,19 +73,34 @@ def _trace(path: str):
 
 def _workload(t: Traffic, rate: float):
     trace = _trace(t.upload_path) if t.profile == "upload" else None
-    return profile_workload(t.profile, t.num_requests, rate, t.seed, prompt=t.prompt, output=t.output,
-                            arrival=t.arrival, cv=t.cv, trace=trace)
+    return profile_workload(
+        t.profile,
+        t.num_requests,
+        rate,
+        t.seed,
+        prompt=t.prompt,
+        output=t.output,
+        arrival=t.arrival,
+        cv=t.cv,
+        trace=trace,
+    )
 
 
 def _kw(s: Server) -> dict:
-    return dict(engine=s.engine, prefix_caching=s.prefix_caching, max_queue=s.max_queue, slo_ttft_s=s.slo_ttft_s,
-                slo_tpot_s=s.slo_tpot_s)
+    return dict(
+        engine=s.engine,
+        prefix_caching=s.prefix_caching,
+        max_queue=s.max_queue,
+        slo_ttft_s=s.slo_ttft_s,
+        slo_tpot_s=s.slo_tpot_s,
+    )
 
 
 @st.cache_data(show_spinner="Simulating…", max_entries=32)
 def _run(server: Server, t: Traffic, rate: float):
-    res = run_serving(resolve(Scenario.model_validate_json(server.scenario_json)), _workload(t, rate),
-                      seed=t.seed, **_kw(server))
+    res = run_serving(
+        resolve(Scenario.model_validate_json(server.scenario_json)), _workload(t, rate), seed=t.seed, **_kw(server)
+    )
     return result_summary(res), step_frame(res), request_frame(res)
 
 
@@ -118,11 +140,20 @@ def _pct(v: float | None) -> str:
     return "–" if v is None else f"{v:.1%}"
 
 
-for key, value in (("load_profile", "chat"), ("load_seed", 0), ("load_num_requests", 1000),
-                   ("load_prefix_caching", True), ("load_queue_on", False), ("load_max_queue", 100),
-                   ("load_slo_ttft_ms", 2000), ("load_slo_tpot_ms", 100), ("load_sweep_points", 7),
-                   ("load_think_s", 5.0)):
+for key, value in (
+    ("load_profile", "chat"),
+    ("load_seed", 0),
+    ("load_num_requests", 1000),
+    ("load_prefix_caching", True),
+    ("load_queue_on", False),
+    ("load_max_queue", 100),
+    ("load_slo_ttft_ms", 2000),
+    ("load_slo_tpot_ms", 100),
+    ("load_sweep_points", 7),
+    ("load_think_s", 5.0),
+):
     st.session_state.setdefault(key, value)
+
 
 def _follow_scenario_workload() -> None:
     """Start this page's traffic and SLO inputs from the scenario's (the sidebar's Workload and SLO) whenever those
@@ -133,40 +164,68 @@ def _follow_scenario_workload() -> None:
         return
     st.session_state["load_synced_from"] = signature
     t = s.traffic
+
     def clamp(v, lo, hi):  # into the page widget's range
         return min(max(v, lo), hi)
-    st.session_state.update(load_profile=t.profile, load_seed=min(t.seed, 2**31 - 1),
-                            load_num_requests=clamp(t.num_requests, 100, 20_000), load_prefix_caching=t.prefix_caching,
-                            load_slo_ttft_ms=clamp(round(s.slo.ttft_p95_s * 1e3), 1, 600_000),
-                            load_slo_tpot_ms=clamp(round(s.slo.tpot_p95_s * 1e3), 1, 10_000))
+
+    st.session_state.update(
+        load_profile=t.profile,
+        load_seed=min(t.seed, 2**31 - 1),
+        load_num_requests=clamp(t.num_requests, 100, 20_000),
+        load_prefix_caching=t.prefix_caching,
+        load_slo_ttft_ms=clamp(round(s.slo.ttft_p95_s * 1e3), 1, 600_000),
+        load_slo_tpot_ms=clamp(round(s.slo.tpot_p95_s * 1e3), 1, 10_000),
+    )
     if t.profile == "custom":
-        st.session_state.update(load_prompt_spec=t.prompt, load_output_spec=t.output, load_arrival=t.arrival,
-                                load_cv=clamp(float(t.cv), 0.1, 10.0))
+        st.session_state.update(
+            load_prompt_spec=t.prompt,
+            load_output_spec=t.output,
+            load_arrival=t.arrival,
+            load_cv=clamp(float(t.cv), 0.1, 10.0),
+        )
     elif t.arrival in TIMING_LABELS:
         st.session_state["load_timing"] = t.arrival
 
 
 _follow_scenario_workload()
 st.title("Traffic & load test")
-st.caption("Replay realistic traffic against one replica, sweep the arrival rate up and read TTFT and TPOT "
-           "percentiles at each level: where latency climbs sharply is the capacity per replica (primer §9). "
-           "One replica = one copy of the model; divide fleet traffic by the number of replicas.")
+st.caption(
+    "Replay realistic traffic against one replica, sweep the arrival rate up and read TTFT and TPOT "
+    "percentiles at each level: where latency climbs sharply is the capacity per replica (primer §9). "
+    "One replica = one copy of the model; divide fleet traffic by the number of replicas."
+)
 scenario = current_scenario()
 r = resolved_or_stop()
 dep = r.deployment
 vllm_default = batch_defaults(r.gpu, scenario.engine)
-st.caption(f"{r.model.name} · {dep.tensor_parallel_size} × {r.gpu.name} per replica · weights {r.weights.label} · "
-           f"max_num_seqs {dep.max_num_seqs} · max_num_batched_tokens {dep.max_num_batched_tokens:,} "
-           f"(vLLM default for this GPU: {vllm_default.max_num_seqs} / {vllm_default.max_num_batched_tokens:,})")
+st.caption(
+    f"{r.model.name} · {dep.tensor_parallel_size} × {r.gpu.name} per replica · weights {r.weights.label} · "
+    f"max_num_seqs {dep.max_num_seqs} · max_num_batched_tokens {dep.max_num_batched_tokens:,} "
+    f"(vLLM default for this GPU: {vllm_default.max_num_seqs} / {vllm_default.max_num_batched_tokens:,})"
+)
 
 # --- traffic ---------------------------------------------------------------------------------------------
 c = st.columns([2.2, 1, 1, 1])
-profile = c[0].selectbox("Traffic profile", list(PROFILES), format_func=lambda p: PROFILES[p].label,
-                         key="load_profile", on_change=_reset_for_profile)
-seed = int(c[1].number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="load_seed",
-                             help="Seeds arrivals, lengths and the trace window: same seed, same run."))
-num_requests = int(c[2].number_input("Requests per run", min_value=100, max_value=20_000, step=100,
-                                     key="load_num_requests"))
+profile = c[0].selectbox(
+    "Traffic profile",
+    list(PROFILES),
+    format_func=lambda p: PROFILES[p].label,
+    key="load_profile",
+    on_change=_reset_for_profile,
+)
+seed = int(
+    c[1].number_input(
+        "Seed",
+        min_value=0,
+        max_value=2**31 - 1,
+        step=1,
+        key="load_seed",
+        help="Seeds arrivals, lengths and the trace window: same seed, same run.",
+    )
+)
+num_requests = int(
+    c[2].number_input("Requests per run", min_value=100, max_value=20_000, step=100, key="load_num_requests")
+)
 engine = c[3].selectbox("Engine", ["vllm", "tensorrt-llm"], key="load_engine")
 st.caption(PROFILES[profile].note)
 
@@ -174,13 +233,26 @@ prompt_spec = output_spec = ""
 upload_path, cv = "", 1.0
 if profile == "custom":
     c = st.columns([1.5, 1.5, 1, 0.8])
-    prompt_spec = c[0].text_input("Prompt lengths", "lognormal:mean=1000,sigma=0.8", key="load_prompt_spec",
-                                  help="fixed:N · uniform:LO,HI · lognormal:mean=M,sigma=S[,max=X] · empirical:TRACE")
+    prompt_spec = c[0].text_input(
+        "Prompt lengths",
+        "lognormal:mean=1000,sigma=0.8",
+        key="load_prompt_spec",
+        help="fixed:N · uniform:LO,HI · lognormal:mean=M,sigma=S[,max=X] · empirical:TRACE",
+    )
     output_spec = c[1].text_input("Output lengths", "lognormal:mean=200,sigma=0.8", key="load_output_spec")
     arrival = c[2].selectbox("Arrivals", ARRIVAL_PROCESSES, key="load_arrival")
     if arrival == "gamma":
-        cv = float(c[3].number_input("Burstiness CV", 0.1, 10.0, 2.0, step=0.5, key="load_cv",
-                                     help="Coefficient of variation of the gaps: 1 = Poisson, > 1 = burstier."))
+        cv = float(
+            c[3].number_input(
+                "Burstiness CV",
+                0.1,
+                10.0,
+                2.0,
+                step=0.5,
+                key="load_cv",
+                help="Coefficient of variation of the gaps: 1 = Poisson, > 1 = burstier.",
+            )
+        )
     try:
         LengthDist.parse(prompt_spec, "Prompt lengths")
         LengthDist.parse(output_spec, "Output lengths")
@@ -188,12 +260,16 @@ if profile == "custom":
         st.error(error_text(err))
         st.stop()
 else:
-    arrival = st.radio("Arrival timing", list(TIMING_LABELS), format_func=TIMING_LABELS.get, horizontal=True,
-                       key="load_timing")
+    arrival = st.radio(
+        "Arrival timing", list(TIMING_LABELS), format_func=TIMING_LABELS.get, horizontal=True, key="load_timing"
+    )
     if profile == "upload":
-        upload = st.file_uploader("Trace: Azure CSV (TIMESTAMP,ContextTokens,GeneratedTokens), Mooncake JSONL, or "
-                                  "CSV arrival_s,prompt_tokens,output_tokens", type=["csv", "jsonl", "json", "txt"],
-                                  key="load_upload")
+        upload = st.file_uploader(
+            "Trace: Azure CSV (TIMESTAMP,ContextTokens,GeneratedTokens), Mooncake JSONL, or "
+            "CSV arrival_s,prompt_tokens,output_tokens",
+            type=["csv", "jsonl", "json", "txt"],
+            key="load_upload",
+        )
         if upload is None:
             st.info("Upload a trace to replay it, or pick a built-in profile.")
             st.stop()
@@ -208,18 +284,28 @@ else:
 
 with st.expander("Server options: prefix caching, queue limit, SLO", expanded=False):
     c = st.columns(4)
-    prefix_caching = c[0].toggle("Prefix caching", key="load_prefix_caching",
-                                 help="On by default, as in vLLM V1: a preempted request re-hits its own "
-                                      "cached blocks, and requests share prompt-prefix blocks (traces with "
-                                      "hash_ids: Mooncake).")
+    prefix_caching = c[0].toggle(
+        "Prefix caching",
+        key="load_prefix_caching",
+        help="On by default, as in vLLM V1: a preempted request re-hits its own "
+        "cached blocks, and requests share prompt-prefix blocks (traces with "
+        "hash_ids: Mooncake).",
+    )
     queue_on = c[1].toggle("Queue limit (backpressure)", key="load_queue_on")
-    max_queue = int(c[1].number_input("Max waiting requests", 0, 100_000, step=10, key="load_max_queue",
-                                      disabled=not queue_on))
+    max_queue = int(
+        c[1].number_input("Max waiting requests", 0, 100_000, step=10, key="load_max_queue", disabled=not queue_on)
+    )
     slo_ttft_ms = c[2].number_input("SLO: TTFT (ms)", 1, 600_000, step=100, key="load_slo_ttft_ms")
     slo_tpot_ms = c[3].number_input("SLO: TPOT (ms)", 1, 10_000, step=10, key="load_slo_tpot_ms")
 
-server = Server(scenario.model_dump_json(), engine, prefix_caching, max_queue if queue_on else None,
-                slo_ttft_ms / 1e3, slo_tpot_ms / 1e3)
+server = Server(
+    scenario.model_dump_json(),
+    engine,
+    prefix_caching,
+    max_queue if queue_on else None,
+    slo_ttft_ms / 1e3,
+    slo_tpot_ms / 1e3,
+)
 traffic = Traffic(profile, num_requests, seed, arrival, cv, prompt_spec, output_spec, upload_path)
 try:
     cap, mean_prompt, mean_output = _capacity(server, traffic)
@@ -233,8 +319,10 @@ if st.session_state.get("load_cap_basis") != basis:  # new scenario or traffic: 
     st.session_state["load_ovc_rate"] = _nice(0.9 * cap)
     st.session_state["load_sweep_range"] = (_nice(0.2 * cap), _nice(1.4 * cap))
 rate_max = _nice(3 * cap)
-st.caption(f"Mean prompt {mean_prompt:,.0f} tokens, mean output {mean_output:,.0f} tokens. Rough capacity from "
-           f"the latency model: ≈ {cap:,.3g} requests/s per replica (the sweep measures it).")
+st.caption(
+    f"Mean prompt {mean_prompt:,.0f} tokens, mean output {mean_output:,.0f} tokens. Rough capacity from "
+    f"the latency model: ≈ {cap:,.3g} requests/s per replica (the sweep measures it)."
+)
 
 # --- one load level ----------------------------------------------------------------------------------------
 st.header("One load level")
@@ -243,11 +331,17 @@ summary, steps, requests = _run(server, traffic, rate)
 c = st.columns(4)
 c[0].metric("Completed", f"{summary['completed']:,}", help=f"of {summary['num_requests']:,} requests")
 c[1].metric("Rejected", f"{summary['rejected']:,}", help="Queue full (backpressure) or longer than the KV pool.")
-c[2].metric("Throughput (tok/s)", f"{summary['throughput_tokens_per_s'] or 0:,.0f}",
-            help="Output tokens per second across all requests (primer §2).")
-c[3].metric("Goodput (req/s)", f"{summary['goodput_requests_per_s'] or 0:,.2f}",
-            help=f"Requests per second meeting TTFT ≤ {slo_ttft_ms:,} ms and TPOT ≤ {slo_tpot_ms:,} ms "
-                 f"({_pct(summary['slo_attainment'])} of completed).")
+c[2].metric(
+    "Throughput (tok/s)",
+    f"{summary['throughput_tokens_per_s'] or 0:,.0f}",
+    help="Output tokens per second across all requests (primer §2).",
+)
+c[3].metric(
+    "Goodput (req/s)",
+    f"{summary['goodput_requests_per_s'] or 0:,.2f}",
+    help=f"Requests per second meeting TTFT ≤ {slo_ttft_ms:,} ms and TPOT ≤ {slo_tpot_ms:,} ms "
+    f"({_pct(summary['slo_attainment'])} of completed).",
+)
 c = st.columns(4)
 c[0].metric("p95 TTFT (ms)", _ms(summary["ttft_s"]["p95"]), help="Queue wait + prefill.")
 c[1].metric("p95 TPOT (ms)", _ms(summary["tpot_s"]["p95"]), help="Time between streamed tokens.")
@@ -258,24 +352,32 @@ c[0].metric("Peak KV use", _pct(summary["peak_kv_use"]), help=f"of {summary['kv_
 c[1].metric("Longest queue", f"{summary['max_waiting']:,}", help="Most requests waiting at once.")
 c[2].metric("Preemptions", f"{summary['preemptions']:,}", help="Requests evicted when the KV pool ran out.")
 c[3].metric("Prefix hit rate", _pct(summary["prefix_hit_rate"]), help="Prompt tokens served from the prefix cache.")
-table = pd.DataFrame({label: {k: (v or float("nan")) * 1e3 for k, v in summary[key].items()}
-                      for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("end-to-end", "e2e_s"),
-                                         ("queue wait", "queue_s"))}).T
+table = pd.DataFrame(
+    {
+        label: {k: (v or float("nan")) * 1e3 for k, v in summary[key].items()}
+        for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("end-to-end", "e2e_s"), ("queue wait", "queue_s"))
+    }
+).T
 st.dataframe(table.style.format("{:,.1f}"), key="load_latency_table")
-st.caption(f"Milliseconds. {summary['source']}. Simulated {summary['simulated_s']:,.0f} s in "
-           f"{summary['wall_s']:.2f} s; seed {summary['seed']}.")
+st.caption(
+    f"Milliseconds. {summary['source']}. Simulated {summary['simulated_s']:,.0f} s in "
+    f"{summary['wall_s']:.2f} s; seed {summary['seed']}."
+)
 st.plotly_chart(charts.time_series({"run": steps}), key="load_time_series")
 with st.expander("Per-request records"):
     st.dataframe(requests.head(5000), hide_index=True, key="load_requests_table")
-    st.download_button("Per-request records (CSV)", requests.to_csv(index=False), "requests.csv", "text/csv",
-                       key="load_requests_csv")
+    st.download_button(
+        "Per-request records (CSV)", requests.to_csv(index=False), "requests.csv", "text/csv", key="load_requests_csv"
+    )
 
 # --- rate sweep ----------------------------------------------------------------------------------------------
 st.header("Rate sweep: where is the knee?")
-st.caption("Knee = the highest rate, walking up from the lowest, that passes the same steady-state verdict as "
-           "the Capacity page: warm-up and drain discarded, p95 TTFT and TPOT within the SLO (the goodput targets "
-           f"above, else 2 s / 100 ms), a waiting queue growing by at most {MAX_QUEUE_GROWTH:.0%} of the rate per "
-           f"second, and a rate at most {1 - STABILITY_MARGIN:.0%} of the replica's saturated throughput.")
+st.caption(
+    "Knee = the highest rate, walking up from the lowest, that passes the same steady-state verdict as "
+    "the Capacity page: warm-up and drain discarded, p95 TTFT and TPOT within the SLO (the goodput targets "
+    f"above, else 2 s / 100 ms), a waiting queue growing by at most {MAX_QUEUE_GROWTH:.0%} of the rate per "
+    f"second, and a rate at most {1 - STABILITY_MARGIN:.0%} of the replica's saturated throughput."
+)
 c = st.columns([3, 1, 1])
 lo, hi = c[0].slider("Rates to sweep (requests/s)", _nice(cap / 50), rate_max, key="load_sweep_range")
 points = c[1].slider("Points", 3, 12, key="load_sweep_points")
@@ -285,8 +387,14 @@ rates = [lo + (hi - lo) * k / (points - 1) for k in range(points)] if hi > lo el
 sweep_key = (server, traffic, tuple(rates))
 if run_clicked:
     bar = st.progress(0.0, text="Sweeping…")
-    rows = rate_sweep(r, rates, lambda x: _workload(traffic, x), seed=seed, progress=lambda k, n: bar.progress(
-        k / n, text=f"Rate {k} of {n} simulated"), **_kw(server))
+    rows = rate_sweep(
+        r,
+        rates,
+        lambda x: _workload(traffic, x),
+        seed=seed,
+        progress=lambda k, n: bar.progress(k / n, text=f"Rate {k} of {n} simulated"),
+        **_kw(server),
+    )
     bar.empty()
     st.session_state["load_sweep_result"] = (sweep_key, rows)
 stored = st.session_state.get("load_sweep_result")
@@ -299,9 +407,23 @@ if stored and stored[0] == sweep_key:
     c[2].metric("p95 TPOT at the knee (ms)", _ms(knee["tpot_p95_s"]) if knee else "–")
     st.plotly_chart(charts.sweep_latency(rows, knee), key="load_sweep_latency")
     st.plotly_chart(charts.sweep_throughput(rows, knee), key="load_sweep_throughput")
-    cols = ["rate_per_s", "sustains", "reason", "offered_requests_per_s", "served_requests_per_s", "ttft_p95_s",
-            "tpot_p95_s", "e2e_p95_s", "queue_p95_s", "throughput_tokens_per_s", "goodput_requests_per_s",
-            "preemptions", "rejected", "mean_running", "max_waiting"]
+    cols = [
+        "rate_per_s",
+        "sustains",
+        "reason",
+        "offered_requests_per_s",
+        "served_requests_per_s",
+        "ttft_p95_s",
+        "tpot_p95_s",
+        "e2e_p95_s",
+        "queue_p95_s",
+        "throughput_tokens_per_s",
+        "goodput_requests_per_s",
+        "preemptions",
+        "rejected",
+        "mean_running",
+        "max_waiting",
+    ]
     with st.expander("Sweep table"):
         st.dataframe(pd.DataFrame(rows)[cols], hide_index=True, key="load_sweep_table")
 elif stored:
@@ -311,11 +433,13 @@ else:
 
 # --- open vs closed loop -------------------------------------------------------------------------------------
 st.header("Open vs closed loop on the same server")
-st.caption("Open loop: requests arrive at λ whatever the server does (real traffic). Closed loop: N users each "
-           "send, wait for the reply, think, send again, with N = ⌈λ × (think + one request's reply time on a "
-           "quiet server)⌉, the usual way to size a load test. When the server slows down the users slow down "
-           "too, so the closed loop sends less than λ and hides the queue real traffic builds. Lengths only: "
-           "no prefix sharing here.")
+st.caption(
+    "Open loop: requests arrive at λ whatever the server does (real traffic). Closed loop: N users each "
+    "send, wait for the reply, think, send again, with N = ⌈λ × (think + one request's reply time on a "
+    "quiet server)⌉, the usual way to size a load test. When the server slows down the users slow down "
+    "too, so the closed loop sends less than λ and hides the queue real traffic builds. Lengths only: "
+    "no prefix sharing here."
+)
 c = st.columns(2)
 ovc_rate = c[0].slider("Target rate λ (requests/s)", _nice(cap / 50), rate_max, key="load_ovc_rate")
 think_s = c[1].slider("Think time (s, exponential)", 0.0, 60.0, step=0.5, key="load_think_s")
@@ -328,6 +452,7 @@ for name in ("open", "closed"):
     c[2].metric("p95 queue wait (ms)", _ms(s["queue_s"]["p95"]))
     c[3].metric("p95 TTFT (ms)", _ms(s["ttft_s"]["p95"]))
     c[4].metric("Longest queue", f"{s['max_waiting']:,}")
-st.plotly_chart(charts.compare_percentiles({"open loop": ovc["open"], "closed loop": ovc["closed"]}),
-                key="load_ovc_bars")
+st.plotly_chart(
+    charts.compare_percentiles({"open loop": ovc["open"], "closed loop": ovc["closed"]}), key="load_ovc_bars"
+)
 st.plotly_chart(charts.time_series(ovc["frames"]), key="load_ovc_series")

@@ -1,27 +1,35 @@
 """Validation: how accurate is the planner? Published measurements, calibration from your own load test, and the plan
 for that load test."""
+
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from planner.accuracy.published_points import MEASUREMENTS_CSVS
-from planner.latency.efficiency import ENGINES, FIT_FIELDS, choose_profile
-from planner.core.errors import InputError
-from planner.latency.metrics import memory_limit, sweep
 from planner.accuracy.benchmark_plan import load_test_plan
-from planner.latency.perf_model import PerfModel
-from planner.core.scenario import Scenario, resolve
 from planner.accuracy.profile_fit import applicable_profile, fit_user_profile, profile_yaml
+from planner.accuracy.published_points import MEASUREMENTS_CSVS
 from planner.accuracy.user_points import CSV_COLUMNS, parse_upload
-from planner.accuracy.validation import (KV_CSV, coverage_table, error_summary, kv_table, out_of_sample_summary,
-                                         overall, pair_status, points_table)
+from planner.accuracy.validation import (
+    KV_CSV,
+    coverage_table,
+    error_summary,
+    kv_table,
+    out_of_sample_summary,
+    overall,
+    pair_status,
+    points_table,
+)
+from planner.core.errors import InputError
+from planner.core.scenario import Scenario, resolve
+from planner.latency.efficiency import ENGINES, FIT_FIELDS, choose_profile
+from planner.latency.metrics import memory_limit, sweep
+from planner.latency.perf_model import PerfModel
 from ui.charts.validation import before_after_chart, error_by_group_chart, parity_chart
 from ui.labels import error_text
-from ui.state import current_scenario, resolved_or_stop
+from ui.state import PROFILE_KEY, TARGET_KEY, current_scenario, resolved_or_stop  # noqa: E402  (the sidebar puts the calibration into the scenario)
 from ui.workload_widgets import scenario_lengths
 
-from ui.state import PROFILE_KEY, TARGET_KEY  # noqa: E402  (the sidebar puts the calibration into the scenario)
 ERROR_COLUMNS = {"median_abs_error_pct": "median |error| %", "p90_abs_error_pct": "p90 |error| %"}
 
 
@@ -48,12 +56,17 @@ def fitted(text: str, name: str, scenario_json: str, engine: str):
 
 
 st.title("Validation")
-st.caption("How accurate is the planner? Every published measurement against the model's prediction, your own "
-           "benchmark to make it exact for your setup, and the commands to measure it.")
+st.caption(
+    "How accurate is the planner? Every published measurement against the model's prediction, your own "
+    "benchmark to make it exact for your setup, and the commands to measure it."
+)
 s, r = current_scenario(), resolved_or_stop()
 
-files = ("|".join(str(p) for p in MEASUREMENTS_CSVS), str(KV_CSV),
-         tuple(p.stat().st_mtime for p in (*MEASUREMENTS_CSVS, KV_CSV)))
+files = (
+    "|".join(str(p) for p in MEASUREMENTS_CSVS),
+    str(KV_CSV),
+    tuple(p.stat().st_mtime for p in (*MEASUREMENTS_CSVS, KV_CSV)),
+)
 pts, kv = published(*files)
 both = pd.concat([pts, kv], ignore_index=True)
 tab_pub, tab_cal, tab_plan = st.tabs(["Published measurements", "Calibrate from your benchmark", "Load-test plan"])
@@ -62,17 +75,25 @@ tab_pub, tab_cal, tab_plan = st.tabs(["Published measurements", "Calibrate from 
 with tab_pub:
     o, ok = overall(pts), overall(kv)
     m = st.columns(4)
-    m[0].metric("Latency points predicted", f"{o['n']} of {len(pts)}",
-                help=f"{o['unpredicted']} measured at a request rate or offline need the serving simulator")
+    m[0].metric(
+        "Latency points predicted",
+        f"{o['n']} of {len(pts)}",
+        help=f"{o['unpredicted']} measured at a request rate or offline need the serving simulator",
+    )
     m[1].metric("Median |error|", f"{o['median_abs_error_pct']:.1f}%", help="latency and throughput points")
     m[2].metric("90th percentile |error|", f"{o['p90_abs_error_pct']:.1f}%")
-    m[3].metric("KV capacity: median |error|", f"{ok['median_abs_error_pct']:.1f}%",
-                help=f"vLLM '# GPU blocks' log lines, {ok['n']} of {len(kv)} rebuilt as scenarios")
+    m[3].metric(
+        "KV capacity: median |error|",
+        f"{ok['median_abs_error_pct']:.1f}%",
+        help=f"vLLM '# GPU blocks' log lines, {ok['n']} of {len(kv)} rebuilt as scenarios",
+    )
     color = st.selectbox("Colour points by", ["metric", "gpu", "engine", "source"], key="val_color")
     parity, by_metric = published_figures(*files, color)
     st.plotly_chart(parity, width="stretch", key="val_chart_parity")
-    st.caption("In-sample for the latency points: the same measurements fitted data/efficiency.yaml. The KV rows "
-               "are out-of-sample except B10 and B04. Dotted lines: ±25%.")
+    st.caption(
+        "In-sample for the latency points: the same measurements fitted data/efficiency.yaml. The KV rows "
+        "are out-of-sample except B10 and B04. Dotted lines: ±25%."
+    )
     st.subheader("Out of sample: GPU families and engines the fit never saw")
     oos = out_of_sample_summary()
     if oos.empty:
@@ -83,54 +104,87 @@ with tab_pub:
         counts = oos[oos["by"] == by].pivot_table(index="key", columns="scheme", values="points")
         wide = wide.join(counts.add_suffix(" points")).reset_index().rename(columns={"key": by})
         st.dataframe(wide.round(1), hide_index=True, width="stretch", key="val_table_oos")
-        st.caption("Median |error| %. in-sample: the family's own profile (calibrated); LOFO: the engine's constants "
-                   "refitted without that GPU family, predicted from the datasheet (transferred); LOEO: an engine "
-                   "predicted with the median constants of the other engines (estimated).")
+        st.caption(
+            "Median |error| %. in-sample: the family's own profile (calibrated); LOFO: the engine's constants "
+            "refitted without that GPU family, predicted from the datasheet (transferred); LOEO: an engine "
+            "predicted with the median constants of the other engines (estimated)."
+        )
     st.subheader("Error by source, metric and GPU")
     table = error_summary(both, ["source", "metric", "gpu"]).round(1).rename(columns=ERROR_COLUMNS)
     st.dataframe(table, hide_index=True, width="stretch", key="val_table_errors")
     st.plotly_chart(by_metric, width="stretch", key="val_chart_metric")
     st.subheader("Calibrated or estimated: the GPU/engine pairs measured")
     pairs = pair_status(pts)[["gpu", "engine", "calibration", "status", "profile", "n", "median_abs_error_pct"]]
-    st.dataframe(pairs.round(1).rename(columns=ERROR_COLUMNS), hide_index=True, width="stretch",
-                 key="val_table_pairs")
-    st.caption("calibrated: the engine has points on that GPU family (its correction applies); transferred: the "
-               "engine's shared constants, fitted on other families, with this GPU's datasheet; estimated: nobody "
-               "measured this family, or the engine has no points of its own.")
+    st.dataframe(pairs.round(1).rename(columns=ERROR_COLUMNS), hide_index=True, width="stretch", key="val_table_pairs")
+    st.caption(
+        "calibrated: the engine has points on that GPU family (its correction applies); transferred: the "
+        "engine's shared constants, fitted on other families, with this GPU's datasheet; estimated: nobody "
+        "measured this family, or the engine has no points of its own."
+    )
     with st.expander("Every GPU × engine a user can pick: calibrated, transferred or estimated"):
         st.dataframe(coverage_table(), hide_index=True, width="stretch", key="val_table_coverage")
     with st.expander("vLLM KV capacity: observed against predicted GPU blocks"):
-        st.dataframe(kv[["id", "model", "gpu", "tp", "vllm_version", "measured", "predicted", "error_pct", "reason"]]
-                     .round(1), hide_index=True, width="stretch", key="val_table_kv")
+        st.dataframe(
+            kv[["id", "model", "gpu", "tp", "vllm_version", "measured", "predicted", "error_pct", "reason"]].round(1),
+            hide_index=True,
+            width="stretch",
+            key="val_table_kv",
+        )
     with st.expander("Every point, with the reason when it is not predicted"):
-        cols = ["id", "source", "model", "gpu", "engine", "metric", "unit", "measured", "predicted", "error_pct",
-                "profile", "status", "reason"]
+        cols = [
+            "id",
+            "source",
+            "model",
+            "gpu",
+            "engine",
+            "metric",
+            "unit",
+            "measured",
+            "predicted",
+            "error_pct",
+            "profile",
+            "status",
+            "reason",
+        ]
         st.dataframe(pts[cols].round(2), hide_index=True, width="stretch", key="val_table_points")
 
 # --- 2. calibration from the user's own results ---------------------------------------------------------------------
 with tab_cal:
     engine = st.selectbox("Engine you measured", ENGINES, key="val_engine")
     base = choose_profile(engine, r.gpu.family)
-    st.caption(f"Fits the constants of **{base.engine}/{r.gpu.family}** (now {base.status}, from "
-               f"{base.source_key}) for {r.model.name} on {r.deployment.num_gpus} × {r.gpu.name}, TP "
-               f"{r.deployment.tensor_parallel_size}, weights {r.weights.label}: set the sidebar to what you measured.")
-    up = st.file_uploader("vLLM benchmark_serving --save-result JSON, GuideLLM JSON report, or CSV",
-                          type=["json", "csv"], key="val_upload")
-    pasted = st.text_area("…or paste the file's contents", key="val_paste", height=100,
-                          placeholder=",".join(CSV_COLUMNS) + "\n8,512,256,10.5,133.9")
+    st.caption(
+        f"Fits the constants of **{base.engine}/{r.gpu.family}** (now {base.status}, from "
+        f"{base.source_key}) for {r.model.name} on {r.deployment.num_gpus} × {r.gpu.name}, TP "
+        f"{r.deployment.tensor_parallel_size}, weights {r.weights.label}: set the sidebar to what you measured."
+    )
+    up = st.file_uploader(
+        "vLLM benchmark_serving --save-result JSON, GuideLLM JSON report, or CSV",
+        type=["json", "csv"],
+        key="val_upload",
+    )
+    pasted = st.text_area(
+        "…or paste the file's contents",
+        key="val_paste",
+        height=100,
+        placeholder=",".join(CSV_COLUMNS) + "\n8,512,256,10.5,133.9",
+    )
     text = up.getvalue().decode("utf-8-sig", errors="replace") if up is not None else pasted.strip()
     name = up.name if up is not None else "pasted text"
     data = fit = None
     if not text:
         stored = st.session_state.get(TARGET_KEY)
-        if stored and st.button(f"Clear the calibration from {stored['source']} ({stored['engine']}/"
-                                f"{stored['gpu_family']})", key="val_clear"):
+        if stored and st.button(
+            f"Clear the calibration from {stored['source']} ({stored['engine']}/{stored['gpu_family']})",
+            key="val_clear",
+        ):
             st.session_state.pop(PROFILE_KEY, None)
             st.session_state.pop(TARGET_KEY, None)
-        st.info(f"Upload the result of a load test (see *Load-test plan*), or a CSV with columns "
-                f"{', '.join(CSV_COLUMNS)} (one of the two times may be blank). With TPOT at two or more batch "
-                "sizes or contexts the memory efficiency and step overhead are fitted; with TTFT, the matmul "
-                "efficiency; the other constants keep the planner's values.")
+        st.info(
+            f"Upload the result of a load test (see *Load-test plan*), or a CSV with columns "
+            f"{', '.join(CSV_COLUMNS)} (one of the two times may be blank). With TPOT at two or more batch "
+            "sizes or contexts the memory efficiency and step overhead are fitted; with TTFT, the matmul "
+            "efficiency; the other constants keep the planner's values."
+        )
     else:
         try:
             data, fit = fitted(text, name, s.model_dump_json(), engine)
@@ -138,35 +192,66 @@ with tab_cal:
             st.error(error_text(err))
     if fit is not None:
         if data.model_id and data.model_id.lower() not in (s.model.lower(), r.model.name.lower()):
-            st.warning(f"The results name model {data.model_id!r}; the scenario is {r.model.name}. "
-                       "Pick the measured model in the sidebar, or the fit describes the wrong model.")
+            st.warning(
+                f"The results name model {data.model_id!r}; the scenario is {r.model.name}. "
+                "Pick the measured model in the sidebar, or the fit describes the wrong model."
+            )
         c = st.columns(3)
         c[0].metric("Points read", f"{len(data.points)} ({data.kind})")
         c[1].metric("Median |error| before", f"{fit.median_abs_before_pct:.1f}%")
-        c[2].metric("Median |error| after", f"{fit.median_abs_after_pct:.1f}%",
-                    delta=f"{fit.median_abs_after_pct - fit.median_abs_before_pct:.1f} pts", delta_color="inverse")
+        c[2].metric(
+            "Median |error| after",
+            f"{fit.median_abs_after_pct:.1f}%",
+            delta=f"{fit.median_abs_after_pct - fit.median_abs_before_pct:.1f} pts",
+            delta_color="inverse",
+        )
         for note in data.notes:
             st.caption(f"Approximation: {note}.")
         st.plotly_chart(before_after_chart(fit.table), width="stretch", key="val_chart_before_after")
-        consts = pd.DataFrame([{"constant": f, "planner": getattr(fit.base, f), "fitted": getattr(fit.profile, f),
-                                "from your data": f in fit.fitted_fields} for f in FIT_FIELDS])
-        st.dataframe(consts, hide_index=True, width="stretch", key="val_table_constants",
-                     column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("planner", "fitted")})
+        consts = pd.DataFrame(
+            [
+                {
+                    "constant": f,
+                    "planner": getattr(fit.base, f),
+                    "fitted": getattr(fit.profile, f),
+                    "from your data": f in fit.fitted_fields,
+                }
+                for f in FIT_FIELDS
+            ]
+        )
+        st.dataframe(
+            consts,
+            hide_index=True,
+            width="stretch",
+            key="val_table_constants",
+            column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("planner", "fitted")},
+        )
         st.dataframe(fit.table.round(2), hide_index=True, width="stretch", key="val_table_fit")
-        if st.toggle("Apply to the scenario (other pages use these constants for this GPU family and engine)",
-                     value=True, key="val_apply"):
+        if st.toggle(
+            "Apply to the scenario (other pages use these constants for this GPU family and engine)",
+            value=True,
+            key="val_apply",
+        ):
             st.session_state[PROFILE_KEY] = fit.profile
             st.session_state[TARGET_KEY] = {"engine": fit.engine, "gpu_family": fit.gpu_family, "source": name}
         else:
             st.session_state.pop(PROFILE_KEY, None)
             st.session_state.pop(TARGET_KEY, None)
-        st.download_button("Download the constants (data/efficiency.yaml entry)", profile_yaml(fit),
-                           file_name=f"efficiency-{fit.engine}-{fit.gpu_family}.yaml", mime="application/x-yaml",
-                           key="val_download")
+        st.download_button(
+            "Download the constants (data/efficiency.yaml entry)",
+            profile_yaml(fit),
+            file_name=f"efficiency-{fit.engine}-{fit.gpu_family}.yaml",
+            mime="application/x-yaml",
+            key="val_download",
+        )
 
 # --- predictions with the calibration, and the load-test plan -------------------------------------------------------
-user_profile = applicable_profile(st.session_state.get(TARGET_KEY), st.session_state.get(PROFILE_KEY),
-                                  st.session_state.get("val_engine", "vllm"), r.gpu.family)
+user_profile = applicable_profile(
+    st.session_state.get(TARGET_KEY),
+    st.session_state.get(PROFILE_KEY),
+    st.session_state.get("val_engine", "vllm"),
+    r.gpu.family,
+)
 pm = PerfModel(r, st.session_state.get("val_engine", "vllm"), profile=user_profile)
 with tab_cal:
     if user_profile is not None:
@@ -176,16 +261,28 @@ with tab_cal:
         planner_pm = PerfModel(r, pm.choice.engine, profile=choose_profile(pm.choice.engine, r.gpu.family).profile)
         a, b = sweep(planner_pm, batches, i, o), sweep(pm, batches, i, o)
         st.markdown(f"**The scenario with your calibration** ({i:,} prompt, {o} output tokens, static batches)")
-        st.dataframe(pd.DataFrame({"batch": batches, "TTFT planner (ms)": a["ttft_s"] * 1e3,
-                                   "TTFT calibrated (ms)": b["ttft_s"] * 1e3, "TPOT planner (ms)": a["tpot_s"] * 1e3,
-                                   "TPOT calibrated (ms)": b["tpot_s"] * 1e3}).round(2),
-                     hide_index=True, width="stretch", key="val_table_scenario")
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "batch": batches,
+                    "TTFT planner (ms)": a["ttft_s"] * 1e3,
+                    "TTFT calibrated (ms)": b["ttft_s"] * 1e3,
+                    "TPOT planner (ms)": a["tpot_s"] * 1e3,
+                    "TPOT calibrated (ms)": b["tpot_s"] * 1e3,
+                }
+            ).round(2),
+            hide_index=True,
+            width="stretch",
+            key="val_table_scenario",
+        )
 
 with tab_plan:
     req = scenario_lengths()
     input_tokens, output_tokens = req.prompt_tokens, max(2, req.output_tokens)
-    st.caption(f"Requests of **{input_tokens:,} prompt + {output_tokens:,} output tokens** ({req.source}): set them "
-               "in the sidebar under **Workload and SLO**.")
+    st.caption(
+        f"Requests of **{input_tokens:,} prompt + {output_tokens:,} output tokens** ({req.source}): set them "
+        "in the sidebar under **Workload and SLO**."
+    )
     if input_tokens + output_tokens > r.max_model_len:
         st.error(f"Prompt + output tokens: {input_tokens + output_tokens:,} exceeds max_model_len {r.max_model_len:,}")
         st.stop()

@@ -1,16 +1,17 @@
 """Walkthroughs: the primer's worked examples step by step, practice on fresh numbers, the one-GPU batching design."""
+
 from __future__ import annotations
 
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
 from planner.core.errors import InputError
-from planner.teaching.practice import KINDS, check_answer, generate, parse_answer
-from planner.teaching.inputs import build_inputs, field_unit
 from planner.teaching.from_scenario import LOADS
+from planner.teaching.inputs import build_inputs, field_unit
+from planner.teaching.practice import KINDS, check_answer, generate, parse_answer
 from planner.teaching.walkthroughs import WALKTHROUGHS, Step, inputs_from_scenario, run_walkthrough
-from ui.state import current_scenario
 from ui.labels import error_text
+from ui.state import current_scenario
 
 COLUMNS = 4  # input widgets per row
 
@@ -82,13 +83,24 @@ def show_steps(steps: list[Step]) -> None:
 
 
 def walkthrough_tab() -> None:
-    name = st.radio("Worked example", list(WALKTHROUGHS), horizontal=True, key="wt_name",
-                    format_func=lambda k: f"{WALKTHROUGHS[k].section} {WALKTHROUGHS[k].title}")
+    name = st.radio(
+        "Worked example",
+        list(WALKTHROUGHS),
+        horizontal=True,
+        key="wt_name",
+        format_func=lambda k: f"{WALKTHROUGHS[k].section} {WALKTHROUGHS[k].title}",
+    )
     w = WALKTHROUGHS[name]
     st.caption(w.inputs.__doc__)
     buttons = st.container(horizontal=True)
-    buttons.button("Load the sidebar scenario", key="wt_load", on_click=_load_scenario, args=(name,),
-              icon=":material/input:", help=f"Takes {LOADS[name]}.")
+    buttons.button(
+        "Load the sidebar scenario",
+        key="wt_load",
+        on_click=_load_scenario,
+        args=(name,),
+        icon=":material/input:",
+        help=f"Takes {LOADS[name]}.",
+    )
     buttons.button("Reset to the primer", key="wt_reset", on_click=_reset, args=(name,), icon=":material/restart_alt:")
     message = st.session_state.get("wt_load_message")
     if message and message[0] == name:
@@ -182,20 +194,27 @@ request holds its KV cache) limits the batch first, latency (each extra request 
 def design_tab() -> None:
     st.markdown(DESIGN)
     steps = {s.number: s for s in run_walkthrough("six-requests")}
-    st.markdown(f"**Why continuous batching (primer §6).** Six requests needing 2, 8, 4, 3, 5 and 2 tokens on 3 "
-                f"slots: static batching is done at step {steps['2'].value:.0f} with the GPU "
-                f"{steps['4'].result} busy; continuous batching at step {steps['3'].value:.0f}, "
-                f"{steps['5'].result} busy, average wait {steps['7'].result} instead of {steps['6'].result}.")
+    st.markdown(
+        f"**Why continuous batching (primer §6).** Six requests needing 2, 8, 4, 3, 5 and 2 tokens on 3 "
+        f"slots: static batching is done at step {steps['2'].value:.0f} with the GPU "
+        f"{steps['4'].result} busy; continuous batching at step {steps['3'].value:.0f}, "
+        f"{steps['5'].result} busy, average wait {steps['7'].result} instead of {steps['6'].result}."
+    )
     try:
-        st.page_link("app_pages/batching.py", label="Try it on the Batching page: max batch, max wait, buckets and "
-                                                "queue limit on one simulator", icon=":material/view_timeline:")
+        st.page_link(
+            "app_pages/batching.py",
+            label="Try it on the Batching page: max batch, max wait, buckets and queue limit on one simulator",
+            icon=":material/view_timeline:",
+        )
     except StreamlitPageNotFoundError:  # the page runs on its own (no navigation registered)
         st.markdown("Try it on the **Batching** page: max batch, max wait, buckets and queue limit on one simulator.")
 
 
 st.title("Walkthroughs")
-st.caption("Every worked example of the primer, step by step: the formula, your numbers substituted, the result with "
-           "its unit. The defaults reproduce the primer; change any input and the steps recompute.")
+st.caption(
+    "Every worked example of the primer, step by step: the formula, your numbers substituted, the result with "
+    "its unit. The defaults reproduce the primer; change any input and the steps recompute."
+)
 tab_walk, tab_practice, tab_design = st.tabs(["Walkthroughs", "Practice", "Batching design"])
 with tab_walk:
     walkthrough_tab()

@@ -7,6 +7,7 @@ Uses the constants in data/efficiency.yaml as they are (rerun scripts/fit_effici
 change). Points measured at a request rate are listed but excluded: they need the serving simulator. Note these
 are in-sample errors: the same points fitted the constants.
 """
+
 from __future__ import annotations
 
 import sys
@@ -27,8 +28,24 @@ def main(argv: list[str]) -> int:
     pd.set_option("display.width", 200)
     pd.set_option("display.max_rows", 500)
     used = df[df["excluded"] == ""]
-    cols = ["id", "model", "gpu", "tp", "weights", "engine", "input_len", "output_len", "batch", "metric",
-            "group", "measured", "predicted", "error_pct", "profile", "status"]
+    cols = [
+        "id",
+        "model",
+        "gpu",
+        "tp",
+        "weights",
+        "engine",
+        "input_len",
+        "output_len",
+        "batch",
+        "metric",
+        "group",
+        "measured",
+        "predicted",
+        "error_pct",
+        "profile",
+        "status",
+    ]
     print(used[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     skipped = df[df["excluded"] != ""]
     print(f"\nnot predicted: {len(skipped)} points")
@@ -39,8 +56,11 @@ def main(argv: list[str]) -> int:
         print(error_summary(df, by).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     groups = error_summary(df, "group").set_index("group")
     ok = all(groups.loc[g, "median_abs_pct"] <= t for g, t in TARGETS.items())
-    print("\ntargets (median): " + ", ".join(f"{g} ≤ {t:g}%: {groups.loc[g, 'median_abs_pct']:.1f}%"
-                                           for g, t in TARGETS.items()) + ("  OK" if ok else "  MISSED"))
+    print(
+        "\ntargets (median): "
+        + ", ".join(f"{g} ≤ {t:g}%: {groups.loc[g, 'median_abs_pct']:.1f}%" for g, t in TARGETS.items())
+        + ("  OK" if ok else "  MISSED")
+    )
     return 0 if ok else 1
 
 

@@ -23,6 +23,7 @@ TTFT of vLLM is 3 times that of SGLang"); the simulator schedules every step, as
 and ITL rows are printed but not counted (the median over every row is printed too). SGLang's ITL is compared
 with our per-token gap (TPOT).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,11 +45,15 @@ METRIC_OF = {"median_e2e_latency": "e2e_s", "median_ttft": "ttft_s", "median_tpo
 
 def scenario(engine: str) -> Scenario:
     if engine == "vllm":
-        dep = Deployment(max_model_len=4096, max_num_batched_tokens=4096, max_num_seqs=256,
-                         enable_prefix_caching=False)
+        dep = Deployment(max_model_len=4096, max_num_batched_tokens=4096, max_num_seqs=256, enable_prefix_caching=False)
     else:
-        dep = Deployment(max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=1024,
-                         gpu_memory_utilization=0.88, enable_prefix_caching=False)
+        dep = Deployment(
+            max_model_len=4096,
+            max_num_batched_tokens=8192,
+            max_num_seqs=1024,
+            gpu_memory_utilization=0.88,
+            enable_prefix_caching=False,
+        )
     return Scenario(model="meta-llama/Llama-3.1-8B", gpu="A100-80GB", deployment=dep)
 
 
@@ -75,16 +80,36 @@ def rows() -> list[dict]:
         sim_ms = float(np.nanmedian(runs[key][METRIC_OF[p.metric]])) * 1e3
         counted = not (p.engine == "vllm" and p.metric in MULTI_STEP_METRICS)
         err = 100 * (sim_ms - p.value) / p.value
-        out.append({"id": p.id, "engine": p.engine, "rate": rate, "metric": p.metric, "published": p.value,
-                    "simulated": sim_ms, "error_pct": err if counted else None, "raw_error_pct": err})
+        out.append(
+            {
+                "id": p.id,
+                "engine": p.engine,
+                "rate": rate,
+                "metric": p.metric,
+                "published": p.value,
+                "simulated": sim_ms,
+                "error_pct": err if counted else None,
+                "raw_error_pct": err,
+            }
+        )
     for engine, (req_s, tok_s) in OFFLINE.items():
         res = _run(engine, 1e6, OFFLINE_PROMPTS, costs[engine])
         r = res.requests
         span = float(np.nanmax(r.finish_s))
         sim_tok_s = r.output_tokens.sum() / span
         err = 100 * (sim_tok_s - tok_s) / tok_s
-        out.append({"id": "offline", "engine": engine, "rate": float("inf"), "metric": "output_throughput",
-                    "published": tok_s, "simulated": sim_tok_s, "error_pct": err, "raw_error_pct": err})
+        out.append(
+            {
+                "id": "offline",
+                "engine": engine,
+                "rate": float("inf"),
+                "metric": "output_throughput",
+                "published": tok_s,
+                "simulated": sim_tok_s,
+                "error_pct": err,
+                "raw_error_pct": err,
+            }
+        )
     return out
 
 
@@ -97,11 +122,15 @@ def main() -> None:
     print(f"{'id':<8} {'engine':<7} {'rate':>5} {'metric':<20} {'published':>10} {'simulated':>10} {'error':>8}")
     for row in table:
         err = "n/c" if row["error_pct"] is None else f"{row['error_pct']:+.1f}%"
-        print(f"{row['id']:<8} {row['engine']:<7} {row['rate']:>5g} {row['metric']:<20} {row['published']:>10,.2f} "
-              f"{row['simulated']:>10,.2f} {err:>8}")
+        print(
+            f"{row['id']:<8} {row['engine']:<7} {row['rate']:>5g} {row['metric']:<20} {row['published']:>10,.2f} "
+            f"{row['simulated']:>10,.2f} {err:>8}"
+        )
     counted = [row for row in table if row["error_pct"] is not None]
-    print(f"median |error| over {len(counted)} figures: {median_abs_error_pct(table):.1f}% (n/c = not counted: "
-          f"vLLM multi-step); over all {len(table)}: {median_abs_error_pct(table, 'raw_error_pct'):.1f}%")
+    print(
+        f"median |error| over {len(counted)} figures: {median_abs_error_pct(table):.1f}% (n/c = not counted: "
+        f"vLLM multi-step); over all {len(table)}: {median_abs_error_pct(table, 'raw_error_pct'):.1f}%"
+    )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ Prints p50/p95/max rerun time, reruns done, errors, and the server's resident me
 Usage: python -m benchmarks.bench_app_sessions [--sessions 20] [--seconds 120] [--url http://127.0.0.1:8501]
        (env SERVINGPLAN_LOAD_SECONDS overrides the default duration; without --url a server is started)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -142,7 +143,7 @@ async def run_session(ws_url: str, index: int, deadline: float, stats: Stats) ->
                 stats.errors += problems
                 if key not in session.widget_ids:
                     break  # the page lost its slider: reported once, no point in repeating it
-    except (OSError, asyncio.TimeoutError, websockets.WebSocketException) as err:
+    except (TimeoutError, OSError, websockets.WebSocketException) as err:
         stats.errors.append(f"{name}: {type(err).__name__}: {err}")
 
 
@@ -156,8 +157,10 @@ async def _load(url: str, sessions: int, seconds: float, server_pid: int | None)
     stats = Stats()
     ws_url = url.replace("http://", "ws://").rstrip("/") + "/_stcore/stream"
     deadline = time.monotonic() + seconds
-    await asyncio.gather(_sample_rss(server_pid, deadline + 1, stats),
-                         *(run_session(ws_url, i, deadline, stats) for i in range(sessions)))
+    await asyncio.gather(
+        _sample_rss(server_pid, deadline + 1, stats),
+        *(run_session(ws_url, i, deadline, stats) for i in range(sessions)),
+    )
     return stats
 
 
@@ -170,25 +173,51 @@ def run_load(url: str, sessions: int = 20, seconds: float = 120, server_pid: int
     times = np.array(stats.rerun_s) if stats.rerun_s else np.array([np.nan])
     pages = np.array(stats.page)
     per_page = {p: float(np.percentile(times[pages == p], 95)) for p in sorted(set(stats.page))}
-    return {"sessions": sessions, "seconds": seconds, "reruns": len(stats.rerun_s),
-            "p50_rerun_s": float(np.percentile(times, 50)), "p95_rerun_s": float(np.percentile(times, 95)),
-            "max_rerun_s": float(np.max(times)), "p95_rerun_s_by_page": per_page, "errors": stats.errors,
-            "rss_start_bytes": rss_start, "rss_peak_bytes": max(stats.rss_bytes, default=0),
-            "rss_end_bytes": rss_bytes(server_pid) if server_pid else 0,
-            # the server's CPU over the run (first runs of the sessions included), per second and per rerun: a
-            # Streamlit server is one process, so near 1 CPU-second per second means it is saturated
-            "server_cpu_s": (cpu_s(server_pid) - cpu_start) if server_pid else None,
-            "wall_s": time.monotonic() - wall_start}
+    return {
+        "sessions": sessions,
+        "seconds": seconds,
+        "reruns": len(stats.rerun_s),
+        "p50_rerun_s": float(np.percentile(times, 50)),
+        "p95_rerun_s": float(np.percentile(times, 95)),
+        "max_rerun_s": float(np.max(times)),
+        "p95_rerun_s_by_page": per_page,
+        "errors": stats.errors,
+        "rss_start_bytes": rss_start,
+        "rss_peak_bytes": max(stats.rss_bytes, default=0),
+        "rss_end_bytes": rss_bytes(server_pid) if server_pid else 0,
+        # the server's CPU over the run (first runs of the sessions included), per second and per rerun: a
+        # Streamlit server is one process, so near 1 CPU-second per second means it is saturated
+        "server_cpu_s": (cpu_s(server_pid) - cpu_start) if server_pid else None,
+        "wall_s": time.monotonic() - wall_start,
+    }
 
 
 def start_server(app_dir: Path = ROOT) -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=app_dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=app_dir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
@@ -202,17 +231,22 @@ def start_server(app_dir: Path = ROOT) -> tuple[subprocess.Popen, str]:
 
 def report(figures: dict) -> str:
     mb = 1e6
-    lines = [f"{figures['sessions']} sessions × {figures['seconds']:g} s: {figures['reruns']:,} reruns, "
-             f"{len(figures['errors'])} errors",
-             f"rerun time  p50 {figures['p50_rerun_s'] * 1000:,.0f} ms   p95 {figures['p95_rerun_s'] * 1000:,.0f} ms   "
-             f"max {figures['max_rerun_s'] * 1000:,.0f} ms   (p95 by page: " + ", ".join(
-                 f"{p} {t * 1000:,.0f} ms" for p, t in figures["p95_rerun_s_by_page"].items()) + ")",
-             f"server RSS  start {figures['rss_start_bytes'] / mb:,.0f} MB   peak {figures['rss_peak_bytes'] / mb:,.0f} MB"
-             f"   end {figures['rss_end_bytes'] / mb:,.0f} MB"]
+    lines = [
+        f"{figures['sessions']} sessions × {figures['seconds']:g} s: {figures['reruns']:,} reruns, "
+        f"{len(figures['errors'])} errors",
+        f"rerun time  p50 {figures['p50_rerun_s'] * 1000:,.0f} ms   p95 {figures['p95_rerun_s'] * 1000:,.0f} ms   "
+        f"max {figures['max_rerun_s'] * 1000:,.0f} ms   (p95 by page: "
+        + ", ".join(f"{p} {t * 1000:,.0f} ms" for p, t in figures["p95_rerun_s_by_page"].items())
+        + ")",
+        f"server RSS  start {figures['rss_start_bytes'] / mb:,.0f} MB   peak {figures['rss_peak_bytes'] / mb:,.0f} MB"
+        f"   end {figures['rss_end_bytes'] / mb:,.0f} MB",
+    ]
     if figures.get("server_cpu_s"):
         cpu, runs = figures["server_cpu_s"], figures["reruns"] + figures["sessions"]  # reruns + first runs
-        lines.append(f"server CPU  {cpu:,.1f} s over {figures['wall_s']:,.0f} s ({cpu / figures['wall_s']:.0%} of one "
-                     f"core), {cpu / runs * 1000:,.0f} ms per run")
+        lines.append(
+            f"server CPU  {cpu:,.1f} s over {figures['wall_s']:,.0f} s ({cpu / figures['wall_s']:.0%} of one "
+            f"core), {cpu / runs * 1000:,.0f} ms per run"
+        )
     lines += [f"  error: {e}" for e in figures["errors"][:20]]
     return "\n".join(lines)
 

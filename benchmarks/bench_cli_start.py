@@ -6,6 +6,7 @@ includes Python start-up and every import the subcommand needs; only the chosen 
 
     python -m benchmarks.bench_cli_start [--runs 15] [--max-median-s 0.35]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,10 @@ def main() -> int:
     median_s = statistics.median(times)
     load_1min = os.getloadavg()[0]  # timings scale with the machine's load: print it beside them
     print(f"servingplan {' '.join(COMMAND)}  (load average {load_1min:.1f} on {os.cpu_count()} cores)")
-    print(f"  runs {args.runs}: median {median_s:.3f} s, min {min(times):.3f} s, max {max(times):.3f} s "
-          f"(target <= {args.max_median_s:.2f} s)")
+    print(
+        f"  runs {args.runs}: median {median_s:.3f} s, min {min(times):.3f} s, max {max(times):.3f} s "
+        f"(target <= {args.max_median_s:.2f} s)"
+    )
     return 0 if median_s <= args.max_median_s else 1
 
 

@@ -4,6 +4,7 @@
 
 Targets (issue): batch sizes 1-1024 × 8 context lengths in ≤ 50 ms; the page reruns in ≤ 300 ms on defaults.
 """
+
 from __future__ import annotations
 
 import time
@@ -11,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from planner.core.scenario import Scenario, resolve
 from planner.latency.metrics import step_grid, sweep
 from planner.latency.perf_model import PerfModel
-from planner.core.scenario import Scenario, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,8 +53,10 @@ def main() -> int:
 
 
 def page_rerun() -> float:
-    import tests.conftest  # noqa: F401  (silences the bare-mode warning)
     from streamlit.testing.v1 import AppTest
+
+    import tests.conftest  # noqa: F401  (silences the bare-mode warning)
+
     at = AppTest.from_file(str(ROOT / "app_pages" / "latency.py"), default_timeout=30).run()
     times = []
     for batch in (16, 32, 16, 32, 16, 32):

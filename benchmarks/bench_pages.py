@@ -5,6 +5,7 @@
 Each page: one warm-up run (imports, catalogues, st.cache_data), then the median of 5 reruns. The budget is
 300 ms; tests/test_page_speed.py fails when a page exceeds it.
 """
+
 from __future__ import annotations
 
 import logging

@@ -4,6 +4,7 @@ in <= 2 s; 100,000 Poisson requests in <= 10 s; peak memory <= 500 MB.
 
     python -m benchmarks.bench_serving
 """
+
 from __future__ import annotations
 
 import resource
@@ -12,8 +13,8 @@ import tracemalloc
 
 from planner.core.scenario import Scenario, resolve
 from planner.sim.serving import result_summary, run_serving
-from planner.traffic.traces import load_trace
 from planner.traffic.generators import open_loop
+from planner.traffic.traces import load_trace
 
 SCENARIO = Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM")
 
@@ -23,10 +24,12 @@ def timed(label: str, r, workload) -> float:
     res = run_serving(r, workload)
     wall_s = time.perf_counter() - t0
     s = result_summary(res)
-    print(f"{label}: {workload.num_requests:,} requests, {s['num_steps']:,} steps, simulated {s['simulated_s']:,.0f} s "
-          f"in {wall_s:.2f} s wall | TTFT p50/p99 {s['ttft_s']['p50'] * 1e3:.0f}/{s['ttft_s']['p99'] * 1e3:.0f} ms, "
-          f"TPOT p50 {s['tpot_s']['p50'] * 1e3:.1f} ms, {s['throughput_tokens_per_s']:,.0f} tok/s, "
-          f"mean batch {s['mean_running']:.1f}, preemptions {s['preemptions']}")
+    print(
+        f"{label}: {workload.num_requests:,} requests, {s['num_steps']:,} steps, simulated {s['simulated_s']:,.0f} s "
+        f"in {wall_s:.2f} s wall | TTFT p50/p99 {s['ttft_s']['p50'] * 1e3:.0f}/{s['ttft_s']['p99'] * 1e3:.0f} ms, "
+        f"TPOT p50 {s['tpot_s']['p50'] * 1e3:.1f} ms, {s['throughput_tokens_per_s']:,.0f} tok/s, "
+        f"mean batch {s['mean_running']:.1f}, preemptions {s['preemptions']}"
+    )
     return wall_s
 
 
@@ -46,11 +49,15 @@ def main() -> None:
     poisson_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    print(f"peak Python allocations during a run (tracemalloc): Azure {azure_peak / 2**20:.0f} MiB, "
-          f"100k Poisson {poisson_peak / 2**20:.0f} MiB")
+    print(
+        f"peak Python allocations during a run (tracemalloc): Azure {azure_peak / 2**20:.0f} MiB, "
+        f"100k Poisson {poisson_peak / 2**20:.0f} MiB"
+    )
     print(f"peak RSS of this whole process (imports, traces, all runs): {rss:.0f} MiB")
-    print(f"SUMMARY Azure conv {azure_s:.2f} s (target 2), 100k Poisson {poisson_s:.2f} s (target 10), "
-          f"peak RSS {rss:.0f} MiB (target 500 MB = {500e6 / 2**20:.0f} MiB)")
+    print(
+        f"SUMMARY Azure conv {azure_s:.2f} s (target 2), 100k Poisson {poisson_s:.2f} s (target 10), "
+        f"peak RSS {rss:.0f} MiB (target 500 MB = {500e6 / 2**20:.0f} MiB)"
+    )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 
     python -m benchmarks.bench_simulator
 """
+
 from __future__ import annotations
 
 import resource
@@ -12,11 +13,12 @@ import tracemalloc
 from planner.sim.config import LLAMA31_8B_H100_KV_TOKENS, llama31_8b_h100_cost
 from planner.sim.records import summary
 from planner.sim.simulator import simulate
-from planner.traffic.traces import load_trace
 from planner.traffic.generators import open_loop
+from planner.traffic.traces import load_trace
 
-CONFIG = dict(num_gpu_blocks=LLAMA31_8B_H100_KV_TOKENS // 16, block_size=16, max_num_seqs=256,
-              max_num_batched_tokens=8192)
+CONFIG = dict(
+    num_gpu_blocks=LLAMA31_8B_H100_KV_TOKENS // 16, block_size=16, max_num_seqs=256, max_num_batched_tokens=8192
+)
 
 
 def timed(label: str, workload) -> None:
@@ -24,10 +26,12 @@ def timed(label: str, workload) -> None:
     res = simulate(workload, CONFIG, llama31_8b_h100_cost(), seed=0)
     wall_s = time.perf_counter() - t0
     s = summary(res)
-    print(f"{label}: {workload.num_requests:,} requests, {s['num_steps']:,} steps, simulated {res.end_s:,.0f} s "
-          f"in {wall_s:.2f} s wall | TTFT p50/p99 {s['ttft_p50_s'] * 1e3:.0f}/{s['ttft_p99_s'] * 1e3:.0f} ms, "
-          f"TPOT p50 {s['tpot_p50_s'] * 1e3:.1f} ms, {s['throughput_tokens_per_s']:,.0f} tok/s, "
-          f"mean batch {s['mean_running']:.1f}, preemptions {s['num_preemptions']}")
+    print(
+        f"{label}: {workload.num_requests:,} requests, {s['num_steps']:,} steps, simulated {res.end_s:,.0f} s "
+        f"in {wall_s:.2f} s wall | TTFT p50/p99 {s['ttft_p50_s'] * 1e3:.0f}/{s['ttft_p99_s'] * 1e3:.0f} ms, "
+        f"TPOT p50 {s['tpot_p50_s'] * 1e3:.1f} ms, {s['throughput_tokens_per_s']:,.0f} tok/s, "
+        f"mean batch {s['mean_running']:.1f}, preemptions {s['num_preemptions']}"
+    )
 
 
 def main() -> None:

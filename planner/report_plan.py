@@ -7,6 +7,7 @@ planner.capacity.recommend. The latency at the operating point is the simulation
 per replica: continuous batching as vLLM's scheduler runs it, not a static batch of the whole pool. Its
 concurrency is Little's law: requests in flight = rate × mean end-to-end.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,20 +35,39 @@ def deployment_id(gpu: str, weights: str, tp: int) -> str:
 
 def _workload_rows(s: Scenario, cap: dict) -> list[ReportRow]:
     t, slo = s.traffic, s.slo
-    rows = [ReportRow(PLAN, "target_rate", s.target_rate, "req/s", "fleet traffic to serve"),
-            ReportRow(PLAN, "headroom", s.headroom, "×", "provision target × headroom (bursts, a replica down)"),
-            ReportRow(PLAN, "traffic_profile", t.profile, "", PROFILES[t.profile].label
-                      + (f"; prompt {t.prompt}, output {t.output}" if t.profile == "custom" else "")),
-            ReportRow(PLAN, "arrivals", t.arrival, "", f"CV {t.cv:g}" if t.arrival == "gamma" else ""),
-            ReportRow(PLAN, "slo_ttft_p95_s", slo.ttft_p95_s, "s", "p95 time to first token, at most"),
-            ReportRow(PLAN, "slo_tpot_p95_s", slo.tpot_p95_s, "s", "p95 time per output token, at most")]
+    rows = [
+        ReportRow(PLAN, "target_rate", s.target_rate, "req/s", "fleet traffic to serve"),
+        ReportRow(PLAN, "headroom", s.headroom, "×", "provision target × headroom (bursts, a replica down)"),
+        ReportRow(
+            PLAN,
+            "traffic_profile",
+            t.profile,
+            "",
+            PROFILES[t.profile].label + (f"; prompt {t.prompt}, output {t.output}" if t.profile == "custom" else ""),
+        ),
+        ReportRow(PLAN, "arrivals", t.arrival, "", f"CV {t.cv:g}" if t.arrival == "gamma" else ""),
+        ReportRow(PLAN, "slo_ttft_p95_s", slo.ttft_p95_s, "s", "p95 time to first token, at most"),
+        ReportRow(PLAN, "slo_tpot_p95_s", slo.tpot_p95_s, "s", "p95 time per output token, at most"),
+    ]
     if slo.e2e_p99_s is not None:
         rows.append(ReportRow(PLAN, "slo_e2e_p99_s", slo.e2e_p99_s, "s", "p99 end-to-end, at most"))
     if "mean_prompt_tokens" in cap:
-        rows += [ReportRow(PLAN, "mean_prompt_tokens", cap["mean_prompt_tokens"], "tokens",
-                           f"mean of the {cap['num_requests']:,} simulated requests"),
-                 ReportRow(PLAN, "mean_output_tokens", cap["mean_output_tokens"], "tokens",
-                           f"mean of the {cap['num_requests']:,} simulated requests")]
+        rows += [
+            ReportRow(
+                PLAN,
+                "mean_prompt_tokens",
+                cap["mean_prompt_tokens"],
+                "tokens",
+                f"mean of the {cap['num_requests']:,} simulated requests",
+            ),
+            ReportRow(
+                PLAN,
+                "mean_output_tokens",
+                cap["mean_output_tokens"],
+                "tokens",
+                f"mean of the {cap['num_requests']:,} simulated requests",
+            ),
+        ]
     return rows
 
 
@@ -55,42 +75,82 @@ def _verdict(cap: dict, slo) -> tuple[bool, str]:
     op = cap.get("operating_point") or {}
     if not op:
         return False, "no operating point: " + (cap.get("probes") or [{}])[-1].get("reason", "the SLO is out of reach")
-    parts = [f"p95 TTFT {op['ttft_p95_s'] * 1e3:,.0f} ms vs {slo.ttft_p95_s * 1e3:,.0f} ms",
-             f"p95 TPOT {op['tpot_p95_s'] * 1e3:,.1f} ms vs {slo.tpot_p95_s * 1e3:,.1f} ms"]
+    parts = [
+        f"p95 TTFT {op['ttft_p95_s'] * 1e3:,.0f} ms vs {slo.ttft_p95_s * 1e3:,.0f} ms",
+        f"p95 TPOT {op['tpot_p95_s'] * 1e3:,.1f} ms vs {slo.tpot_p95_s * 1e3:,.1f} ms",
+    ]
     if slo.e2e_p99_s is not None and op.get("e2e_p99_s") is not None:
         parts.append(f"p99 end-to-end {op['e2e_p99_s']:,.2f} s vs {slo.e2e_p99_s:,.2f} s")
-    return bool(op["sustains"]), ("holds: " if op["sustains"] else "misses: ") + "; ".join(parts) + \
-        (f" ({op['reason']})" if op.get("reason") else "")
+    return bool(op["sustains"]), ("holds: " if op["sustains"] else "misses: ") + "; ".join(parts) + (
+        f" ({op['reason']})" if op.get("reason") else ""
+    )
 
 
 def plan_rows(s: Scenario, r: Resolved, cap: dict) -> list[ReportRow]:
     """Deployment, target, SLO, capacity per replica, replicas, $ and whether the SLO holds; the operating point."""
     d = r.deployment
-    rows = [ReportRow(PLAN, "deployment", deployment_id(r.gpu.id, r.weights.id, d.tensor_parallel_size), "",
-                      f"{r.model.name} on {d.tensor_parallel_size} × {r.gpu.name} per replica, engine {s.engine}")]
+    rows = [
+        ReportRow(
+            PLAN,
+            "deployment",
+            deployment_id(r.gpu.id, r.weights.id, d.tensor_parallel_size),
+            "",
+            f"{r.model.name} on {d.tensor_parallel_size} × {r.gpu.name} per replica, engine {s.engine}",
+        )
+    ]
     rows += _workload_rows(s, cap)
     if "error" in cap:
         return rows + [ReportRow(PLAN, "capacity", "", "", f"not searched: {cap['error']}")]
-    search = (f"highest rate whose simulation meets the SLO; search ±{cap['rel_tol']:.0%}, {len(cap['probes'])} "
-              f"simulations of {cap['num_requests']:,} requests, seed {cap['seed']}")
+    search = (
+        f"highest rate whose simulation meets the SLO; search ±{cap['rel_tol']:.0%}, {len(cap['probes'])} "
+        f"simulations of {cap['num_requests']:,} requests, seed {cap['seed']}"
+    )
     rows.append(ReportRow(PLAN, "max_rate_per_replica", cap["max_rate_per_replica"], "req/s", search))
     if not cap["feasible"]:
-        return rows + [ReportRow(PLAN, "slo_holds", False, "", "one replica cannot meet the SLO at any load: "
-                                 + cap["probes"][-1]["reason"])]
+        return rows + [
+            ReportRow(
+                PLAN,
+                "slo_holds",
+                False,
+                "",
+                "one replica cannot meet the SLO at any load: " + cap["probes"][-1]["reason"],
+            )
+        ]
     price = f"price {cap['price_date']}" + (f", {cap['price_source']}" if cap.get("price_source") else "")
     rows += [
-        ReportRow(PLAN, "replicas", cap["replicas"], "replicas",
-                  f"ceil({s.target_rate:g} × {s.headroom:g} / {cap['max_rate_per_replica']:.4g})"),
+        ReportRow(
+            PLAN,
+            "replicas",
+            cap["replicas"],
+            "replicas",
+            f"ceil({s.target_rate:g} × {s.headroom:g} / {cap['max_rate_per_replica']:.4g})",
+        ),
         ReportRow(PLAN, "num_gpus", cap["num_gpus"], "GPUs", f"replicas × {cap['gpus_per_replica']} GPUs per replica"),
         ReportRow(PLAN, "usd_per_gpu_hour", cap["usd_per_gpu_hour"], "USD/GPU-h", price),
         ReportRow(PLAN, "usd_per_hour", cap["usd_per_hour"], "USD/h", "GPUs × $ per GPU-hour"),
         ReportRow(PLAN, "usd_per_day", cap["usd_per_day"], "USD/day", "× 24 h"),
-        ReportRow(PLAN, "usd_per_million_output_tokens", cap["usd_per_million_output_tokens"], "USD/M tokens",
-                  "$/hour / (target × mean output tokens × 3600) × 1e6, headroom included"),
-        ReportRow(PLAN, "usd_per_million_tokens", cap["usd_per_million_tokens"], "USD/M tokens",
-                  "prompt + output tokens, at the target rate"),
-        ReportRow(PLAN, "usd_per_million_output_tokens_at_capacity", cap["usd_per_million_output_tokens_at_capacity"],
-                  "USD/M tokens", "every replica at its capacity (no headroom)")]
+        ReportRow(
+            PLAN,
+            "usd_per_million_output_tokens",
+            cap["usd_per_million_output_tokens"],
+            "USD/M tokens",
+            "$/hour / (target × mean output tokens × 3600) × 1e6, headroom included",
+        ),
+        ReportRow(
+            PLAN,
+            "usd_per_million_tokens",
+            cap["usd_per_million_tokens"],
+            "USD/M tokens",
+            "prompt + output tokens, at the target rate",
+        ),
+        ReportRow(
+            PLAN,
+            "usd_per_million_output_tokens_at_capacity",
+            cap["usd_per_million_output_tokens_at_capacity"],
+            "USD/M tokens",
+            "every replica at its capacity (no headroom)",
+        ),
+    ]
     holds, why = _verdict(cap, s.slo)
     rows.append(ReportRow(PLAN, "slo_holds", holds, "", why))
     return rows + _operating_rows(cap)
@@ -102,13 +162,24 @@ def _operating_rows(cap: dict) -> list[ReportRow]:
         return []
     rate, e2e = op["rate_per_s"], op["e2e_mean_s"]
     sim = f"simulated: {cap['num_requests']:,} requests at {rate:.4g} req/s, continuous batching (vLLM v1 scheduler)"
-    rows = [ReportRow(OPERATING, "rate_per_replica", rate, "req/s", "target / replicas"),
-            ReportRow(OPERATING, "concurrency", rate * e2e if e2e else "", "requests",
-                      "requests in flight per replica = rate × mean end-to-end (Little's law)")]
-    for key, note in (("ttft_mean_s", sim), ("ttft_p95_s", "95th percentile of the same run"),
-                      ("tpot_p95_s", "(e2e − TTFT) / (N − 1), per request; 95th percentile"),
-                      ("e2e_mean_s", "arrival to last token"), ("e2e_p95_s", "95th percentile"),
-                      ("e2e_p99_s", "99th percentile")):
+    rows = [
+        ReportRow(OPERATING, "rate_per_replica", rate, "req/s", "target / replicas"),
+        ReportRow(
+            OPERATING,
+            "concurrency",
+            rate * e2e if e2e else "",
+            "requests",
+            "requests in flight per replica = rate × mean end-to-end (Little's law)",
+        ),
+    ]
+    for key, note in (
+        ("ttft_mean_s", sim),
+        ("ttft_p95_s", "95th percentile of the same run"),
+        ("tpot_p95_s", "(e2e − TTFT) / (N − 1), per request; 95th percentile"),
+        ("e2e_mean_s", "arrival to last token"),
+        ("e2e_p95_s", "95th percentile"),
+        ("e2e_p99_s", "99th percentile"),
+    ):
         if op.get(key) is not None:
             rows.append(ReportRow(OPERATING, key, op[key], "s", note))
     rows.append(ReportRow(OPERATING, "served_ratio", op["served_ratio"] or 0.0, "", "served / offered requests/s"))
@@ -116,24 +187,42 @@ def _operating_rows(cap: dict) -> list[ReportRow]:
 
 
 def _option_rows(label: str, row: dict, note: str) -> list[ReportRow]:
-    return [ReportRow(CHOICE, f"{label}", row["id"], "", note),
-            ReportRow(CHOICE, f"{label}_replicas", row.get("replicas") or "", "replicas", ""),
-            ReportRow(CHOICE, f"{label}_usd_per_hour", row.get("usd_per_hour") or "", "USD/h", ""),
-            ReportRow(CHOICE, f"{label}_usd_per_million_output_tokens", row.get("usd_per_million_output_tokens")
-                      or "", "USD/M tokens", ""),
-            ReportRow(CHOICE, f"{label}_ttft_p95_s", row.get("ttft_p95_s") or "", "s", "at its operating point")]
+    return [
+        ReportRow(CHOICE, f"{label}", row["id"], "", note),
+        ReportRow(CHOICE, f"{label}_replicas", row.get("replicas") or "", "replicas", ""),
+        ReportRow(CHOICE, f"{label}_usd_per_hour", row.get("usd_per_hour") or "", "USD/h", ""),
+        ReportRow(
+            CHOICE,
+            f"{label}_usd_per_million_output_tokens",
+            row.get("usd_per_million_output_tokens") or "",
+            "USD/M tokens",
+            "",
+        ),
+        ReportRow(CHOICE, f"{label}_ttft_p95_s", row.get("ttft_p95_s") or "", "s", "at its operating point"),
+    ]
 
 
 def choice_rows(s: Scenario, r: Resolved, cap: dict, ranking: list[dict] | None) -> list[ReportRow]:
     """The chosen deployment (the scenario's) and the runner-up: the cheapest other deployment meeting the SLO."""
     chosen = deployment_id(r.gpu.id, r.weights.id, r.deployment.tensor_parallel_size)
     if not ranking:
-        return [ReportRow(CHOICE, "chosen", chosen, "", "the scenario's deployment; not ranked against others "
-                          "(Capacity & cost → Rank all deployments, or `report --rank`)")]
+        return [
+            ReportRow(
+                CHOICE,
+                "chosen",
+                chosen,
+                "",
+                "the scenario's deployment; not ranked against others "
+                "(Capacity & cost → Rank all deployments, or `report --rank`)",
+            )
+        ]
     feasible = [row for row in ranking if row.get("feasible")]
     mine = next((row for row in ranking if row["id"] == chosen), None)
-    note = (f"rank {mine['rank']} of {len(ranking)} ({len(feasible)} meet the SLO)" if mine
-            else "not among the ranked deployments")
+    note = (
+        f"rank {mine['rank']} of {len(ranking)} ({len(feasible)} meet the SLO)"
+        if mine
+        else "not among the ranked deployments"
+    )
     rows = [ReportRow(CHOICE, "chosen", chosen, "", f"the scenario's deployment; {note}")]
     other = next((row for row in feasible if row["id"] != chosen), None)
     if other:
@@ -145,21 +234,53 @@ def assumption_rows(s: Scenario, r: Resolved, cap: dict) -> list[ReportRow]:
     """Where the step times, prices and traffic come from, and how well the constants are calibrated."""
     pm = PerfModel(r, s.engine)
     c = pm.choice
-    status = {"calibrated": "fitted on published measurements for this engine and GPU family",
-              "partial": "fitted on few points; some constants from the default profile",
-              "estimated": "no measurements for this GPU family: the engine's default constants"}
-    rows = [ReportRow(ASSUME, "efficiency_profile", c.source_key, "", "data/efficiency.yaml (scripts/fit_efficiency.py)"
-                      if s.calibration is None or "your calibration" not in c.source_key else "your fitted constants"),
-            ReportRow(ASSUME, "calibration_status", c.profile.status, "", c.profile.note or status[c.profile.status]),
-            ReportRow(ASSUME, "user_calibration", "applied" if "your calibration" in c.source_key else
-                      ("not for this engine/GPU family" if s.calibration else "none"), "",
-                      s.calibration.source if s.calibration else "Validation page → Calibrate")]
-    rows += [ReportRow(ASSUME, f"eff_{k}", getattr(c.profile, k), "s" if k.endswith("_s") else "", "")
-             for k in ("matmul_efficiency", "memory_efficiency", "step_overhead_s")]
-    rows += [ReportRow(ASSUME, "simulator", "vLLM v1 scheduler model", "", "chunked prefill under "
-                       "max_num_batched_tokens, paged KV blocks, preemption by recompute; no network, "
-                       "detokenisation or CPU swap"),
-             ReportRow(ASSUME, "traffic", PROFILES[s.traffic.profile].label, "", PROFILES[s.traffic.profile].note),
-             ReportRow(ASSUME, "prices", "on-demand list prices", "", f"data/gpus.yaml, {r.gpu.price_date}; "
-                       "edit them on Capacity & cost")]
+    status = {
+        "calibrated": "fitted on published measurements for this engine and GPU family",
+        "partial": "fitted on few points; some constants from the default profile",
+        "estimated": "no measurements for this GPU family: the engine's default constants",
+    }
+    rows = [
+        ReportRow(
+            ASSUME,
+            "efficiency_profile",
+            c.source_key,
+            "",
+            "data/efficiency.yaml (scripts/fit_efficiency.py)"
+            if s.calibration is None or "your calibration" not in c.source_key
+            else "your fitted constants",
+        ),
+        ReportRow(ASSUME, "calibration_status", c.profile.status, "", c.profile.note or status[c.profile.status]),
+        ReportRow(
+            ASSUME,
+            "user_calibration",
+            "applied"
+            if "your calibration" in c.source_key
+            else ("not for this engine/GPU family" if s.calibration else "none"),
+            "",
+            s.calibration.source if s.calibration else "Validation page → Calibrate",
+        ),
+    ]
+    rows += [
+        ReportRow(ASSUME, f"eff_{k}", getattr(c.profile, k), "s" if k.endswith("_s") else "", "")
+        for k in ("matmul_efficiency", "memory_efficiency", "step_overhead_s")
+    ]
+    rows += [
+        ReportRow(
+            ASSUME,
+            "simulator",
+            "vLLM v1 scheduler model",
+            "",
+            "chunked prefill under "
+            "max_num_batched_tokens, paged KV blocks, preemption by recompute; no network, "
+            "detokenisation or CPU swap",
+        ),
+        ReportRow(ASSUME, "traffic", PROFILES[s.traffic.profile].label, "", PROFILES[s.traffic.profile].note),
+        ReportRow(
+            ASSUME,
+            "prices",
+            "on-demand list prices",
+            "",
+            f"data/gpus.yaml, {r.gpu.price_date}; edit them on Capacity & cost",
+        ),
+    ]
     return rows

@@ -16,6 +16,7 @@ An engine without points (SGLang: its published points are all served at a reque
 median of the user engines' defaults, status "estimated". Optimiser: Nelder-Mead in log space (numpy only),
 deterministic, so a rerun reproduces data/efficiency.yaml byte for byte.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,29 +26,38 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from planner.accuracy.published_points import error_summary, evaluate, load_points, predict, scenario
-from planner.latency.perf_model import PerfModel
-from planner.latency.efficiency import ENGINES, EFFICIENCY_PATH, FIT_FIELDS, EfficiencyProfile
 from planner.accuracy.optimize import nelder_mead
+from planner.accuracy.published_points import error_summary, evaluate, load_points, predict, scenario
+from planner.latency.efficiency import EFFICIENCY_PATH, ENGINES, FIT_FIELDS, EfficiencyProfile
+from planner.latency.perf_model import PerfModel
 
 # constant -> (prior value, prior sd in natural log, lower bound, upper bound). Prior values: small all-reduce 5-10 µs
 # on H100 NVLink (vLLM PRs #24532, #24111; sglang PR #2904), kernel launch ~ µs per kernel (vLLM PR #1440), Marlin
 # near-ideal 4-bit bandwidth up to batch 16-32 (IST-DASLab/marlin README). matmul_half_tokens is capped at 128, the
 # M tile of Ampere/Hopper tensor-core GEMM kernels: a 1-row GEMM pads to at most one tile of rows.
-PRIORS = {"matmul_efficiency": (0.6, 0.5, 0.05, 1.0), "attention_efficiency": (0.5, 0.7, 0.05, 1.0),
-          "memory_efficiency": (0.85, 0.2, 0.2, 1.0), "step_overhead_s": (1e-3, 1.5, 1e-6, 0.05),
-          "allreduce_latency_s": (8e-6, 0.7, 1e-6, 2e-4), "moe_efficiency": (0.7, 0.5, 0.05, 1.0),
-          "memory_half_bytes": (2e6, 1.5, 1e3, 1e9), "matmul_half_tokens": (32.0, 0.7, 1.0, 128.0),
-          "layer_overhead_s": (1e-5, 1.5, 1e-8, 1e-3), "seq_overhead_s": (2e-5, 1.5, 1e-8, 1e-3),
-          "token_overhead_s": (1e-6, 2.0, 1e-9, 1e-4), "quant_memory_efficiency": (0.7, 0.5, 0.1, 1.0)}
+PRIORS = {
+    "matmul_efficiency": (0.6, 0.5, 0.05, 1.0),
+    "attention_efficiency": (0.5, 0.7, 0.05, 1.0),
+    "memory_efficiency": (0.85, 0.2, 0.2, 1.0),
+    "step_overhead_s": (1e-3, 1.5, 1e-6, 0.05),
+    "allreduce_latency_s": (8e-6, 0.7, 1e-6, 2e-4),
+    "moe_efficiency": (0.7, 0.5, 0.05, 1.0),
+    "memory_half_bytes": (2e6, 1.5, 1e3, 1e9),
+    "matmul_half_tokens": (32.0, 0.7, 1.0, 128.0),
+    "layer_overhead_s": (1e-5, 1.5, 1e-8, 1e-3),
+    "seq_overhead_s": (2e-5, 1.5, 1e-8, 1e-3),
+    "token_overhead_s": (1e-6, 2.0, 1e-9, 1e-4),
+    "quant_memory_efficiency": (0.7, 0.5, 0.1, 1.0),
+}
 assert tuple(PRIORS) == FIT_FIELDS
 # engine-specific priors: TensorRT-LLM runs each step from its C++ executor with the whole forward pass compiled and
 # fused (no Python scheduler per step), so its per-step overhead prior is 0.2 ms instead of 1 ms and its per-layer
 # launch cost 5 µs (a few fused kernels); its published points are large static batches and TTFTs, which cannot
 # separate per-step, per-layer and per-request costs on their own. Source: TensorRT-LLM performance docs (C++ runtime,
 # in-flight batching); engines.md §6 (CPU launch cost is what CUDA graphs / compiled engines remove).
-ENGINE_PRIORS = {"tensorrt-llm": {"step_overhead_s": (2e-4, 0.5, 1e-6, 0.05),
-                                  "layer_overhead_s": (5e-6, 0.5, 1e-8, 1e-3)}}
+ENGINE_PRIORS = {
+    "tensorrt-llm": {"step_overhead_s": (2e-4, 0.5, 1e-6, 0.05), "layer_overhead_s": (5e-6, 0.5, 1e-8, 1e-3)}
+}
 PRIOR_WEIGHT = 0.01  # = (log 1.105)²: one prior sd ~ one point 10% off
 CORRECTION_SD = 0.15  # a family's correction: one sd = 15% on the bandwidth or compute ceiling
 ITERS = 1500
@@ -107,10 +117,12 @@ def fit_engine(pts: list, resolved: dict, key_of: dict, iters: int = ITERS) -> E
 
 def fit_family(base: EfficiencyProfile, pts: list, resolved: dict, key_of: dict, iters: int = 300) -> np.ndarray:
     """Stage 2: the family's two log-correction factors."""
+
     def f(y):
         prof = corrected(base, y)
         prior = float(np.sum((y / CORRECTION_SD) ** 2))
         return _data_term(pts, resolved, key_of, lambda k: prof) + PRIOR_WEIGHT * prior
+
     return nelder_mead(f, np.zeros(2), step=0.1, iters=iters)
 
 
@@ -138,17 +150,27 @@ def fit_all(points=None, resolved=None, key_of=None, iters: int = ITERS, verbose
     for engine, pts in sorted(by_engine.items()):
         base = fit_engine(pts, resolved, key_of, iters)
         fams = sorted({key_of[p.id] for p in pts})
-        fitted[f"{engine}/default"] = base.model_copy(update={
-            "note": f"shared constants fitted on {len(pts)} points ({', '.join(k.split('/')[1] for k in fams)})"})
+        fitted[f"{engine}/default"] = base.model_copy(
+            update={
+                "note": f"shared constants fitted on {len(pts)} points ({', '.join(k.split('/')[1] for k in fams)})"
+            }
+        )
         for key in fams:
             fp = [p for p in pts if key_of[p.id] == key]
             y = fit_family(base, fp, resolved, key_of)
-            fitted[key] = corrected(base, y, len(fp), note=f"shared constants x family correction "
-                                    f"(bandwidth {math.exp(y[0]):.3f}, compute {math.exp(y[1]):.3f}) on "
-                                    + ", ".join(sorted(p.id for p in fp)))
+            fitted[key] = corrected(
+                base,
+                y,
+                len(fp),
+                note=f"shared constants x family correction "
+                f"(bandwidth {math.exp(y[0]):.3f}, compute {math.exp(y[1]):.3f}) on "
+                + ", ".join(sorted(p.id for p in fp)),
+            )
         if verbose:
-            print(f"{engine:14s} {len(pts):3d} points  " + "  ".join(f"{f}={getattr(base, f):.3g}" for f in FIT_FIELDS),
-                  flush=True)
+            print(
+                f"{engine:14s} {len(pts):3d} points  " + "  ".join(f"{f}={getattr(base, f):.3g}" for f in FIT_FIELDS),
+                flush=True,
+            )
     users = {k: v for k, v in fitted.items() if k.endswith("/default") and k.split("/")[0] in ENGINES}
     for engine in ENGINES:
         if f"{engine}/default" not in fitted:
@@ -173,8 +195,15 @@ def _rounded(d: dict) -> dict:
 def residuals(df) -> dict:
     def summ(by):
         s = error_summary(df, by)
-        return {str(r[by]): {"points": int(r["points"]), "median_abs_pct": round(float(r["median_abs_pct"]), 1),
-                             "p90_abs_pct": round(float(r["p90_abs_pct"]), 1)} for _, r in s.iterrows()}
+        return {
+            str(r[by]): {
+                "points": int(r["points"]),
+                "median_abs_pct": round(float(r["median_abs_pct"]), 1),
+                "p90_abs_pct": round(float(r["p90_abs_pct"]), 1),
+            }
+            for _, r in s.iterrows()
+        }
+
     df = df[df["excluded"] == ""].assign(profile_key=df["profile"])
     return {"by_group": summ("group"), "by_metric": summ("metric"), "by_profile": summ("profile_key")}
 

@@ -4,6 +4,7 @@
 
 Waits for the script to finish running on each page before the shot; prints the files it wrote.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -11,8 +12,16 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def wait_idle(page, timeout_ms: int = 30000) -> None:

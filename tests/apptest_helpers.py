@@ -3,11 +3,11 @@
 With st.navigation, AppTest keeps only the page's elements after the first run, so sidebar widgets are driven
 through session_state by key (the frame still runs and reads them) and checked on the first run.
 """
+
 from __future__ import annotations
 
-from streamlit.testing.v1 import AppTest
-
 from conftest import ROOT
+from streamlit.testing.v1 import AppTest
 
 
 def app(**sidebar_state) -> AppTest:

@@ -6,6 +6,7 @@ Chromium missing: the tests skip, unless SERVINGPLAN_REQUIRE_BROWSER=1 (CI), the
 Race (docs/testing.md): after an input changes, wait for the *new value* to appear, then for the script state
 `notRunning`; the state still reads `notRunning` for ~0.1 s after the key press.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,16 +16,24 @@ import subprocess
 import sys
 import time
 import urllib.request
-from urllib.parse import urlsplit
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 APP_DIR = Path(os.environ.get("SERVINGPLAN_APP_DIR", ROOT))  # another checkout, to try the tests against it
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 TIMEOUT_MS = 30_000
@@ -45,9 +54,23 @@ def free_port() -> int:
 def start_server(app_dir: Path, log_path: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
     """`streamlit run app.py` headless on a free port; returns (process, base URL) once /_stcore/health is 200."""
     port = port or free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
-           str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
     with open(log_path, "w") as log:  # the child keeps its own handle
         proc = subprocess.Popen(cmd, cwd=app_dir, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -122,6 +145,7 @@ def page(browser, app_url):
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------
+
 
 def wait_idle(page) -> None:
     """The script has finished: notRunning twice around a pause (the state reads notRunning before a rerun starts)."""
@@ -216,12 +240,15 @@ def goto_page(page, title: str) -> None:
 
 def plotly_data(page, index: int = 0) -> list[dict]:
     """The traces of the index-th plotly chart on the page as plotly.js drew them (typed arrays decoded)."""
-    return page.evaluate("""i => {
+    return page.evaluate(
+        """i => {
         const plots = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot');
         if (!plots[i] || !plots[i]._fullData) return null;
         const arr = a => (a && a.length !== undefined && typeof a !== 'string') ? Array.from(a) : a;
         return plots[i]._fullData.map(t => ({name: t.name, x: arr(t.x), y: arr(t.y), base: arr(t.base)}));
-    }""", index)
+    }""",
+        index,
+    )
 
 
 def slug(title: str) -> str:

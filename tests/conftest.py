@@ -2,6 +2,7 @@
 
 The repository root is on sys.path through pytest's `pythonpath` setting (pyproject.toml), so tests import this
 checkout's code, and `benchmarks` and `scripts` as packages of it."""
+
 from __future__ import annotations
 
 import logging
@@ -17,6 +18,9 @@ class _NoScriptRunContext(logging.Filter):
         return "missing ScriptRunContext" not in record.getMessage()
 
 
-for _name in ("streamlit", "streamlit.runtime.scriptrunner_utils.script_run_context",
-              "streamlit.runtime.scriptrunner.script_run_context"):
+for _name in (
+    "streamlit",
+    "streamlit.runtime.scriptrunner_utils.script_run_context",
+    "streamlit.runtime.scriptrunner.script_run_context",
+):
     logging.getLogger(_name).addFilter(_NoScriptRunContext())

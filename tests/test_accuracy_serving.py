@@ -1,4 +1,5 @@
 """The serving simulator against published serving / offline points (benchmarks/accuracy_serving.py)."""
+
 from __future__ import annotations
 
 from benchmarks.accuracy_serving import median_abs_error_pct, rows

@@ -5,15 +5,16 @@ No errors allowed; p95 rerun time and server memory are reported (artifacts/app_
 Duration: SERVINGPLAN_LOAD_SECONDS (default 20 s here so CI stays short; benchmarks/bench_app_sessions.py
 defaults to 120 s).
 """
+
 from __future__ import annotations
 
 import json
 import os
 
 import pytest
+from conftest import ROOT
 
 from benchmarks.bench_app_sessions import report, run_load, start_server
-from conftest import ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -1,21 +1,37 @@
 """planner.capacity.autoscale: warm minimum, the scale-up delay by hand, cooldown, autoscaled vs static peak."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from planner.capacity.autoscale import (Policy, ReplicaModel, desired_replicas, diurnal_rates, scale_up_delay_s,
-                               simulate_day, static_peak_replicas, trace_rates)
+from planner.capacity.autoscale import (
+    Policy,
+    ReplicaModel,
+    desired_replicas,
+    diurnal_rates,
+    scale_up_delay_s,
+    simulate_day,
+    static_peak_replicas,
+    trace_rates,
+)
 
-M = ReplicaModel(max_rate_per_replica=10.0, ttft_light_s=0.15, ttft_capacity_s=0.3, e2e_mean_s=4.0,
-                 tokens_per_request=1400.0, model_bytes=16e9)
+M = ReplicaModel(
+    max_rate_per_replica=10.0,
+    ttft_light_s=0.15,
+    ttft_capacity_s=0.3,
+    e2e_mean_s=4.0,
+    tokens_per_request=1400.0,
+    model_bytes=16e9,
+)
 
 
 def test_scale_up_delay_by_hand():
     """120 s node start + 16 GB / 1 GB/s download (16 s) + 16 GB / 10 GB/s load to GPU (1.6 s) = 137.6 s."""
     assert scale_up_delay_s(16e9, Policy()) == pytest.approx(137.6)
-    assert scale_up_delay_s(140e9, Policy(node_start_s=60, network_gb_per_s=2.5, load_gb_per_s=20)) == \
-        pytest.approx(60 + 56 + 7)
+    assert scale_up_delay_s(140e9, Policy(node_start_s=60, network_gb_per_s=2.5, load_gb_per_s=20)) == pytest.approx(
+        60 + 56 + 7
+    )
 
 
 def test_diurnal_curve_mean_peak_and_trough():

@@ -1,4 +1,5 @@
 """Batching simulator: hand-counted timelines, the primer §6 numbers, scenarios, and event-driven = per-step."""
+
 from __future__ import annotations
 
 import time
@@ -8,11 +9,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.batching.step_model import (BatchingPolicy, bucketing_pair, continuous_policy, dynamic_policy,
-                                         run_batching, run_batching_stepwise, run_pair, static_policy)
 from planner.batching.report import percentile, requests_frame, spread_sweep, steps_frame, summarize
-from planner.batching.requests import (OUTPUT_LENGTHS, burst, make_requests, parse_requests_csv, primer_six,
-                                       steady, to_csv, with_spread)
+from planner.batching.requests import (
+    OUTPUT_LENGTHS,
+    burst,
+    make_requests,
+    parse_requests_csv,
+    primer_six,
+    steady,
+    to_csv,
+    with_spread,
+)
+from planner.batching.step_model import (
+    BatchingPolicy,
+    bucketing_pair,
+    continuous_policy,
+    dynamic_policy,
+    run_batching,
+    run_batching_stepwise,
+    run_pair,
+    static_policy,
+)
 from planner.core.errors import InputError
 
 
@@ -21,6 +38,7 @@ def times(result, column):
 
 
 # --- primer §6: six requests at step 0 needing 2, 8, 4, 3, 5, 2 tokens on 3 slots --------------------------------
+
 
 def test_primer_six_static():
     r = run_batching(primer_six(), 3, static_policy(max_wait=0))
@@ -63,12 +81,19 @@ def test_primer_six_per_step_segments():
     static, cont = run_pair(primer_six(), 3, 0).values()
     # static: 3 run until A ends (2), 2 until C ends (4), B alone to 8 (2 slots held idle); then D E F ...
     assert steps_frame(static)[["start", "end", "running", "idle"]].values.tolist() == [
-        [0, 2, 3, 0], [2, 4, 2, 1], [4, 8, 1, 2], [8, 10, 3, 0], [10, 11, 2, 1], [11, 13, 1, 2]]
+        [0, 2, 3, 0],
+        [2, 4, 2, 1],
+        [4, 8, 1, 2],
+        [8, 10, 3, 0],
+        [10, 11, 2, 1],
+        [11, 13, 1, 2],
+    ]
     # continuous keeps 3 busy until F ends at 7, then B to 8, then E alone to 9
     assert steps_frame(cont)[["start", "end", "running"]].values.tolist() == [[0, 7, 3], [7, 8, 2], [8, 9, 1]]
 
 
 # --- hand-counted policies ---------------------------------------------------------------------------------------
+
 
 def test_static_fires_on_full_batch_or_max_wait():
     # 2 slots, max wait 3. A@0 needs 2, B@1 needs 4, C@4 needs 1.
@@ -145,11 +170,18 @@ def test_bad_configuration():
 
 # --- event-driven run = plain per-step loop ---------------------------------------------------------------------
 
-request_sets = st.lists(st.tuples(st.integers(0, 30), st.integers(1, 12), st.integers(0, 1500)),
-                        min_size=1, max_size=25)
-policies = st.builds(BatchingPolicy, name=st.just("p"), hold_batch=st.booleans(), max_wait=st.integers(0, 8),
-                     max_batch=st.none() | st.integers(1, 4), queue_limit=st.none() | st.integers(0, 5),
-                     bucket_edges=st.sampled_from([(), (128, 256, 512, 1024)]))
+request_sets = st.lists(
+    st.tuples(st.integers(0, 30), st.integers(1, 12), st.integers(0, 1500)), min_size=1, max_size=25
+)
+policies = st.builds(
+    BatchingPolicy,
+    name=st.just("p"),
+    hold_batch=st.booleans(),
+    max_wait=st.integers(0, 8),
+    max_batch=st.none() | st.integers(1, 4),
+    queue_limit=st.none() | st.integers(0, 5),
+    bucket_edges=st.sampled_from([(), (128, 256, 512, 1024)]),
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -164,12 +196,13 @@ def test_event_driven_matches_per_step(rows, policy, slots):
     # the run-length segments expand to exactly the per-step records, and their area is the useful work
     seg = steps_frame(fast)
     expanded = np.repeat(seg["running"].to_numpy(), (seg["end"] - seg["start"]).to_numpy())
-    assert expanded.tolist() == running_per_step[:fast.end_step]
+    assert expanded.tolist() == running_per_step[: fast.end_step]
     assert int(expanded.sum()) == summarize(fast).useful_slot_steps
     assert (seg["running"] <= slots).all()
 
 
 # --- scenarios, spread, percentiles, CSV -----------------------------------------------------------------------
+
 
 def test_scenarios_are_seeded_and_shaped():
     b, s = burst(seed=0), steady(seed=0)
@@ -221,15 +254,18 @@ def test_csv_round_trip_and_optional_prompt():
     assert parse_requests_csv(to_csv(burst(seed=2))) == burst(seed=2)
 
 
-@pytest.mark.parametrize("text,where", [
-    ("name,arrival\nA,0\n", "column output_tokens"),
-    ("name,arrival,output_tokens\nA,0,2\nB,soon,3\n", "row 2, column arrival"),
-    ("name,arrival,output_tokens\nA,-1,2\n", "row 1, column arrival"),
-    ("name,arrival,output_tokens\nA,0,0\n", "row 1, column output_tokens"),
-    ("name,arrival,output_tokens,prompt_tokens\nA,0,2,x\n", "row 1, column prompt_tokens"),
-    ("name,arrival,output_tokens\nA,0\n", "row 1"),
-    ("name,arrival,output_tokens\n", "row 1"),
-])
+@pytest.mark.parametrize(
+    "text,where",
+    [
+        ("name,arrival\nA,0\n", "column output_tokens"),
+        ("name,arrival,output_tokens\nA,0,2\nB,soon,3\n", "row 2, column arrival"),
+        ("name,arrival,output_tokens\nA,-1,2\n", "row 1, column arrival"),
+        ("name,arrival,output_tokens\nA,0,0\n", "row 1, column output_tokens"),
+        ("name,arrival,output_tokens,prompt_tokens\nA,0,2,x\n", "row 1, column prompt_tokens"),
+        ("name,arrival,output_tokens\nA,0\n", "row 1"),
+        ("name,arrival,output_tokens\n", "row 1"),
+    ],
+)
 def test_csv_errors_name_row_and_column(text, where):
     with pytest.raises(InputError, match=where):
         parse_requests_csv(text)

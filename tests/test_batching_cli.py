@@ -1,4 +1,5 @@
 """`python -m planner batching`: the JSON contract on the primer's six requests, text output, bad CSVs."""
+
 from __future__ import annotations
 
 import json
@@ -59,11 +60,14 @@ def test_text_output(capsys, six_csv):
     assert "static" in text and "61.5%" in text and "88.9%" in text
 
 
-@pytest.mark.parametrize("body,needle", [
-    ("name,arrival,output_tokens\nA,0,2\nB,0,lots\n", "row 2, column output_tokens"),
-    ("name,arrival,output_tokens\nA,-3,2\n", "row 1, column arrival"),
-    ("name,output_tokens\nA,2\n", "column arrival"),
-])
+@pytest.mark.parametrize(
+    "body,needle",
+    [
+        ("name,arrival,output_tokens\nA,0,2\nB,0,lots\n", "row 2, column output_tokens"),
+        ("name,arrival,output_tokens\nA,-3,2\n", "row 1, column arrival"),
+        ("name,output_tokens\nA,2\n", "column arrival"),
+    ],
+)
 def test_malformed_csv_exits_2_naming_row_and_column(capsys, tmp_path, body, needle):
     path = tmp_path / "bad.csv"
     path.write_text(body)
@@ -80,11 +84,31 @@ def test_bad_arguments_exit_2(capsys, six_csv, tmp_path):
 
 
 def test_module_entry_point(six_csv, tmp_path):
-    ok = subprocess.run([sys.executable, "-m", "planner", "batching", "--requests", str(six_csv), "--slots", "3",
-                         "--max-wait", "0", "--json"], cwd=ROOT, capture_output=True, text=True)
+    ok = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "planner",
+            "batching",
+            "--requests",
+            str(six_csv),
+            "--slots",
+            "3",
+            "--max-wait",
+            "0",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert ok.returncode == 0 and json.loads(ok.stdout)["continuous"]["end_step"] == 9
     bad = tmp_path / "bad.csv"
     bad.write_text("name,arrival,output_tokens\nA,0,x\n")
-    fail = subprocess.run([sys.executable, "-m", "planner", "batching", "--requests", str(bad), "--slots", "3",
-                           "--max-wait", "0"], cwd=ROOT, capture_output=True, text=True)
+    fail = subprocess.run(
+        [sys.executable, "-m", "planner", "batching", "--requests", str(bad), "--slots", "3", "--max-wait", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert fail.returncode == 2 and "row 1, column output_tokens" in fail.stderr

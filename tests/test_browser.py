@@ -4,14 +4,25 @@ Flows: pick a model and a GPU in the sidebar and see "Does it fit?" change; move
 chart change; upload a bad config.json and see the error name the field while the other inputs stay; a
 screenshot of every page app.py registers (artifacts/screenshots/), with no exception on any of them.
 """
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
-from browser_fixtures import (ROOT, goto_page, metric_values, nav_titles, plotly_data, screenshot, sidebar_select,
-                              slug, wait_for_metric_change, wait_for_value, wait_idle)
+from browser_fixtures import (
+    ROOT,
+    goto_page,
+    metric_values,
+    nav_titles,
+    plotly_data,
+    screenshot,
+    sidebar_select,
+    slug,
+    wait_for_metric_change,
+    wait_for_value,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -49,8 +60,11 @@ def test_batching_slider_updates_chart(page):
     page.keyboard.press("ArrowRight")  # 3 -> 4 slots
     from playwright.sync_api import expect  # here, so a missing playwright skips via the fixture
 
-    thumb = page.locator('[data-testid="stSlider"]').filter(has_text="Slots (requests running at once)").locator(
-        '[data-testid="stSliderThumbValue"]')
+    thumb = (
+        page.locator('[data-testid="stSlider"]')
+        .filter(has_text="Slots (requests running at once)")
+        .locator('[data-testid="stSliderThumbValue"]')
+    )
     expect(thumb).to_have_text("4")
     # 4 slots: static runs A-D then E, F and still ends at 13, so busy = 24 / (4 × 13); continuous ends at 8
     assert wait_for_metric_change(page, "GPU busy", before["GPU busy"]) == "46.2%"
@@ -64,18 +78,30 @@ def test_batching_slider_updates_chart(page):
 
 BAD_CONFIGS = [
     # (file content, text the error must contain)
-    (json.dumps({"hidden_size": 4096, "num_hidden_layers": -3, "num_attention_heads": 32, "vocab_size": 32000,
-                 "intermediate_size": 11008}), "num_hidden_layers"),
+    (
+        json.dumps(
+            {
+                "hidden_size": 4096,
+                "num_hidden_layers": -3,
+                "num_attention_heads": 32,
+                "vocab_size": 32000,
+                "intermediate_size": 11008,
+            }
+        ),
+        "num_hidden_layers",
+    ),
     (b'{"hidden_size": 4096, "num_hidden_la', "not valid JSON"),
 ]
 
 
 def _upload(page, name: str, content: str | bytes) -> None:
     uploader = page.locator('[data-testid="stSidebar"] [data-testid="stFileUploader"]').filter(
-        has=page.get_by_text("config.json", exact=True))
+        has=page.get_by_text("config.json", exact=True)
+    )
     data = content.encode() if isinstance(content, str) else content
     uploader.locator('input[type="file"]').set_input_files(
-        files=[{"name": name, "mimeType": "application/json", "buffer": data}])
+        files=[{"name": name, "mimeType": "application/json", "buffer": data}]
+    )
 
 
 def test_bad_config_upload_names_field_and_keeps_other_inputs(page):
@@ -89,10 +115,18 @@ def test_bad_config_upload_names_field_and_keeps_other_inputs(page):
         wait_idle(page)
         assert error.first.inner_text().startswith("config.json"), error.first.inner_text()
         # the user's other inputs stay, and the page keeps the last valid scenario
-        wait_for_value(page, page.locator('[data-testid="stSidebar"] input[aria-label="GPU"]'),
-                       "A100-80GB (80 GB)", "GPU after a bad upload")
-        wait_for_value(page, page.locator('[data-testid="stSidebar"] input[aria-label="Model"]'),
-                       "Upload or paste config.json", "Model after a bad upload")
+        wait_for_value(
+            page,
+            page.locator('[data-testid="stSidebar"] input[aria-label="GPU"]'),
+            "A100-80GB (80 GB)",
+            "GPU after a bad upload",
+        )
+        wait_for_value(
+            page,
+            page.locator('[data-testid="stSidebar"] input[aria-label="Model"]'),
+            "Upload or paste config.json",
+            "Model after a bad upload",
+        )
         assert metric_values(page)["Parameters"] == valid["Parameters"]
         assert not page.locator('[data-testid="stException"]').count()
     screenshot(page, "flow_bad_config_upload")
@@ -122,4 +156,4 @@ def test_every_page_renders_and_is_screenshotted(page):
 def test_server_logged_no_traceback(page, server_log):
     """Runs last: nothing the flows above did made the server log a traceback."""
     text = server_log.read_text()
-    assert "Traceback" not in text, text[text.index("Traceback"):][:3000]
+    assert "Traceback" not in text, text[text.index("Traceback") :][:3000]

@@ -4,6 +4,7 @@ Open the plan as a shared link on Capacity & cost, see replicas and $ on screen;
 same plan (target, SLO, replicas, $/h, whether the SLO holds, the p95 TTFT at the operating point); the share link
 reopens the same page with the same answer in a new session; TP 4 raises the GPUs field; no Deploy button.
 """
+
 from __future__ import annotations
 
 import csv
@@ -11,8 +12,8 @@ import io
 from urllib.parse import urlencode, urlsplit
 
 import pytest
-
 from browser_fixtures import metric_values, open_session, screenshot, sidebar_select, wait_for_value, wait_idle
+
 from planner.core.scenario import Scenario
 from planner.core.scenario_codec import to_query
 from planner.core.specs import Deployment
@@ -21,9 +22,14 @@ from planner.core.workload import SLO, TrafficSpec
 pytestmark = pytest.mark.browser
 
 SIDEBAR = '[data-testid="stSidebar"]'
-JOURNEY = Scenario(model="meta-llama/Llama-3.1-70B", gpu="A100-80GB",
-                   deployment=Deployment(num_gpus=4, tensor_parallel_size=4, max_model_len=8192),
-                   traffic=TrafficSpec(profile="chat"), target_rate=50.0, slo=SLO(ttft_p95_s=2.0, tpot_p95_s=0.1))
+JOURNEY = Scenario(
+    model="meta-llama/Llama-3.1-70B",
+    gpu="A100-80GB",
+    deployment=Deployment(num_gpus=4, tensor_parallel_size=4, max_model_len=8192),
+    traffic=TrafficSpec(profile="chat"),
+    target_rate=50.0,
+    slo=SLO(ttft_p95_s=2.0, tpot_p95_s=0.1),
+)
 
 
 def _csv_rows(page) -> dict[tuple[str, str], dict]:

@@ -5,6 +5,7 @@ session and see the same scenario (selectboxes and "Does it fit?" metrics), then
 save the scenario JSON, load it into a fresh session and see it restored; upload an oversized config.json and see
 the size limit named while the other inputs stay. Screenshots of these states go to artifacts/screenshots/.
 """
+
 from __future__ import annotations
 
 import csv
@@ -13,17 +14,24 @@ import json
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
+from browser_fixtures import (
+    metric_values,
+    open_session,
+    screenshot,
+    sidebar_select,
+    wait_for_metric_change,
+    wait_for_value,
+    wait_idle,
+)
 
-from browser_fixtures import (metric_values, open_session, screenshot, sidebar_select, wait_for_metric_change,
-                              wait_for_value, wait_idle)
 from planner.core.catalog import get_gpu, weight_precisions
 from planner.core.hf_config import MAX_CONFIG_BYTES
-from planner.memory.plan import plan_memory
-from planner.report import COLUMNS, report_rows, to_csv
 from planner.core.scenario import Scenario, resolve
 from planner.core.scenario_codec import from_json, from_query, to_query
 from planner.core.specs import Deployment
 from planner.core.workload import SLO, TrafficSpec
+from planner.memory.plan import plan_memory
+from planner.report import COLUMNS, report_rows, to_csv
 
 pytestmark = pytest.mark.browser
 
@@ -33,9 +41,15 @@ SHARE_EXPANDER = "Share or save this scenario"
 PROMPT_LABEL = "Prompt tokens"  # the sidebar's Workload and SLO (custom profile)
 # the shared link of test (b): every field off its default that the brief names; the request's 7,700 + 300 tokens
 # are the context every page sizes (8,000)
-SHARED = Scenario(model="mistralai/Mistral-7B-v0.1", gpu="L40S", deployment=Deployment(weights="fp8"),
-                  context_tokens=8000, traffic=TrafficSpec(profile="custom", prompt="fixed:7700", output="fixed:300"),
-                  target_rate=12.5, slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.08))
+SHARED = Scenario(
+    model="mistralai/Mistral-7B-v0.1",
+    gpu="L40S",
+    deployment=Deployment(weights="fp8"),
+    context_tokens=8000,
+    traffic=TrafficSpec(profile="custom", prompt="fixed:7700", output="fixed:300"),
+    target_rate=12.5,
+    slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.08),
+)
 
 
 # --- fixtures ---------------------------------------------------------------------------------------------------
@@ -43,6 +57,7 @@ SHARED = Scenario(model="mistralai/Mistral-7B-v0.1", gpu="L40S", deployment=Depl
 # one server and one Chromium for every browser module.
 
 # --- helpers ----------------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def open_page(browser):
@@ -74,8 +89,12 @@ def _query(page) -> dict[str, str]:
 def _wait_query(page, **expected: str) -> dict[str, str]:
     """Wait until the page URL's query string holds `expected` (the app rewrites it after each run)."""
     try:
-        page.wait_for_function("""exp => { const q = new URLSearchParams(window.location.search);
-            return Object.entries(exp).every(([k, v]) => q.get(k) === v); }""", arg=expected, timeout=10_000)
+        page.wait_for_function(
+            """exp => { const q = new URLSearchParams(window.location.search);
+            return Object.entries(exp).every(([k, v]) => q.get(k) === v); }""",
+            arg=expected,
+            timeout=10_000,
+        )
     except Exception:
         raise AssertionError(f"URL query never showed {expected}: {page.url}") from None
     return _query(page)
@@ -104,14 +123,16 @@ def _download(page, button) -> bytes:
 def _fit_metrics(s: Scenario) -> dict[str, str]:
     """What app_pages/fit.py shows for scenario `s`, computed by the planner (same formatting)."""
     plan = plan_memory(resolve(s))
-    return {"Parameters": f"{plan.params / 1e9:,.2f} B",
-            "Weights per GPU (GB)": f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB",
-            "KV per token": f"{plan.kv_bytes_per_token:,.0f} B",
-            "KV per request (GB)": f"{plan.kv_bytes_per_request / 1e9:,.3f} GB",
-            "Textbook: requests fit": f"{plan.textbook_max_requests:,}",
-            "vLLM: requests fit": f"{plan.paged_max_requests:,}",
-            "vLLM: max concurrency": f"{plan.max_concurrency:,.2f}x",
-            "vLLM KV pool per GPU (GiB)": f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB"}
+    return {
+        "Parameters": f"{plan.params / 1e9:,.2f} B",
+        "Weights per GPU (GB)": f"{plan.weight_bytes_per_gpu / 1e9:,.2f} GB",
+        "KV per token": f"{plan.kv_bytes_per_token:,.0f} B",
+        "KV per request (GB)": f"{plan.kv_bytes_per_request / 1e9:,.3f} GB",
+        "Textbook: requests fit": f"{plan.textbook_max_requests:,}",
+        "vLLM: requests fit": f"{plan.paged_max_requests:,}",
+        "vLLM: max concurrency": f"{plan.max_concurrency:,.2f}x",
+        "vLLM KV pool per GPU (GiB)": f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB",
+    }
 
 
 def _assert_fit_metrics(page, s: Scenario) -> None:
@@ -126,11 +147,13 @@ def _assert_sidebar_shows(page, s: Scenario) -> None:
     wait_for_value(page, _combobox(page, "GPU"), _gpu_label(s.gpu), "GPU")
     wait_for_value(page, _combobox(page, "Weights"), weight_precisions()[s.deployment.weights].label, "Weights")
     wait_for_value(page, _prompt_input(page), s.traffic.prompt.removeprefix("fixed:"), PROMPT_LABEL)
-    wait_for_value(page, page.locator(f'{SIDEBAR} input[aria-label="Target (req/s)"]'), f"{s.target_rate:.2f}",
-                   "Target")
+    wait_for_value(
+        page, page.locator(f'{SIDEBAR} input[aria-label="Target (req/s)"]'), f"{s.target_rate:.2f}", "Target"
+    )
 
 
 # --- (a) the sizing report CSV ------------------------------------------------------------------------------------
+
 
 def test_report_csv_download_matches_planner(page):
     sidebar_select(page, "GPU", "A100-80", _gpu_label("A100-80GB"))
@@ -147,9 +170,14 @@ def test_report_csv_download_matches_planner(page):
     assert got[("input: GPU", "gpu")]["value"] == "A100-80GB"
 
     expected = {(r.section, r.name): r for r in report_rows(scenario)}
-    for key in [("memory (textbook)", "kv_bytes_per_token"), ("memory (textbook)", "kv_bytes_per_request"),
-                ("memory (textbook)", "textbook_max_requests"), ("memory (textbook)", "textbook_max_requests_total"),
-                ("memory (vLLM)", "num_gpu_blocks"), ("memory (vLLM)", "fits")]:
+    for key in [
+        ("memory (textbook)", "kv_bytes_per_token"),
+        ("memory (textbook)", "kv_bytes_per_request"),
+        ("memory (textbook)", "textbook_max_requests"),
+        ("memory (textbook)", "textbook_max_requests_total"),
+        ("memory (vLLM)", "num_gpu_blocks"),
+        ("memory (vLLM)", "fits"),
+    ]:
         value = expected[key].value  # the CSV writes floats to 10 significant digits
         assert got[key]["value"] == (f"{value:.10g}" if isinstance(value, float) else str(value)), (key, got[key])
         assert got[key]["unit"] == expected[key].unit
@@ -159,6 +187,7 @@ def test_report_csv_download_matches_planner(page):
 
 
 # --- (b) a shared link ----------------------------------------------------------------------------------------
+
 
 def test_shared_link_restores_scenario_and_url_follows(open_page, app_url):
     pg = open_page(f"{app_url}/?{urlencode(to_query(SHARED))}")
@@ -183,6 +212,7 @@ def test_shared_link_restores_scenario_and_url_follows(open_page, app_url):
 
 # --- (c) save and load a scenario JSON --------------------------------------------------------------------------
 
+
 def test_saved_scenario_json_restores_in_fresh_session(page, open_page, app_url, tmp_path):
     sidebar_select(page, "GPU", "L40", _gpu_label("L40S"))
     sidebar_select(page, "Weights", "FP8", weight_precisions()["fp8"].label)
@@ -200,7 +230,8 @@ def test_saved_scenario_json_restores_in_fresh_session(page, open_page, app_url,
     default_fit = metric_values(fresh)
     box = _open_share_box(fresh)
     uploader = box.locator('[data-testid="stFileUploader"]').filter(
-        has=fresh.get_by_text("Load a saved scenario JSON", exact=True))
+        has=fresh.get_by_text("Load a saved scenario JSON", exact=True)
+    )
     uploader.locator('input[type="file"]').set_input_files(str(saved_path))
     wait_for_value(fresh, _combobox(fresh, "GPU"), _gpu_label("L40S"), "GPU after loading the saved JSON")
     wait_for_value(fresh, _combobox(fresh, "Weights"), weight_precisions()["fp8"].label, "Weights after loading")
@@ -213,13 +244,21 @@ def test_saved_scenario_json_restores_in_fresh_session(page, open_page, app_url,
 
 # --- (d) an oversized config.json -----------------------------------------------------------------------------
 
+
 def test_oversized_config_upload_names_limit_and_keeps_inputs(page, tmp_path):
     sidebar_select(page, "GPU", "L40", _gpu_label("L40S"))
     sidebar_select(page, "Model", "Upload or paste", "Upload or paste config.json")
     valid = metric_values(page)
     # valid JSON, a real config padded just past the cap
-    real = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-            "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192}
+    real = {
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "intermediate_size": 14336,
+        "vocab_size": 128256,
+        "max_position_embeddings": 8192,
+    }
     pad = MAX_CONFIG_BYTES + 10 - len(json.dumps({**real, "padding": ""}))
     big = tmp_path / "config.json"
     big.write_text(json.dumps({**real, "padding": "x" * pad}))
@@ -228,7 +267,8 @@ def test_oversized_config_upload_names_limit_and_keeps_inputs(page, tmp_path):
     json.loads(big.read_text())
 
     uploader = page.locator(f'{SIDEBAR} [data-testid="stFileUploader"]').filter(
-        has=page.get_by_text("config.json", exact=True))
+        has=page.get_by_text("config.json", exact=True)
+    )
     uploader.locator('input[type="file"]').set_input_files(str(big))
     error = page.locator(SIDEBAR_ERROR).filter(has_text=f"{MAX_CONFIG_BYTES:,}")
     error.first.wait_for()
@@ -246,4 +286,4 @@ def test_oversized_config_upload_names_limit_and_keeps_inputs(page, tmp_path):
 def test_server_logged_no_traceback(page, server_log):
     """Runs last: nothing the flows above did made this module's server log a traceback."""
     text = server_log.read_text()
-    assert "Traceback" not in text, text[text.index("Traceback"):][:3000]
+    assert "Traceback" not in text, text[text.index("Traceback") :][:3000]

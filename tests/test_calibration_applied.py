@@ -1,12 +1,14 @@
 """A user's calibration (fitted on the Validation page) travels in the scenario and changes every prediction."""
+
 from __future__ import annotations
 
 from apptest_helpers import app
+
+from planner.core.scenario import Calibration, Scenario, resolve
+from planner.core.scenario_codec import from_json, to_json
 from planner.latency.efficiency import choose_profile
 from planner.latency.metrics import estimate
 from planner.latency.perf_model import PerfModel
-from planner.core.scenario import Calibration, Scenario, resolve
-from planner.core.scenario_codec import from_json, to_json
 
 BASE = choose_profile("vllm", "hopper").profile
 SLOW = BASE.model_copy(update={"memory_efficiency": BASE.memory_efficiency / 2, "step_overhead_s": 0.005})
@@ -35,7 +37,9 @@ def test_a_saved_scenario_keeps_its_calibration():
 
 
 def test_the_sidebar_puts_the_stored_calibration_into_the_scenario():
-    at = app(calibration_profile=SLOW, calibration_target={"engine": "vllm", "gpu_family": "hopper",
-                                                           "source": "my_bench.json"})
+    at = app(
+        calibration_profile=SLOW,
+        calibration_target={"engine": "vllm", "gpu_family": "hopper", "source": "my_bench.json"},
+    )
     assert not at.exception
     assert at.session_state["scenario"].calibration == CAL

@@ -1,16 +1,23 @@
 """planner.capacity.replicas: the search brackets and converges, more hardware never lowers capacity, replicas and cost by
 hand, determinism."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from planner.capacity.replicas import (bracket_and_bisect, capacity_plan, cost_for, find_capacity, replicas_for,
-                                      workload_at)
-from planner.core.workload import SLO, TrafficSpec
+from planner.capacity.replicas import (
+    bracket_and_bisect,
+    capacity_plan,
+    cost_for,
+    find_capacity,
+    replicas_for,
+    workload_at,
+)
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
+from planner.core.workload import SLO, TrafficSpec
 
 TRAFFIC = TrafficSpec(profile="custom", prompt="fixed:1000", output="fixed:200", num_requests=600)
 R = resolve(Scenario())  # Llama-3.1-8B BF16 on one H100-SXM
@@ -59,8 +66,10 @@ def test_tighter_slo_lowers_capacity_and_impossible_slo_gives_zero():
 @pytest.mark.parametrize("small,big", [("A100-40GB", "A100-80GB"), ("H100-SXM", "H200")])
 def test_more_gpu_memory_or_bandwidth_never_lowers_capacity(small, big):
     """A100-80GB: 2x memory and 2,039 vs 1,555 GB/s; H200: 141 GB and 4.8 TB/s vs H100's 80 GB and 3.35 TB/s."""
-    caps = [find_capacity(resolve(Scenario(gpu=g, deployment={"max_model_len": 8192})), TRAFFIC).max_rate_per_replica
-            for g in (small, big)]
+    caps = [
+        find_capacity(resolve(Scenario(gpu=g, deployment={"max_model_len": 8192})), TRAFFIC).max_rate_per_replica
+        for g in (small, big)
+    ]
     assert caps[1] >= caps[0] * 0.98  # within the search tolerance
 
 

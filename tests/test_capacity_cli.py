@@ -1,4 +1,5 @@
 """`python -m planner capacity` and `recommend`: the JSON contract keys and the exit-2 cases."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,21 @@ def run_json(capsys, argv: list[str]) -> dict:
 
 
 def test_capacity_contract(capsys):
-    out = run_json(capsys, ["capacity", "--target-rate", "30", "--slo-ttft-p95", "1.5", "--slo-tpot-p95", "0.05",
-                            "--price", "H100-SXM=2.0"] + FAST)
+    out = run_json(
+        capsys,
+        [
+            "capacity",
+            "--target-rate",
+            "30",
+            "--slo-ttft-p95",
+            "1.5",
+            "--slo-tpot-p95",
+            "0.05",
+            "--price",
+            "H100-SXM=2.0",
+        ]
+        + FAST,
+    )
     for key in ("max_rate_per_replica", "replicas", "usd_per_hour", "usd_per_million_output_tokens"):
         assert out[key] is not None, key
     assert out["usd_per_hour"] == pytest.approx(out["replicas"] * 2.0)
@@ -30,34 +44,48 @@ def test_capacity_text(capsys):
 
 
 def test_recommend_contract(capsys):
-    out = run_json(capsys, ["recommend", "--target-rate", "20", "--gpus", "H100-SXM,l40s", "--tps", "1,2",
-                            "--workers", "1"] + FAST)
+    out = run_json(
+        capsys, ["recommend", "--target-rate", "20", "--gpus", "H100-SXM,l40s", "--tps", "1,2", "--workers", "1"] + FAST
+    )
     opts = out["options"]
     assert out["num_options"] == len(opts) >= 4
-    for key in ("gpu", "num_gpus", "tp", "weights", "max_rate_per_replica", "replicas", "usd_per_hour",
-                "usd_per_million_output_tokens", "ttft_p95_s", "tpot_p95_s"):
+    for key in (
+        "gpu",
+        "num_gpus",
+        "tp",
+        "weights",
+        "max_rate_per_replica",
+        "replicas",
+        "usd_per_hour",
+        "usd_per_million_output_tokens",
+        "ttft_p95_s",
+        "tpot_p95_s",
+    ):
         assert key in opts[0], key
     costs = [o["usd_per_hour"] for o in opts if o["feasible"]]
     assert costs == sorted(costs) and [o["rank"] for o in opts] == list(range(1, len(opts) + 1))
 
 
-@pytest.mark.parametrize("argv", [
-    ["capacity", "--target-rate", "0"],
-    ["capacity", "--target-rate", "-3"],
-    ["capacity", "--target-rate", "10", "--slo-ttft-p95", "0"],
-    ["capacity", "--target-rate", "10", "--slo-tpot-p95", "-1"],
-    ["capacity", "--target-rate", "10", "--price", "H100-SXM"],
-    ["capacity", "--target-rate", "10", "--price", "NOPE=1"],
-    ["capacity", "--target-rate", "10", "--price", "H100-SXM=abc"],
-    ["capacity", "--target-rate", "10", "--headroom", "0.5"],
-    ["capacity", "--target-rate", "10", "--profile", "chat", "--input-tokens", "100"],  # trace lengths
-    ["capacity", "--target-rate", "10", "--num-requests", "10"],
-    ["capacity", "--target-rate", "10", "--gpu", "NOPE"],
-    ["capacity"],  # --target-rate is required
-    ["recommend", "--target-rate", "10", "--gpus", "NOPE"],
-    ["recommend", "--target-rate", "10", "--tps", "a,b"],
-    ["recommend", "--target-rate", "10", "--workers", "0"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["capacity", "--target-rate", "0"],
+        ["capacity", "--target-rate", "-3"],
+        ["capacity", "--target-rate", "10", "--slo-ttft-p95", "0"],
+        ["capacity", "--target-rate", "10", "--slo-tpot-p95", "-1"],
+        ["capacity", "--target-rate", "10", "--price", "H100-SXM"],
+        ["capacity", "--target-rate", "10", "--price", "NOPE=1"],
+        ["capacity", "--target-rate", "10", "--price", "H100-SXM=abc"],
+        ["capacity", "--target-rate", "10", "--headroom", "0.5"],
+        ["capacity", "--target-rate", "10", "--profile", "chat", "--input-tokens", "100"],  # trace lengths
+        ["capacity", "--target-rate", "10", "--num-requests", "10"],
+        ["capacity", "--target-rate", "10", "--gpu", "NOPE"],
+        ["capacity"],  # --target-rate is required
+        ["recommend", "--target-rate", "10", "--gpus", "NOPE"],
+        ["recommend", "--target-rate", "10", "--tps", "a,b"],
+        ["recommend", "--target-rate", "10", "--workers", "0"],
+    ],
+)
 def test_bad_input_exits_2_with_one_line(capsys, argv):
     with pytest.raises(SystemExit) as exc:
         raise SystemExit(main(argv))
@@ -68,8 +96,20 @@ def test_bad_input_exits_2_with_one_line(capsys, argv):
 
 def test_explicit_lengths_imply_the_custom_profile(capsys):
     # issue 14: `capacity --input-tokens 1000 --output-tokens 200` used to fail with "applies only to --profile custom"
-    out = run_json(capsys, ["capacity", "--target-rate", "10", "--input-tokens", "1000", "--output-tokens", "200",
-                            "--num-requests", "200"])
+    out = run_json(
+        capsys,
+        [
+            "capacity",
+            "--target-rate",
+            "10",
+            "--input-tokens",
+            "1000",
+            "--output-tokens",
+            "200",
+            "--num-requests",
+            "200",
+        ],
+    )
     assert out["mean_prompt_tokens"] == 1000 and out["mean_output_tokens"] == 200
     assert out["max_rate_per_replica"] > 0
     assert out["saturated_rps"] is None  # 200 such requests all fit in one batch: the queue never builds

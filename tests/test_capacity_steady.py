@@ -1,4 +1,5 @@
 """Steady-state capacity (issue 14): one verdict for capacity, recommend and the knee; no run-length bias."""
+
 from __future__ import annotations
 
 import pytest
@@ -37,8 +38,10 @@ def test_capacity_does_not_depend_on_the_run_length_for_synthetic_traffic(prompt
     # the same length distribution, 1,000 vs 8,000 requests (measured: 17.21 vs 16.63 and 11.78 vs 11.71 req/s).
     # (Trace profiles take a different window of the trace for each length, e.g. the code trace's p95 prompt is
     # 6,233 tokens in 1,000 requests and 7,315 in 8,000: that moves a TTFT-bound capacity by ~11%.)
-    short, long = (find_capacity(R, TrafficSpec(profile="custom", prompt=prompt, output=output, num_requests=n))
-                   for n in (1000, 8000))
+    short, long = (
+        find_capacity(R, TrafficSpec(profile="custom", prompt=prompt, output=output, num_requests=n))
+        for n in (1000, 8000)
+    )
     assert short.max_rate_per_replica == pytest.approx(long.max_rate_per_replica, rel=0.05)
 
 

@@ -1,4 +1,5 @@
 """Catalogues: every required entry present, every figure sourced, bad entries named by file, entry and field."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,8 +7,23 @@ import pytest
 from planner.core.catalog import get_gpu, gpus, kv_precisions, load_gpus, weight_precisions
 from planner.core.errors import InputError
 
-REQUIRED_GPUS = ["A100-40GB", "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "L4", "L40S", "A10G", "T4",
-                 "RTX-4090", "RTX-3090", "RTX-6000-Ada", "A40", "MI300X"]
+REQUIRED_GPUS = [
+    "A100-40GB",
+    "A100-80GB",
+    "H100-SXM",
+    "H100-PCIe",
+    "H200",
+    "B200",
+    "L4",
+    "L40S",
+    "A10G",
+    "T4",
+    "RTX-4090",
+    "RTX-3090",
+    "RTX-6000-Ada",
+    "A40",
+    "MI300X",
+]
 WEIGHT_IDS = "fp32 fp16 bf16 fp8 int8 gptq-int4 gptq-int8 awq-int4 nf4 q8_0 q6_k q5_k_m q4_k_m q3_k_m q2_k".split()
 
 
@@ -48,12 +64,15 @@ gpus:
 """
 
 
-@pytest.mark.parametrize("edit, field", [
-    (("hbm_bandwidth_gb_s: 3000", "hbm_bandwidth_gb_s: -1"), "X1: hbm_bandwidth_gb_s"),
-    (("tflops_fp16: 900", "tflops_fp16: fast"), "X1: tflops_fp16"),
-    (("    family: hopper", "    family: hopper\n    colour: green"), "X1: colour"),
-    (("    memory_gb: 80\n", ""), "X1: memory_gb"),
-])
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (("hbm_bandwidth_gb_s: 3000", "hbm_bandwidth_gb_s: -1"), "X1: hbm_bandwidth_gb_s"),
+        (("tflops_fp16: 900", "tflops_fp16: fast"), "X1: tflops_fp16"),
+        (("    family: hopper", "    family: hopper\n    colour: green"), "X1: colour"),
+        (("    memory_gb: 80\n", ""), "X1: memory_gb"),
+    ],
+)
 def test_bad_entry_names_file_entry_and_field(tmp_path, edit, field):
     path = tmp_path / "gpus.yaml"
     path.write_text(GOOD.replace(*edit))

@@ -1,5 +1,6 @@
 """The CLI imports only the chosen subcommand: `memory` never loads pandas, numpy or the simulator; the lazy table
 of subcommands matches what the modules register; `servingplan app` finds the app script."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,14 +21,17 @@ HEAVY = ("pandas", "numpy", "planner.sim", "planner.batching", "planner.capacity
 
 # A fresh interpreter runs the CLI, then lists every module it imported (sys.modules: unlike -X importtime, this
 # also sees the subcommand modules that importlib.import_module loads).
-_LIST_IMPORTS = ("import sys\nfrom planner.cli import main\ntry:\n    sys.exit(main(sys.argv[1:]))\n"
-                 "finally:\n    print('MODULES', *sorted(sys.modules), file=sys.stderr)")
+_LIST_IMPORTS = (
+    "import sys\nfrom planner.cli import main\ntry:\n    sys.exit(main(sys.argv[1:]))\n"
+    "finally:\n    print('MODULES', *sorted(sys.modules), file=sys.stderr)"
+)
 
 
 def imported_modules(*argv: str) -> set[str]:
     """Every module `servingplan ARGV` has imported by the time it exits."""
-    proc = subprocess.run([sys.executable, "-c", _LIST_IMPORTS, *argv], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", _LIST_IMPORTS, *argv], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     listing = next(line for line in proc.stderr.splitlines() if line.startswith("MODULES "))
     return set(listing.split()[1:])
@@ -38,8 +42,9 @@ def test_memory_imports_no_pandas_numpy_or_simulator():
     assert "planner.cli.memory_cmd" in modules  # the parse is real: the subcommand ran
     heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY))
     assert heavy == []
-    assert not any(m.startswith("planner.cli.") and m.endswith("_cmd") and m != "planner.cli.memory_cmd"
-                   for m in modules)
+    assert not any(
+        m.startswith("planner.cli.") and m.endswith("_cmd") and m != "planner.cli.memory_cmd" for m in modules
+    )
 
 
 def test_top_level_help_imports_no_subcommand():

@@ -1,6 +1,7 @@
 """Continuous batching at concurrency B (planner.latency.continuous): what vllm bench serve --max-concurrency B
 measures. Checks: B = 1 is the single request alone; the closed loop against a long open simulation of the same
 scheduler; mixed steps slow decodes; max_num_seqs binds; bad input names the flag."""
+
 from __future__ import annotations
 
 import pytest
@@ -58,8 +59,9 @@ def test_max_num_seqs_binds_and_says_so():
     assert c.ttft_s > continuous(r, 16, 1000, 200).ttft_s  # the other 16 wait in the queue
 
 
-@pytest.mark.parametrize("args, field", [((0, 100, 10), "concurrency"), ((4, 8000, 500), "input_tokens"),
-                                         ((4, 0, 10), "input_tokens")])
+@pytest.mark.parametrize(
+    "args, field", [((0, 100, 10), "concurrency"), ((4, 8000, 500), "input_tokens"), ((4, 0, 10), "input_tokens")]
+)
 def test_bad_input_names_the_field(args, field):
     with pytest.raises(InputError) as err:
         continuous(R, *args)

@@ -1,5 +1,6 @@
 """Disaggregated prefill/decode (planner.capacity.disagg): KV transfer by hand, the never-cheaper rule, the CLI
 contract, and DistServe's published numbers (Zhong et al., OSDI'24, arXiv 2401.09670)."""
+
 from __future__ import annotations
 
 import json
@@ -19,12 +20,35 @@ from planner.sim.serving import run_serving
 
 LONG = TrafficSpec(profile="custom", prompt="fixed:8000", output="fixed:300", num_requests=200)
 # OPT-13B / OPT-66B as DistServe serves them (facebook/opt-* config.json: ReLU MLP, LayerNorm, biases, tied vocab)
-OPT13 = ModelSpec(name="facebook/opt-13b", model_type="opt", hidden_size=5120, num_layers=40, num_attention_heads=40,
-                  num_kv_heads=40, head_dim=128, intermediate_size=20480, vocab_size=50272,
-                  max_position_embeddings=2048, tie_word_embeddings=True, mlp_kind="plain", norm_kind="layer",
-                  qkv_bias=True, o_bias=True, mlp_bias=True, torch_dtype="float16")
-OPT66 = OPT13.model_copy(update={"name": "facebook/opt-66b", "hidden_size": 9216, "num_layers": 64,
-                                 "num_attention_heads": 72, "num_kv_heads": 72, "intermediate_size": 36864})
+OPT13 = ModelSpec(
+    name="facebook/opt-13b",
+    model_type="opt",
+    hidden_size=5120,
+    num_layers=40,
+    num_attention_heads=40,
+    num_kv_heads=40,
+    head_dim=128,
+    intermediate_size=20480,
+    vocab_size=50272,
+    max_position_embeddings=2048,
+    tie_word_embeddings=True,
+    mlp_kind="plain",
+    norm_kind="layer",
+    qkv_bias=True,
+    o_bias=True,
+    mlp_bias=True,
+    torch_dtype="float16",
+)
+OPT66 = OPT13.model_copy(
+    update={
+        "name": "facebook/opt-66b",
+        "hidden_size": 9216,
+        "num_layers": 64,
+        "num_attention_heads": 72,
+        "num_kv_heads": 72,
+        "intermediate_size": 36864,
+    }
+)
 
 
 def _r(model="meta-llama/Llama-3.1-70B", gpu="H100-SXM", spec=None, **dep):
@@ -49,8 +73,15 @@ def test_distserve_kv_size_and_bandwidth_for_opt_66b():
     # DistServe §3.3: "the KV cache size of a single 512-token request on OPT-66B is approximately 1.13GB ...
     # an average arrival rate of 10 rps ... 90Gbps". 2 × 64 × 9,216 × 2 B × 512 = 1,207,959,552 B = 1.125 GiB;
     # × 10/s × 8 bit = 90.0 Gibit/s. The paper counts in powers of two; we match both figures within 0.5%.
-    r = _r(spec=OPT66, model=OPT66.name, gpu="A100-80GB", num_gpus=4, tensor_parallel_size=4, weights="fp16",
-           max_model_len=2048)
+    r = _r(
+        spec=OPT66,
+        model=OPT66.name,
+        gpu="A100-80GB",
+        num_gpus=4,
+        tensor_parallel_size=4,
+        weights="fp16",
+        max_model_len=2048,
+    )
     one_gb_s = kv_link(r, gb_s=1.0, latency_s=0.0)
     kv = float(kv_transfer_s(r, 512, one_gb_s)) * 1e9  # seconds at 1 GB/s = bytes / 1e9
     assert kv == 1_207_959_552
@@ -74,8 +105,9 @@ def test_opt13b_prefill_time_against_distserve_profile():
     # + 7.12e-6 × 512² = 72.1 ms for one 512-token prompt. DistServe runs its own C++ engine (SwiftTransformer,
     # cuBLAS GEMMs); the nearest profile is TensorRT-LLM's: 68.1 ms, −5.6%. (The vLLM/ampere profile, whose A100
     # points are decode-heavy, gives 94.1 ms, +30%: an out-of-sample prefill miss stated in the README.)
-    pm = PerfModel(_r(spec=OPT13, model=OPT13.name, gpu="A100-80GB", weights="fp16", max_model_len=2048),
-                   engine="tensorrt-llm")
+    pm = PerfModel(
+        _r(spec=OPT13, model=OPT13.name, gpu="A100-80GB", weights="fp16", max_model_len=2048), engine="tensorrt-llm"
+    )
     distserve_ms = 18.10254647486372 + 0.1019122572698738 * 512 + 7.122264314252114e-06 * 512**2
     assert float(pm.prefill(1, 512).total_s) * 1e3 == pytest.approx(distserve_ms, rel=0.10)
 
@@ -84,8 +116,9 @@ def test_opt13b_prefill_time_against_distserve_profile():
 def test_prefill_pool_queueing_matches_distserve_m_d_1(rho):
     # DistServe §3.1 Eq. 1: one prefill instance, Poisson rate R, prompts of one length served one at a time in D:
     # mean TTFT = D + R D² / (2 (1 − R D)) (M/D/1). ρ = R D = 0.5 -> 1.5 D; 0.8 -> 3 D. Within 10% over 3,000 requests.
-    r = _r(spec=OPT13, model=OPT13.name, gpu="A100-80GB", weights="fp16", max_model_len=2048,
-           max_num_batched_tokens=512)  # one 512-token prompt per step
+    r = _r(
+        spec=OPT13, model=OPT13.name, gpu="A100-80GB", weights="fp16", max_model_len=2048, max_num_batched_tokens=512
+    )  # one 512-token prompt per step
     traffic = TrafficSpec(profile="custom", prompt="fixed:512", output="fixed:64", num_requests=3000, seed=1)
     d = float(np.nanmean(latencies(run_serving(r, _prefill_workload(traffic, 0.01)))["ttft_s"]))  # no queueing
     rate = rho / d
@@ -95,8 +128,9 @@ def test_prefill_pool_queueing_matches_distserve_m_d_1(rho):
 
 def test_never_cheaper_when_the_kv_transfer_alone_exceeds_the_ttft_target():
     # 8,000-token prompts × 327,680 B = 2.62 GB over a 1 GB/s link: 2.62 s > the 2 s TTFT target
-    s = Scenario(model="meta-llama/Llama-3.1-70B", gpu="H100-SXM",
-                 deployment=Deployment(weights="bf16", max_model_len=32768))
+    s = Scenario(
+        model="meta-llama/Llama-3.1-70B", gpu="H100-SXM", deployment=Deployment(weights="bf16", max_model_len=32768)
+    )
     plan = disagg_plan(s, 5.0, LONG, SLO(ttft_p95_s=2.0, tpot_p95_s=0.05), link_gb_s=1.0, compare=False)
     assert plan.prefill is None and not plan.feasible and not plan.cheaper
     assert all("KV transfer" in c.reason for c in plan.prefill_options)
@@ -105,9 +139,30 @@ def test_never_cheaper_when_the_kv_transfer_alone_exceeds_the_ttft_target():
 
 
 def test_llama70b_long_prompts_disagg_cli_contract(capsys):
-    args = ["disagg", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "H100-SXM", "--max-model-len", "32768",
-            "--profile", "custom", "--input-tokens", "8000", "--output-tokens", "300", "--num-requests", "200",
-            "--target-rate", "10", "--slo-ttft-p95", "2", "--slo-tpot-p95", "0.05", "--json"]
+    args = [
+        "disagg",
+        "--model",
+        "meta-llama/Llama-3.1-70B",
+        "--gpu",
+        "H100-SXM",
+        "--max-model-len",
+        "32768",
+        "--profile",
+        "custom",
+        "--input-tokens",
+        "8000",
+        "--output-tokens",
+        "300",
+        "--num-requests",
+        "200",
+        "--target-rate",
+        "10",
+        "--slo-ttft-p95",
+        "2",
+        "--slo-tpot-p95",
+        "0.05",
+        "--json",
+    ]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
     for pool in ("prefill", "decode"):
@@ -125,6 +180,7 @@ def test_llama70b_long_prompts_disagg_cli_contract(capsys):
 def test_walkthrough_when_to_disaggregate():
     from planner.teaching.disagg_walkthrough import DisaggInputs
     from planner.teaching.walkthroughs import run_walkthrough
+
     s = {x.number: x for x in run_walkthrough("disaggregation")}
     assert s["1"].result == "419.4 MB"  # 512 × 819,200 B (OPT-13B: 2 × 40 × 5,120 × 2)
     assert s["2"].result == "8.40 ms"  # 419.43 MB / 50 GB/s + 0.01 ms
@@ -136,10 +192,37 @@ def test_walkthrough_when_to_disaggregate():
 
 
 def test_recommend_ranks_disaggregated_options_with_the_rest(capsys):
-    args = ["recommend", "--model", "meta-llama/Llama-3.1-70B", "--gpus", "H100-SXM", "--precisions", "bf16",
-            "--tps", "4,8", "--max-model-len", "32768", "--profile", "custom", "--input-tokens", "8000",
-            "--output-tokens", "300", "--num-requests", "200", "--target-rate", "10", "--slo-ttft-p95", "2",
-            "--slo-tpot-p95", "0.05", "--workers", "1", "--disagg", "--json"]
+    args = [
+        "recommend",
+        "--model",
+        "meta-llama/Llama-3.1-70B",
+        "--gpus",
+        "H100-SXM",
+        "--precisions",
+        "bf16",
+        "--tps",
+        "4,8",
+        "--max-model-len",
+        "32768",
+        "--profile",
+        "custom",
+        "--input-tokens",
+        "8000",
+        "--output-tokens",
+        "300",
+        "--num-requests",
+        "200",
+        "--target-rate",
+        "10",
+        "--slo-ttft-p95",
+        "2",
+        "--slo-tpot-p95",
+        "0.05",
+        "--workers",
+        "1",
+        "--disagg",
+        "--json",
+    ]
     assert main(args) == 0
     rows = json.loads(capsys.readouterr().out)["options"]
     disagg = [r for r in rows if r.get("disaggregated")]
@@ -153,12 +236,13 @@ def test_recommend_ranks_disaggregated_options_with_the_rest(capsys):
 
 def test_decode_pool_is_littles_law_at_the_largest_batch_within_the_tpot_target():
     from planner.capacity.disagg_pools import decode_capacity, decode_step_s, decode_tpot_at
+
     r = _r(num_gpus=8, tensor_parallel_size=8)
     slo = SLO(ttft_p95_s=2.0, tpot_p95_s=0.03)
     cap = decode_capacity(r, 8000, 300, slo, "vllm")
     pm = PerfModel(r)
     n, ctx = cap.batch, 8000 + 150  # mean context while decoding: prompt + output / 2
-    p95 = lambda k: decode_step_s(pm, k + 1.645 * k ** 0.5, ctx)  # noqa: E731
+    p95 = lambda k: decode_step_s(pm, k + 1.645 * k**0.5, ctx)  # noqa: E731
     assert p95(n) <= 0.03 < p95(n + 1)  # the largest batch whose p95 step meets the target
     # Little's law: n requests each decoding 299 steps of t(n): λ = n / (299 × t(n))
     assert cap.max_rate_per_instance == pytest.approx(n / (299 * decode_step_s(pm, n, ctx)))
@@ -168,6 +252,7 @@ def test_decode_pool_is_littles_law_at_the_largest_batch_within_the_tpot_target(
 
 def test_layerwise_transfer_hides_behind_the_prefill():
     from planner.capacity.disagg_pools import visible_transfer_s
+
     r = _r(num_gpus=8, tensor_parallel_size=8)
     pm = PerfModel(r)
     prefill = float(pm.prefill(1, 8000).total_s)
@@ -178,8 +263,8 @@ def test_layerwise_transfer_hides_behind_the_prefill():
     assert float(visible_transfer_s(r, 8000, slow, pm)) == pytest.approx(t - prefill * 79 / 80)
     assert float(visible_transfer_s(r, 8000, kv_link(r, gb_s=1.0), pm)) == pytest.approx(t)  # sent after
     # the rule holds with overlap too: the whole transfer precedes the first decoded token
-    s = Scenario(model="meta-llama/Llama-3.1-70B", gpu="H100-SXM",
-                 deployment=Deployment(weights="bf16", max_model_len=32768))
-    plan = disagg_plan(s, 5.0, LONG, SLO(ttft_p95_s=2.0, tpot_p95_s=0.05), link_gb_s=1.0, compare=False,
-                       layerwise=True)
+    s = Scenario(
+        model="meta-llama/Llama-3.1-70B", gpu="H100-SXM", deployment=Deployment(weights="bf16", max_model_len=32768)
+    )
+    plan = disagg_plan(s, 5.0, LONG, SLO(ttft_p95_s=2.0, tpot_p95_s=0.05), link_gb_s=1.0, compare=False, layerwise=True)
     assert not plan.feasible and not plan.cheaper

@@ -1,4 +1,5 @@
 """`python -m planner estimate`: the JSON contract, the text output and the memory-limit error."""
+
 from __future__ import annotations
 
 import json
@@ -6,14 +7,33 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
+
 from planner.cli import main
 
-KEYS = {"prefill_s", "ttft_s", "tpot_s", "e2e_s", "tokens_per_s_per_user", "throughput_tokens_per_s", "bound",
-        "step_time_breakdown"}
-ARGS = ["estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--batch", "32",
-        "--input-tokens", "2000", "--output-tokens", "300"]
+KEYS = {
+    "prefill_s",
+    "ttft_s",
+    "tpot_s",
+    "e2e_s",
+    "tokens_per_s_per_user",
+    "throughput_tokens_per_s",
+    "bound",
+    "step_time_breakdown",
+}
+ARGS = [
+    "estimate",
+    "--model",
+    "meta-llama/Llama-3.1-8B",
+    "--gpu",
+    "H100-SXM",
+    "--batch",
+    "32",
+    "--input-tokens",
+    "2000",
+    "--output-tokens",
+    "300",
+]
 
 
 def run_json(capsys, argv) -> dict:
@@ -69,8 +89,19 @@ def test_text_output_via_module():
 
 
 def test_batch_is_capped_at_max_num_seqs_and_says_so(capsys):
-    argv = ["estimate", "--gpu", "H100-SXM", "--batch", "64", "--max-num-seqs", "16", "--input-tokens", "500",
-            "--output-tokens", "100"]
+    argv = [
+        "estimate",
+        "--gpu",
+        "H100-SXM",
+        "--batch",
+        "64",
+        "--max-num-seqs",
+        "16",
+        "--input-tokens",
+        "500",
+        "--output-tokens",
+        "100",
+    ]
     out = run_json(capsys, argv)
     assert out["batch"] == 16 and out["requested_batch"] == 64 and out["batch_capped_by_max_num_seqs"]
     assert main(argv) == 0

@@ -1,11 +1,12 @@
 """scripts/fit_efficiency.py reproduces data/efficiency.yaml byte for byte (the fit is deterministic; ~4 min)."""
+
 from __future__ import annotations
 
 import sys
 
 import pytest
-
 from conftest import ROOT
+
 from planner.latency.efficiency import EFFICIENCY_PATH
 
 

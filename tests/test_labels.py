@@ -1,9 +1,10 @@
 """Errors name fields at the edges: the engine raises field names, the CLI prints the flag, the UI the widget label."""
+
 from __future__ import annotations
 
 import pytest
-
 from apptest_helpers import app
+
 from planner.cli.flags import FIELD_FLAGS, flag_for
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve

@@ -1,4 +1,5 @@
 """Primer §2 and §5 worked numbers in "given rates" mode, pinned exactly."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Latency model v2 (issue 15): physical terms, engines, monotonicity, statuses and free-text calibration rows."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,8 +14,15 @@ from planner.accuracy.validation import points_table
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.latency.efficiency import ENGINES, profiles
-from planner.latency.engines import (allreduce_s, engine_supports, engines, kv_pool_bytes, llamacpp_slots,
-                                     scheduler_policy, sglang_mem_fraction_static)
+from planner.latency.engines import (
+    allreduce_s,
+    engine_supports,
+    engines,
+    kv_pool_bytes,
+    llamacpp_slots,
+    scheduler_policy,
+    sglang_mem_fraction_static,
+)
 from planner.latency.perf_model import PerfModel
 
 GIB = 2**30
@@ -29,8 +37,12 @@ def resolved(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", tp=1, weights="bf1
 def test_every_engine_has_a_profile_policy_and_memory_rule():
     assert set(ENGINES) <= set(engines()) and set(ENGINES) <= set(profiles())
     assert {e: scheduler_policy(e) for e in ENGINES} == {
-        "vllm": "vllm-v1", "sglang": "sglang", "tensorrt-llm": "guaranteed-no-evict", "llama.cpp": "static-slots",
-        "lmdeploy": "guaranteed-no-evict"}
+        "vllm": "vllm-v1",
+        "sglang": "sglang",
+        "tensorrt-llm": "guaranteed-no-evict",
+        "llama.cpp": "static-slots",
+        "lmdeploy": "guaranteed-no-evict",
+    }
     assert all(e.source for e in engines().values())
 
 
@@ -73,7 +85,8 @@ def test_allreduce_one_shot_matches_vllm_pr_24532():
     assert ring == pytest.approx(21e-6, rel=0.25)
     # PCIe beyond TP 2 is not fully connected: vLLM falls back to NCCL
     assert allreduce_s("custom", 4, 0.5e6, 7e-6, 32e9, "PCIe 4.0 x16") == pytest.approx(
-        allreduce_s("nccl", 4, 0.5e6, 7e-6, 32e9, "PCIe 4.0 x16"))
+        allreduce_s("nccl", 4, 0.5e6, 7e-6, 32e9, "PCIe 4.0 x16")
+    )
 
 
 # -- the step-time terms ----------------------------------------------------------------------------------------------
@@ -91,8 +104,9 @@ def test_mla_decode_uses_absorbed_weights():
     pre = pm.step(2, 1, 1000, 1000)  # same pairs, not a pure decode step: expanded form
     per_pair_decode = 2 * m.num_attention_heads * (2 * 512 + 64) * m.num_layers
     per_pair_prefill = 2 * m.num_attention_heads * (128 + 64 + 128) * m.num_layers
-    assert (dec.flops - pre.flops) == pytest.approx(1000 * (per_pair_decode - per_pair_prefill)
-                                                    - pm.flops_per_token - pm.expert_flops_per_token, rel=1e-6)
+    assert (dec.flops - pre.flops) == pytest.approx(
+        1000 * (per_pair_decode - per_pair_prefill) - pm.flops_per_token - pm.expert_flops_per_token, rel=1e-6
+    )
 
 
 def test_weight_only_int4_reads_at_the_quantized_kernel_efficiency():
@@ -111,9 +125,16 @@ def test_tensorrt_llm_faster_than_vllm_at_batch_1_on_8b_h100():
 
 
 # -- properties ------------------------------------------------------------------------------------------------------
-SCEN = st.sampled_from([("meta-llama/Llama-3.1-8B", "H100-SXM", 1), ("meta-llama/Llama-3.1-70B", "A100-80GB", 4),
-                        ("mistralai/Mixtral-8x7B-v0.1", "H100-SXM", 2), ("deepseek-ai/DeepSeek-V2-Lite", "L40S", 1),
-                        ("meta-llama/Llama-3.1-70B", "MI300X", 8), ("google/gemma-2-9b", "RTX-4090", 1)])
+SCEN = st.sampled_from(
+    [
+        ("meta-llama/Llama-3.1-8B", "H100-SXM", 1),
+        ("meta-llama/Llama-3.1-70B", "A100-80GB", 4),
+        ("mistralai/Mixtral-8x7B-v0.1", "H100-SXM", 2),
+        ("deepseek-ai/DeepSeek-V2-Lite", "L40S", 1),
+        ("meta-llama/Llama-3.1-70B", "MI300X", 8),
+        ("google/gemma-2-9b", "RTX-4090", 1),
+    ]
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -123,8 +144,10 @@ def test_more_bandwidth_is_never_slower(scen, engine, batch, ctx, factor):
     r = resolved(model, gpu, tp)
     gpu = r.gpu.model_copy(update={"hbm_bandwidth_gb_s": r.gpu.hbm_bandwidth_gb_s * factor})
     fast = dataclasses.replace(r, gpu=gpu)
-    for a, b in ((PerfModel(r, engine).decode(batch, ctx), PerfModel(fast, engine).decode(batch, ctx)),
-                 (PerfModel(r, engine).prefill(1, ctx + 1), PerfModel(fast, engine).prefill(1, ctx + 1))):
+    for a, b in (
+        (PerfModel(r, engine).decode(batch, ctx), PerfModel(fast, engine).decode(batch, ctx)),
+        (PerfModel(r, engine).prefill(1, ctx + 1), PerfModel(fast, engine).prefill(1, ctx + 1)),
+    ):
         assert b.total_s <= a.total_s * (1 + 1e-12)
 
 
@@ -136,8 +159,9 @@ def test_more_batch_never_lowers_tpot(scen, engine, ctx):
     assert np.all(np.diff(t) >= -1e-15)
 
 
-@pytest.mark.parametrize("model", ["meta-llama/Llama-3.1-70B", "mistralai/Mixtral-8x7B-v0.1",
-                                   "deepseek-ai/DeepSeek-V2-Lite"])
+@pytest.mark.parametrize(
+    "model", ["meta-llama/Llama-3.1-70B", "mistralai/Mixtral-8x7B-v0.1", "deepseek-ai/DeepSeek-V2-Lite"]
+)
 def test_tp_never_raises_per_gpu_weight_bytes(model):
     prev = None
     for tp in (1, 2, 4, 8):
@@ -149,13 +173,17 @@ def test_tp_never_raises_per_gpu_weight_bytes(model):
 
 # -- calibration rows -------------------------------------------------------------------------------------------
 def test_free_text_cells_give_a_reason_not_an_abort():
-    header = ("id,model,gpu,num_gpus,tp,weight_dtype,kv_dtype,engine,engine_version,input_len,output_len,"
-              "batch_or_concurrency,qps,metric,value,unit,source,notes\n")
-    rows = ("Y1,meta-llama/Llama-3.1-8B,H100 80GB,8,mixed TP/PP/DP,bf16,auto,vLLM,,128,128,8,,token_time (TBT/TPOT),"
-            "9.0,ms,x,\n"
-            "Y2,meta-llama/Llama-3.1-8B,H100 80GB,1,1,bf16,auto,vLLM,,128,128,8,,token_time (TBT/TPOT),9.0,ms,x,\n"
-            "Y3,meta-llama/Llama-3.1-8B,H100 80GB,1,1,bf16,auto,vLLM,,128,128,offline,,offline_throughput (x),"
-            "9000,tokens/s,x,\n")
+    header = (
+        "id,model,gpu,num_gpus,tp,weight_dtype,kv_dtype,engine,engine_version,input_len,output_len,"
+        "batch_or_concurrency,qps,metric,value,unit,source,notes\n"
+    )
+    rows = (
+        "Y1,meta-llama/Llama-3.1-8B,H100 80GB,8,mixed TP/PP/DP,bf16,auto,vLLM,,128,128,8,,token_time (TBT/TPOT),"
+        "9.0,ms,x,\n"
+        "Y2,meta-llama/Llama-3.1-8B,H100 80GB,1,1,bf16,auto,vLLM,,128,128,8,,token_time (TBT/TPOT),9.0,ms,x,\n"
+        "Y3,meta-llama/Llama-3.1-8B,H100 80GB,1,1,bf16,auto,vLLM,,128,128,offline,,offline_throughput (x),"
+        "9000,tokens/s,x,\n"
+    )
     df = points_table(text=header + rows).set_index("id")
     assert "mixed TP/PP/DP" in df.loc["Y1", "reason"] and np.isnan(df.loc["Y1", "predicted"])
     assert df.loc["Y2", "reason"] == "" and df.loc["Y2", "predicted"] > 0
@@ -164,11 +192,25 @@ def test_free_text_cells_give_a_reason_not_an_abort():
 
 
 def test_layer_split_rows_are_predicted_at_tp_1():
-    p = parse_row({"id": "Z", "model": "meta-llama/Meta-Llama-3-70B (GGUF)", "gpu": "H100 PCIe 80GB", "num_gpus": "4",
-                   "tp": "1 (llama.cpp default layer split over 4 GPUs; not tensor parallel)",
-                   "weight_dtype": "f16 (GGUF F16)", "kv_dtype": "f16", "engine": "llama.cpp (CUDA)",
-                   "input_len": "0", "output_len": "512", "batch_or_concurrency": "1", "qps": "",
-                   "metric": "decode_throughput_bs1 (llama-bench tg)", "value": "9.67", "unit": "tokens/s"})
+    p = parse_row(
+        {
+            "id": "Z",
+            "model": "meta-llama/Meta-Llama-3-70B (GGUF)",
+            "gpu": "H100 PCIe 80GB",
+            "num_gpus": "4",
+            "tp": "1 (llama.cpp default layer split over 4 GPUs; not tensor parallel)",
+            "weight_dtype": "f16 (GGUF F16)",
+            "kv_dtype": "f16",
+            "engine": "llama.cpp (CUDA)",
+            "input_len": "0",
+            "output_len": "512",
+            "batch_or_concurrency": "1",
+            "qps": "",
+            "metric": "decode_throughput_bs1 (llama-bench tg)",
+            "value": "9.67",
+            "unit": "tokens/s",
+        }
+    )
     assert p.excluded == "" and p.tp == 1 and p.num_gpus == 4 and p.model == "meta-llama/Llama-3.1-70B"
 
 
@@ -184,16 +226,24 @@ def test_every_calibration_row_is_predicted_or_says_why():
 # -- pinned predictions: one point per engine x GPU family of the calibration sets ------------------------------------
 # (id, engine/family profile, predicted in the row's unit, measured). A change of the model or of data/efficiency.yaml
 # moves these: update them deliberately (rerun scripts/fit_efficiency.py and benchmarks/accuracy*.py first).
-PINNED = [("C230", "splitwise/ampere", 65.2047, 54.842), ("C090", "tensorrt-llm/ampere", 5666.749, 5390.0),
-          ("C071", "tensorrt-llm/hopper", 15410.6115, 19854.0), ("C146", "vllm/ampere", 88.0948, 84.28),
-          ("C214", "vllm/hopper", 7.4709, 6.44), ("N056", "vllm/cdna3", 17.6316, 17.236),
-          ("N001", "llama.cpp/ampere", 35.4995, 47.4), ("N006", "llama.cpp/ada", 51.8416, 54.84),
-          ("N016", "llama.cpp/hopper", 68.6168, 68.03), ("N038", "lmdeploy/ampere", 0.010773, 0.01)]
+PINNED = [
+    ("C230", "splitwise/ampere", 65.2047, 54.842),
+    ("C090", "tensorrt-llm/ampere", 5666.749, 5390.0),
+    ("C071", "tensorrt-llm/hopper", 15410.6115, 19854.0),
+    ("C146", "vllm/ampere", 88.0948, 84.28),
+    ("C214", "vllm/hopper", 7.4709, 6.44),
+    ("N056", "vllm/cdna3", 17.6316, 17.236),
+    ("N001", "llama.cpp/ampere", 35.4995, 47.4),
+    ("N006", "llama.cpp/ada", 51.8416, 54.84),
+    ("N016", "llama.cpp/hopper", 68.6168, 68.03),
+    ("N038", "lmdeploy/ampere", 0.010773, 0.01),
+]
 
 
 @pytest.fixture(scope="module")
 def calibration_predictions():
     from planner.accuracy.published_points import evaluate
+
     return evaluate().set_index("id")
 
 

@@ -1,14 +1,23 @@
 """Primer §3-§4 worked numbers, pinned exactly."""
+
 from __future__ import annotations
 
 import pytest
 
-from planner.memory import sizes as memory
 from planner.core.specs import ModelSpec
+from planner.memory import sizes as memory
 
 # Primer §3: 7B, 32 layers, 32 heads, head dim 128, hidden 4,096, FP16
-SEVEN_B = ModelSpec(name="7B", hidden_size=4096, num_layers=32, num_attention_heads=32, num_kv_heads=32,
-                    head_dim=128, intermediate_size=11008, vocab_size=32000)
+SEVEN_B = ModelSpec(
+    name="7B",
+    hidden_size=4096,
+    num_layers=32,
+    num_attention_heads=32,
+    num_kv_heads=32,
+    head_dim=128,
+    intermediate_size=11008,
+    vocab_size=32000,
+)
 FP16 = 2
 
 
@@ -25,11 +34,14 @@ def test_step3_batch_of_16():
     assert round(16 * memory.kv_bytes_per_request(SEVEN_B, FP16, 4000) / 1e9, 1) == 33.6
 
 
-@pytest.mark.parametrize("gpu_gb, weights_gb, expected", [
-    (48, 14, 16),  # 34 GB left / 2.097 GB
-    (80, 14, 31),  # 66 GB left
-    (24, 3.5, 9),  # 4-bit weights: 20.5 GB left; the cache sets the limit
-])
+@pytest.mark.parametrize(
+    "gpu_gb, weights_gb, expected",
+    [
+        (48, 14, 16),  # 34 GB left / 2.097 GB
+        (80, 14, 31),  # 66 GB left
+        (24, 3.5, 9),  # 4-bit weights: 20.5 GB left; the cache sets the limit
+    ],
+)
 def test_step4_5_textbook_fit(gpu_gb, weights_gb, expected):
     req = memory.kv_bytes_per_request(SEVEN_B, FP16, 4000)
     assert memory.textbook_max_requests(gpu_gb * 1e9, weights_gb * 1e9, req) == expected

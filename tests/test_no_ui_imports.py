@@ -1,4 +1,5 @@
 """planner/ is the engine: it must never import streamlit or plotly (pages and ui/ draw; planner computes)."""
+
 from __future__ import annotations
 
 import ast

@@ -1,5 +1,6 @@
 """The package is self-contained: every data file ships in the wheel, the data folder resolves in a checkout and
 when installed, the dependencies live only in pyproject.toml, and `servingplan app` runs Streamlit on the app."""
+
 from __future__ import annotations
 
 import ast
@@ -9,8 +10,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from planner.cli import app_cmd, main
 from planner.core import paths
 
@@ -80,8 +81,19 @@ def test_app_runs_streamlit_on_the_app_script(monkeypatch):
     monkeypatch.setattr(app_cmd.subprocess, "call", exec_or_call)
     with pytest.raises(SystemExit):
         main(["app", "--server.port", "8600", "--server.headless", "true"])
-    assert calls == [[sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-                      "--server.port", "8600", "--server.headless", "true"]]
+    assert calls == [
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.port",
+            "8600",
+            "--server.headless",
+            "true",
+        ]
+    ]
 
 
 def test_unknown_options_still_fail_elsewhere(capsys):
@@ -96,7 +108,10 @@ def test_app_script_found_in_an_installed_layout(monkeypatch, tmp_path):
     (tmp_path / "ui" / "__init__.py").write_text("")
     (tmp_path / "ui" / "_app" / "app.py").write_text("")
     monkeypatch.setattr(app_cmd, "__file__", str(tmp_path / "planner" / "cli" / "app_cmd.py"))  # no checkout
-    monkeypatch.setattr(app_cmd.importlib.util, "find_spec",
-                        lambda name: type("Spec", (), {"submodule_search_locations": [str(tmp_path / "ui")]}))
+    monkeypatch.setattr(
+        app_cmd.importlib.util,
+        "find_spec",
+        lambda name: type("Spec", (), {"submodule_search_locations": [str(tmp_path / "ui")]}),
+    )
     assert app_cmd.app_script() == tmp_path / "ui" / "_app" / "app.py"
     assert Path(app_cmd.app_script()).parent.name == "_app"

@@ -1,4 +1,5 @@
 """Headless test of app_pages/batching.py: primer numbers on first load, sliders rerun, scenarios, CSV upload."""
+
 from __future__ import annotations
 
 import json
@@ -80,11 +81,13 @@ def test_upload_good_and_bad_csv():
     at.radio(key="batching_source").set_value("upload").run()
     assert not at.exception and at.info  # guard until a file arrives
     at.file_uploader(key="batching_upload").set_value(
-        ("r.csv", b"name,arrival,output_tokens\nA,0,2\nB,0,8\nC,0,4\nD,0,3\nE,0,5\nF,0,2\n", "text/csv")).run()
+        ("r.csv", b"name,arrival,output_tokens\nA,0,2\nB,0,8\nC,0,4\nD,0,3\nE,0,5\nF,0,2\n", "text/csv")
+    ).run()
     assert not at.exception
     assert metrics(at)["Static: Done at step"] == "13"
     at.file_uploader(key="batching_upload").set_value(
-        ("bad.csv", b"name,arrival,output_tokens\nA,0,2\nB,zero,8\n", "text/csv")).run()
+        ("bad.csv", b"name,arrival,output_tokens\nA,0,2\nB,zero,8\n", "text/csv")
+    ).run()
     assert not at.exception
     assert "row 2, column arrival" in at.error[0].value
     assert at.slider(key="batching_slots").value == 3  # the other inputs stay

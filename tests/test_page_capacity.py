@@ -1,14 +1,15 @@
 """Headless test of app_pages/capacity.py: the default render (one capacity search), the ranking button, bad input."""
+
 from __future__ import annotations
 
 import json
 import time
 
 import pytest
-from streamlit.testing.v1 import AppTest
-
 from apptest_helpers import app
 from conftest import ROOT
+from streamlit.testing.v1 import AppTest
+
 from planner.core.scenario import Scenario
 from planner.core.workload import SLO
 
@@ -30,8 +31,15 @@ def test_default_render_shows_capacity_replicas_cost_and_a_day():
     at = load()
     wall = time.perf_counter() - t0
     m = metrics(at)
-    for label in ("Capacity per replica (req/s)", "Replicas", "$ per hour", "$ per million output tokens",
-                  "Requests in SLO-violating minutes", "Replica-hours (autoscaled)", "vs static peak"):
+    for label in (
+        "Capacity per replica (req/s)",
+        "Replicas",
+        "$ per hour",
+        "$ per million output tokens",
+        "Requests in SLO-violating minutes",
+        "Replica-hours (autoscaled)",
+        "vs static peak",
+    ):
         assert label in m, label
     assert int(m["Replicas"]) >= 1 and m["$ per hour"].startswith("$")
     assert len(at.get("plotly_chart")) == 2  # search probes + the day
@@ -68,18 +76,26 @@ def test_ranking_runs_behind_the_button_on_a_subset():
     at.selectbox(key="cap_use_pick").set_value(1).run()
     at.button(key="cap_use").click().run(timeout=300)
     pending = at.session_state["sb_pending_scenario"]
-    assert (pending.gpu, pending.deployment.weights, pending.deployment.tensor_parallel_size) == \
-        (feasible[1]["gpu"], feasible[1]["weights"], feasible[1]["tp"])
+    assert (pending.gpu, pending.deployment.weights, pending.deployment.tensor_parallel_size) == (
+        feasible[1]["gpu"],
+        feasible[1]["weights"],
+        feasible[1]["tp"],
+    )
     assert pending.target_rate == 5.0  # the workload stays
 
 
 def test_a_used_deployment_lands_in_the_sidebar():
     from ui.ranking import with_deployment
+
     chosen = with_deployment(Scenario(), "A100-80GB", "awq-int4", 2, 6)
     at = app(sb_pending_scenario=chosen, sb_pending_message="Loaded A100-80GB")
     assert not at.exception
-    assert (at.session_state["sb_gpu"], at.session_state["sb_weights"], at.session_state["sb_tp"],
-            at.session_state["sb_num_gpus"]) == ("A100-80GB", "awq-int4", 2, 6)
+    assert (
+        at.session_state["sb_gpu"],
+        at.session_state["sb_weights"],
+        at.session_state["sb_tp"],
+        at.session_state["sb_num_gpus"],
+    ) == ("A100-80GB", "awq-int4", 2, 6)
     assert at.session_state["scenario"].deployment == chosen.deployment
     assert [t.value for t in at.toast] == ["Loaded A100-80GB"]
 

@@ -1,11 +1,12 @@
 """Headless test of app_pages/disagg.py: layouts, the disaggregation verdict, the ratio sweep and the walkthrough."""
+
 from __future__ import annotations
 
 import time
 
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
 from planner.core.scenario import Scenario
 from planner.core.specs import Deployment
 from ui.state import SCENARIO_KEY
@@ -28,12 +29,22 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 def test_llama70b_long_prompts_default_render():
     t0 = time.perf_counter()
-    at = load(Scenario(model="meta-llama/Llama-3.1-70B", gpu="H100-SXM",
-                       deployment=Deployment(weights="bf16", max_model_len=32768)))
+    at = load(
+        Scenario(
+            model="meta-llama/Llama-3.1-70B", gpu="H100-SXM", deployment=Deployment(weights="bf16", max_model_len=32768)
+        )
+    )
     wall = time.perf_counter() - t0
     m = metrics(at)
-    for label in ("Prefill pool", "Decode pool", "GPUs: disaggregated / aggregated", "KV transfer share of TTFT",
-                  "$ per hour, disaggregated", "$ per hour, aggregated", "Verdict"):
+    for label in (
+        "Prefill pool",
+        "Decode pool",
+        "GPUs: disaggregated / aggregated",
+        "KV transfer share of TTFT",
+        "$ per hour, disaggregated",
+        "$ per hour, aggregated",
+        "Verdict",
+    ):
         assert label in m, label
     assert "TP" in m["Prefill pool"] and m["Verdict"] in ("disaggregate", "stay aggregated")
     assert len(at.get("plotly_chart")) == 4  # layouts, step parts, cost, ratio
@@ -44,9 +55,13 @@ def test_llama70b_long_prompts_default_render():
 
 
 def test_deepseek_v3_dp8_ep8_holds_more_requests_than_tp8():
-    at = load(Scenario(model="deepseek-ai/DeepSeek-V3", gpu="H200",
-                       deployment=Deployment(num_gpus=8, tensor_parallel_size=8, weights="fp8",
-                                             max_model_len=32768)))
+    at = load(
+        Scenario(
+            model="deepseek-ai/DeepSeek-V3",
+            gpu="H200",
+            deployment=Deployment(num_gpus=8, tensor_parallel_size=8, weights="fp8", max_model_len=32768),
+        )
+    )
     table = at.dataframe[0].value.set_index("layout")
     assert table.loc["TP 8", "max_concurrency"] == 15
     assert table.loc["TP 1 × DP 8 + EP 8", "max_concurrency"] == 104  # tests/test_parallel_memory.py by hand

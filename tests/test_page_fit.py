@@ -1,15 +1,16 @@
 """The "Does it fit?" page, headless: default scenario, sidebar changes, bad uploads."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from apptest_helpers import app, metrics
-from planner.memory.plan import plan_memory
+
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.core.workload import TrafficSpec
+from planner.memory.plan import plan_memory
 from ui.sidebar import UPLOAD
 from ui.workload_widgets import lengths_of
 
@@ -24,8 +25,14 @@ def test_default_scenario_renders_the_key_numbers():
     # requests of the default chat profile's mean length (the sidebar's one workload), the sidebar's limits
     ctx = lengths_of(TrafficSpec()).context_tokens
     assert 1300 < ctx < 1500
-    expected = plan_memory(resolve(Scenario(context_tokens=ctx, deployment=Deployment(
-        max_model_len=8192, max_num_seqs=256, max_num_batched_tokens=8192))))
+    expected = plan_memory(
+        resolve(
+            Scenario(
+                context_tokens=ctx,
+                deployment=Deployment(max_model_len=8192, max_num_seqs=256, max_num_batched_tokens=8192),
+            )
+        )
+    )
     assert m["Textbook: requests fit"] == f"{expected.textbook_max_requests:,}"
     assert m["vLLM: max concurrency"] == f"{expected.max_concurrency:,.2f}x"
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
@@ -72,8 +79,15 @@ def test_truncated_json_is_rejected_with_the_reason():
 
 
 def test_pasted_config_is_used():
-    cfg = {"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 4,
-           "intermediate_size": 8192, "vocab_size": 32000, "max_position_embeddings": 8192}
+    cfg = {
+        "hidden_size": 2048,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "intermediate_size": 8192,
+        "vocab_size": 32000,
+        "max_position_embeddings": 8192,
+    }
     at = app(sb_model=UPLOAD, sb_config_paste=json.dumps(cfg))
     assert not at.error and not at.exception
     assert at.session_state["scenario"].model_spec.num_layers == 16
@@ -97,6 +111,7 @@ def _sidebar_order(at) -> list[str]:
             if kind in ("error", "selectbox", "text_area", "number_input"):
                 out.append(f"{kind}:{getattr(child, 'label', None) or getattr(child, 'value', '')}")
             walk(child)
+
     walk(at.sidebar)
     return out
 
@@ -111,12 +126,23 @@ def test_config_errors_show_at_the_uploader_not_below_the_sidebar():
 
 def test_a_generic_config_json_is_named_by_its_model():
     from ui.sidebar import upload_name
+
     assert upload_name("config.json") is None and upload_name("Qwen2-7B.json") == "Qwen2-7B"
-    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
-           "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 4, "intermediate_size": 8192,
-           "vocab_size": 32000, "max_position_embeddings": 8192}
-    assert app(sb_model=UPLOAD, sb_config_paste=json.dumps(cfg)).session_state["scenario"].model_spec.name == \
-        "LlamaForCausalLM"
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 2048,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "intermediate_size": 8192,
+        "vocab_size": 32000,
+        "max_position_embeddings": 8192,
+    }
+    assert (
+        app(sb_model=UPLOAD, sb_config_paste=json.dumps(cfg)).session_state["scenario"].model_spec.name
+        == "LlamaForCausalLM"
+    )
     named = app(sb_model=UPLOAD, sb_config_paste=json.dumps({**cfg, "_name_or_path": "acme/tiny-llama"}))
     assert named.session_state["scenario"].model_spec.name == "acme/tiny-llama"
 
@@ -126,6 +152,7 @@ def test_tp_raises_the_gpus_field(monkeypatch, tp, gpus, expected):
     """The TP selectbox's on_change: GPUs becomes a multiple of TP, at least TP (AppTest cannot drive a sidebar
     widget after the first run; tests/test_browser.py drives the real one)."""
     import ui.sidebar as sidebar
+
     state = {"sb_tp": tp, "sb_num_gpus": gpus}
     monkeypatch.setattr(sidebar.st, "session_state", state)
     sidebar._gpus_follow_tp()
@@ -142,6 +169,7 @@ def test_streamlit_toolbar_has_no_deploy_button():
     import tomllib
 
     from conftest import ROOT
+
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["client"]["toolbarMode"] == "minimal"  # "minimal" hides Deploy and the developer options
 
@@ -156,7 +184,11 @@ def test_plain_verdict_and_the_nearest_fix_one_click_away():
     at.button(key="fit_use_1").click().run()  # TP 2
     assert not at.exception
     # the rerun applies it in the sidebar: widgets and scenario (test_page_capacity checks the same for a queued one)
-    assert (at.session_state["sb_gpu"], at.session_state["sb_tp"], at.session_state["sb_num_gpus"]) == ("A100-80GB", 2, 2)
+    assert (at.session_state["sb_gpu"], at.session_state["sb_tp"], at.session_state["sb_num_gpus"]) == (
+        "A100-80GB",
+        2,
+        2,
+    )
     loaded = at.session_state["scenario"]
     assert (loaded.gpu, loaded.deployment.tensor_parallel_size, loaded.deployment.num_gpus) == ("A100-80GB", 2, 2)
     assert loaded.model == "meta-llama/Llama-3.1-70B"

@@ -1,12 +1,13 @@
 """Headless test of app_pages/latency.py: it runs, shows the key metrics, reacts to widgets, and reruns fast."""
+
 from __future__ import annotations
 
 import json
 import time
 
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
 from planner.core.scenario import Scenario
 from planner.core.specs import Deployment
 from planner.core.workload import TrafficSpec
@@ -32,8 +33,15 @@ def test_continuous_batching_is_the_default():
     at = fresh()
     assert not at.exception and at.radio(key="latency_mode").value.startswith("Continuous")
     m = metrics(at)
-    for label in ("TTFT", "TPOT", "Tokens/s per user", "End-to-end", "Server throughput", "Requests/s",
-                  "Static batch TTFT"):
+    for label in (
+        "TTFT",
+        "TPOT",
+        "Tokens/s per user",
+        "End-to-end",
+        "Server throughput",
+        "Requests/s",
+        "Static batch TTFT",
+    ):
         assert label in m
     # the prompt is chunked among the running decodes: TTFT far below the static batch's whole-batch prefill
     assert float(m["TTFT"].split()[0].replace(",", "")) * 4 < float(m["Static batch TTFT"].split()[0].replace(",", ""))
@@ -47,8 +55,12 @@ def test_lengths_come_from_the_scenario():
 
 
 def test_prompt_over_max_model_len_says_where_and_keeps_the_charts():
-    at = fresh(Scenario(traffic=TrafficSpec(profile="custom", prompt="fixed:9000", output="fixed:300"),
-                        deployment=Deployment(max_model_len=8192)))
+    at = fresh(
+        Scenario(
+            traffic=TrafficSpec(profile="custom", prompt="fixed:9000", output="fixed:300"),
+            deployment=Deployment(max_model_len=8192),
+        )
+    )
     assert not at.exception and not at.error
     text = " ".join(w.value for w in at.warning)
     assert "max_model_len 8,192" in text and "Engine settings" in text and "Workload and SLO" in text
@@ -84,15 +96,21 @@ def test_a_bigger_batch_raises_tpot_and_throughput():
     after = metrics(at)
     assert not at.exception
     assert float(after["TPOT"].split()[0]) > float(before["TPOT"].split()[0])
-    assert float(after["Server throughput"].split()[0].replace(",", "")) > \
-        float(before["Server throughput"].split()[0].replace(",", ""))
+    assert float(after["Server throughput"].split()[0].replace(",", "")) > float(
+        before["Server throughput"].split()[0].replace(",", "")
+    )
 
 
 def test_given_rates_mode_reproduces_the_primer():
     at = fresh()
     at.radio(key="latency_mode").set_value("Given rates (primer §5)").run()
     m = metrics(at)
-    assert (m["TTFT"], m["Tokens/s per user"], m["End-to-end"], m["Decode share"]) == ("240 ms", "40.0", "7.715 s", "97%")
+    assert (m["TTFT"], m["Tokens/s per user"], m["End-to-end"], m["Decode share"]) == (
+        "240 ms",
+        "40.0",
+        "7.715 s",
+        "97%",
+    )
     table = at.table[0].value
     text = " ".join(table["value"])
     for figure in ("3.965 s", "12.2 s", "800 tokens/s", "20×", "1.6×", "240 → 90 ms"):

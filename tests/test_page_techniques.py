@@ -1,4 +1,5 @@
 """Headless test of app_pages/techniques.py: every tab runs and shows its key numbers; widgets rerun it; reruns are fast."""
+
 from __future__ import annotations
 
 import base64
@@ -7,17 +8,24 @@ import time
 
 import numpy as np
 import pytest
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
 from planner.core.scenario import Scenario
 from planner.core.workload import TrafficSpec
 
 PRIMER = TrafficSpec(profile="custom", prompt="fixed:2000", output="fixed:300")
 
 PAGE = str(ROOT / "app_pages" / "techniques.py")
-TABS = ["Speculative decoding", "Prefix caching", "PagedAttention", "FlashAttention", "Quantization",
-        "Tensor parallelism", "Multi-LoRA"]
+TABS = [
+    "Speculative decoding",
+    "Prefix caching",
+    "PagedAttention",
+    "FlashAttention",
+    "Quantization",
+    "Tensor parallelism",
+    "Multi-LoRA",
+]
 KEY_METRICS = {
     "Speculative decoding": ("Expected tokens per pass", "Speed-up at batch 8", "Best k", "Draft weights per GPU"),
     "Prefix caching": ("TTFT, given rates", "TTFT, roofline", "Prefill FLOPs saved", "KV blocks saved"),

@@ -1,18 +1,30 @@
 """Headless test of app_pages/traffic.py: first render, metrics, the sweep button, profiles, bad input."""
+
 from __future__ import annotations
 
 import base64
 import json
 
 import numpy as np
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
-
 PAGE = str(ROOT / "app_pages" / "traffic.py")
-HEADLINE = {"Completed", "Rejected", "Throughput (tok/s)", "Goodput (req/s)", "Preemptions", "Prefix hit rate",
-            "p95 TTFT (ms)", "p95 TPOT (ms)", "p95 end-to-end (ms)", "p95 queue wait (ms)", "Peak KV use",
-            "Longest queue", "Sent (req/s)"}
+HEADLINE = {
+    "Completed",
+    "Rejected",
+    "Throughput (tok/s)",
+    "Goodput (req/s)",
+    "Preemptions",
+    "Prefix hit rate",
+    "p95 TTFT (ms)",
+    "p95 TPOT (ms)",
+    "p95 end-to-end (ms)",
+    "p95 queue wait (ms)",
+    "Peak KV use",
+    "Longest queue",
+    "Sent (req/s)",
+}
 
 
 def load() -> AppTest:
@@ -54,8 +66,9 @@ def test_sweep_button_runs_and_marks_the_knee():
     knee = next(m.value for m in at.metric if m.label == "Capacity per replica (knee)")
     assert knee.endswith("req/s") and float(knee.split()[0]) > 0
     figs = charts(at)
-    latency = next(f for f in figs if any("Time to first token" in a.get("text", "")
-                                          for a in f["layout"].get("annotations", [])))
+    latency = next(
+        f for f in figs if any("Time to first token" in a.get("text", "") for a in f["layout"].get("annotations", []))
+    )
     assert any(a.get("text", "").startswith("knee") for a in latency["layout"]["annotations"])
     assert len(values(latency["data"][0]["x"])) == 7  # p95/p50 × TTFT/TPOT, 7 rates
     # + the failing points labelled with their verdict (the sweep runs past the knee)
@@ -102,10 +115,12 @@ def test_rag_profile_turns_prefix_caching_on():
 def test_the_page_starts_from_the_scenario_workload_and_slo():
     from planner.core.scenario import Scenario
     from planner.core.workload import SLO, TrafficSpec
+
     at = AppTest.from_file(PAGE, default_timeout=120)
     at.session_state["scenario"] = Scenario(
         traffic=TrafficSpec(profile="custom", prompt="fixed:700", output="fixed:90", seed=5, num_requests=400),
-        slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.05))
+        slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.05),
+    )
     at.run()
     assert not at.exception
     assert at.selectbox(key="load_profile").value == "custom"

@@ -1,15 +1,15 @@
 """The Validation page, headless: published errors, a pasted calibration, bad uploads, the load-test plan."""
-from __future__ import annotations
 
-from planner.core.scenario import Scenario
-from planner.core.workload import TrafficSpec
+from __future__ import annotations
 
 import json
 
 import pytest
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+from planner.core.scenario import Scenario
+from planner.core.workload import TrafficSpec
 from planner.latency.efficiency import EfficiencyProfile
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -74,8 +74,9 @@ def test_guidellm_report_names_its_approximation(page):
     assert any("concurrency" in c.value for c in page.caption)
 
 
-@pytest.mark.parametrize("name, field", [("bad_nonnumeric.csv", "row 3, column output_tokens"),
-                                         ("bad_nan.json", "result.mean_ttft_ms")])
+@pytest.mark.parametrize(
+    "name, field", [("bad_nonnumeric.csv", "row 3, column output_tokens"), ("bad_nan.json", "result.mean_ttft_ms")]
+)
 def test_bad_upload_is_named_and_the_page_lives_on(page, name, field):
     page.text_area(key="val_paste").set_value((FIXTURES / name).read_text()).run()
     assert not page.exception
@@ -87,8 +88,9 @@ def test_load_test_plan_follows_the_inputs(page):
     serve = page.code[0].value
     assert serve.startswith("vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1")
     # the lengths are the scenario's (the sidebar's Workload and SLO), not a second set of inputs on this page
-    page.session_state["scenario"] = Scenario(traffic=TrafficSpec(profile="custom", prompt="fixed:3000",
-                                                                  output="fixed:256"))
+    page.session_state["scenario"] = Scenario(
+        traffic=TrafficSpec(profile="custom", prompt="fixed:3000", output="fixed:256")
+    )
     page.run()
     assert not [w for w in page.number_input if w.key in ("val_input", "val_output")]
     assert "--random-input-len 3000" in page.code[1].value

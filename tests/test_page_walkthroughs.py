@@ -1,14 +1,14 @@
 """The Walkthroughs page, headless: primer numbers by default, inputs recompute, the practice flow scores."""
+
 from __future__ import annotations
 
 import pytest
-
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
-from planner.teaching.practice import generate
 from planner.core.scenario import Scenario
 from planner.core.specs import Deployment
+from planner.teaching.practice import generate
 
 
 def page() -> AppTest:
@@ -30,10 +30,13 @@ def test_defaults_show_the_primer_numbers():
 
 def test_each_walkthrough_shows_its_primer_results():
     at = page()
-    expected = {"weights": ("14.0 GB", "140.0 GB"), "token-positions": ("644,850 positions", "2,299 positions"),
-                "latency": ("240 ms", "7.715 s", "97%", "7.615 s", "3.965 s", "90 ms"),
-                "throughput": ("25 tokens/s", "800 tokens/s", "1.6×"),
-                "six-requests": ("13 steps", "9 steps", "61.5%", "88.9%", "4.00 steps", "1.83 steps")}
+    expected = {
+        "weights": ("14.0 GB", "140.0 GB"),
+        "token-positions": ("644,850 positions", "2,299 positions"),
+        "latency": ("240 ms", "7.715 s", "97%", "7.615 s", "3.965 s", "90 ms"),
+        "throughput": ("25 tokens/s", "800 tokens/s", "1.6×"),
+        "six-requests": ("13 steps", "9 steps", "61.5%", "88.9%", "4.00 steps", "1.83 steps"),
+    }
     for name, numbers in expected.items():
         at.radio(key="wt_name").set_value(name).run()
         assert not at.exception and not at.error
@@ -60,8 +63,9 @@ def test_bad_input_names_the_field():
 
 def test_load_the_sidebar_scenario():
     at = AppTest.from_file(str(ROOT / "app_pages" / "walkthroughs.py"), default_timeout=30)
-    at.session_state["scenario"] = Scenario(model="meta-llama/Llama-3.1-8B", gpu="A100-80GB", context_tokens=4096,
-                                            deployment=Deployment(max_model_len=8192))
+    at.session_state["scenario"] = Scenario(
+        model="meta-llama/Llama-3.1-8B", gpu="A100-80GB", context_tokens=4096, deployment=Deployment(max_model_len=8192)
+    )
     at.run()
     at.button(key="wt_load").click().run()
     assert not at.exception
@@ -103,12 +107,15 @@ def test_design_explainer_is_there():
         assert idea in text
 
 
-@pytest.mark.parametrize("kind, typed", [
-    ("ttft", lambda a: f"{a / 1e3:g} s"),  # "0.32 s" for an answer in ms (issue 16: judged 99.9% off)
-    ("ttft", lambda a: f"{a:g} ms"),
-    ("token-positions", lambda a: f"{a / 1e6:.4f} million"),  # "3.45 million" (judged 100% off)
-    ("end-to-end", lambda a: f"{a * 1e3:.0f} ms"),
-])
+@pytest.mark.parametrize(
+    "kind, typed",
+    [
+        ("ttft", lambda a: f"{a / 1e3:g} s"),  # "0.32 s" for an answer in ms (issue 16: judged 99.9% off)
+        ("ttft", lambda a: f"{a:g} ms"),
+        ("token-positions", lambda a: f"{a / 1e6:.4f} million"),  # "3.45 million" (judged 100% off)
+        ("end-to-end", lambda a: f"{a * 1e3:.0f} ms"),
+    ],
+)
 def test_practice_answers_accept_units(kind, typed):
     at = page()
     at.session_state["wt_kinds"] = [kind]

@@ -1,4 +1,5 @@
 """Frontier presets and memory per GPU under TP, PP, DP attention and EP (issue 17, part 1)."""
+
 from __future__ import annotations
 
 import argparse
@@ -70,8 +71,25 @@ def test_tp8_against_dp8_ep8_concurrency_on_8_h200(capsys):
     assert dp8.num_gpu_blocks == 28_302
     assert dp8.expert_parallel_size == 8
     assert dp8.deployment_max_concurrency == 8 * (28_302 // 2048) == 104
-    assert main(["memory", "--model", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--dp", "8", "--ep", "8",
-                 "--max-model-len", "32768", "--json"]) == 0
+    assert (
+        main(
+            [
+                "memory",
+                "--model",
+                "deepseek-ai/DeepSeek-V3",
+                "--gpu",
+                "H200",
+                "--dp",
+                "8",
+                "--ep",
+                "8",
+                "--max-model-len",
+                "32768",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["deployment_max_concurrency"] == 104 and out["weights"] == "fp8"
 
@@ -79,8 +97,9 @@ def test_tp8_against_dp8_ep8_concurrency_on_8_h200(capsys):
 def test_gqa_kv_splits_over_tp_and_pipeline_stages_split_layers():
     # Llama-3.1-70B, 80 layers, 8 KV heads: KV/token/GPU = 80 × 2 × 8/TP × 128 × 2 B; PP 2 keeps 40 layers per stage
     one = _plan("meta-llama/Llama-3.1-70B", num_gpus=4, tensor_parallel_size=4, weights="bf16")
-    pp2 = _plan("meta-llama/Llama-3.1-70B", num_gpus=8, tensor_parallel_size=4, pipeline_parallel_size=2,
-                weights="bf16")
+    pp2 = _plan(
+        "meta-llama/Llama-3.1-70B", num_gpus=8, tensor_parallel_size=4, pipeline_parallel_size=2, weights="bf16"
+    )
     assert one.kv_bytes_per_token_per_gpu == 80 * 2 * 2 * 128 * 2 == 81_920
     assert pp2.kv_bytes_per_token_per_gpu == 40 * 2 * 2 * 128 * 2
     # a stage holds 40 of 80 layers and one of the two 128,256 × 8,192 vocabulary matrices, over TP 4
@@ -90,8 +109,9 @@ def test_gqa_kv_splits_over_tp_and_pipeline_stages_split_layers():
 
 def test_dense_model_data_parallel_ranks_each_hold_their_requests():
     dp1 = _plan("meta-llama/Llama-3.1-8B", gpu="H100-SXM", num_gpus=1, weights="bf16", max_model_len=8192)
-    dp4 = _plan("meta-llama/Llama-3.1-8B", gpu="H100-SXM", num_gpus=4, data_parallel_size=4, weights="bf16",
-                max_model_len=8192)
+    dp4 = _plan(
+        "meta-llama/Llama-3.1-8B", gpu="H100-SXM", num_gpus=4, data_parallel_size=4, weights="bf16", max_model_len=8192
+    )
     assert dp4.weight_bytes_per_gpu == dp1.weight_bytes_per_gpu  # nothing to split: full copies
     assert dp4.deployment_max_concurrency == 4 * dp1.deployment_max_concurrency
     assert dp4.num_replicas == 1 and dp4.gpus_per_replica == 4
@@ -105,8 +125,12 @@ def test_expert_parallel_size_must_be_tp_times_dp(capsys):
     assert err.value.field == "--ep" and "4" in err.value.message
     assert main(["memory", "--tp", "2", "--pp", "2", "--num-gpus", "6"]) == 2
     assert "--num-gpus" in capsys.readouterr().err
-    assert Deployment(num_gpus=16, tensor_parallel_size=2, data_parallel_size=4, enable_expert_parallel=True
-                      ).expert_parallel_size == 8
+    assert (
+        Deployment(
+            num_gpus=16, tensor_parallel_size=2, data_parallel_size=4, enable_expert_parallel=True
+        ).expert_parallel_size
+        == 8
+    )
 
 
 def test_qwen3_235b_tp8_duplicates_its_4_kv_heads_twice():
@@ -120,9 +144,19 @@ def test_qwen3_235b_tp8_duplicates_its_4_kv_heads_twice():
 
 def test_parallelism_travels_in_a_shared_link():
     from planner.core.scenario_codec import from_query, to_query
-    s = Scenario(model="deepseek-ai/DeepSeek-V3", gpu="H200",
-                 deployment=Deployment(num_gpus=16, tensor_parallel_size=1, data_parallel_size=8,
-                                       pipeline_parallel_size=2, enable_expert_parallel=True, weights="fp8"))
+
+    s = Scenario(
+        model="deepseek-ai/DeepSeek-V3",
+        gpu="H200",
+        deployment=Deployment(
+            num_gpus=16,
+            tensor_parallel_size=1,
+            data_parallel_size=8,
+            pipeline_parallel_size=2,
+            enable_expert_parallel=True,
+            weights="fp8",
+        ),
+    )
     q = to_query(s)
     assert (q["pp"], q["dp"], q["ep"]) == ("2", "8", "1")
     assert from_query(q) == s

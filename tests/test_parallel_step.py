@@ -1,4 +1,5 @@
 """Step-time terms of EP, DP attention, PP and multi-node placement (planner.latency.parallel), by hand."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,8 +35,9 @@ def test_all_to_all_reproduces_deepep_intranode_ep8():
     # hidden 7,168, top-8, FP8 dispatch: 153 GB/s. DeepEP's bandwidth counts every dispatched byte, so its time is
     # 4,096 × 8 × 7,392 B / 153 GB/s = 1.583 ms per layer. Ours: 7/8 of the copies leave the GPU over NVLink:
     # 242.2 MB × 7/8 / (160 GB/s × 0.9) + 10 µs = 1.482 ms: 6.4% below the measurement (tolerance 10%).
-    pm = _pm(gpu_update={"interconnect_bandwidth_gb_s": 160.0}, num_gpus=8, data_parallel_size=8,
-             enable_expert_parallel=True)
+    pm = _pm(
+        gpu_update={"interconnect_bandwidth_gb_s": 160.0}, num_gpus=8, data_parallel_size=8, enable_expert_parallel=True
+    )
     t = pm.parallel
     dispatch = 4096 * 8 * 7392 * 7 / 8 / (160e9 * 0.9) + 10e-6
     assert t.dispatch_bytes == 7168 + 7168 / 128 * 4 == 7392
@@ -88,8 +90,9 @@ def test_pipeline_bubble_and_hand_off():
     assert parallel.pipeline_bubble_fraction(4, 4) == pytest.approx(3 / 7)
     assert parallel.pipeline_bubble_fraction(4, 28) == pytest.approx(0.0968, abs=1e-4)
     # Llama-3.1-70B TP 8 × PP 2 = 16 GPUs over two nodes: one hand-off of 4,096 × 8,192 × 2 B over a 50 GB/s NIC
-    pm = _pm(model="meta-llama/Llama-3.1-70B", weights="bf16", num_gpus=16, tensor_parallel_size=8,
-             pipeline_parallel_size=2)
+    pm = _pm(
+        model="meta-llama/Llama-3.1-70B", weights="bf16", num_gpus=16, tensor_parallel_size=8, pipeline_parallel_size=2
+    )
     assert pm.parallel.pipeline_s(4096) == pytest.approx(4096 * 8192 * 2 / 50e9 + 10e-6)
 
 
@@ -99,13 +102,20 @@ def test_tp_across_nodes_is_flagged_and_nine_times_slower_to_all_reduce():
     assert t.links.tp_crosses_nodes and any(w.startswith("Slow: TP=16") for w in t.warnings)
     # NVLink 450 GB/s vs NIC 50 GB/s: all-reduce bytes take 9× as long, i.e. 8× PerfModel's figure extra
     assert t.cross_node_tp_s(1000) == pytest.approx(pm.comm_s_per_token * 1000 * 8)
-    assert pm.step_time_s(1000, 1, 0, 500_500) > _pm(model="meta-llama/Llama-3.1-405B", weights="fp8", num_gpus=8,
-                                                     tensor_parallel_size=8).step_time_s(1000, 1, 0, 500_500)
+    assert pm.step_time_s(1000, 1, 0, 500_500) > _pm(
+        model="meta-llama/Llama-3.1-405B", weights="fp8", num_gpus=8, tensor_parallel_size=8
+    ).step_time_s(1000, 1, 0, 500_500)
 
 
 def test_gpus_without_a_listed_nic_assume_100g_ethernet():
     assert get_gpu("L40S").scale_out_bandwidth_gb_s is None
-    pm = _pm(model="meta-llama/Llama-3.1-8B", gpu="L40S", weights="bf16", num_gpus=16, tensor_parallel_size=1,
-             pipeline_parallel_size=16)
+    pm = _pm(
+        model="meta-llama/Llama-3.1-8B",
+        gpu="L40S",
+        weights="bf16",
+        num_gpus=16,
+        tensor_parallel_size=1,
+        pipeline_parallel_size=16,
+    )
     assert pm.parallel.links.nic_bytes_per_s == 12.5e9
     assert any("No per-GPU NIC" in w for w in pm.parallel.warnings)

@@ -1,4 +1,5 @@
 """Roofline invariants of planner.latency.perf_model, and the calibration error targets (a regression fails here)."""
+
 from __future__ import annotations
 
 import time
@@ -9,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.accuracy.published_points import error_summary, evaluate
-from planner.latency.metrics import ridge_batch, sweep
-from planner.latency.perf_model import BREAKDOWN_KEYS, PerfModel, expected_experts
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
+from planner.latency.metrics import ridge_batch, sweep
+from planner.latency.perf_model import BREAKDOWN_KEYS, PerfModel, expected_experts
 
 
 def resolved(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", tp=1, weights="bf16", kv="auto"):
@@ -20,8 +21,12 @@ def resolved(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", tp=1, weights="bf1
     return resolve(Scenario(model=model, gpu=gpu, deployment=dep))
 
 
-SCENARIOS = [("meta-llama/Llama-3.1-8B", "H100-SXM", 1), ("mistralai/Mixtral-8x7B-v0.1", "H100-SXM", 2),
-             ("meta-llama/Llama-2-70b-hf", "A100-80GB", 4), ("mistralai/Mistral-7B-v0.1", "L4", 1)]
+SCENARIOS = [
+    ("meta-llama/Llama-3.1-8B", "H100-SXM", 1),
+    ("mistralai/Mixtral-8x7B-v0.1", "H100-SXM", 2),
+    ("meta-llama/Llama-2-70b-hf", "A100-80GB", 4),
+    ("mistralai/Mistral-7B-v0.1", "L4", 1),
+]
 BATCHES = np.arange(1, 1025)
 
 
@@ -69,7 +74,8 @@ def test_moe_decode_reads_more_experts_as_the_batch_grows():
     assert big.bytes_read > small.bytes_read
     # batch 1 reads the shared layers + 2 of 8 experts; a big batch reads them all
     assert small.bytes_read - pm.kv_bytes_full - pm.act_bytes_per_token - pm.act_bytes_per_seq == pytest.approx(
-        pm.dense_weight_bytes + 2 * pm.expert_bytes)
+        pm.dense_weight_bytes + 2 * pm.expert_bytes
+    )
 
 
 def test_tp_adds_communication_and_splits_weights():
@@ -98,19 +104,20 @@ def test_breakdown_sums_to_the_step():
     for step in (PerfModel(resolved()).decode(64, 3000), PerfModel(resolved(tp=2)).prefill(4, 2048)):
         assert set(step.parts) == set(BREAKDOWN_KEYS)
         assert sum(step.parts.values()) == pytest.approx(step.total_s)
-        assert step.total_s == pytest.approx(max(step.memory_s, step.compute_s) + step.parts["communication_s"]
-                                             + step.parts["overhead_s"])
+        assert step.total_s == pytest.approx(
+            max(step.memory_s, step.compute_s) + step.parts["communication_s"] + step.parts["overhead_s"]
+        )
 
 
 @settings(max_examples=60, deadline=None)
-@given(model=st.sampled_from(SCENARIOS), new=st.integers(1, 20000), seqs=st.integers(1, 512),
-       ctx=st.integers(0, 40000))
+@given(model=st.sampled_from(SCENARIOS), new=st.integers(1, 20000), seqs=st.integers(1, 512), ctx=st.integers(0, 40000))
 def test_fast_path_matches_the_vectorised_path(model, new, seqs, ctx):
     pm = PerfModel(resolved(*model))
     seqs = min(seqs, new)
     kv, pairs = seqs * ctx, new * ctx + new
-    assert pm.step_time_s(new, seqs, kv, pairs) == pytest.approx(float(pm.step(new, seqs, kv, pairs).total_s),
-                                                                 rel=1e-12)
+    assert pm.step_time_s(new, seqs, kv, pairs) == pytest.approx(
+        float(pm.step(new, seqs, kv, pairs).total_s), rel=1e-12
+    )
 
 
 def test_step_cost_is_cheap():

@@ -1,4 +1,5 @@
 """Practice questions: seeded, checked within the stated tolerance, solved by the walkthrough's own steps."""
+
 from __future__ import annotations
 
 import pytest
@@ -56,10 +57,21 @@ def test_unknown_kind_is_named():
     assert err.value.field == "kinds"
 
 
-@pytest.mark.parametrize("text, unit, value", [("0.32 s", "ms", 320), ("320 ms", "ms", 320), ("320ms", "s", 0.32),
-                                               ("3.45 million", "positions", 3.45e6), ("3.45M", "positions", 3.45e6),
-                                               ("2.1k", "tokens/s", 2100), ("2 GiB", "GB", 2 * 2**30 / 1e9),
-                                               ("512 MB", "GB", 0.512), ("97 %", "%", 97), ("12", "steps", 12)])
+@pytest.mark.parametrize(
+    "text, unit, value",
+    [
+        ("0.32 s", "ms", 320),
+        ("320 ms", "ms", 320),
+        ("320ms", "s", 0.32),
+        ("3.45 million", "positions", 3.45e6),
+        ("3.45M", "positions", 3.45e6),
+        ("2.1k", "tokens/s", 2100),
+        ("2 GiB", "GB", 2 * 2**30 / 1e9),
+        ("512 MB", "GB", 0.512),
+        ("97 %", "%", 97),
+        ("12", "steps", 12),
+    ],
+)
 def test_answers_convert_their_units(text, unit, value):
     assert parse_answer(text, unit) == pytest.approx(value)
 

@@ -1,11 +1,12 @@
 """Every shipped preset: parameter counts against published figures, KV bytes per token, parsing quirks."""
+
 from __future__ import annotations
 
 import pytest
 
-from planner.memory import sizes as memory
 from planner.core.catalog import get_model, model_presets
 from planner.core.params import count_params
+from planner.memory import sizes as memory
 
 # (total, active) parameters. Exact figures: Phi-3-mini from keras-hub phi3_presets.py (3,821,079,552); the rest
 # are the derived counts of data/models/SOURCES.md, checked against the published rounded sizes in comments.
@@ -35,12 +36,24 @@ PARAMS = {
 
 # 16-bit KV bytes per token over all layers (SOURCES.md table; Qwen3 rows: 2 × layers × 8 × 128 × 2).
 KV_PER_TOKEN = {
-    "meta-llama/Llama-2-7b-hf": 524_288, "meta-llama/Llama-2-13b-hf": 819_200, "meta-llama/Llama-2-70b-hf": 327_680,
-    "meta-llama/Llama-3.1-8B": 131_072, "meta-llama/Llama-3.1-70B": 327_680, "meta-llama/Llama-3.1-405B": 516_096,
-    "mistralai/Mistral-7B-v0.1": 131_072, "mistralai/Mixtral-8x7B-v0.1": 131_072, "Qwen/Qwen2.5-7B": 57_344,
-    "Qwen/Qwen2.5-72B-Instruct": 327_680, "google/gemma-2-9b": 344_064, "google/gemma-2-27b": 376_832,
-    "microsoft/Phi-3-mini-4k-instruct": 393_216, "deepseek-ai/DeepSeek-V2-Lite": 31_104, "tiiuae/falcon-7b": 8_192,
-    "Qwen/Qwen3-14B": 163_840, "Qwen/Qwen3-32B": 262_144, "Qwen/Qwen3-30B-A3B-Instruct-2507": 98_304,
+    "meta-llama/Llama-2-7b-hf": 524_288,
+    "meta-llama/Llama-2-13b-hf": 819_200,
+    "meta-llama/Llama-2-70b-hf": 327_680,
+    "meta-llama/Llama-3.1-8B": 131_072,
+    "meta-llama/Llama-3.1-70B": 327_680,
+    "meta-llama/Llama-3.1-405B": 516_096,
+    "mistralai/Mistral-7B-v0.1": 131_072,
+    "mistralai/Mixtral-8x7B-v0.1": 131_072,
+    "Qwen/Qwen2.5-7B": 57_344,
+    "Qwen/Qwen2.5-72B-Instruct": 327_680,
+    "google/gemma-2-9b": 344_064,
+    "google/gemma-2-27b": 376_832,
+    "microsoft/Phi-3-mini-4k-instruct": 393_216,
+    "deepseek-ai/DeepSeek-V2-Lite": 31_104,
+    "tiiuae/falcon-7b": 8_192,
+    "Qwen/Qwen3-14B": 163_840,
+    "Qwen/Qwen3-32B": 262_144,
+    "Qwen/Qwen3-30B-A3B-Instruct-2507": 98_304,
     "unsloth/Llama-3.2-1B-Instruct": 32_768,  # 2 × 16 × 8 × 64 × 2
     "deepseek-ai/DeepSeek-V3": 70_272,  # MLA: 61 × (512 + 64) × 2
     "Qwen/Qwen3-235B-A22B": 192_512,  # 2 × 94 × 4 × 128 × 2

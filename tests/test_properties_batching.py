@@ -5,16 +5,22 @@ tokens (conservation of requests and tokens, per request and per step); no more 
 starts before arriving; admission is first-come first-served; p50 ≤ p95 ≤ p99; the event-driven run equals the
 plain per-step loop; and for continuous batching one more slot never makes the last request finish later.
 """
+
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.batching.step_model import (continuous_policy, dynamic_policy, run_batching, run_batching_stepwise,
-                                         static_policy)
 from planner.batching.report import percentile, steps_frame, summarize
 from planner.batching.requests import make_requests, parse_requests_csv, to_csv, with_spread
+from planner.batching.step_model import (
+    continuous_policy,
+    dynamic_policy,
+    run_batching,
+    run_batching_stepwise,
+    static_policy,
+)
 
 SETTINGS = settings(max_examples=150, deadline=None)
 
@@ -35,9 +41,13 @@ def policies(draw):
         return static_policy(draw(st.integers(0, 30)))
     if kind == "continuous":
         return continuous_policy()
-    return dynamic_policy(draw(st.integers(1, 12)), draw(st.integers(0, 30)),
-                          draw(st.none() | st.integers(0, 10)), draw(st.sampled_from([(), (128, 256, 512, 1024)])),
-                          hold_batch=draw(st.booleans()))
+    return dynamic_policy(
+        draw(st.integers(1, 12)),
+        draw(st.integers(0, 30)),
+        draw(st.none() | st.integers(0, 10)),
+        draw(st.sampled_from([(), (128, 256, 512, 1024)])),
+        hold_batch=draw(st.booleans()),
+    )
 
 
 def check_conservation(result) -> None:
@@ -137,4 +147,7 @@ def test_spread_keeps_count_and_positive_lengths(requests, spread):
 def test_csv_round_trips(requests):
     back = parse_requests_csv(to_csv(requests))
     assert (back.arrival, back.output_tokens, back.prompt_tokens) == (
-        requests.arrival, requests.output_tokens, requests.prompt_tokens)
+        requests.arrival,
+        requests.output_tokens,
+        requests.prompt_tokens,
+    )

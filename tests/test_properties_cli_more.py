@@ -8,6 +8,7 @@ with exactly one line on stderr, starting `error: `, that names the flag at faul
 Values that make a command allocate or loop without bound are kept out of the random draws (each example must
 stay fast); inputs that once crashed are pinned in `test_former_crashes_are_named_errors` below.
 """
+
 from __future__ import annotations
 
 import csv
@@ -18,19 +19,23 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_properties_cli import MEMORY_FLAGS, flag_value, junk, run_cli
 
+from planner.accuracy.validation import POINT_COLUMNS
 from planner.core.catalog import gpus, model_presets, weight_precisions
 from planner.latency.efficiency import ENGINES
-from planner.techniques.lora import ALL_MODULES
-from planner.accuracy.validation import POINT_COLUMNS
 from planner.teaching.walkthroughs import WALKTHROUGHS
-from test_properties_cli import MEMORY_FLAGS, flag_value, junk, run_cli
+from planner.techniques.lora import ALL_MODULES
 
 # 13 commands × EXAMPLES examples, a few ms to ~0.2 s (capacity) each: ~20 s for the file at 150.
 # SERVINGPLAN_CLI_EXAMPLES=2000 for a longer hunt.
 EXAMPLES = int(os.environ.get("SERVINGPLAN_CLI_EXAMPLES", "150"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 small_int = st.integers(-3, 5000).map(str)
 count = st.one_of(small_int, flag_value)  # a count a formula uses (never a loop or an allocation)
@@ -46,10 +51,24 @@ length_spec = st.one_of(
     tokens.map(lambda n: f"fixed:{n}"),
     st.tuples(tokens, tokens).map(lambda t: f"uniform:{t[0]},{t[1]}"),
     st.tuples(st.floats(-10, 50_000), st.floats(-1, 6)).map(lambda t: f"lognormal:mean={t[0]},sigma={t[1]}"),
-    st.tuples(st.floats(1, 5000), st.floats(0, 2), tokens).map(lambda t: f"lognormal:mean={t[0]},sigma={t[1]},max={t[2]}"),
-    st.sampled_from(["empirical:azure_conv", "empirical:azure_code", "empirical:nope", "fixed:", "uniform:1",
-                     "lognormal:mean=x", "gamma:3", "fixed:1e3", "fixed:nan"]),
-    junk)
+    st.tuples(st.floats(1, 5000), st.floats(0, 2), tokens).map(
+        lambda t: f"lognormal:mean={t[0]},sigma={t[1]},max={t[2]}"
+    ),
+    st.sampled_from(
+        [
+            "empirical:azure_conv",
+            "empirical:azure_code",
+            "empirical:nope",
+            "fixed:",
+            "uniform:1",
+            "lognormal:mean=x",
+            "gamma:3",
+            "fixed:1e3",
+            "fixed:nan",
+        ]
+    ),
+    junk,
+)
 # sizes the simulators allocate per item: bounded (10**9 of them exhaust memory: test_former_crashes_are_named_errors)
 num_requests = st.one_of(st.integers(-3, 150).map(str), st.sampled_from(["0", "nan", "1e3", "", "x"]))
 capacity_requests = st.one_of(st.integers(100, 140).map(str), st.integers(-3, 99).map(str), junk)
@@ -62,6 +81,7 @@ SCENARIO["--model"] = st.one_of(st.sampled_from(sorted(model_presets())), junk)
 def _strict_json(text: str):
     def reject(constant):
         raise ValueError(f"{constant} is not JSON")
+
     return json.loads(text, parse_constant=reject)
 
 
@@ -84,8 +104,15 @@ def check(argv: list[str], names: list[str], strict_json: bool = True) -> None:
 
 
 @st.composite
-def command(draw, name: str, own: dict, required: dict | None = None, scenario: bool = True,
-            flags: tuple[str, ...] = ("--json",), exclusive: tuple[tuple[str, str], ...] = ()):
+def command(
+    draw,
+    name: str,
+    own: dict,
+    required: dict | None = None,
+    scenario: bool = True,
+    flags: tuple[str, ...] = ("--json",),
+    exclusive: tuple[tuple[str, str], ...] = (),
+):
     """argv for `name`: its required flags, some of its own optional flags, a few scenario flags, boolean flags."""
     argv, used = [name], []
     for flag, strat in (required or {}).items():
@@ -127,51 +154,91 @@ def run_property(strategy, extra_names=()):
 
 
 def test_estimate():
-    run_property(command("estimate", {"--engine": engine, "--queue-wait-ms": real},
-                         required={"--batch": count, "--input-tokens": count, "--output-tokens": count}))
+    run_property(
+        command(
+            "estimate",
+            {"--engine": engine, "--queue-wait-ms": real},
+            required={"--batch": count, "--input-tokens": count, "--output-tokens": count},
+        )
+    )
 
 
 def test_simulate():
     traffic = st.sampled_from(["--rate", "--users", "--trace"])
-    values = {"--rate": st.one_of(st.floats(0.01, 50).map(str), flag_value),
-              "--users": st.one_of(st.integers(-2, 64).map(str), junk),  # 2**64 users: test_former_crashes_are_named_errors
-              "--trace": st.one_of(st.sampled_from(["azure_conv", "azure_code", "mooncake", "nope.csv"]), junk)}
-    own = {"--arrival": st.one_of(st.sampled_from(["poisson", "gamma", "constant"]), junk), "--cv": cv,
-           "--think-time": real, "--time-scale": real, "--input-tokens": st.one_of(tokens.map(str), junk),
-           "--input-dist": length_spec, "--output-tokens": st.one_of(tokens.map(str), junk),
-           "--output-dist": length_spec, "--max-queue": count, "--slo-ttft-ms": real, "--slo-tpot-ms": real,
-           "--seed": st.one_of(st.integers(-3, 2**70).map(str), junk), "--engine": engine}
+    values = {
+        "--rate": st.one_of(st.floats(0.01, 50).map(str), flag_value),
+        "--users": st.one_of(st.integers(-2, 64).map(str), junk),  # 2**64 users: test_former_crashes_are_named_errors
+        "--trace": st.one_of(st.sampled_from(["azure_conv", "azure_code", "mooncake", "nope.csv"]), junk),
+    }
+    own = {
+        "--arrival": st.one_of(st.sampled_from(["poisson", "gamma", "constant"]), junk),
+        "--cv": cv,
+        "--think-time": real,
+        "--time-scale": real,
+        "--input-tokens": st.one_of(tokens.map(str), junk),
+        "--input-dist": length_spec,
+        "--output-tokens": st.one_of(tokens.map(str), junk),
+        "--output-dist": length_spec,
+        "--max-queue": count,
+        "--slo-ttft-ms": real,
+        "--slo-tpot-ms": real,
+        "--seed": st.one_of(st.integers(-3, 2**70).map(str), junk),
+        "--engine": engine,
+    }
 
     @st.composite
     def argv(draw):
         mode = draw(traffic)
-        args, used = draw(command("simulate", own, required={mode: values[mode], "--num-requests": num_requests},
-                                  flags=("--json", "--prefix-caching"),
-                                  exclusive=(("--input-tokens", "--input-dist"), ("--output-tokens", "--output-dist"))))
+        args, used = draw(
+            command(
+                "simulate",
+                own,
+                required={mode: values[mode], "--num-requests": num_requests},
+                flags=("--json", "--prefix-caching"),
+                exclusive=(("--input-tokens", "--input-dist"), ("--output-tokens", "--output-dist")),
+            )
+        )
         return args, used + ["--trace"]  # a shared trace's own errors name --trace
 
     run_property(argv())
 
 
 def test_capacity():
-    own = {"--profile": st.one_of(st.sampled_from(["chat", "code", "rag", "custom"]), junk),
-           "--input-tokens": st.one_of(st.integers(-2, 4000).map(str), junk),
-           "--input-dist": length_spec, "--output-tokens": st.one_of(st.integers(-2, 1000).map(str), junk),
-           "--output-dist": length_spec, "--arrival": st.sampled_from(["poisson", "gamma", "constant", "trace"]),
-           "--cv": cv, "--seed": st.one_of(st.integers(-3, 10**6).map(str), junk),
-           "--slo-ttft-p95": real, "--slo-tpot-p95": real, "--slo-e2e-p99": real,
-           "--headroom": st.one_of(st.floats(0.5, 3).map(str), flag_value),
-           "--price": st.one_of(st.sampled_from(sorted(gpus())).map(lambda g: f"{g}=2.5"),
-                                st.sampled_from(["H100-SXM=-1", "H100-SXM=nan", "nope=1", "H100-SXM", "=", ""]), junk),
-           # rel-tol under ~1e-16 loops forever (1 + tol == 1.0): test_former_crashes_are_named_errors
-           "--rel-tol": st.one_of(st.floats(0.005, 0.6).map(str), st.sampled_from(["0", "-1", "nan", "inf", "x"])),
-           "--engine": engine}
-    run_property(command("capacity", own, required={"--target-rate": st.one_of(st.floats(0.1, 100).map(str),
-                                                                                 flag_value),
-                                                     "--num-requests": capacity_requests},
-                         flags=("--json", "--prefix-caching"),
-                         exclusive=(("--input-tokens", "--input-dist"), ("--output-tokens", "--output-dist"))),
-                 extra_names=["--trace"])
+    own = {
+        "--profile": st.one_of(st.sampled_from(["chat", "code", "rag", "custom"]), junk),
+        "--input-tokens": st.one_of(st.integers(-2, 4000).map(str), junk),
+        "--input-dist": length_spec,
+        "--output-tokens": st.one_of(st.integers(-2, 1000).map(str), junk),
+        "--output-dist": length_spec,
+        "--arrival": st.sampled_from(["poisson", "gamma", "constant", "trace"]),
+        "--cv": cv,
+        "--seed": st.one_of(st.integers(-3, 10**6).map(str), junk),
+        "--slo-ttft-p95": real,
+        "--slo-tpot-p95": real,
+        "--slo-e2e-p99": real,
+        "--headroom": st.one_of(st.floats(0.5, 3).map(str), flag_value),
+        "--price": st.one_of(
+            st.sampled_from(sorted(gpus())).map(lambda g: f"{g}=2.5"),
+            st.sampled_from(["H100-SXM=-1", "H100-SXM=nan", "nope=1", "H100-SXM", "=", ""]),
+            junk,
+        ),
+        # rel-tol under ~1e-16 loops forever (1 + tol == 1.0): test_former_crashes_are_named_errors
+        "--rel-tol": st.one_of(st.floats(0.005, 0.6).map(str), st.sampled_from(["0", "-1", "nan", "inf", "x"])),
+        "--engine": engine,
+    }
+    run_property(
+        command(
+            "capacity",
+            own,
+            required={
+                "--target-rate": st.one_of(st.floats(0.1, 100).map(str), flag_value),
+                "--num-requests": capacity_requests,
+            },
+            flags=("--json", "--prefix-caching"),
+            exclusive=(("--input-tokens", "--input-dist"), ("--output-tokens", "--output-dist")),
+        ),
+        extra_names=["--trace"],
+    )
 
 
 def test_report():
@@ -182,10 +249,17 @@ def test_report():
 def walkthrough_argv(draw):
     name = draw(st.one_of(st.sampled_from(sorted(WALKTHROUGHS)), junk))
     fields = list(WALKTHROUGHS[name].inputs.model_fields) if name in WALKTHROUGHS else ["batch"]
-    pairs = draw(st.lists(st.one_of(
-        st.tuples(st.sampled_from(fields), st.one_of(small_int, st.floats(-2, 1e6).map(str), flag_value))
-        .map(lambda t: f"{t[0]}={t[1]}"),
-        st.sampled_from(["nope=1", "=3", "batch", "", "batch=", " = "])), max_size=4))
+    pairs = draw(
+        st.lists(
+            st.one_of(
+                st.tuples(st.sampled_from(fields), st.one_of(small_int, st.floats(-2, 1e6).map(str), flag_value)).map(
+                    lambda t: f"{t[0]}={t[1]}"
+                ),
+                st.sampled_from(["nope=1", "=3", "batch", "", "batch=", " = "]),
+            ),
+            max_size=4,
+        )
+    )
     argv = ["walkthrough", name] + [f"--set={p}" for p in pairs]
     if draw(st.booleans()):
         argv.append("--json")
@@ -199,15 +273,44 @@ def test_walkthrough():
 
 def test_spec_decode():
     own = {"--draft-model": st.one_of(st.sampled_from(sorted(model_presets())), junk)} | REQUEST_BATCH
-    run_property(command("spec-decode", own, required={"--alpha": fraction,
-                                                       "--k": st.one_of(st.integers(-2, 40).map(str), flag_value)}))
+    run_property(
+        command(
+            "spec-decode",
+            own,
+            required={"--alpha": fraction, "--k": st.one_of(st.integers(-2, 40).map(str), flag_value)},
+        )
+    )
 
 
 # --- validate: a tmp CSV in the format of published_points.csv ----------------------------------------------------
-cell = st.one_of(st.sampled_from(["", "1", "2", "0", "-1", "nan", "inf", "1e309", "x", "8", "128", "fp16", "bf16",
-                                  "vLLM", "H100 80GB", "A100 80GB", "meta-llama/Llama-2-7b", "static BS=8",
-                                  "output_throughput_per_gpu", "ttft_ms", "tpot_ms"]),
-                 st.text(st.characters(codec="utf-8", exclude_characters="\r\n"), max_size=6))  # a newline: test_former_crashes_are_named_errors
+cell = st.one_of(
+    st.sampled_from(
+        [
+            "",
+            "1",
+            "2",
+            "0",
+            "-1",
+            "nan",
+            "inf",
+            "1e309",
+            "x",
+            "8",
+            "128",
+            "fp16",
+            "bf16",
+            "vLLM",
+            "H100 80GB",
+            "A100 80GB",
+            "meta-llama/Llama-2-7b",
+            "static BS=8",
+            "output_throughput_per_gpu",
+            "ttft_ms",
+            "tpot_ms",
+        ]
+    ),
+    st.text(st.characters(codec="utf-8", exclude_characters="\r\n"), max_size=6),
+)  # a newline: test_former_crashes_are_named_errors
 
 
 @st.composite
@@ -238,17 +341,27 @@ def test_validate(tmp_path):
 
 
 def test_prefix_cache():
-    own = REQUEST | {"--prefix-tokens": count, "--hit-rate": fraction, "--num-sharing": count,
-                     "--queue-wait-ms": real, "--prefill-rate": real,
-                     "--trace": st.sampled_from(["mooncake", "azure_conv", "nope.csv"])}
+    own = REQUEST | {
+        "--prefix-tokens": count,
+        "--hit-rate": fraction,
+        "--num-sharing": count,
+        "--queue-wait-ms": real,
+        "--prefill-rate": real,
+        "--trace": st.sampled_from(["mooncake", "azure_conv", "nope.csv"]),
+    }
     run_property(command("prefix-cache", own))
 
 
 def test_paged():
-    own = {"--prompt-dist": length_spec, "--output-dist": length_spec,
-           "--samples": st.one_of(st.integers(-3, 3000).map(str), junk),  # 10**9 samples: test_former_crashes_are_named_errors
-           "--seed": st.one_of(st.integers(-3, 2**70).map(str), junk),
-           "--reserve-tokens": count}
+    own = {
+        "--prompt-dist": length_spec,
+        "--output-dist": length_spec,
+        "--samples": st.one_of(
+            st.integers(-3, 3000).map(str), junk
+        ),  # 10**9 samples: test_former_crashes_are_named_errors
+        "--seed": st.one_of(st.integers(-3, 2**70).map(str), junk),
+        "--reserve-tokens": count,
+    }
     run_property(command("paged", own))
 
 
@@ -267,8 +380,11 @@ def test_tp():
 
 def test_lora():
     modules = st.lists(st.one_of(st.sampled_from(ALL_MODULES), junk), max_size=4).map(",".join)
-    run_property(command("lora", REQUEST | {"--rank": count, "--modules": modules, "--max-loras": count,
-                                            "--keep-requests": count}))
+    run_property(
+        command(
+            "lora", REQUEST | {"--rank": count, "--modules": modules, "--max-loras": count, "--keep-requests": count}
+        )
+    )
 
 
 # --- inputs that once crashed (found by the probes behind this file): now each exits 2 naming its flag ----------
@@ -278,17 +394,39 @@ FORMER_CRASHES = [
     (["paged", "--seed", "-1", "--samples", "100"], "ValueError: expected non-negative integer"),
     (["paged", "--samples", str(10**20)], "ValueError: Maximum allowed dimension exceeded"),
     (["validate", "--points", "NON_UTF8"], "UnicodeDecodeError"),
-    (["simulate", "--rate", "1", "--num-requests", "100", "--arrival", "gamma", "--cv", "1e-300"],
-     "ZeroDivisionError: tiny cv"),
-    (["capacity", "--target-rate", "5", "--num-requests", "100", "--profile", "custom", "--arrival", "gamma",
-      "--cv", "1e300"], "ZeroDivisionError: huge cv"),
+    (
+        ["simulate", "--rate", "1", "--num-requests", "100", "--arrival", "gamma", "--cv", "1e-300"],
+        "ZeroDivisionError: tiny cv",
+    ),
+    (
+        [
+            "capacity",
+            "--target-rate",
+            "5",
+            "--num-requests",
+            "100",
+            "--profile",
+            "custom",
+            "--arrival",
+            "gamma",
+            "--cv",
+            "1e300",
+        ],
+        "ZeroDivisionError: huge cv",
+    ),
     (["simulate", "--rate", "1e300", "--num-requests", "100"], "names rate_per_s instead of --rate"),
-    (["simulate", "--rate", "1", "--num-requests", "100", "--block-size", "2048"], "names block_size, not --block-size"),
+    (
+        ["simulate", "--rate", "1", "--num-requests", "100", "--block-size", "2048"],
+        "names block_size, not --block-size",
+    ),
     (["paged", "--prompt-dist", "fixed:0"], "names prompt, not --prompt-dist"),
     (["validate", "--points", "NEWLINE_ID"], "a newline in a row's id splits the error over two lines"),
-    (["paged", "--gpu-memory-gb", "1", "--json"], "prints \"concurrency_gain\": Infinity (not JSON)"),
+    (["paged", "--gpu-memory-gb", "1", "--json"], 'prints "concurrency_gain": Infinity (not JSON)'),
     (["capacity", "--target-rate", "5", "--rel-tol", "1e-300"], "bisection that never ends"),
-    (["spec-decode", "--alpha", "0.8", "--k", "4", "--batch", str(2**64), "--json"], "cast overflow, meaningless numbers"),
+    (
+        ["spec-decode", "--alpha", "0.8", "--k", "4", "--batch", str(2**64), "--json"],
+        "cast overflow, meaningless numbers",
+    ),
     (["walkthrough", "kv-cache", "--set", "num_layers=-3"], "names num_layers, not --set"),
 ]
 

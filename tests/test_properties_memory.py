@@ -5,6 +5,7 @@ Memory: the primer's formulas hold for any architecture; more GPU memory never l
 Parser: any dict, any text, gives a ModelSpec or an InputError that names a config.json field; never another
 exception (the sidebar shows InputError and would show anything else as a traceback).
 """
+
 from __future__ import annotations
 
 import json
@@ -13,15 +14,15 @@ import math
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from planner.memory import sizes as memory
 from planner.core.catalog import kv_precisions, model_presets, weight_precisions
 from planner.core.errors import InputError
 from planner.core.hf_config import model_from_hf_config, parse_config_text
-from planner.memory.plan import plan_memory
-from planner.memory.sliding_window import request_blocks
 from planner.core.precision import resolve_kv_bytes
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment, ModelSpec
+from planner.memory import sizes as memory
+from planner.memory.plan import plan_memory
+from planner.memory.sliding_window import request_blocks
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 WEIGHTS = sorted(weight_precisions())
@@ -35,18 +36,33 @@ def model_specs(draw, mla: bool = False, window: bool = True) -> ModelSpec:
     heads = kv_heads * draw(st.sampled_from([1, 2, 4, 8]))
     head_dim = draw(st.sampled_from([32, 64, 80, 96, 128, 256]))
     layers = draw(st.integers(1, 128))
-    fields = dict(name="random", hidden_size=heads * head_dim, num_layers=layers, num_attention_heads=heads,
-                  num_kv_heads=kv_heads, head_dim=head_dim, intermediate_size=draw(st.integers(64, 65536)),
-                  vocab_size=draw(st.integers(1, 262144)), max_position_embeddings=draw(st.integers(128, 1 << 20)))
+    fields = dict(
+        name="random",
+        hidden_size=heads * head_dim,
+        num_layers=layers,
+        num_attention_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=draw(st.integers(64, 65536)),
+        vocab_size=draw(st.integers(1, 262144)),
+        max_position_embeddings=draw(st.integers(128, 1 << 20)),
+    )
     if window and draw(st.booleans()):
         fields.update(sliding_window=draw(st.integers(1, 1 << 16)), num_sliding_layers=draw(st.integers(0, layers)))
     if draw(st.booleans()):
         experts = draw(st.integers(2, 64))
-        fields.update(num_experts=experts, num_experts_per_tok=draw(st.integers(1, experts)),
-                      moe_intermediate_size=draw(st.integers(64, 16384)))
+        fields.update(
+            num_experts=experts,
+            num_experts_per_tok=draw(st.integers(1, experts)),
+            moe_intermediate_size=draw(st.integers(64, 16384)),
+        )
     if mla:
-        fields.update(kv_lora_rank=draw(st.integers(1, 1024)), qk_rope_head_dim=draw(st.integers(1, 128)),
-                      qk_nope_head_dim=draw(st.integers(1, 256)), v_head_dim=draw(st.integers(1, 256)))
+        fields.update(
+            kv_lora_rank=draw(st.integers(1, 1024)),
+            qk_rope_head_dim=draw(st.integers(1, 128)),
+            qk_nope_head_dim=draw(st.integers(1, 256)),
+            v_head_dim=draw(st.integers(1, 256)),
+        )
     return ModelSpec(**fields)
 
 
@@ -62,7 +78,8 @@ def test_kv_formula_is_the_primers(model, kv_bytes, tokens):
 @given(model_specs(), st.sampled_from([1.0, 2.0]), st.integers(1, 1 << 20), st.integers(0, 1 << 20))
 def test_longer_requests_never_hold_less_kv(model, kv_bytes, tokens, extra):
     assert memory.kv_bytes_per_request(model, kv_bytes, tokens + extra) >= memory.kv_bytes_per_request(
-        model, kv_bytes, tokens)
+        model, kv_bytes, tokens
+    )
 
 
 @SETTINGS
@@ -97,13 +114,23 @@ def test_tensor_parallel_never_loses_kv_bytes(model, tp):
 @st.composite
 def scenarios(draw) -> Scenario:
     presets = sorted(model_presets())
-    dep = Deployment(weights=draw(st.sampled_from(WEIGHTS)), kv_cache_dtype=draw(st.sampled_from(KVS)),
-                     gpu_memory_utilization=draw(st.floats(0.5, 0.99)),
-                     max_model_len=draw(st.sampled_from([None, 512, 2048, 8192, 32768])),
-                     block_size=draw(st.sampled_from([8, 16, 32])), max_num_seqs=draw(st.integers(1, 1024)),
-                     max_num_batched_tokens=draw(st.integers(256, 65536)), enforce_eager=draw(st.booleans()))
-    return Scenario(model=draw(st.sampled_from(presets)), gpu="H100-SXM", deployment=dep,
-                    gpu_memory_gb=draw(st.floats(4, 400)), context_tokens=draw(st.integers(1, 65536)))
+    dep = Deployment(
+        weights=draw(st.sampled_from(WEIGHTS)),
+        kv_cache_dtype=draw(st.sampled_from(KVS)),
+        gpu_memory_utilization=draw(st.floats(0.5, 0.99)),
+        max_model_len=draw(st.sampled_from([None, 512, 2048, 8192, 32768])),
+        block_size=draw(st.sampled_from([8, 16, 32])),
+        max_num_seqs=draw(st.integers(1, 1024)),
+        max_num_batched_tokens=draw(st.integers(256, 65536)),
+        enforce_eager=draw(st.booleans()),
+    )
+    return Scenario(
+        model=draw(st.sampled_from(presets)),
+        gpu="H100-SXM",
+        deployment=dep,
+        gpu_memory_gb=draw(st.floats(4, 400)),
+        context_tokens=draw(st.integers(1, 65536)),
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -126,8 +153,9 @@ def test_plan_is_consistent(scenario):
     assert plan.kv_cache_tokens == plan.num_gpu_blocks * r.deployment.block_size
     dep = r.deployment  # vLLM V1's log: blocks / blocks per max_model_len request (sliding windows capped)
     if r.model.sliding_window and r.model.num_sliding_layers:
-        per_request = request_blocks(r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len,
-                                     dep.block_size)
+        per_request = request_blocks(
+            r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
+        )
         assert math.isclose(plan.max_concurrency, plan.num_gpu_blocks / per_request)
     else:
         assert math.isclose(plan.max_concurrency, plan.kv_cache_tokens / r.max_model_len)
@@ -138,22 +166,85 @@ def test_plan_is_consistent(scenario):
 
 # --- the config.json parser: random input ------------------------------------------------------------------
 
-KNOWN_KEYS = ["hidden_size", "n_embd", "d_model", "num_hidden_layers", "n_layer", "num_layers", "num_attention_heads",
-              "n_head", "num_key_value_heads", "num_kv_heads", "n_head_kv", "head_dim", "intermediate_size",
-              "ffn_hidden_size", "n_inner", "vocab_size", "max_position_embeddings", "max_seq_len", "n_positions",
-              "tie_word_embeddings", "torch_dtype", "model_type", "sliding_window", "use_sliding_window",
-              "multi_query", "new_decoder_architecture", "parallel_attn", "bias", "attention_bias", "mlp_bias",
-              "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "n_shared_experts",
-              "first_k_dense_replace", "moe_intermediate_size", "mlp_only_layers", "kv_lora_rank", "q_lora_rank",
-              "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "_name_or_path"]
-MODEL_TYPES = ["llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "phi3", "mixtral", "deepseek_v2",
-               "falcon", "RefinedWeb", "RefinedWebModel", "", "unknown"]
+KNOWN_KEYS = [
+    "hidden_size",
+    "n_embd",
+    "d_model",
+    "num_hidden_layers",
+    "n_layer",
+    "num_layers",
+    "num_attention_heads",
+    "n_head",
+    "num_key_value_heads",
+    "num_kv_heads",
+    "n_head_kv",
+    "head_dim",
+    "intermediate_size",
+    "ffn_hidden_size",
+    "n_inner",
+    "vocab_size",
+    "max_position_embeddings",
+    "max_seq_len",
+    "n_positions",
+    "tie_word_embeddings",
+    "torch_dtype",
+    "model_type",
+    "sliding_window",
+    "use_sliding_window",
+    "multi_query",
+    "new_decoder_architecture",
+    "parallel_attn",
+    "bias",
+    "attention_bias",
+    "mlp_bias",
+    "num_local_experts",
+    "num_experts",
+    "n_routed_experts",
+    "num_experts_per_tok",
+    "n_shared_experts",
+    "first_k_dense_replace",
+    "moe_intermediate_size",
+    "mlp_only_layers",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+    "_name_or_path",
+]
+MODEL_TYPES = [
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "qwen3_moe",
+    "gemma2",
+    "phi3",
+    "mixtral",
+    "deepseek_v2",
+    "falcon",
+    "RefinedWeb",
+    "RefinedWebModel",
+    "",
+    "unknown",
+]
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-10, 10), st.integers(1, 1 << 16),
-                    st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=True, allow_infinity=True),
-                    st.text(max_size=12), st.sampled_from(MODEL_TYPES), st.sampled_from(["4096", "1e3", "32"]))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                                             max_size=3), max_leaves=6)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-10, 10),
+    st.integers(1, 1 << 16),
+    st.integers(-(1 << 70), 1 << 70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(MODEL_TYPES),
+    st.sampled_from(["4096", "1e3", "32"]),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
 VALID = json.loads((next(iter(model_presets().values()))).read_text())
 
 
@@ -181,7 +272,12 @@ def test_mutated_real_configs_raise_only_input_errors(changes):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.one_of(st.binary(max_size=300), st.text(max_size=300),
-                 st.builds(json.dumps, st.dictionaries(st.sampled_from(KNOWN_KEYS), values, max_size=10))))
+@given(
+    st.one_of(
+        st.binary(max_size=300),
+        st.text(max_size=300),
+        st.builds(json.dumps, st.dictionaries(st.sampled_from(KNOWN_KEYS), values, max_size=10)),
+    )
+)
 def test_random_config_text_raises_only_input_errors(text):
     check_parse(parse_config_text, text)

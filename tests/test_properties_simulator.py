@@ -5,6 +5,7 @@ the tokens computed equal the prompts + outputs − prefix hits + recomputation 
 requests and the per-step token budget stay within their limits; each request's timeline is ordered
 (arrival ≤ scheduled < first token ≤ finish); p50 ≤ p95 ≤ p99; the same seed gives the same run.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,37 +22,50 @@ from planner.traffic.generators import closed_loop, open_loop
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-lengths = st.one_of(st.integers(1, 600).map(lambda n: f"fixed:{n}"),
-                    st.tuples(st.integers(1, 300), st.integers(0, 600)).map(lambda t: f"uniform:{t[0]},{t[0] + t[1]}"),
-                    st.tuples(st.integers(1, 400), st.floats(0, 1.5)).map(
-                        lambda t: f"lognormal:mean={t[0]},sigma={t[1]:.2f},max=2000"))
+lengths = st.one_of(
+    st.integers(1, 600).map(lambda n: f"fixed:{n}"),
+    st.tuples(st.integers(1, 300), st.integers(0, 600)).map(lambda t: f"uniform:{t[0]},{t[0] + t[1]}"),
+    st.tuples(st.integers(1, 400), st.floats(0, 1.5)).map(lambda t: f"lognormal:mean={t[0]},sigma={t[1]:.2f},max=2000"),
+)
 
 
 @st.composite
 def workloads(draw):
     n, seed = draw(st.integers(1, 60)), draw(st.integers(0, 2**31 - 1))
     if draw(st.booleans()):
-        return open_loop(n, draw(st.floats(0.1, 200)), draw(lengths), draw(lengths),
-                         draw(st.sampled_from(["poisson", "gamma", "constant"])), draw(st.floats(0.2, 4)), seed=seed)
+        return open_loop(
+            n,
+            draw(st.floats(0.1, 200)),
+            draw(lengths),
+            draw(lengths),
+            draw(st.sampled_from(["poisson", "gamma", "constant"])),
+            draw(st.floats(0.2, 4)),
+            seed=seed,
+        )
     return closed_loop(draw(st.integers(1, 20)), n, draw(st.floats(0, 5)), draw(lengths), draw(lengths), seed=seed)
 
 
 @st.composite
 def configs(draw, spec: bool = True):
     seqs = draw(st.integers(1, 64))
-    cfg = dict(num_gpu_blocks=draw(st.integers(1, 400)), block_size=draw(st.sampled_from([1, 4, 16, 32])),
-               max_num_seqs=seqs, max_num_batched_tokens=draw(st.integers(seqs, 4096)),
-               enable_chunked_prefill=draw(st.booleans()), max_queue=draw(st.none() | st.integers(0, 30)),
-               enable_prefix_caching=draw(st.booleans()),
-               admission_policy=draw(st.sampled_from(["vllm-v1", "vllm-v1", "guaranteed-no-evict", "sglang",
-                                                      "static-slots"])),
-               long_prefill_token_threshold=draw(st.sampled_from([0, 0, 1, 7, 64])),
-               scheduler_reserve_full_isl=draw(st.booleans()),
-               max_blocks_per_request=draw(st.none() | st.none() | st.integers(1, 50)),
-               max_model_len=draw(st.none() | st.integers(1, 3000)))
+    cfg = dict(
+        num_gpu_blocks=draw(st.integers(1, 400)),
+        block_size=draw(st.sampled_from([1, 4, 16, 32])),
+        max_num_seqs=seqs,
+        max_num_batched_tokens=draw(st.integers(seqs, 4096)),
+        enable_chunked_prefill=draw(st.booleans()),
+        max_queue=draw(st.none() | st.integers(0, 30)),
+        enable_prefix_caching=draw(st.booleans()),
+        admission_policy=draw(st.sampled_from(["vllm-v1", "vllm-v1", "guaranteed-no-evict", "sglang", "static-slots"])),
+        long_prefill_token_threshold=draw(st.sampled_from([0, 0, 1, 7, 64])),
+        scheduler_reserve_full_isl=draw(st.booleans()),
+        max_blocks_per_request=draw(st.none() | st.none() | st.integers(1, 50)),
+        max_model_len=draw(st.none() | st.integers(1, 3000)),
+    )
     if spec and draw(st.booleans()):
-        cfg.update(spec_k=draw(st.integers(1, 6)), spec_alpha=draw(st.floats(0, 1)),
-                   spec_draft_cost_s=draw(st.floats(0, 1e-3)))
+        cfg.update(
+            spec_k=draw(st.integers(1, 6)), spec_alpha=draw(st.floats(0, 1)), spec_draft_cost_s=draw(st.floats(0, 1e-3))
+        )
     return scheduler_config(cfg)
 
 
@@ -118,8 +132,12 @@ def test_same_seed_same_run(wl, cfg, cost, seed):
 
 
 @SETTINGS
-@given(st.integers(1, 50), st.floats(-1e3, 1e3) | st.just(float("nan")) | st.just(float("inf")),
-       st.text(max_size=20), st.text(max_size=20))
+@given(
+    st.integers(1, 50),
+    st.floats(-1e3, 1e3) | st.just(float("nan")) | st.just(float("inf")),
+    st.text(max_size=20),
+    st.text(max_size=20),
+)
 def test_traffic_inputs_raise_only_input_errors(n, rate, prompt, output):
     try:
         open_loop(n, rate, prompt or "fixed:1", output or "fixed:1")
@@ -129,16 +147,20 @@ def test_traffic_inputs_raise_only_input_errors(n, rate, prompt, output):
 
 # --- the step cost the simulator runs on (planner.latency.perf_model): physics of batching -------------------------------
 
+
 @st.composite
 def perf_models(draw):
     from planner.core.catalog import gpus, model_presets
-    from planner.latency.perf_model import PerfModel
     from planner.core.scenario import Scenario, resolve
     from planner.core.specs import Deployment
+    from planner.latency.perf_model import PerfModel
 
     weights = draw(st.sampled_from(["bf16", "fp16", "fp8", "int8", "awq-int4", "q4_k_m"]))
-    scenario = Scenario(model=draw(st.sampled_from(sorted(model_presets()))), gpu=draw(st.sampled_from(sorted(gpus()))),
-                        deployment=Deployment(weights=weights, max_model_len=8192))
+    scenario = Scenario(
+        model=draw(st.sampled_from(sorted(model_presets()))),
+        gpu=draw(st.sampled_from(sorted(gpus()))),
+        deployment=Deployment(weights=weights, max_model_len=8192),
+    )
     return PerfModel(resolve(scenario))
 
 

@@ -1,12 +1,13 @@
 """The ranking on Ray (a local instance started here) gives exactly the local result."""
+
 from __future__ import annotations
 
 import pytest
+from test_recommend import without_timing
 
-from planner.core.workload import TrafficSpec
 from planner.capacity.recommend import recommend
 from planner.core.scenario import Scenario
-from test_recommend import without_timing
+from planner.core.workload import TrafficSpec
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra (pip install '.[cluster]'); not installed here")
 pytestmark = pytest.mark.slow
@@ -19,8 +20,9 @@ KW = dict(gpu_ids=["H100-SXM", "L40S"], tps=(1, 2))
 def local_ray():
     from conftest import ROOT
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}}
+    )
     yield
     ray.shutdown()
 

@@ -1,10 +1,12 @@
 """planner.capacity.recommend: candidates, ranking by cost, the Pareto frontier, parallel == serial."""
+
 from __future__ import annotations
 
-from planner.core.workload import TrafficSpec
-from planner.core.catalog import gpus
 from planner.capacity.recommend import candidates, default_weights, pareto_front, rank, recommend, run_tasks, tasks_for
+from planner.core.catalog import gpus
 from planner.core.scenario import Scenario
+from planner.core.workload import TrafficSpec
+
 
 def without_timing(rows: list[dict]) -> list[dict]:
     """Rows minus the wall-clock field (the only one that may differ between runs)."""
@@ -32,26 +34,34 @@ def test_default_weights_follow_the_gpu():
 
 def test_70b_drops_what_does_not_fit():
     cands = candidates(Scenario(model="meta-llama/Llama-3.1-70B"), gpu_ids=["H100-SXM"])
-    assert {(c.deployment.weights, c.deployment.tensor_parallel_size) for c in cands} >= {("bf16", 4), ("bf16", 8), ("fp8", 2)}
+    assert {(c.deployment.weights, c.deployment.tensor_parallel_size) for c in cands} >= {
+        ("bf16", 4),
+        ("bf16", 8),
+        ("fp8", 2),
+    }
     assert ("bf16", 1) not in {(c.deployment.weights, c.deployment.tensor_parallel_size) for c in cands}
 
 
 def test_pareto_front_on_a_hand_made_set():
     #            cost  latency
-    points = [(1.0, 9.0),   # cheapest: on the front
-              (2.0, 5.0),   # on
-              (3.0, 5.0),   # dominated by (2, 5): same latency, dearer
-              (2.5, 6.0),   # dominated by (2, 5)
-              (4.0, 1.0),   # fastest: on
-              (4.0, 1.0)]   # a duplicate is not dominated (not strictly worse)
+    points = [
+        (1.0, 9.0),  # cheapest: on the front
+        (2.0, 5.0),  # on
+        (3.0, 5.0),  # dominated by (2, 5): same latency, dearer
+        (2.5, 6.0),  # dominated by (2, 5)
+        (4.0, 1.0),  # fastest: on
+        (4.0, 1.0),
+    ]  # a duplicate is not dominated (not strictly worse)
     assert pareto_front(points) == [True, True, False, False, True, True]
 
 
 def test_rank_sorts_feasible_by_cost_then_infeasible():
-    rows = [{"id": "c", "feasible": True, "usd_per_hour": 5.0, "usd_per_million_output_tokens_at_capacity": 1.0},
-            {"id": "x", "feasible": False, "usd_per_hour": None},
-            {"id": "a", "feasible": True, "usd_per_hour": 2.0, "usd_per_million_output_tokens_at_capacity": 0.9},
-            {"id": "b", "feasible": True, "usd_per_hour": 2.0, "usd_per_million_output_tokens_at_capacity": 0.5}]
+    rows = [
+        {"id": "c", "feasible": True, "usd_per_hour": 5.0, "usd_per_million_output_tokens_at_capacity": 1.0},
+        {"id": "x", "feasible": False, "usd_per_hour": None},
+        {"id": "a", "feasible": True, "usd_per_hour": 2.0, "usd_per_million_output_tokens_at_capacity": 0.9},
+        {"id": "b", "feasible": True, "usd_per_hour": 2.0, "usd_per_million_output_tokens_at_capacity": 0.5},
+    ]
     assert [r["id"] for r in rank(rows)] == ["b", "a", "c", "x"]
     assert [r["rank"] for r in rank(rows)] == [1, 2, 3, 4]
 

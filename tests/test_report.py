@@ -1,4 +1,5 @@
 """The sizing report: exact CSV columns, every input present, numbers equal to the planner's, charts as PNG."""
+
 from __future__ import annotations
 
 import csv
@@ -9,14 +10,14 @@ import zipfile
 
 import pytest
 
-from planner.latency.metrics import estimate
-from planner.memory.plan import plan_memory, tp_options
 from planner.capacity.replicas import capacity_plan
-from planner.core.workload import SLO, TrafficSpec
-from planner.report import COLUMNS, ReportRow, human, report_rows, to_csv, to_json, to_markdown
-from planner.report_plan import choice_rows
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
+from planner.core.workload import SLO, TrafficSpec
+from planner.latency.metrics import estimate
+from planner.memory.plan import plan_memory, tp_options
+from planner.report import COLUMNS, ReportRow, human, report_rows, to_csv, to_json, to_markdown
+from planner.report_plan import choice_rows
 
 SCENARIO = Scenario(gpu="A100-80GB", context_tokens=4096, deployment=Deployment(max_model_len=8192, block_size=32))
 
@@ -68,8 +69,13 @@ def test_numbers_equal_planner_outputs(rows):
 
 
 def test_every_row_has_a_note_or_is_an_identifier(rows):
-    numeric = [r for r in rows if isinstance(r.value, (int, float)) and not isinstance(r.value, bool)
-               and r.section.startswith(("memory", "reference", "tensor", "plan"))]
+    numeric = [
+        r
+        for r in rows
+        if isinstance(r.value, (int, float))
+        and not isinstance(r.value, bool)
+        and r.section.startswith(("memory", "reference", "tensor", "plan"))
+    ]
     assert numeric and all(r.note for r in numeric)
 
 
@@ -107,10 +113,14 @@ def test_zip_with_kaleido_pngs():
 
 
 # --- the plan (issue 16) -------------------------------------------------------------------------------------------
-PLAN_SCENARIO = Scenario(model="meta-llama/Llama-3.1-8B", gpu="A100-80GB", target_rate=20.0,
-                         traffic=TrafficSpec(profile="custom", prompt="fixed:1000", output="fixed:200",
-                                             num_requests=400),
-                         slo=SLO(ttft_p95_s=1.0, tpot_p95_s=0.05), deployment=Deployment(max_model_len=8192))
+PLAN_SCENARIO = Scenario(
+    model="meta-llama/Llama-3.1-8B",
+    gpu="A100-80GB",
+    target_rate=20.0,
+    traffic=TrafficSpec(profile="custom", prompt="fixed:1000", output="fixed:200", num_requests=400),
+    slo=SLO(ttft_p95_s=1.0, tpot_p95_s=0.05),
+    deployment=Deployment(max_model_len=8192),
+)
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +134,15 @@ def test_the_plan_leads_the_report(plan_rows_and_capacity):
     assert rows[0].section == "plan" and rows[0].name == "deployment"
     t = table(rows)
     assert t[("plan", "target_rate")] == 20.0 and t[("plan", "slo_ttft_p95_s")] == 1.0
-    for key in ("max_rate_per_replica", "replicas", "num_gpus", "usd_per_hour", "usd_per_day",
-                "usd_per_million_output_tokens", "usd_per_million_tokens"):
+    for key in (
+        "max_rate_per_replica",
+        "replicas",
+        "num_gpus",
+        "usd_per_hour",
+        "usd_per_day",
+        "usd_per_million_output_tokens",
+        "usd_per_million_tokens",
+    ):
         assert t[("plan", key)] == cap[key], key
     assert t[("plan", "replicas")] == math.ceil(20.0 * 1.2 / cap["max_rate_per_replica"])
     assert t[("plan", "usd_per_hour")] == pytest.approx(cap["num_gpus"] * cap["usd_per_gpu_hour"])
@@ -146,10 +163,26 @@ def test_latency_at_the_operating_point_is_continuous_batching_not_the_pool(plan
 
 def test_runner_up_comes_from_the_ranking():
     r = resolve(PLAN_SCENARIO)
-    ranking = [{"rank": 1, "id": "L40S · fp8 · TP1", "feasible": True, "replicas": 3, "usd_per_hour": 2.5,
-                "usd_per_million_output_tokens": 0.2, "ttft_p95_s": 0.4},
-               {"rank": 2, "id": "A100-80GB · bf16 · TP1", "feasible": True, "replicas": 2, "usd_per_hour": 2.8,
-                "usd_per_million_output_tokens": 0.3, "ttft_p95_s": 0.3}]
+    ranking = [
+        {
+            "rank": 1,
+            "id": "L40S · fp8 · TP1",
+            "feasible": True,
+            "replicas": 3,
+            "usd_per_hour": 2.5,
+            "usd_per_million_output_tokens": 0.2,
+            "ttft_p95_s": 0.4,
+        },
+        {
+            "rank": 2,
+            "id": "A100-80GB · bf16 · TP1",
+            "feasible": True,
+            "replicas": 2,
+            "usd_per_hour": 2.8,
+            "usd_per_million_output_tokens": 0.3,
+            "ttft_p95_s": 0.3,
+        },
+    ]
     t = table(choice_rows(PLAN_SCENARIO, r, {}, ranking))
     assert t[("deployment choice", "chosen")] == "A100-80GB · bf16 · TP1"
     assert t[("deployment choice", "runner_up")] == "L40S · fp8 · TP1"
@@ -162,9 +195,16 @@ def test_assumptions_name_the_calibration(plan_rows_and_capacity):
     assert t[("assumptions", "user_calibration")] == "none"
 
 
-@pytest.mark.parametrize("value, unit, text", [(0.8005, "s", "800.5 ms"), (2.5, "s", "2.500 s"),
-                                               (166.79999999999998, "USD/h", "$166.80/h"), (50.0, "req/s", "50 req/s"),
-                                               (3e9, "B", "3,000,000,000 B (3.00 GB, 2.79 GiB)")])
+@pytest.mark.parametrize(
+    "value, unit, text",
+    [
+        (0.8005, "s", "800.5 ms"),
+        (2.5, "s", "2.500 s"),
+        (166.79999999999998, "USD/h", "$166.80/h"),
+        (50.0, "req/s", "50 req/s"),
+        (3e9, "B", "3,000,000,000 B (3.00 GB, 2.79 GiB)"),
+    ],
+)
 def test_values_carry_their_units(value, unit, text):
     assert human(value, unit) == text
 

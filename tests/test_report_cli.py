@@ -1,4 +1,5 @@
 """`python -m planner report` and `python -m planner walkthrough` from the command line."""
+
 from __future__ import annotations
 
 import csv
@@ -9,10 +10,11 @@ import subprocess
 import sys
 
 from conftest import ROOT
+
 from planner.cli import main
-from planner.report import report_rows, to_csv
 from planner.core.scenario import Scenario
 from planner.core.specs import Deployment
+from planner.report import report_rows, to_csv
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
@@ -54,8 +56,9 @@ def test_walkthrough_text_and_json(capsys):
 
 
 def test_walkthrough_set_changes_an_input(capsys):
-    code, out, _ = run(capsys, "walkthrough", "six-requests", "--set", "output_tokens=4,4,4", "--set", "slots=3",
-                       "--json")
+    code, out, _ = run(
+        capsys, "walkthrough", "six-requests", "--set", "output_tokens=4,4,4", "--set", "slots=3", "--json"
+    )
     steps = {s["number"]: s for s in json.loads(out)["steps"]}
     assert steps["2"]["value"] == steps["3"]["value"] == 4  # equal lengths: static and continuous tie
     code, _, err = run(capsys, "walkthrough", "kv-cache", "--set", "layers=2")
@@ -65,15 +68,42 @@ def test_walkthrough_set_changes_an_input(capsys):
 
 
 def test_walkthrough_as_a_process():
-    out = subprocess.run([sys.executable, "-m", "planner", "walkthrough", "six-requests"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "planner", "walkthrough", "six-requests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "61.5%" in out and "88.9%" in out and "1.83 steps" in out
 
 
 def test_report_takes_the_capacity_traffic_and_slo_flags(capsys):
-    code, out, _ = run(capsys, "report", "--json", "--gpu", "A100-80GB", "--max-model-len", "8192", "--profile",
-                       "custom", "--input-tokens", "1000", "--output-tokens", "200", "--num-requests", "300",
-                       "--target-rate", "12", "--slo-ttft-p95", "1.5", "--slo-tpot-p95", "0.05", "--headroom", "1.5")
+    code, out, _ = run(
+        capsys,
+        "report",
+        "--json",
+        "--gpu",
+        "A100-80GB",
+        "--max-model-len",
+        "8192",
+        "--profile",
+        "custom",
+        "--input-tokens",
+        "1000",
+        "--output-tokens",
+        "200",
+        "--num-requests",
+        "300",
+        "--target-rate",
+        "12",
+        "--slo-ttft-p95",
+        "1.5",
+        "--slo-tpot-p95",
+        "0.05",
+        "--headroom",
+        "1.5",
+    )
     assert code == 0
     t = {(r["section"], r["name"]): r for r in json.loads(out)}
     assert t[("plan", "target_rate")]["value"] == 12 and t[("plan", "headroom")]["value"] == 1.5

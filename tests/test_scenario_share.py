@@ -1,4 +1,5 @@
 """Scenarios travel as a URL query string and as a saved JSON file, and both restore exactly."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,24 +14,52 @@ from planner.core.specs import Deployment
 from planner.core.workload import SLO, TrafficSpec
 from planner.latency.efficiency import EfficiencyProfile
 
-CALIBRATION = Calibration(engine="vllm", gpu_family="ampere", profile=EfficiencyProfile(
-    matmul_efficiency=0.61234567, attention_efficiency=0.4, memory_efficiency=0.8, step_overhead_s=0.0031,
-    allreduce_latency_s=1.25e-5, moe_efficiency=0.7, num_points=7, note="fitted on 7 points"))
+CALIBRATION = Calibration(
+    engine="vllm",
+    gpu_family="ampere",
+    profile=EfficiencyProfile(
+        matmul_efficiency=0.61234567,
+        attention_efficiency=0.4,
+        memory_efficiency=0.8,
+        step_overhead_s=0.0031,
+        allreduce_latency_s=1.25e-5,
+        moe_efficiency=0.7,
+        num_points=7,
+        note="fitted on 7 points",
+    ),
+)
 
 SCENARIOS = [
     Scenario(),
-    Scenario(gpu="A100-80GB", context_tokens=2000, traffic=TrafficSpec(profile="custom", prompt="fixed:1700",
-                                                                       output="fixed:300"),
-             deployment=Deployment(num_gpus=8, tensor_parallel_size=4, weights="awq-int4", kv_cache_dtype="fp8",
-                                   gpu_memory_utilization=0.85, max_model_len=16384, block_size=32,
-                                   max_num_seqs=64, max_num_batched_tokens=4096, enforce_eager=True)),
+    Scenario(
+        gpu="A100-80GB",
+        context_tokens=2000,
+        traffic=TrafficSpec(profile="custom", prompt="fixed:1700", output="fixed:300"),
+        deployment=Deployment(
+            num_gpus=8,
+            tensor_parallel_size=4,
+            weights="awq-int4",
+            kv_cache_dtype="fp8",
+            gpu_memory_utilization=0.85,
+            max_model_len=16384,
+            block_size=32,
+            max_num_seqs=64,
+            max_num_batched_tokens=4096,
+            enforce_eager=True,
+        ),
+    ),
     Scenario(model_spec=get_model("deepseek-ai/DeepSeek-V2-Lite"), gpu="L4", gpu_memory_gb=48),
     # the workload, SLO, target rate and the user's calibration travel too (issue 16)
-    Scenario(model="meta-llama/Llama-3.1-70B", gpu="A100-80GB",
-             deployment=Deployment(num_gpus=4, tensor_parallel_size=4),
-             traffic=TrafficSpec(profile="custom", prompt="fixed:2000", output="fixed:300", seed=3, num_requests=600),
-             slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.05, e2e_p99_s=30.5), target_rate=60, headroom=1.35,
-             calibration=CALIBRATION),
+    Scenario(
+        model="meta-llama/Llama-3.1-70B",
+        gpu="A100-80GB",
+        deployment=Deployment(num_gpus=4, tensor_parallel_size=4),
+        traffic=TrafficSpec(profile="custom", prompt="fixed:2000", output="fixed:300", seed=3, num_requests=600),
+        slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.05, e2e_p99_s=30.5),
+        target_rate=60,
+        headroom=1.35,
+        calibration=CALIBRATION,
+    ),
 ]
 
 
@@ -44,24 +73,42 @@ def test_json_round_trip_is_exact(scenario):
     assert from_json(to_json(scenario)) == scenario
 
 
-@pytest.mark.parametrize("params, field", [
-    ({"tp": "two"}, "tp"), ({"util": "1.5"}, "util"), ({"gpus": "3", "tp": "2"}, "tp"),
-    ({"eager": "perhaps"}, "eager"), ({"spec": "{not json"}, "spec"), ({"ctx": "-1"}, "ctx"),
-    ({"rate": "-5"}, "rate"), ({"rate": "lots"}, "rate"), ({"profile": "video"}, "profile"), ({"ttft": "0"}, "ttft"),
-    ({"headroom": "0.5"}, "headroom"), ({"cal": "vllm~ampere~notbase64!"}, "cal"), ({"cal": "vllm"}, "cal"),
-    ({"pc": "perhaps"}, "pc"), ({"n": "many"}, "n"),
-])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"tp": "two"}, "tp"),
+        ({"util": "1.5"}, "util"),
+        ({"gpus": "3", "tp": "2"}, "tp"),
+        ({"eager": "perhaps"}, "eager"),
+        ({"spec": "{not json"}, "spec"),
+        ({"ctx": "-1"}, "ctx"),
+        ({"rate": "-5"}, "rate"),
+        ({"rate": "lots"}, "rate"),
+        ({"profile": "video"}, "profile"),
+        ({"ttft": "0"}, "ttft"),
+        ({"headroom": "0.5"}, "headroom"),
+        ({"cal": "vllm~ampere~notbase64!"}, "cal"),
+        ({"cal": "vllm"}, "cal"),
+        ({"pc": "perhaps"}, "pc"),
+        ({"n": "many"}, "n"),
+    ],
+)
 def test_bad_query_names_the_parameter(params, field):
     with pytest.raises(InputError) as err:
         from_query(params)
     assert field in err.value.field
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("{", "not valid JSON"), ("[]", "not a servingplan scenario"), ('{"gpu": "H100-SXM"}', "not a servingplan scenario"),
-    ('{"servingplan_scenario": 1, "deployment": {"tensor_parallel_size": 0}}', "tensor_parallel_size"),
-    ("x" * 300_000, "at most"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("{", "not valid JSON"),
+        ("[]", "not a servingplan scenario"),
+        ('{"gpu": "H100-SXM"}', "not a servingplan scenario"),
+        ('{"servingplan_scenario": 1, "deployment": {"tensor_parallel_size": 0}}', "tensor_parallel_size"),
+        ("x" * 300_000, "at most"),
+    ],
+)
 def test_bad_scenario_json_is_rejected_with_the_reason(text, reason):
     with pytest.raises(InputError) as err:
         from_json(text)
@@ -121,7 +168,8 @@ def test_a_shared_url_restores_workload_slo_and_calibration():
     assert not at.exception and not at.error
     got = at.session_state["scenario"]
     assert got.model_copy(update={"calibration": None, "context_tokens": None}) == expected.model_copy(
-        update={"calibration": None})
+        update={"calibration": None}
+    )
     assert got.context_tokens == 2300  # prompt + output: the one request length every page uses
     assert got.calibration.profile == CALIBRATION.profile
     assert at.session_state["sb_profile"] == "custom" and at.session_state["sb_prompt"] == 2000
@@ -134,8 +182,13 @@ def test_floats_travel_exactly():
 
 def test_a_shared_link_carries_the_page_inputs_that_change_the_answer():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    for k, v in {**to_query(SCENARIOS[-1]), "latency_mode": "Static batch (primer §5)", "latency_batch": "24",
-                 "latency_engine": "tensorrt-llm", "cap_min_replicas": "3"}.items():
+    for k, v in {
+        **to_query(SCENARIOS[-1]),
+        "latency_mode": "Static batch (primer §5)",
+        "latency_batch": "24",
+        "latency_engine": "tensorrt-llm",
+        "cap_min_replicas": "3",
+    }.items():
         at.query_params[k] = v
     at.run()
     assert not at.exception and not at.error
@@ -155,6 +208,7 @@ def test_the_url_carries_the_page_inputs(monkeypatch):
     """page_query (the share box adds it to the scenario's query; AppTest reruns only the page after the first
     run, so the frame's URL update is checked in the browser)."""
     import ui.page_inputs as pi
+
     state = {"latency_mode": "Static batch (primer §5)", "latency_batch": 24, "cap_amplitude": 0.35, "other": 1}
     monkeypatch.setattr(pi.st, "session_state", state)
     q = pi.page_query()
@@ -174,6 +228,7 @@ def test_a_file_saved_before_the_workload_existed_keeps_its_request_length():
 def test_a_calibration_bomb_is_not_inflated():
     import base64
     import zlib
+
     bomb = base64.urlsafe_b64encode(zlib.compress(b"{" + b" " * 50_000_000 + b"}", 9)).decode().rstrip("=")
     assert len(bomb) < 100_000
     with pytest.raises(InputError) as err:

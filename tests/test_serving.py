@@ -1,5 +1,6 @@
 """planner.sim.serving and planner.capacity.load_sweep: scenario -> scheduler + step cost, the summary contract, the knee,
 traffic profiles, and open vs closed loop (the closed loop hides the queue)."""
+
 from __future__ import annotations
 
 import json
@@ -8,21 +9,43 @@ import math
 import numpy as np
 import pytest
 
+from planner.capacity.load_sweep import (
+    find_knee,
+    open_vs_closed,
+    profile_workload,
+    rate_sweep,
+    trace_window,
+    users_for_rate,
+)
 from planner.core.errors import InputError
-from planner.capacity.load_sweep import (find_knee, open_vs_closed, profile_workload, rate_sweep, trace_window,
-                                users_for_rate)
-from planner.memory.plan import plan_memory
-from planner.latency.perf_model import PerfModel
 from planner.core.scenario import Scenario, resolve
-from planner.sim.serving import (DecodeRunCost, result_summary, run_serving, scheduler_config_for, steady_rates,
-                             step_cost_for)
 from planner.core.specs import Deployment
-from planner.traffic.traces import load_trace
+from planner.latency.perf_model import PerfModel
+from planner.memory.plan import plan_memory
+from planner.sim.serving import (
+    DecodeRunCost,
+    result_summary,
+    run_serving,
+    scheduler_config_for,
+    steady_rates,
+    step_cost_for,
+)
 from planner.traffic.generators import Workload, open_loop
+from planner.traffic.traces import load_trace
 
 R = resolve(Scenario())  # Llama-3.1-8B on one H100-SXM
-CONTRACT = {"ttft_s", "tpot_s", "e2e_s", "queue_s", "throughput_tokens_per_s", "completed", "rejected",
-            "preemptions", "prefix_hit_rate", "simulated_s"}
+CONTRACT = {
+    "ttft_s",
+    "tpot_s",
+    "e2e_s",
+    "queue_s",
+    "throughput_tokens_per_s",
+    "completed",
+    "rejected",
+    "preemptions",
+    "prefix_hit_rate",
+    "simulated_s",
+}
 
 
 def test_scheduler_config_comes_from_memory_plan_and_deployment():
@@ -40,7 +63,9 @@ def test_vectorised_decode_cost_equals_perf_model(model):
     ctx = np.array([0.0, 1.0, 17.0, 4_000.0, 250_000.0, 2e6])
     for n in (1, 8, 256):
         want = [PerfModel(r).step_time_s(n, n, c, c) for c in ctx]
-        np.testing.assert_allclose(cost.step_times_s(n, n, ctx, ctx), want, rtol=1e-9)  # rounding of the affine split only
+        np.testing.assert_allclose(
+            cost.step_times_s(n, n, ctx, ctx), want, rtol=1e-9
+        )  # rounding of the affine split only
 
 
 def test_one_request_alone_is_prefill_then_decode_steps():
@@ -103,8 +128,12 @@ def test_no_knee_when_the_lightest_load_already_fails():
 
 def test_rate_sweep_reports_progress_and_latency_grows_with_load():
     calls = []
-    rows = rate_sweep(R, [90.0, 2.0, 10.0], lambda x: open_loop(400, x, "fixed:1000", "fixed:200", seed=3),
-                      progress=lambda k, n: calls.append((k, n)))
+    rows = rate_sweep(
+        R,
+        [90.0, 2.0, 10.0],
+        lambda x: open_loop(400, x, "fixed:1000", "fixed:200", seed=3),
+        progress=lambda k, n: calls.append((k, n)),
+    )
     assert calls == [(1, 3), (2, 3), (3, 3)]
     assert [row["rate_per_s"] for row in rows] == [2.0, 10.0, 90.0]
     assert rows[0]["ttft_p95_s"] < rows[-1]["ttft_p95_s"] and rows[0]["tpot_p95_s"] < rows[-1]["tpot_p95_s"]

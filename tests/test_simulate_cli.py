@@ -1,4 +1,5 @@
 """`python -m planner simulate`: the JSON contract, exit 2 with one line naming the flag, trace replay."""
+
 from __future__ import annotations
 
 import json
@@ -6,12 +7,22 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
+
 from planner.cli import main
 
-CONTRACT = {"ttft_s", "tpot_s", "e2e_s", "queue_s", "throughput_tokens_per_s", "completed", "rejected",
-            "preemptions", "prefix_hit_rate", "simulated_s"}
+CONTRACT = {
+    "ttft_s",
+    "tpot_s",
+    "e2e_s",
+    "queue_s",
+    "throughput_tokens_per_s",
+    "completed",
+    "rejected",
+    "preemptions",
+    "prefix_hit_rate",
+    "simulated_s",
+}
 SMALL = ["--num-requests", "200"]
 
 
@@ -68,26 +79,29 @@ def test_text_output(capsys):
     assert "TTFT" in out and "TPOT" in out and "queue wait" in out and "goodput" in out
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["--rate", "-1"], "--rate"),
-    (["--rate", "0"], "--rate"),
-    (["--rate", "nan"], "--rate"),
-    (["--rate", "1", "--users", "3"], "--users"),
-    ([], "--rate"),  # no traffic at all: argparse names the required group
-    (["--users", "4"], "--think-time"),
-    (["--rate", "1", "--input-dist", "zipf:3"], "--input-dist"),
-    (["--rate", "1", "--output-dist", "uniform:5"], "--output-dist"),
-    (["--rate", "1", "--input-tokens", "0"], "--input-tokens"),
-    (["--rate", "1", "--input-tokens", "10", "--input-dist", "fixed:5"], "--input-dist"),
-    (["--rate", "1", "--cv", "2"], "--cv"),
-    (["--rate", "1", "--arrival", "weibull"], "--arrival"),
-    (["--rate", "1", "--num-requests", "0"], "--num-requests"),
-    (["--rate", "1", "--max-queue", "-1"], "--max-queue"),
-    (["--trace", "no_such_trace"], "--trace"),
-    (["--trace", "azure_conv", "--time-scale", "0"], "--time-scale"),
-    (["--trace", "azure_conv", "--input-tokens", "5"], "--input-tokens"),
-    (["--rate", "1", "--tp", "3"], "--tp"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--rate", "-1"], "--rate"),
+        (["--rate", "0"], "--rate"),
+        (["--rate", "nan"], "--rate"),
+        (["--rate", "1", "--users", "3"], "--users"),
+        ([], "--rate"),  # no traffic at all: argparse names the required group
+        (["--users", "4"], "--think-time"),
+        (["--rate", "1", "--input-dist", "zipf:3"], "--input-dist"),
+        (["--rate", "1", "--output-dist", "uniform:5"], "--output-dist"),
+        (["--rate", "1", "--input-tokens", "0"], "--input-tokens"),
+        (["--rate", "1", "--input-tokens", "10", "--input-dist", "fixed:5"], "--input-dist"),
+        (["--rate", "1", "--cv", "2"], "--cv"),
+        (["--rate", "1", "--arrival", "weibull"], "--arrival"),
+        (["--rate", "1", "--num-requests", "0"], "--num-requests"),
+        (["--rate", "1", "--max-queue", "-1"], "--max-queue"),
+        (["--trace", "no_such_trace"], "--trace"),
+        (["--trace", "azure_conv", "--time-scale", "0"], "--time-scale"),
+        (["--trace", "azure_conv", "--input-tokens", "5"], "--input-tokens"),
+        (["--rate", "1", "--tp", "3"], "--tp"),
+    ],
+)
 def test_bad_input_exits_2_naming_the_flag(capsys, argv, flag):
     code, out, err = run(capsys, argv)
     assert code == 2 and out == ""
@@ -103,7 +117,12 @@ def test_malformed_trace_names_flag_row_and_column(capsys, tmp_path):
 
 
 def test_runs_as_a_module():
-    proc = subprocess.run([sys.executable, "-m", "planner", "simulate", "--rate", "2", "--num-requests", "50",
-                           "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "planner", "simulate", "--rate", "2", "--num-requests", "50", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["completed"] == 50

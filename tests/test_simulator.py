@@ -1,4 +1,5 @@
 """Hand-countable timelines and invariants of the replica simulator."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,8 +16,13 @@ ONE_SECOND = ConstantStepCost(1.0)
 
 
 def workload(arrivals, prompts, outputs, prefix=None, prefix_block_tokens=16) -> Workload:
-    return Workload(np.asarray(arrivals, float), np.asarray(prompts, np.int64), np.asarray(outputs, np.int64),
-                    None if prefix is None else tuple(np.asarray(p, np.int64) for p in prefix), prefix_block_tokens)
+    return Workload(
+        np.asarray(arrivals, float),
+        np.asarray(prompts, np.int64),
+        np.asarray(outputs, np.int64),
+        None if prefix is None else tuple(np.asarray(p, np.int64) for p in prefix),
+        prefix_block_tokens,
+    )
 
 
 def test_chunked_prefill_timeline_counted_by_hand():
@@ -25,8 +31,11 @@ def test_chunked_prefill_timeline_counted_by_hand():
     # step 1 [1,2): A last 2 prompt tokens + B's 4.      -> both first tokens at t=2.
     # step 2 [2,3): A and B decode.                      -> B has 2/2, done at 3.
     # step 3 [3,4): A decodes.                           -> A has 3/3, done at 4.
-    res = simulate(workload([0, 0.5], [10, 4], [3, 2]),
-                   dict(num_gpu_blocks=100, block_size=4, max_num_seqs=4, max_num_batched_tokens=8), ONE_SECOND)
+    res = simulate(
+        workload([0, 0.5], [10, 4], [3, 2]),
+        dict(num_gpu_blocks=100, block_size=4, max_num_seqs=4, max_num_batched_tokens=8),
+        ONE_SECOND,
+    )
     r = res.requests
     assert r.first_scheduled_s.tolist() == [0, 1]
     assert r.first_token_s.tolist() == [2, 2]
@@ -47,9 +56,11 @@ def test_preemption_by_recompute_timeline():
     # preempted and freed; A decodes alone.   step 4: B needs ceil(5/2)=3 blocks, 1 free: waits; A done at 5.
     # step 5: B recomputes prompt + 3 outputs = 5 tokens, makes token 4.   step 6: token 5, done at 7.
     # (prefix caching off: B recomputes everything)
-    res = simulate(workload([0, 0], [2, 2], [5, 5]),
-                   dict(num_gpu_blocks=4, block_size=2, max_num_seqs=4, max_num_batched_tokens=16,
-                        enable_prefix_caching=False), ONE_SECOND)
+    res = simulate(
+        workload([0, 0], [2, 2], [5, 5]),
+        dict(num_gpu_blocks=4, block_size=2, max_num_seqs=4, max_num_batched_tokens=16, enable_prefix_caching=False),
+        ONE_SECOND,
+    )
     r = res.requests
     assert r.finish_s.tolist() == [5, 7]
     assert r.first_token_s.tolist() == [1, 1]
@@ -64,8 +75,7 @@ def test_prefix_cache_hit_skips_cached_blocks():
     # A computes prefix blocks 1,2,3 (4 tokens each) and finishes at t=2; they stay cached (evictable).
     # B at t=5 shares blocks 1,2 then differs: 8 of its 12 prompt tokens are skipped, 4 computed.
     wl = workload([0, 5], [12, 12], [2, 2], prefix=[[1, 2, 3], [1, 2, 9]], prefix_block_tokens=4)
-    cfg = dict(num_gpu_blocks=100, block_size=4, max_num_batched_tokens=16, max_num_seqs=4,
-               enable_prefix_caching=True)
+    cfg = dict(num_gpu_blocks=100, block_size=4, max_num_batched_tokens=16, max_num_seqs=4, enable_prefix_caching=True)
     res = simulate(wl, cfg, ONE_SECOND)
     assert res.requests.prefix_hit_tokens.tolist() == [0, 8]
     assert res.steps.new_tokens.tolist() == [12, 1, 4, 1]
@@ -109,8 +119,10 @@ def _busy_config(**kw) -> dict:
 def test_tokens_and_requests_conserved_under_preemption(caching):
     rng = np.random.default_rng(3)
     wl0 = open_loop(600, 6.0, "uniform:20,900", "uniform:1,300", seed=3)
-    prefix = tuple(np.concatenate(([rng.integers(0, 3)], rng.integers(10, 10**6, size=p // 16)))[: p // 16]
-                   for p in wl0.prompt_tokens)
+    prefix = tuple(
+        np.concatenate(([rng.integers(0, 3)], rng.integers(10, 10**6, size=p // 16)))[: p // 16]
+        for p in wl0.prompt_tokens
+    )
     wl = Workload(wl0.arrival_s, wl0.prompt_tokens, wl0.output_tokens, prefix, 16)
     res = simulate(wl, _busy_config(enable_prefix_caching=caching), LinearStepCost(0.01, 2e-5, 1e-6))
     r = res.requests
@@ -147,16 +159,16 @@ def test_queue_limit_rejects_and_too_long_requests_are_rejected():
     # 5 requests at t=0: the first step admits 1 (max_num_seqs=1), 2 may wait (max_queue=2), the newest 2 are
     # refused; the 1000-token prompt needs 250 > 10 blocks.
     wl = workload([0] * 5 + [0.5], [4] * 5 + [1000], [3] * 5 + [1])
-    res = simulate(wl, dict(num_gpu_blocks=10, block_size=4, max_num_seqs=1, max_num_batched_tokens=8,
-                            max_queue=2), ONE_SECOND)
+    res = simulate(
+        wl, dict(num_gpu_blocks=10, block_size=4, max_num_seqs=1, max_num_batched_tokens=8, max_queue=2), ONE_SECOND
+    )
     assert res.requests.rejected.tolist() == [0, 0, 0, REJECT_QUEUE_FULL, REJECT_QUEUE_FULL, REJECT_TOO_LONG]
     s = summary(res)
     assert s["num_rejected_queue_full"] == 2 and s["num_rejected_too_long"] == 1 and s["num_finished"] == 3
 
 
 def test_closed_loop_users_bound_the_system():
-    wl = closed_loop(num_users=4, num_requests=200, think_time_s=0.5, prompt="fixed:100", output="fixed:20",
-                     seed=2)
+    wl = closed_loop(num_users=4, num_requests=200, think_time_s=0.5, prompt="fixed:100", output="fixed:20", seed=2)
     res = simulate(wl, _busy_config(), LinearStepCost(0.01, 1e-5))
     r = res.requests
     assert r.finished.all()
@@ -169,23 +181,26 @@ def test_closed_loop_users_bound_the_system():
 def test_speculative_decoding_expected_tokens_per_pass():
     # primer §8: expected tokens per large pass = (1 - a^(k+1)) / (1 - a); k=4, a=0.6 -> 2.3056
     k, alpha, out = 4, 0.6, 40_000
-    res = simulate(workload([0], [10], [out]), dict(num_gpu_blocks=4000, spec_k=k, spec_alpha=alpha),
-                   ONE_SECOND, seed=1)
+    res = simulate(
+        workload([0], [10], [out]), dict(num_gpu_blocks=4000, spec_k=k, spec_alpha=alpha), ONE_SECOND, seed=1
+    )
     decode_steps = len(res.steps) - 1  # the first step is the prefill
     assert (out - 1) / decode_steps == pytest.approx((1 - alpha ** (k + 1)) / (1 - alpha), rel=0.01)
 
 
 def test_speculative_decoding_draft_cost_and_all_accepted():
     # alpha = 1: every step yields k + 1 = 4 tokens; 1 + 12 outputs -> prefill + 3 verify steps, each 1 + 3 x 0.1 s
-    res = simulate(workload([0], [10], [13]), dict(num_gpu_blocks=100, spec_k=3, spec_alpha=1.0,
-                                                   spec_draft_cost_s=0.1), ONE_SECOND)
+    res = simulate(
+        workload([0], [10], [13]), dict(num_gpu_blocks=100, spec_k=3, spec_alpha=1.0, spec_draft_cost_s=0.1), ONE_SECOND
+    )
     assert res.steps.new_tokens.tolist() == [10, 4, 4, 4]
     assert res.requests.finish_s[0] == pytest.approx(1 + 3 * 1.3)
 
 
 def test_report_frames():
-    res = simulate(open_loop(200, 5.0, "fixed:100", "fixed:10", seed=1), _busy_config(slo_ttft_s=0.05),
-                   LinearStepCost(0.01, 1e-5))
+    res = simulate(
+        open_loop(200, 5.0, "fixed:100", "fixed:10", seed=1), _busy_config(slo_ttft_s=0.05), LinearStepCost(0.01, 1e-5)
+    )
     df = request_frame(res)
     assert len(df) == 200 and {"ttft_s", "tpot_s", "e2e_s", "queue_wait_s"} <= set(df.columns)
     assert len(step_frame(res, max_points=50)) <= 50
@@ -193,12 +208,15 @@ def test_report_frames():
     assert 0 <= s["slo_attainment"] <= 1 and s["goodput_requests_per_s"] <= s["throughput_requests_per_s"]
 
 
-@pytest.mark.parametrize("bad, field", [
-    (dict(num_gpu_blocks=0), "num_gpu_blocks"),
-    (dict(num_gpu_blocks=10, max_num_seqs=300, max_num_batched_tokens=256), "max_num_batched_tokens"),
-    (dict(num_gpu_blocks=10, spec_alpha=1.5), "spec_alpha"),
-    (dict(num_gpu_blocks=10, colour="red"), "colour"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        (dict(num_gpu_blocks=0), "num_gpu_blocks"),
+        (dict(num_gpu_blocks=10, max_num_seqs=300, max_num_batched_tokens=256), "max_num_batched_tokens"),
+        (dict(num_gpu_blocks=10, spec_alpha=1.5), "spec_alpha"),
+        (dict(num_gpu_blocks=10, colour="red"), "colour"),
+    ],
+)
 def test_bad_config_names_the_field(bad, field):
     with pytest.raises(InputError) as err:
         scheduler_config(bad)

@@ -1,4 +1,5 @@
 """The simulator against queueing theory, on long seeded runs."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,12 @@ def test_littles_law_on_a_long_run(seed):
     # times the mean time in system (from the request records), within 2%. The pool (700 blocks) is small
     # enough that requests queue and get preempted.
     wl = open_loop(20_000, 14.0, "lognormal:mean=600,sigma=0.8", "lognormal:mean=120,sigma=0.8", seed=seed)
-    res = simulate(wl, dict(num_gpu_blocks=700, max_num_seqs=64, max_num_batched_tokens=2048),
-                   LinearStepCost(0.006, 3e-6, 4e-8), seed=seed)
+    res = simulate(
+        wl,
+        dict(num_gpu_blocks=700, max_num_seqs=64, max_num_batched_tokens=2048),
+        LinearStepCost(0.006, 3e-6, 4e-8),
+        seed=seed,
+    )
     steps = res.steps
     mean_in_system = time_average(res, steps.num_running + steps.num_waiting)
     arrival_rate = len(wl.arrival_s) / res.end_s

@@ -1,4 +1,5 @@
 """The vLLM V1 scheduler, its limits and defaults, and the other admission policies (issue 14)."""
+
 from __future__ import annotations
 
 import math
@@ -6,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from planner.core.engine_defaults import batch_defaults
 from planner.core.catalog import get_gpu
+from planner.core.engine_defaults import batch_defaults
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
@@ -36,8 +37,11 @@ def test_preemption_timeline_with_prefix_caching_counted_by_hand():
     # s6: B (front of the queue) re-hits its 2 still-cached blocks: recomputes 3 tokens (7 - 4), done at t=7.
     #     C must recompute 5 tokens = 3 blocks, only 2 free: waits.  s7: C recomputes 5 tokens.  s8, s9: C
     #     decodes tokens 5 and 6, done at t=10.
-    res = simulate(workload([0, 0, 0], [2, 2, 2], [6, 6, 6]),
-                   dict(num_gpu_blocks=6, block_size=2, max_num_seqs=8, max_num_batched_tokens=16), ONE_SECOND)
+    res = simulate(
+        workload([0, 0, 0], [2, 2, 2], [6, 6, 6]),
+        dict(num_gpu_blocks=6, block_size=2, max_num_seqs=8, max_num_batched_tokens=16),
+        ONE_SECOND,
+    )
     r, s = res.requests, res.steps
     assert r.finish_s.tolist() == [6, 7, 10]
     assert r.first_token_s.tolist() == [1, 1, 1]
@@ -51,8 +55,9 @@ def test_preemption_timeline_with_prefix_caching_counted_by_hand():
     assert s.new_tokens.sum() == ((r.prompt_tokens + r.output_tokens - 1).sum() + r.recomputed_tokens.sum())
 
 
-LLAMA70_H200_FP8 = Scenario(model="meta-llama/Llama-3.1-70B", gpu="H200",
-                            deployment=Deployment(weights="fp8", max_model_len=32768))
+LLAMA70_H200_FP8 = Scenario(
+    model="meta-llama/Llama-3.1-70B", gpu="H200", deployment=Deployment(weights="fp8", max_model_len=32768)
+)
 
 
 def test_the_thrash_scenario_preempts_at_most_once_per_request_and_matches_the_hand_estimate():
@@ -96,26 +101,33 @@ def test_throughput_never_falls_as_the_offered_rate_rises_past_saturation():
         steady.append(np.count_nonzero((finish > t0) & (finish <= t1)) * 1000 / (t1 - t0))
         whole.append(summary(res)["throughput_tokens_per_s"])
     assert steady[-1] > 1.15 * steady[0] and res.requests.num_preemptions.sum() <= 1200
-    assert all(b >= 0.95 * max(steady[:k + 1]) for k, b in enumerate(steady[1:])), steady
+    assert all(b >= 0.95 * max(steady[: k + 1]) for k, b in enumerate(steady[1:])), steady
     assert min(whole[3:]) >= 0.95 * max(whole), whole
 
 
 def test_requests_over_max_model_len_are_rejected_and_counted():
     wl = workload([0, 0, 0], [10, 90, 100], [5, 10, 1])
-    res = simulate(wl, dict(num_gpu_blocks=100, block_size=4, max_num_seqs=4, max_num_batched_tokens=64,
-                            max_model_len=100), ONE_SECOND)
+    res = simulate(
+        wl,
+        dict(num_gpu_blocks=100, block_size=4, max_num_seqs=4, max_num_batched_tokens=64, max_model_len=100),
+        ONE_SECOND,
+    )
     assert res.requests.rejected.tolist() == [0, 0, REJECT_TOO_LONG]  # 100 + 1 > 100; 90 + 10 fits exactly
     assert summary(res)["num_rejected_too_long"] == 1 and summary(res)["num_finished"] == 2
 
 
 def test_max_queue_zero_serves_everything_on_an_idle_server_and_only_what_can_start_on_a_busy_one():
-    idle = simulate(workload([0, 5, 10], [8, 8, 8], [2, 2, 2]),
-                    dict(num_gpu_blocks=100, block_size=4, max_num_seqs=4, max_num_batched_tokens=64, max_queue=0),
-                    ONE_SECOND)
+    idle = simulate(
+        workload([0, 5, 10], [8, 8, 8], [2, 2, 2]),
+        dict(num_gpu_blocks=100, block_size=4, max_num_seqs=4, max_num_batched_tokens=64, max_queue=0),
+        ONE_SECOND,
+    )
     assert idle.requests.finished.all() and (idle.requests.rejected == 0).all()
-    burst = simulate(workload([0] * 5, [8] * 5, [2] * 5),
-                     dict(num_gpu_blocks=100, block_size=4, max_num_seqs=2, max_num_batched_tokens=64, max_queue=0),
-                     ONE_SECOND)
+    burst = simulate(
+        workload([0] * 5, [8] * 5, [2] * 5),
+        dict(num_gpu_blocks=100, block_size=4, max_num_seqs=2, max_num_batched_tokens=64, max_queue=0),
+        ONE_SECOND,
+    )
     assert burst.requests.rejected.tolist() == [0, 0] + [REJECT_QUEUE_FULL] * 3
 
 
@@ -136,9 +148,16 @@ def test_sliding_window_block_count_is_vllms_formula_everywhere():
     assert res.requests.finished.all() and res.peak_kv_blocks == 385
 
 
-@pytest.mark.parametrize("gpu, usage, tokens, seqs", [
-    ("H100-SXM", "serve", 8192, 1024), ("H200", "offline", 16384, 1024), ("A100-80GB", "serve", 2048, 256),
-    ("A100-80GB", "offline", 8192, 256), ("L40S", "serve", 2048, 256)])
+@pytest.mark.parametrize(
+    "gpu, usage, tokens, seqs",
+    [
+        ("H100-SXM", "serve", 8192, 1024),
+        ("H200", "offline", 16384, 1024),
+        ("A100-80GB", "serve", 2048, 256),
+        ("A100-80GB", "offline", 8192, 256),
+        ("L40S", "serve", 2048, 256),
+    ],
+)
 def test_vllm_batch_defaults_by_gpu(gpu, usage, tokens, seqs):
     d = batch_defaults(get_gpu(gpu), "vllm", usage)
     assert (d.max_num_batched_tokens, d.max_num_seqs) == (tokens, seqs)
@@ -153,8 +172,10 @@ def test_unset_batch_limits_resolve_to_the_gpu_default_and_explicit_ones_stay():
 
 def _overload(policy: str, **kw):
     wl = open_loop(300, 50.0, "uniform:50,400", "uniform:50,300", seed=1)
-    cfg = dict(dict(num_gpu_blocks=200, block_size=16, max_num_seqs=32, max_num_batched_tokens=512,
-                    admission_policy=policy), **kw)
+    cfg = dict(
+        dict(num_gpu_blocks=200, block_size=16, max_num_seqs=32, max_num_batched_tokens=512, admission_policy=policy),
+        **kw,
+    )
     return simulate(wl, cfg, LinearStepCost(0.01, 2e-5, 1e-6))
 
 
@@ -188,8 +209,9 @@ def test_speculative_decoding_step_is_charged_the_drafts_own_roofline_step():
     r = resolve(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM"))
     draft = draft_cost_for(r, "unsloth/Llama-3.2-1B-Instruct")
     pm_draft = draft.pm
-    assert draft.step_time_s(1, 1, 1000, 1000) == pytest.approx(pm_draft.step_time_s(1, 1, 1000, 1000)
-                                                                - pm_draft.overhead_s)
+    assert draft.step_time_s(1, 1, 1000, 1000) == pytest.approx(
+        pm_draft.step_time_s(1, 1, 1000, 1000) - pm_draft.overhead_s
+    )
     wl = workload([0], [1000], [401])
     res = run_serving(r, wl, draft_cost=draft, spec_k=4, spec_alpha=1.0)
     target = PerfModel(r, "vllm")

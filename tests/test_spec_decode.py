@@ -1,13 +1,14 @@
 """Speculative decoding: the expectation against a seeded Monte Carlo, the primer's example, and the speed-up."""
+
 from __future__ import annotations
 
 import pytest
 
-from planner.techniques import spec_decode as sd
 from planner.core.catalog import get_model
-from planner.latency.perf_model import PerfModel
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
+from planner.latency.perf_model import PerfModel
+from planner.techniques import spec_decode as sd
 
 
 @pytest.mark.parametrize("alpha,k", [(0.5, 1), (0.6, 4), (0.8, 4), (0.9, 7), (0.3, 10)])

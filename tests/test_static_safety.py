@@ -1,13 +1,13 @@
 """Static safety checks over the repository's Python: YAML is read with the safe loader only, no raw HTML is
 rendered (`unsafe_allow_html=True`, `st.html`, components.html), and no code is built from data (eval/exec/pickle,
 shell=True). Every hit is listed with its file and line."""
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 SELF = Path(__file__).resolve()  # this file spells the patterns out
@@ -16,8 +16,9 @@ SKIP_DIRS = {".venv", ".git", "artifacts", "build", "__pycache__", ".hypothesis"
 
 
 def python_files() -> list:
-    return sorted(p for p in ROOT.rglob("*.py")
-                  if not SKIP_DIRS & set(p.relative_to(ROOT).parts) and p.resolve() != SELF)
+    return sorted(
+        p for p in ROOT.rglob("*.py") if not SKIP_DIRS & set(p.relative_to(ROOT).parts) and p.resolve() != SELF
+    )
 
 
 def hits(pattern: re.Pattern, allow=lambda line: False) -> list[str]:
@@ -32,13 +33,19 @@ def hits(pattern: re.Pattern, allow=lambda line: False) -> list[str]:
 
 CHECKS = {
     "yaml.load without SafeLoader (use yaml.safe_load)": (
-        re.compile(r"\byaml\s*\.\s*(load|load_all)\s*\("), lambda code: "SafeLoader" in code),
-    "unsafe YAML loaders": (re.compile(r"\byaml\s*\.\s*(unsafe_load|full_load|unsafe_load_all|full_load_all)\b|"
-                                       r"\b(UnsafeLoader|FullLoader)\b|Loader\s*=\s*yaml\s*\.\s*Loader\b"), None),
+        re.compile(r"\byaml\s*\.\s*(load|load_all)\s*\("),
+        lambda code: "SafeLoader" in code,
+    ),
+    "unsafe YAML loaders": (
+        re.compile(
+            r"\byaml\s*\.\s*(unsafe_load|full_load|unsafe_load_all|full_load_all)\b|"
+            r"\b(UnsafeLoader|FullLoader)\b|Loader\s*=\s*yaml\s*\.\s*Loader\b"
+        ),
+        None,
+    ),
     "unsafe_allow_html=True (raw HTML; use markdown)": (re.compile(r"unsafe_allow_html\s*=\s*True"), None),
     "raw HTML components": (re.compile(r"\bst\s*\.\s*html\s*\(|components\s*\.\s*(v1\s*\.\s*)?html\s*\("), None),
-    "code from data (eval/exec/pickle)": (re.compile(r"(?<![\w.])(eval|exec)\s*\(|\bpickle\s*\.\s*loads?\s*\("),
-                                          None),
+    "code from data (eval/exec/pickle)": (re.compile(r"(?<![\w.])(eval|exec)\s*\(|\bpickle\s*\.\s*loads?\s*\("), None),
     "shell=True in subprocess": (re.compile(r"shell\s*=\s*True"), None),
 }
 

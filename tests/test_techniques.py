@@ -1,23 +1,24 @@
 """Technique what-ifs pinned to the primer and to hand counts: prefix caching, PagedAttention, FlashAttention,
 quantization formats, tensor parallelism and multi-LoRA."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from planner.core.catalog import get_model, weight_precisions
+from planner.core.scenario import Scenario, resolve
+from planner.core.specs import Deployment
+from planner.latency.perf_model import PerfModel
+from planner.memory.plan import plan_memory
 from planner.techniques import flash_attention as fa
 from planner.techniques import lora
 from planner.techniques import prefix_cache as pc
-from planner.core.catalog import get_model, weight_precisions
-from planner.memory.plan import plan_memory
 from planner.techniques.paged_attention import compare, paged_blocks, sample_lengths
-from planner.latency.perf_model import PerfModel
 from planner.techniques.quantization import compare_formats
-from planner.core.scenario import Scenario, resolve
-from planner.core.specs import Deployment
 from planner.techniques.tensor_parallel import compare_tp, min_fitting_tp
-from planner.traffic.traces import load_trace
 from planner.traffic.generators import Workload
+from planner.traffic.traces import load_trace
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +85,9 @@ def test_mooncake_hit_rate_is_a_stable_fraction(mooncake, r8b):
 
 # -- PagedAttention -----------------------------------------------------------------------------------------
 def test_paged_fits_at_least_as_many_as_contiguous(r8b):
-    lengths = sample_lengths("lognormal:mean=2000,sigma=0.8", "lognormal:mean=300,sigma=0.8", 2000, 0, r8b.max_model_len)
+    lengths = sample_lengths(
+        "lognormal:mean=2000,sigma=0.8", "lognormal:mean=300,sigma=0.8", 2000, 0, r8b.max_model_len
+    )
     for reserve in (None, 8192, 4096):
         c = compare(r8b, lengths, reserve)
         assert c.paged_max_requests >= c.contiguous_max_requests
@@ -117,9 +120,14 @@ def test_weight_format_changes_weights_not_the_kv_cache(r8b):
     assert len({row["kv_bytes_per_token"] for row in rows}) == 1
     assert rows[0]["kv_bytes_per_token"] == 2 * 32 * 8 * 128 * 2  # Llama-3.1-8B: 131,072 B
     formats = weight_precisions()
-    for keeps_16bit in (True, False):  # GPTQ/AWQ/FP8 keep embeddings at 16 bits, GGUF averages cover them: compare alike
-        alike = sorted((row for row in rows if formats[row["id"]].keeps_embeddings_16bit == keeps_16bit),
-                       key=lambda row: row["bits_per_weight"])
+    for keeps_16bit in (
+        True,
+        False,
+    ):  # GPTQ/AWQ/FP8 keep embeddings at 16 bits, GGUF averages cover them: compare alike
+        alike = sorted(
+            (row for row in rows if formats[row["id"]].keeps_embeddings_16bit == keeps_16bit),
+            key=lambda row: row["bits_per_weight"],
+        )
         weights = [row["weight_bytes"] for row in alike]
         assert len(weights) > 2 and all(a <= b for a, b in zip(weights, weights[1:]))
     fp16, int4 = (next(row for row in rows if row["id"] == pid) for pid in ("fp16", "awq-int4"))

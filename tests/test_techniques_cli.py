@@ -1,6 +1,7 @@
 """`python -m planner spec-decode | prefix-cache | paged | flash-attn | quant | tp | lora`: keys and exit codes.
 
 Most cases call planner.cli.main in-process (fast); one runs the real module to check the entry point."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
+
 from planner.cli import main
 
 
@@ -19,9 +20,27 @@ def run_json(capsys, *args: str) -> dict:
 
 
 def test_spec_decode_json_contract_through_the_module():
-    out = subprocess.run([sys.executable, "-m", "planner", "spec-decode", "--model", "meta-llama/Llama-3.1-70B",
-                          "--tp", "4", "--alpha", "0.8", "--k", "4", "--json"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "planner",
+            "spec-decode",
+            "--model",
+            "meta-llama/Llama-3.1-70B",
+            "--tp",
+            "4",
+            "--alpha",
+            "0.8",
+            "--k",
+            "4",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["expected_tokens_per_pass"] == pytest.approx(3.3616)
@@ -30,8 +49,24 @@ def test_spec_decode_json_contract_through_the_module():
 
 
 def test_spec_decode_draft_and_batch(capsys):
-    data = run_json(capsys, "spec-decode", "--alpha", "0.6", "--k", "3", "--draft-model", "meta-llama/Llama-2-7b-hf",
-                    "--model", "meta-llama/Llama-2-70b-hf", "--gpu", "A100-80GB", "--tp", "4", "--batch", "16")
+    data = run_json(
+        capsys,
+        "spec-decode",
+        "--alpha",
+        "0.6",
+        "--k",
+        "3",
+        "--draft-model",
+        "meta-llama/Llama-2-7b-hf",
+        "--model",
+        "meta-llama/Llama-2-70b-hf",
+        "--gpu",
+        "A100-80GB",
+        "--tp",
+        "4",
+        "--batch",
+        "16",
+    )
     assert data["batch"] == 16 and data["k"] == 3
     assert data["expected_tokens_per_pass"] == pytest.approx(1 + 0.6 + 0.36 + 0.216)
     assert {"speedup", "best_k", "speedup_by_k", "memory", "pass_s"} <= set(data)
@@ -42,22 +77,25 @@ def test_spec_decode_text(capsys):
     assert "expected tokens per target pass" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args,flag", [
-    (["spec-decode", "--alpha", "1.5", "--k", "4"], "--alpha"),
-    (["spec-decode", "--alpha", "0.5", "--k", "0"], "--k"),
-    (["spec-decode", "--alpha", "0.5", "--k", "4", "--batch", "0"], "--batch"),
-    (["spec-decode", "--alpha", "0.5", "--k", "4", "--draft-model", "no/such-model"], "--draft-model"),
-    (["prefix-cache", "--prefix-tokens", "5000"], "--prefix-tokens"),
-    (["prefix-cache", "--hit-rate", "2"], "--hit-rate"),
-    (["prefix-cache", "--trace", "azure_conv"], "--trace"),
-    (["paged", "--prompt-dist", "bogus:1"], "prompt"),
-    (["paged", "--reserve-tokens", "0"], "--reserve-tokens"),
-    (["flash-attn", "--seq-len", "0"], "--seq-len"),
-    (["quant", "--formats", "int3"], "--formats"),
-    (["tp", "--batch", "0"], "--batch"),
-    (["lora", "--modules", "q,zz"], "--modules"),
-    (["lora", "--rank", "0"], "--rank"),
-])
+@pytest.mark.parametrize(
+    "args,flag",
+    [
+        (["spec-decode", "--alpha", "1.5", "--k", "4"], "--alpha"),
+        (["spec-decode", "--alpha", "0.5", "--k", "0"], "--k"),
+        (["spec-decode", "--alpha", "0.5", "--k", "4", "--batch", "0"], "--batch"),
+        (["spec-decode", "--alpha", "0.5", "--k", "4", "--draft-model", "no/such-model"], "--draft-model"),
+        (["prefix-cache", "--prefix-tokens", "5000"], "--prefix-tokens"),
+        (["prefix-cache", "--hit-rate", "2"], "--hit-rate"),
+        (["prefix-cache", "--trace", "azure_conv"], "--trace"),
+        (["paged", "--prompt-dist", "bogus:1"], "prompt"),
+        (["paged", "--reserve-tokens", "0"], "--reserve-tokens"),
+        (["flash-attn", "--seq-len", "0"], "--seq-len"),
+        (["quant", "--formats", "int3"], "--formats"),
+        (["tp", "--batch", "0"], "--batch"),
+        (["lora", "--modules", "q,zz"], "--modules"),
+        (["lora", "--rank", "0"], "--rank"),
+    ],
+)
 def test_bad_input_names_the_flag_and_exits_2(capsys, args, flag):
     assert main(args) == 2
     assert flag in capsys.readouterr().err

@@ -1,13 +1,13 @@
 """Arrival processes, length distributions and trace loading."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from planner.core.errors import InputError
-from planner.traffic.traces import load_trace, rescale, sample
 from planner.traffic.generators import LengthDist, closed_loop, open_loop
-
+from planner.traffic.traces import load_trace, rescale, sample
 
 
 def test_length_specs_parse_and_sample():
@@ -21,9 +21,22 @@ def test_length_specs_parse_and_sample():
     assert capped.max() <= 1500
 
 
-@pytest.mark.parametrize("spec", ["", "gauss:1", "fixed:0", "fixed:abc", "uniform:5", "uniform:9,3",
-                                  "lognormal:mean=100", "lognormal:mean=x,sigma=1", "lognormal:mean=0,sigma=1",
-                                  "empirical:/no/such/file.csv", "fixed:1.5"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "",
+        "gauss:1",
+        "fixed:0",
+        "fixed:abc",
+        "uniform:5",
+        "uniform:9,3",
+        "lognormal:mean=100",
+        "lognormal:mean=x,sigma=1",
+        "lognormal:mean=0,sigma=1",
+        "empirical:/no/such/file.csv",
+        "fixed:1.5",
+    ],
+)
 def test_bad_length_specs_name_the_field(spec):
     with pytest.raises(InputError) as err:
         LengthDist.parse(spec, "prompt")
@@ -47,8 +60,15 @@ def test_seeded_and_seed_visible():
     assert not np.array_equal(a.arrival_s, c.arrival_s)
 
 
-@pytest.mark.parametrize("kw, field", [(dict(rate_per_s=0), "rate_per_s"), (dict(num_requests=0), "num_requests"),
-                                       (dict(process="weibull"), "process"), (dict(process="gamma", cv=-1), "cv")])
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        (dict(rate_per_s=0), "rate_per_s"),
+        (dict(num_requests=0), "num_requests"),
+        (dict(process="weibull"), "process"),
+        (dict(process="gamma", cv=-1), "cv"),
+    ],
+)
 def test_bad_open_loop_input(kw, field):
     args = dict(num_requests=10, rate_per_s=1.0, prompt="fixed:1", output="fixed:1") | kw
     with pytest.raises(InputError) as err:
@@ -96,16 +116,22 @@ def test_generic_csv_rescale_and_sample(tmp_path):
     assert 20 < sample(wl, fraction=0.5, seed=1).num_requests < 80
 
 
-@pytest.mark.parametrize("content, where", [
-    ("a,b,c\n1,2,3\n", "row 1"),
-    ("arrival_s,prompt_tokens,output_tokens\n0,10,5\n1,abc,5\n", "row 3, column prompt_tokens"),
-    ("arrival_s,prompt_tokens,output_tokens\n0,10,5\n-1,10,5\n", "row 3, column arrival_s"),
-    ("arrival_s,prompt_tokens,output_tokens\n0,10,5\n1,10,-5\n", "row 3, column output_tokens"),
-    ("arrival_s,prompt_tokens,output_tokens\nnan,10,5\n", "row 2, column arrival_s"),
-    ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,10,5\nyesterday,10,5\n", "row 3, column TIMESTAMP"),
-    ("arrival_s,prompt_tokens,output_tokens\n", "t.csv"),
-    ("", "t.csv"),
-])
+@pytest.mark.parametrize(
+    "content, where",
+    [
+        ("a,b,c\n1,2,3\n", "row 1"),
+        ("arrival_s,prompt_tokens,output_tokens\n0,10,5\n1,abc,5\n", "row 3, column prompt_tokens"),
+        ("arrival_s,prompt_tokens,output_tokens\n0,10,5\n-1,10,5\n", "row 3, column arrival_s"),
+        ("arrival_s,prompt_tokens,output_tokens\n0,10,5\n1,10,-5\n", "row 3, column output_tokens"),
+        ("arrival_s,prompt_tokens,output_tokens\nnan,10,5\n", "row 2, column arrival_s"),
+        (
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,10,5\nyesterday,10,5\n",
+            "row 3, column TIMESTAMP",
+        ),
+        ("arrival_s,prompt_tokens,output_tokens\n", "t.csv"),
+        ("", "t.csv"),
+    ],
+)
 def test_malformed_csv_names_row_and_column(tmp_path, content, where):
     p = tmp_path / "t.csv"
     p.write_text(content)
@@ -120,8 +146,10 @@ def test_binary_junk_and_bad_jsonl(tmp_path):
     with pytest.raises(InputError):
         load_trace(junk)
     bad = tmp_path / "m.jsonl"
-    bad.write_text('{"timestamp": 0, "input_length": 5, "output_length": 2, "hash_ids": [1]}\n'
-                   '{"timestamp": 1, "input_length": -5, "output_length": 2}\n')
+    bad.write_text(
+        '{"timestamp": 0, "input_length": 5, "output_length": 2, "hash_ids": [1]}\n'
+        '{"timestamp": 1, "input_length": -5, "output_length": 2}\n'
+    )
     with pytest.raises(InputError) as err:
         load_trace(bad)
     assert "row 2, column input_length" in err.value.field

@@ -1,20 +1,27 @@
 """Uploads of the user's own load tests: parsers, the fit, before/after errors, YAML export, the load-test plan."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from conftest import ROOT
-from planner.latency.efficiency import FIT_FIELDS, EfficiencyProfile, choose_profile
-from planner.core.errors import InputError
+
 from planner.accuracy.benchmark_plan import load_test_plan, sweep_rates
-from planner.latency.perf_model import PerfModel
-from planner.accuracy.profile_fit import (applicable_profile, fields_to_fit, fit_user_profile, predict_ms, profile_from_yaml,
-                                 profile_yaml)
+from planner.accuracy.profile_fit import (
+    applicable_profile,
+    fields_to_fit,
+    fit_user_profile,
+    predict_ms,
+    profile_from_yaml,
+    profile_yaml,
+)
+from planner.accuracy.user_points import UserData, UserPoint, parse_upload
+from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
-from planner.accuracy.user_points import UserData, UserPoint, parse_upload
+from planner.latency.efficiency import FIT_FIELDS, EfficiencyProfile, choose_profile
+from planner.latency.perf_model import PerfModel
 
 FIXTURES = ROOT / "tests" / "fixtures"
 
@@ -67,28 +74,34 @@ def test_csv_with_spelled_out_headers():
     assert (p.batch, p.input_tokens, p.output_tokens, p.tpot_ms, p.ttft_ms, p.ttft_batch) == (4, 100, 50, 9.5, None, 4)
 
 
-@pytest.mark.parametrize("name, match", [
-    ("bad_negative.csv", r"row 3, column tpot_ms: must be positive"),
-    ("bad_nonnumeric.csv", r"row 3, column output_tokens: not a number"),
-    ("bad_nan.json", r"result.mean_ttft_ms: must be finite"),
-    ("bad_schema.json", r"result.completed: missing"),
-    ("bad_guidellm.json", r"benchmarks\[0\].metrics.time_to_first_token_ms.successful.mean: missing"),
-    ("empty.csv", r"empty.csv: is empty"),
-])
+@pytest.mark.parametrize(
+    "name, match",
+    [
+        ("bad_negative.csv", r"row 3, column tpot_ms: must be positive"),
+        ("bad_nonnumeric.csv", r"row 3, column output_tokens: not a number"),
+        ("bad_nan.json", r"result.mean_ttft_ms: must be finite"),
+        ("bad_schema.json", r"result.completed: missing"),
+        ("bad_guidellm.json", r"benchmarks\[0\].metrics.time_to_first_token_ms.successful.mean: missing"),
+        ("empty.csv", r"empty.csv: is empty"),
+    ],
+)
 def test_malformed_uploads_name_the_field(name, match):
     with pytest.raises(InputError, match=match):
         load(name)
 
 
-@pytest.mark.parametrize("text, match", [
-    ("batch,input_tokens\n1,2\n", "missing column"),
-    ("batch,input_tokens,output_tokens\n1,2,3\n", "tpot_ms or a ttft_ms"),
-    ("batch,input_tokens,output_tokens,tpot_ms,ttft_ms\n1,2,3,,\n", "row 2: gives neither"),
-    ("batch,input_tokens,output_tokens,tpot_ms\n", "no rows"),
-    ('{"benchmarks": []}', "benchmarks: must be a non-empty list"),
-    ('{"completed": true}', "result.completed: must be a number"),
-    ("{not json", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("batch,input_tokens\n1,2\n", "missing column"),
+        ("batch,input_tokens,output_tokens\n1,2,3\n", "tpot_ms or a ttft_ms"),
+        ("batch,input_tokens,output_tokens,tpot_ms,ttft_ms\n1,2,3,,\n", "row 2: gives neither"),
+        ("batch,input_tokens,output_tokens,tpot_ms\n", "no rows"),
+        ('{"benchmarks": []}', "benchmarks: must be a non-empty list"),
+        ('{"completed": true}', "result.completed: must be a number"),
+        ("{not json", "not valid JSON"),
+    ],
+)
 def test_malformed_text(text, match):
     with pytest.raises(InputError, match=match):
         parse_upload("upload", text)
@@ -98,8 +111,10 @@ def test_malformed_text(text, match):
 def test_only_pinnable_constants_are_fitted():
     tpot = UserPoint("a", 1, 512, 128, 10.0, None, 1)
     assert fields_to_fit([tpot]) == ("memory_efficiency",)
-    assert fields_to_fit([tpot, UserPoint("b", 16, 512, 128, 12.0, None, 16)]) == ("memory_efficiency",
-                                                                                    "step_overhead_s")
+    assert fields_to_fit([tpot, UserPoint("b", 16, 512, 128, 12.0, None, 16)]) == (
+        "memory_efficiency",
+        "step_overhead_s",
+    )
     assert fields_to_fit([UserPoint("c", 1, 512, 128, None, 30.0, 1)]) == ("matmul_efficiency",)
 
 
@@ -123,8 +138,9 @@ def test_fit_recovers_a_known_profile(h100):
     assert (fit.profile.status, fit.profile.num_points) == ("calibrated", 5)
 
 
-@pytest.mark.parametrize("name", ["user_points.csv", "benchmark_serving.json", "benchmark_serving_rate.json",
-                                  "guidellm.json"])
+@pytest.mark.parametrize(
+    "name", ["user_points.csv", "benchmark_serving.json", "benchmark_serving_rate.json", "guidellm.json"]
+)
 def test_fit_never_worsens_the_uploaded_points(h100, name):
     r, base = h100
     fit = fit_user_profile(r, "vllm", load(name), base, name)
@@ -156,15 +172,26 @@ def test_applicable_profile_only_for_its_engine_and_family(h100):
 
 # -- load-test plan ------------------------------------------------------------------------------------------------
 def test_serve_command_carries_the_scenario_settings():
-    dep = Deployment(num_gpus=4, tensor_parallel_size=2, weights="fp8", kv_cache_dtype="fp8",
-                     gpu_memory_utilization=0.85, max_model_len=8192, max_num_seqs=64, max_num_batched_tokens=4096,
-                     block_size=32, enforce_eager=True)
+    dep = Deployment(
+        num_gpus=4,
+        tensor_parallel_size=2,
+        weights="fp8",
+        kv_cache_dtype="fp8",
+        gpu_memory_utilization=0.85,
+        max_model_len=8192,
+        max_num_seqs=64,
+        max_num_batched_tokens=4096,
+        block_size=32,
+        enforce_eager=True,
+    )
     s = Scenario(model="meta-llama/Llama-3.1-70B", deployment=dep)
     plan = load_test_plan(s, resolve(s), 2000, 300)
-    assert plan.serve == ("vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 2 --data-parallel-size 2 "
-                          "--gpu-memory-utilization 0.85 --max-model-len 8192 --max-num-seqs 64 "
-                          "--max-num-batched-tokens 4096 --block-size 32 --quantization fp8 --kv-cache-dtype fp8 "
-                          "--enforce-eager")
+    assert plan.serve == (
+        "vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 2 --data-parallel-size 2 "
+        "--gpu-memory-utilization 0.85 --max-model-len 8192 --max-num-seqs 64 "
+        "--max-num-batched-tokens 4096 --block-size 32 --quantization fp8 --kv-cache-dtype fp8 "
+        "--enforce-eager"
+    )
     assert "--random-input-len 2000 --random-output-len 300" in plan.bench and "--save-result" in plan.bench
     assert plan.bench.startswith("for RUN in ") and '--request-rate "$RATE"' in plan.bench
     assert "--rate-type sweep" in plan.guidellm and "prompt_tokens=2000,output_tokens=300" in plan.guidellm

@@ -1,4 +1,5 @@
 """`python -m planner validate`: the JSON contract, unpredictable rows, and exit 2 on a malformed CSV."""
+
 from __future__ import annotations
 
 import json
@@ -6,6 +7,7 @@ import subprocess
 import sys
 
 from conftest import ROOT
+
 from planner.cli import main
 from planner.core.paths import published_points_csv
 
@@ -50,7 +52,12 @@ def test_missing_file_exits_2(capsys):
 
 
 def test_human_text_and_module_entry_point():
-    proc = subprocess.run([sys.executable, "-m", "planner", "validate", "--points", str(FIXTURES / "points_mixed.csv")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "planner", "validate", "--points", str(FIXTURES / "points_mixed.csv")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "3 of 5 points predicted" in proc.stdout and "not predicted: unknown model" in proc.stdout

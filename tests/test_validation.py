@@ -1,17 +1,28 @@
 """planner.accuracy.validation: predicted against measured for both measurement files, reasons, summaries, coverage."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pytest
-
 from conftest import ROOT
+
 from planner.accuracy.published_points import MEASUREMENTS_CSV, NEEDS_SIMULATOR, evaluate, load_points
-from planner.latency.efficiency import choose_profile
+from planner.accuracy.validation import (
+    KV_ROWS,
+    coverage_table,
+    error_summary,
+    kv_table,
+    overall,
+    pair_status,
+    points_table,
+    predicted_blocks,
+    read_point_rows,
+    summary_dict,
+)
 from planner.core.errors import InputError
-from planner.accuracy.validation import (KV_ROWS, coverage_table, error_summary, kv_table, overall, pair_status,
-                                points_table, predicted_blocks, read_point_rows, summary_dict)
+from planner.latency.efficiency import choose_profile
 
 FIXTURES = ROOT / "tests" / "fixtures"
 
@@ -56,7 +67,9 @@ def test_summaries_count_every_predicted_point(published):
 
 
 def test_kv_rows_match_the_capacity_test_mapping():
-    from test_vllm_capacity import ROWS, predicted_blocks as test_predicted_blocks
+    from test_vllm_capacity import ROWS
+    from test_vllm_capacity import predicted_blocks as test_predicted_blocks
+
     assert KV_ROWS == ROWS  # one mapping: the test could import planner.accuracy.validation.KV_ROWS instead
     assert predicted_blocks("B03") == test_predicted_blocks("B03")
 
@@ -77,8 +90,11 @@ def test_rows_it_cannot_predict_keep_a_reason():
     assert df.loc["X01", "predicted"] == pytest.approx(c129)
     # X05 names a catalogue GPU id (L4): no vLLM points on Ada, so vLLM's shared constants are transferred there
     # from its other families (Ada itself was measured with llama.cpp)
-    assert (df.loc["X05", "gpu"], df.loc["X05", "status"], df.loc["X05", "profile"]) == ("L4", "transferred",
-                                                                                        "vllm/default")
+    assert (df.loc["X05", "gpu"], df.loc["X05", "status"], df.loc["X05", "profile"]) == (
+        "L4",
+        "transferred",
+        "vllm/default",
+    )
 
 
 def test_malformed_csv_names_row_and_column():
@@ -122,6 +138,7 @@ def test_pair_status_lists_the_measured_pairs(published):
 
 def test_out_of_sample_summary_is_recorded_for_every_scheme():
     from planner.accuracy.validation import out_of_sample_summary
+
     oos = out_of_sample_summary()
     assert set(oos["scheme"]) == {"in-sample", "LOFO", "LOEO"}
     grp = oos[oos["by"] == "group"].set_index(["scheme", "key"])["median_abs_pct"]

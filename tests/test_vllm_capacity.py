@@ -3,6 +3,7 @@
 Each row is rebuilt as a scenario with the settings its log states (and vLLM's defaults of its time where it
 states none). Errors are signed (predicted − observed) / observed, in % of GPU blocks.
 """
+
 from __future__ import annotations
 
 import csv
@@ -10,9 +11,9 @@ import statistics
 
 import pytest
 
-from planner.core.paths import measurements_dir
 from planner.accuracy.validation import KV_ROWS as ROWS
 from planner.accuracy.validation import predicted_blocks
+from planner.core.paths import measurements_dir
 
 OBSERVATIONS = measurements_dir() / "vllm_kv_observations.csv"
 
@@ -47,6 +48,7 @@ def test_non_torch_per_tp_peer_reproduces_pr_10511():
     # vLLM PR #10511: Llama-3-8B on H100, non_torch_memory 1.79 GiB at TP1 and 3.58 GiB at TP2: +1.79 GiB per peer
     from planner.core.specs import Deployment
     from planner.memory.vllm_pool import runtime_overhead_bytes
+
     one, _ = runtime_overhead_bytes(Deployment(num_gpus=1, tensor_parallel_size=1), interconnect="NVLink 4")
     two, _ = runtime_overhead_bytes(Deployment(num_gpus=2, tensor_parallel_size=2), interconnect="NVLink 4")
     assert (two - one) / 2**30 == pytest.approx(3.58 - 1.79, abs=0.005)

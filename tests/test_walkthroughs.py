@@ -1,4 +1,5 @@
 """Every primer worked number, pinned through the walkthroughs' steps (the numbers the page and CLI print)."""
+
 from __future__ import annotations
 
 import pytest
@@ -93,8 +94,12 @@ def test_bad_inputs_name_the_field():
 
 
 def test_inputs_from_scenario_take_the_scenario_numbers():
-    scenario = Scenario(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB", context_tokens=4000,
-                        deployment=Deployment(max_model_len=4096))
+    scenario = Scenario(
+        model="meta-llama/Llama-2-7b-hf",
+        gpu="A100-80GB",
+        context_tokens=4000,
+        deployment=Deployment(max_model_len=4096),
+    )
     r = resolve(scenario)
     kv = inputs_from_scenario("kv-cache", scenario)
     assert (kv.num_layers, kv.num_kv_heads, kv.head_dim, kv.tokens_per_request, kv.gpu_gb) == (32, 32, 128, 4000, 80)

@@ -4,6 +4,7 @@ Streamlit's st.cache_data is shared by every session of the server process, so 2
 scenario compute each result once. Cached functions read only their arguments (a scenario as JSON text, plain
 numbers) and return plain data.
 """
+
 from __future__ import annotations
 
 import streamlit as st
@@ -14,8 +15,7 @@ from planner.latency.continuous import continuous
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def continuous_cached(scenario_json: str, engine: str, concurrency: int, input_tokens: int,
-                      output_tokens: int) -> dict:
+def continuous_cached(scenario_json: str, engine: str, concurrency: int, input_tokens: int, output_tokens: int) -> dict:
     """planner.latency.continuous.continuous for one scenario, as a dict."""
     r = resolve(Scenario.model_validate_json(scenario_json))
     return continuous(r, concurrency, input_tokens, output_tokens, engine).to_dict()

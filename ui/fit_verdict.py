@@ -1,4 +1,4 @@
-""""Does it fit?" in one sentence, and the nearest changes that make it fit, each one click from the scenario.
+""" "Does it fit?" in one sentence, and the nearest changes that make it fit, each one click from the scenario.
 
 A deployment fits when vLLM would start (weights, activations and runtime leave a KV pool) and at least one request
 of the scenario's length fits that pool. The nearest fixes change one thing, in the order a platform engineer
@@ -6,6 +6,7 @@ would try them: a max_model_len just above the requests (vLLM refuses to start w
 max_model_len request), a smaller weight precision on the same GPUs, more GPUs per replica (TP), then a GPU with more
 memory; for each kind, the first that fits (precisions by bits, TP upward, GPUs by memory then price).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,19 +53,33 @@ def nearest_fixes(s: Scenario) -> list[Fix]:
     bits = r.weights.bits_per_weight
     catalogue = weight_precisions()
     precisions = [p for p in FIX_PRECISIONS if p in catalogue and catalogue[p].bits_per_weight < bits]
-    precision = [(f"{weight_precisions()[p].label} weights", with_deployment(s, s.gpu, p, d.tensor_parallel_size,
-                                                                               d.num_gpus)) for p in precisions]
+    precision = [
+        (f"{weight_precisions()[p].label} weights", with_deployment(s, s.gpu, p, d.tensor_parallel_size, d.num_gpus))
+        for p in precisions
+    ]
     tps = [t for t in TP_DEGREES if t > d.tensor_parallel_size]
-    tp = [(f"TP {t} ({t} GPUs per replica)", with_deployment(s, s.gpu, d.weights, t, max(t, d.num_gpus // t * t)))
-          for t in tps]
-    bigger = sorted((g for g in gpus().values() if g.memory_gb > r.gpu.memory_gb),
-                    key=lambda g: (g.memory_gb, g.usd_per_hour))
-    gpu = [(f"{g.id} ({g.memory_gb:g} GB)", with_deployment(s, g.id, d.weights, d.tensor_parallel_size, d.num_gpus))
-           for g in bigger]
+    tp = [
+        (f"TP {t} ({t} GPUs per replica)", with_deployment(s, s.gpu, d.weights, t, max(t, d.num_gpus // t * t)))
+        for t in tps
+    ]
+    bigger = sorted(
+        (g for g in gpus().values() if g.memory_gb > r.gpu.memory_gb), key=lambda g: (g.memory_gb, g.usd_per_hour)
+    )
+    gpu = [
+        (f"{g.id} ({g.memory_gb:g} GB)", with_deployment(s, g.id, d.weights, d.tensor_parallel_size, d.num_gpus))
+        for g in bigger
+    ]
     ctx = -(-r.context_tokens // 1024) * 1024  # the request, rounded up to whole 1,024-token steps
-    shorter = [(f"max_model_len {ctx:,} (vLLM refuses a pool smaller than one max_model_len request)",
-                s.model_copy(update={"deployment": d.model_copy(update={"max_model_len": ctx})}))] \
-        if ctx < r.max_model_len else []
+    shorter = (
+        [
+            (
+                f"max_model_len {ctx:,} (vLLM refuses a pool smaller than one max_model_len request)",
+                s.model_copy(update={"deployment": d.model_copy(update={"max_model_len": ctx})}),
+            )
+        ]
+        if ctx < r.max_model_len
+        else []
+    )
     found = [_first("max_model_len", shorter), _first("precision", precision), _first("TP", tp), _first("GPU", gpu)]
     return [f for f in found if f is not None]
 
@@ -73,14 +88,20 @@ def render_verdict(s: Scenario, requests: int, context_tokens: int, reason: str 
     """The plain verdict; when it does not fit, why (the memory plan's reason) and the nearest fixes, each with a
     "Use this" button."""
     if requests >= 1:
-        st.success(f"**Fits.** {requests:,} requests of {context_tokens:,} tokens fit at once per replica in "
-                   "vLLM's KV pool.", icon=":material/check_circle:")
+        st.success(
+            f"**Fits.** {requests:,} requests of {context_tokens:,} tokens fit at once per replica in vLLM's KV pool.",
+            icon=":material/check_circle:",
+        )
         return
     fixes = nearest_fixes(s)
-    why = (reason.removeprefix("Does not fit: ").rstrip(".")
-           or f"no request of {context_tokens:,} tokens fits the KV pool")
-    st.error(f"**Does not fit:** {why}." + (" Nearest fixes:" if fixes else " No single change fits it: shorten "
-                                            "the requests or lower max_model_len."), icon=":material/block:")
+    why = (
+        reason.removeprefix("Does not fit: ").rstrip(".") or f"no request of {context_tokens:,} tokens fits the KV pool"
+    )
+    st.error(
+        f"**Does not fit:** {why}."
+        + (" Nearest fixes:" if fixes else " No single change fits it: shorten the requests or lower max_model_len."),
+        icon=":material/block:",
+    )
     for i, fix in enumerate(fixes):
         c = st.columns([3, 1], vertical_alignment="center")
         c[0].markdown(f"**{fix.kind}:** {fix.label} → {fix.requests:,} requests fit")

@@ -3,19 +3,29 @@
 The engine raises `InputError(field, message)` with the field name (`tensor_parallel_size`, `batch`); the CLI maps
 the same names to flags (planner/cli/flags.py). A field with no widget here is shown as it is.
 """
+
 from __future__ import annotations
 
 from planner.core.errors import InputError
 
 WIDGET_LABELS = {
     # the sidebar scenario (ui/sidebar.py)
-    "model": "Model", "gpu": "GPU", "gpu_memory_gb": "GPU memory (decimal GB)", "num_gpus": "GPUs",
-    "tensor_parallel_size": "Tensor parallel", "weights": "Weights", "kv_cache_dtype": "KV cache",
+    "model": "Model",
+    "gpu": "GPU",
+    "gpu_memory_gb": "GPU memory (decimal GB)",
+    "num_gpus": "GPUs",
+    "tensor_parallel_size": "Tensor parallel",
+    "weights": "Weights",
+    "kv_cache_dtype": "KV cache",
     "context_tokens": "Tokens per request",
     # a static batch (app_pages/latency.py)
-    "batch": "Batch size", "input_tokens": "Prompt tokens", "output_tokens": "Output tokens",
+    "batch": "Batch size",
+    "input_tokens": "Prompt tokens",
+    "output_tokens": "Output tokens",
     # capacity (app_pages/capacity.py)
-    "target_rps": "Target traffic (requests/s)", "headroom": "Headroom ×", "gpus": "GPUs to rank",
+    "target_rps": "Target traffic (requests/s)",
+    "headroom": "Headroom ×",
+    "gpus": "GPUs to rank",
     # validation (app_pages/validation.py)
     "points": "Measurements CSV",
 }

@@ -4,6 +4,7 @@ Only the inputs listed here, each checked against its widget's range or choices 
 value is reported by name and skipped). Streamlit keeps a widget's value only while its page is shown, so a link
 carries the inputs of the page it was copied on, which is the page it reopens.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -16,15 +17,25 @@ from planner.latency.efficiency import ENGINES
 LATENCY_MODES = ["Continuous batching (as vllm bench serve)", "Static batch (primer §5)", "Given rates (primer §5)"]
 # widget key -> int | float (lo, hi) | list of choices | bool
 PAGE_INPUTS: dict[str, tuple] = {
-    "latency_mode": ("choice", LATENCY_MODES), "latency_engine": ("choice", list(ENGINES)),
-    "latency_batch": ("int", 1, 4096), "latency_queue_Stati": ("float", 0.0, 1e6),
+    "latency_mode": ("choice", LATENCY_MODES),
+    "latency_engine": ("choice", list(ENGINES)),
+    "latency_batch": ("int", 1, 4096),
+    "latency_queue_Stati": ("float", 0.0, 1e6),
     "latency_queue_Given": ("float", 0.0, 1e6),
-    "cap_shape": ("choice", ["diurnal", "trace"]), "cap_amplitude": ("float", 0.0, 0.95),
-    "cap_metric": ("choice", list(METRICS)), "cap_scale_target": ("float", 0.3, 1.0),
-    "cap_min_replicas": ("int", 1, 1000), "cap_node_start": ("float", 0.0, 3600.0),
-    "cap_network": ("float", 0.01, 100.0), "cap_cooldown": ("float", 0.0, 7200.0),
-    "tech_batch": ("int", 1, 100_000), "tech_alpha": ("float", 0.0, 0.99), "tech_k": ("int", 1, 10),
-    "batching_slots": ("int", 1, 32), "batching_max_wait": ("int", 0, 200), "batching_seed": ("int", 0, 2**31 - 1),
+    "cap_shape": ("choice", ["diurnal", "trace"]),
+    "cap_amplitude": ("float", 0.0, 0.95),
+    "cap_metric": ("choice", list(METRICS)),
+    "cap_scale_target": ("float", 0.3, 1.0),
+    "cap_min_replicas": ("int", 1, 1000),
+    "cap_node_start": ("float", 0.0, 3600.0),
+    "cap_network": ("float", 0.01, 100.0),
+    "cap_cooldown": ("float", 0.0, 7200.0),
+    "tech_batch": ("int", 1, 100_000),
+    "tech_alpha": ("float", 0.0, 0.99),
+    "tech_k": ("int", 1, 10),
+    "batching_slots": ("int", 1, 32),
+    "batching_max_wait": ("int", 0, 200),
+    "batching_seed": ("int", 0, 2**31 - 1),
 }
 # restored into another key: the latency slider starts from "latency_batch_wanted", clamped to its maximum
 RESTORE_AS = {"latency_batch": "latency_batch_wanted"}

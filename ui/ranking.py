@@ -4,6 +4,7 @@ scenario the sidebar edits.
 A restore must happen before the sidebar draws its widgets, so `use_scenario` queues the scenario and reruns; the
 sidebar applies it at the top of the next run (ui.scenario_widgets.apply_pending_restores).
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -14,15 +15,30 @@ from planner.core.scenario import Scenario
 PENDING_KEY = "sb_pending_scenario"
 MAX_SIDEBAR_GPUS = 1024  # the sidebar's GPUs field
 # row key -> (column name, scale); None scale = as is
-COLUMNS = {"rank": ("#", None), "id": ("deployment", None), "max_rate_per_replica": ("req/s per replica", None),
-           "replicas": ("replicas", None), "num_gpus": ("GPUs", None), "usd_per_hour": ("$ per hour", None),
-           "usd_per_million_output_tokens": ("$ per M output tokens", None),
-           "usd_per_million_tokens": ("$ per M tokens (in + out)", None), "ttft_p95_s": ("p95 TTFT (ms)", 1e3),
-           "tpot_p95_s": ("p95 TPOT (ms)", 1e3), "e2e_p95_s": ("p95 end-to-end (s)", None),
-           "pareto": ("Pareto-optimal", None), "reason": ("why not", None)}
-FORMATS = {"req/s per replica": "%.3g", "$ per hour": "$%.2f", "$ per M output tokens": "$%.3f",
-           "$ per M tokens (in + out)": "$%.3f", "p95 TTFT (ms)": "%.0f", "p95 TPOT (ms)": "%.1f",
-           "p95 end-to-end (s)": "%.2f"}
+COLUMNS = {
+    "rank": ("#", None),
+    "id": ("deployment", None),
+    "max_rate_per_replica": ("req/s per replica", None),
+    "replicas": ("replicas", None),
+    "num_gpus": ("GPUs", None),
+    "usd_per_hour": ("$ per hour", None),
+    "usd_per_million_output_tokens": ("$ per M output tokens", None),
+    "usd_per_million_tokens": ("$ per M tokens (in + out)", None),
+    "ttft_p95_s": ("p95 TTFT (ms)", 1e3),
+    "tpot_p95_s": ("p95 TPOT (ms)", 1e3),
+    "e2e_p95_s": ("p95 end-to-end (s)", None),
+    "pareto": ("Pareto-optimal", None),
+    "reason": ("why not", None),
+}
+FORMATS = {
+    "req/s per replica": "%.3g",
+    "$ per hour": "$%.2f",
+    "$ per M output tokens": "$%.3f",
+    "$ per M tokens (in + out)": "$%.3f",
+    "p95 TTFT (ms)": "%.0f",
+    "p95 TPOT (ms)": "%.1f",
+    "p95 end-to-end (s)": "%.2f",
+}
 
 
 def ranking_table(rows: list[dict]) -> pd.DataFrame:
@@ -33,9 +49,15 @@ def ranking_table(rows: list[dict]) -> pd.DataFrame:
         if key in df:
             col = pd.to_numeric(df[key], errors="coerce") * scale if scale else df[key]
             out[name] = col
-    for name, digits in (("req/s per replica", 3), ("$ per hour", 2), ("$ per M output tokens", 3),
-                         ("$ per M tokens (in + out)", 3), ("p95 TTFT (ms)", 0), ("p95 TPOT (ms)", 1),
-                         ("p95 end-to-end (s)", 2)):
+    for name, digits in (
+        ("req/s per replica", 3),
+        ("$ per hour", 2),
+        ("$ per M output tokens", 3),
+        ("$ per M tokens (in + out)", 3),
+        ("p95 TTFT (ms)", 0),
+        ("p95 TPOT (ms)", 1),
+        ("p95 end-to-end (s)", 2),
+    ):
         if name in out:
             out[name] = pd.to_numeric(out[name], errors="coerce").round(digits)
     return out

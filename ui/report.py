@@ -4,6 +4,7 @@ The CSV is small and built on each run (cached per scenario). The zip renders PN
 chromium), so it is built only when the user clicks (a deferred download), against one kaleido server started
 once per process.
 """
+
 from __future__ import annotations
 
 import io
@@ -17,10 +18,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from planner.core.errors import InputError
+from planner.core.scenario import Scenario, resolve
 from planner.latency.metrics import memory_limit
 from planner.memory.plan import breakdown_per_gpu, concurrency_vs_context, plan_memory
 from planner.report import report_rows, to_csv, to_markdown
-from planner.core.scenario import Scenario, resolve
 from ui.cached import capacity_cached, continuous_cached
 from ui.charts.latency import tradeoff_chart
 from ui.charts.memory import concurrency_vs_context as concurrency_chart
@@ -35,8 +36,10 @@ def chart_figures(scenario: Scenario) -> dict[str, go.Figure]:
     """The report's charts: memory per GPU, concurrency against context, and the latency-throughput curve."""
     r = resolve(scenario)
     plan = plan_memory(r)
-    figs = {"memory_per_gpu": memory_stack({"vLLM: one GPU": breakdown_per_gpu(plan)}, "Where the memory goes, per GPU"),
-            "concurrency_vs_context": concurrency_chart(concurrency_vs_context(r))}
+    figs = {
+        "memory_per_gpu": memory_stack({"vLLM: one GPU": breakdown_per_gpu(plan)}, "Where the memory goes, per GPU"),
+        "concurrency_vs_context": concurrency_chart(concurrency_vs_context(r)),
+    }
     req = lengths_of(scenario.traffic)
     prompt, output = req.prompt_tokens, req.output_tokens
     try:
@@ -44,11 +47,16 @@ def chart_figures(scenario: Scenario) -> dict[str, go.Figure]:
         if limit >= 1 and prompt + output <= r.max_model_len:
             top = max(2, min(limit, r.deployment.max_num_seqs))
             sj = scenario.model_dump_json()
-            df = pd.DataFrame([continuous_cached(sj, scenario.engine, int(b), prompt, output)
-                               for b in np.unique(np.round(np.geomspace(1, top, 10)).astype(int))])
+            df = pd.DataFrame(
+                [
+                    continuous_cached(sj, scenario.engine, int(b), prompt, output)
+                    for b in np.unique(np.round(np.geomspace(1, top, 10)).astype(int))
+                ]
+            )
             df["batch"] = df["concurrency"]
             figs["latency_throughput"] = tradeoff_chart(df).update_layout(
-                title=f"Per-user speed vs server throughput, continuous batching ({prompt:,} + {output:,} tokens)")
+                title=f"Per-user speed vs server throughput, continuous batching ({prompt:,} + {output:,} tokens)"
+            )
     except InputError:
         pass  # the CSV already says why there is no latency estimate
     return figs
@@ -107,12 +115,27 @@ def render_report_downloads(scenario: Scenario) -> None:
     except InputError as err:
         st.caption(f"No report: {error_text(err)}")
         return
-    st.download_button("Sizing report (CSV)", lambda: report_csv(scenario), file_name="servingplan-report.csv",
-                       mime="text/csv", key="report_csv", on_click="ignore", icon=":material/download:",
-                       width="stretch", help="The plan (replicas, $, the SLO and whether it holds) and every input "
-                       "and output behind it: section,name,value,unit,note. Built when you click (one capacity "
-                       "search, shared with Capacity & cost).")
-    st.download_button("Report with charts (Markdown + PNG, zip)", lambda: report_zip(scenario),
-                       file_name="servingplan-report.zip", mime="application/zip", key="report_zip",
-                       on_click="ignore", icon=":material/folder_zip:", width="stretch",
-                       help="Built when you click: the charts are rendered to PNG (a few seconds the first time).")
+    st.download_button(
+        "Sizing report (CSV)",
+        lambda: report_csv(scenario),
+        file_name="servingplan-report.csv",
+        mime="text/csv",
+        key="report_csv",
+        on_click="ignore",
+        icon=":material/download:",
+        width="stretch",
+        help="The plan (replicas, $, the SLO and whether it holds) and every input "
+        "and output behind it: section,name,value,unit,note. Built when you click (one capacity "
+        "search, shared with Capacity & cost).",
+    )
+    st.download_button(
+        "Report with charts (Markdown + PNG, zip)",
+        lambda: report_zip(scenario),
+        file_name="servingplan-report.zip",
+        mime="application/zip",
+        key="report_zip",
+        on_click="ignore",
+        icon=":material/folder_zip:",
+        width="stretch",
+        help="Built when you click: the charts are rendered to PNG (a few seconds the first time).",
+    )

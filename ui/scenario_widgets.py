@@ -3,6 +3,7 @@
 Streamlit lets a widget's value be set through its key only before the widget is drawn in a run, so restores
 are applied at the top of the sidebar: the URL once per session, an uploaded scenario once per file.
 """
+
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -15,17 +16,29 @@ from planner.core.errors import InputError
 from planner.core.hf_config import spec_document
 from planner.core.scenario import Scenario
 from planner.core.scenario_codec import from_json, from_query, to_json, to_query
-from ui.parallelism import widget_values as parallelism_values
 from ui.page_inputs import page_query, restore_page_inputs
+from ui.parallelism import widget_values as parallelism_values
 from ui.state import calibration_to_state
 from ui.workload_widgets import widget_values as workload_values
 
 TP_CHOICES = [1, 2, 4, 8]
 # widget key -> (min, max) of its number_input / slider, checked before a restore sets it
-RANGES = {"sb_gpu_mem_gb": (1.0, 2000.0), "sb_num_gpus": (1, 1024), "sb_util": (0.5, 0.99),
-          "sb_max_len": (128, 10_000_000), "sb_max_seqs": (1, 4096), "sb_batched": (16, 1_000_000)}
-PARAM_OF = {"sb_gpu_mem_gb": "gpu_gb", "sb_num_gpus": "gpus", "sb_util": "util", "sb_max_len": "maxlen",
-            "sb_max_seqs": "seqs", "sb_batched": "batched"}
+RANGES = {
+    "sb_gpu_mem_gb": (1.0, 2000.0),
+    "sb_num_gpus": (1, 1024),
+    "sb_util": (0.5, 0.99),
+    "sb_max_len": (128, 10_000_000),
+    "sb_max_seqs": (1, 4096),
+    "sb_batched": (16, 1_000_000),
+}
+PARAM_OF = {
+    "sb_gpu_mem_gb": "gpu_gb",
+    "sb_num_gpus": "gpus",
+    "sb_util": "util",
+    "sb_max_len": "maxlen",
+    "sb_max_seqs": "seqs",
+    "sb_batched": "batched",
+}
 
 
 def widget_values(s: Scenario, upload_choice: str) -> dict:
@@ -34,14 +47,22 @@ def widget_values(s: Scenario, upload_choice: str) -> dict:
     engine_default = batch_defaults(get_gpu(s.gpu), s.engine)  # batch limits left unset: vLLM's for this GPU
     if s.model_spec is None and s.model not in model_presets():
         raise InputError("model", f"{s.model!r} is not a preset; share a custom model as its spec")
-    values = {"sb_model": upload_choice if s.model_spec is not None else s.model,
-              "sb_gpu": get_gpu(s.gpu).id, "sb_custom_mem": s.gpu_memory_gb is not None,
-              "sb_tp": d.tensor_parallel_size, "sb_num_gpus": d.num_gpus, "sb_weights": d.weights,
-              "sb_kv": d.kv_cache_dtype, "sb_util": d.gpu_memory_utilization,
-              "sb_set_maxlen": d.max_model_len is not None, "sb_block": d.block_size, "sb_max_seqs": d.max_num_seqs
-              or engine_default.max_num_seqs,
-              "sb_batched": d.max_num_batched_tokens or engine_default.max_num_batched_tokens,
-              "sb_eager": d.enforce_eager, **workload_values(s)}
+    values = {
+        "sb_model": upload_choice if s.model_spec is not None else s.model,
+        "sb_gpu": get_gpu(s.gpu).id,
+        "sb_custom_mem": s.gpu_memory_gb is not None,
+        "sb_tp": d.tensor_parallel_size,
+        "sb_num_gpus": d.num_gpus,
+        "sb_weights": d.weights,
+        "sb_kv": d.kv_cache_dtype,
+        "sb_util": d.gpu_memory_utilization,
+        "sb_set_maxlen": d.max_model_len is not None,
+        "sb_block": d.block_size,
+        "sb_max_seqs": d.max_num_seqs or engine_default.max_num_seqs,
+        "sb_batched": d.max_num_batched_tokens or engine_default.max_num_batched_tokens,
+        "sb_eager": d.enforce_eager,
+        **workload_values(s),
+    }
     values.update(parallelism_values(d))  # issue 17: ui/parallelism.py
     if s.model_spec is not None:
         values["sb_config_paste"] = spec_document(s.model_spec)
@@ -112,6 +133,12 @@ def render_share_box(s: Scenario) -> None:
         base = (st.context.url or "").split("?")[0]
         st.caption("Copy link (the copy button is at the right of the box):")
         st.code(f"{base}?{urlencode(query)}", language=None, wrap_lines=True)
-        st.download_button("Save scenario JSON", lambda: to_json(s), file_name="scenario.json",
-                           mime="application/json", key="sb_save_scenario", on_click="ignore")  # built on click
+        st.download_button(
+            "Save scenario JSON",
+            lambda: to_json(s),
+            file_name="scenario.json",
+            mime="application/json",
+            key="sb_save_scenario",
+            on_click="ignore",
+        )  # built on click
         st.file_uploader("Load a saved scenario JSON", type=["json"], key="sb_scenario_file")

@@ -3,6 +3,7 @@
 Invalid input shows an error naming the field and keeps the last valid scenario, so nothing typed is lost.
 A shared link (query string) or a saved scenario JSON is applied to the widgets before they are drawn.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,15 +12,15 @@ import streamlit as st
 from pydantic import ValidationError
 
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, gpus, kv_precisions, model_presets, weight_precisions
+from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError, from_validation_error
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
 from planner.core.scenario import Scenario, resolve
-from planner.core.engine_defaults import batch_defaults
 from planner.core.specs import Deployment, ModelSpec, custom_gpu
+from ui.labels import error_text
 from ui.parallelism import parallelism_section
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
 from ui.state import calibration_from_state, current_scenario, set_scenario
-from ui.labels import error_text
 from ui.workload_widgets import render_workload
 
 UPLOAD = "Upload or paste config.json"
@@ -29,8 +30,13 @@ MANUAL = "Manual fields"
 def _model_source() -> tuple[str, ModelSpec | None]:
     presets = list(model_presets())
     options = presets + [UPLOAD, MANUAL]
-    choice = st.selectbox("Model", options, index=presets.index(DEFAULT_MODEL), key="sb_model",
-                          help="Presets are published Hugging Face config.json files (data/models/).")
+    choice = st.selectbox(
+        "Model",
+        options,
+        index=presets.index(DEFAULT_MODEL),
+        key="sb_model",
+        help="Presets are published Hugging Face config.json files (data/models/).",
+    )
     if choice == UPLOAD:
         return choice, _uploaded_model()
     if choice == MANUAL:
@@ -44,8 +50,9 @@ class ShownError(InputError):
 
 def _uploaded_model() -> ModelSpec | None:
     gen = st.session_state.get("sb_upload_gen", 0)  # a new key empties the uploader after a rejected file
-    up = st.file_uploader("config.json", type=["json"], key=f"sb_config_upload_{gen}",
-                          help=f"At most {MAX_CONFIG_BYTES // 1000:,} KB.")
+    up = st.file_uploader(
+        "config.json", type=["json"], key=f"sb_config_upload_{gen}", help=f"At most {MAX_CONFIG_BYTES // 1000:,} KB."
+    )
     rejected = st.session_state.get("sb_upload_rejected")
     if rejected and up is None:
         st.error(f"{rejected} (the file was not used; the last valid model stays in use)")
@@ -97,9 +104,17 @@ def _manual_model() -> ModelSpec:
     vocab = c1.number_input("Vocabulary", 1, 1_000_000, 128256, key="sb_m_vocab")
     max_pos = c2.number_input("Max positions", 128, 10_000_000, 8192, key="sb_m_maxpos")
     try:
-        return ModelSpec(name="manual model", hidden_size=hidden, num_layers=layers, num_attention_heads=heads,
-                         num_kv_heads=kv_heads, head_dim=head_dim, intermediate_size=inter, vocab_size=vocab,
-                         max_position_embeddings=max_pos)
+        return ModelSpec(
+            name="manual model",
+            hidden_size=hidden,
+            num_layers=layers,
+            num_attention_heads=heads,
+            num_kv_heads=kv_heads,
+            head_dim=head_dim,
+            intermediate_size=inter,
+            vocab_size=vocab,
+            max_position_embeddings=max_pos,
+        )
     except ValidationError as err:
         raise from_validation_error(err, prefix="manual model: ") from None
 
@@ -107,17 +122,32 @@ def _manual_model() -> ModelSpec:
 def _hardware() -> dict:
     catalogue = gpus()
     ids = list(catalogue)
-    gpu = st.selectbox("GPU", ids, index=ids.index(DEFAULT_GPU), key="sb_gpu",
-                       format_func=lambda g: f"{g} ({catalogue[g].memory_gb:g} GB)")
+    gpu = st.selectbox(
+        "GPU",
+        ids,
+        index=ids.index(DEFAULT_GPU),
+        key="sb_gpu",
+        format_func=lambda g: f"{g} ({catalogue[g].memory_gb:g} GB)",
+    )
     custom = st.checkbox("Custom memory size", key="sb_custom_mem")
     mem = st.number_input("GPU memory (decimal GB)", 1.0, 2000.0, 48.0, key="sb_gpu_mem_gb") if custom else None
     c1, c2 = st.columns(2)
-    tp = c1.selectbox("Tensor parallel", TP_CHOICES, key="sb_tp", on_change=_gpus_follow_tp,
-                      help="GPUs per replica; the GPUs field below follows it (a whole number of replicas).")
+    tp = c1.selectbox(
+        "Tensor parallel",
+        TP_CHOICES,
+        key="sb_tp",
+        on_change=_gpus_follow_tp,
+        help="GPUs per replica; the GPUs field below follows it (a whole number of replicas).",
+    )
     num_gpus = c2.number_input("GPUs", 1, 1024, 1, key="sb_num_gpus", help="All replicas: a multiple of TP.")
     weights = list(weight_precisions())
-    w = st.selectbox("Weights", weights, index=weights.index("bf16"), key="sb_weights",
-                     format_func=lambda p: weight_precisions()[p].label)
+    w = st.selectbox(
+        "Weights",
+        weights,
+        index=weights.index("bf16"),
+        key="sb_weights",
+        format_func=lambda p: weight_precisions()[p].label,
+    )
     _precision_note(gpu, w)
     kv = st.selectbox("KV cache", list(kv_precisions()), key="sb_kv", format_func=lambda p: kv_precisions()[p].label)
     return dict(gpu=gpu, gpu_memory_gb=mem, tp=tp, num_gpus=max(num_gpus, tp), weights=w, kv=kv)
@@ -133,18 +163,27 @@ def _precision_note(gpu_id: str, weights: str) -> None:
     """Say how a precision runs on a GPU without its tensor-core dtype (FP8 on Ampere: weight-only via Marlin)."""
     g, p = gpus()[gpu_id], weight_precisions()[weights]
     if p.compute_dtype == "fp8" and not g.tflops_fp8:
-        st.info(f"{g.id} ({g.family.title()}) has no FP8 tensor cores: vLLM runs FP8 **weight-only** through the "
-                "Marlin kernel. Weights take 1 byte (half the memory of BF16) and are dequantised to 16 bits for "
-                "each matmul, so compute runs at the 16-bit peak with a small dequantisation cost; FP8 activations "
-                "and the FP8 speed-up need Ada, Hopper or newer.", icon=":material/info:")
+        st.info(
+            f"{g.id} ({g.family.title()}) has no FP8 tensor cores: vLLM runs FP8 **weight-only** through the "
+            "Marlin kernel. Weights take 1 byte (half the memory of BF16) and are dequantised to 16 bits for "
+            "each matmul, so compute runs at the 16-bit peak with a small dequantisation cost; FP8 activations "
+            "and the FP8 speed-up need Ada, Hopper or newer.",
+            icon=":material/info:",
+        )
 
 
 def _engine() -> dict:
     with st.expander("Engine settings (vLLM names)"):
         util = st.slider("gpu_memory_utilization", 0.5, 0.99, 0.9, 0.01, key="sb_util")
-        limit = st.checkbox("Set max_model_len", value=True, key="sb_set_maxlen",
-                            help="Off: the model's max_position_embeddings, as vLLM defaults.")
-        max_len = st.number_input("max_model_len", 128, 10_000_000, 8192, step=1024, key="sb_max_len") if limit else None
+        limit = st.checkbox(
+            "Set max_model_len",
+            value=True,
+            key="sb_set_maxlen",
+            help="Off: the model's max_position_embeddings, as vLLM defaults.",
+        )
+        max_len = (
+            st.number_input("max_model_len", 128, 10_000_000, 8192, step=1024, key="sb_max_len") if limit else None
+        )
         block = st.selectbox("block_size", [8, 16, 32], index=1, key="sb_block")
         seqs = st.number_input("max_num_seqs", 1, 4096, 256, key="sb_max_seqs")
         batched = st.number_input("max_num_batched_tokens", 16, 1_000_000, 8192, step=512, key="sb_batched")
@@ -160,8 +199,10 @@ def _unset_if_engine_default(hw: dict, eng: dict) -> tuple[int | None, int | Non
     if hw["gpu_memory_gb"] is not None:
         gpu = custom_gpu(hw["gpu_memory_gb"], like=gpu)
     default = batch_defaults(gpu, "vllm")
-    return (None if eng["seqs"] == default.max_num_seqs else eng["seqs"],
-            None if eng["batched"] == default.max_num_batched_tokens else eng["batched"])
+    return (
+        None if eng["seqs"] == default.max_num_seqs else eng["seqs"],
+        None if eng["batched"] == default.max_num_batched_tokens else eng["batched"],
+    )
 
 
 def _scenario_from_widgets() -> Scenario:
@@ -173,17 +214,32 @@ def _scenario_from_widgets() -> Scenario:
         raise
     hw, eng, work = _hardware(), _engine(), render_workload()
     seqs, batched = _unset_if_engine_default(hw, eng)
-    dep = Deployment(num_gpus=hw["num_gpus"] // hw["tp"] * hw["tp"], tensor_parallel_size=hw["tp"],
-                     weights=hw["weights"], kv_cache_dtype=hw["kv"], gpu_memory_utilization=eng["util"],
-                     max_model_len=eng["max_len"], block_size=eng["block"], max_num_seqs=seqs,
-                     max_num_batched_tokens=batched, enforce_eager=eng["eager"])
+    dep = Deployment(
+        num_gpus=hw["num_gpus"] // hw["tp"] * hw["tp"],
+        tensor_parallel_size=hw["tp"],
+        weights=hw["weights"],
+        kv_cache_dtype=hw["kv"],
+        gpu_memory_utilization=eng["util"],
+        max_model_len=eng["max_len"],
+        block_size=eng["block"],
+        max_num_seqs=seqs,
+        max_num_batched_tokens=batched,
+        enforce_eager=eng["eager"],
+    )
     dep = parallelism_section(dep)  # issue 17: PP, DP attention, EP (ui/parallelism.py)
     previous = current_scenario()
     model_id = choice if spec is None and choice not in (UPLOAD, MANUAL) else previous.model
     if spec is None and choice in (UPLOAD, MANUAL):
         spec = previous.model_spec  # keep the last valid upload while the user fixes theirs
-    return Scenario(model=model_id, model_spec=spec, gpu=hw["gpu"], gpu_memory_gb=hw["gpu_memory_gb"],
-                    deployment=dep, calibration=calibration_from_state(), **work)
+    return Scenario(
+        model=model_id,
+        model_spec=spec,
+        gpu=hw["gpu"],
+        gpu_memory_gb=hw["gpu_memory_gb"],
+        deployment=dep,
+        calibration=calibration_from_state(),
+        **work,
+    )
 
 
 def render_sidebar() -> Scenario:

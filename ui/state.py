@@ -1,4 +1,5 @@
 """The shared scenario in Streamlit's session state: the sidebar (app.py) writes it, every page reads it."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -41,8 +42,12 @@ def calibration_from_state() -> Calibration | None:
     profile, target = st.session_state.get(PROFILE_KEY), st.session_state.get(TARGET_KEY)
     if profile is None or not target:
         return None
-    return Calibration(engine=target["engine"], gpu_family=target["gpu_family"], profile=profile,
-                       source=target.get("source", "your benchmark results"))
+    return Calibration(
+        engine=target["engine"],
+        gpu_family=target["gpu_family"],
+        profile=profile,
+        source=target.get("source", "your benchmark results"),
+    )
 
 
 def calibration_to_state(calibration: Calibration | None) -> None:
@@ -52,5 +57,8 @@ def calibration_to_state(calibration: Calibration | None) -> None:
         st.session_state.pop(TARGET_KEY, None)
     else:
         st.session_state[PROFILE_KEY] = calibration.profile
-        st.session_state[TARGET_KEY] = {"engine": calibration.engine, "gpu_family": calibration.gpu_family,
-                                        "source": calibration.source}
+        st.session_state[TARGET_KEY] = {
+            "engine": calibration.engine,
+            "gpu_family": calibration.gpu_family,
+            "source": calibration.source,
+        }

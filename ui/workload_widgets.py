@@ -4,6 +4,7 @@ One set of inputs for every page: the Latency, Techniques and Validation pages t
 lengths from here (a custom profile's fixed lengths, or a trace profile's mean lengths), "Does it fit?" sizes a
 request of prompt + output tokens, and Capacity & cost searches at this rate and SLO.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,13 +21,30 @@ PROFILE_CHOICES = ["chat", "code", "rag", "custom"]
 ARRIVALS = {"custom": ["poisson", "gamma", "constant"], "trace": ["poisson", "trace"]}
 DEFAULT_PROMPT, DEFAULT_OUTPUT = 2000, 300  # the primer's request (§5)
 # widget key -> (min, max), checked before a restore sets it
-RANGES = {"sb_prompt": (1, 10_000_000), "sb_output": (1, 10_000_000), "sb_target": (0.01, 100_000.0),
-          "sb_slo_ttft_ms": (10, 600_000), "sb_slo_tpot_ms": (1, 10_000), "sb_slo_e2e_s": (0.1, 3600.0),
-          "sb_headroom": (1.0, 10.0), "sb_seed": (0, 2**31 - 1), "sb_num_requests": (100, 20_000),
-          "sb_cv": (0.1, 10.0)}
-PARAM_OF = {"sb_prompt": "in", "sb_output": "out", "sb_target": "rate", "sb_slo_ttft_ms": "ttft",
-            "sb_slo_tpot_ms": "tpot", "sb_slo_e2e_s": "e2e", "sb_headroom": "headroom", "sb_seed": "seed",
-            "sb_num_requests": "n", "sb_cv": "cv"}
+RANGES = {
+    "sb_prompt": (1, 10_000_000),
+    "sb_output": (1, 10_000_000),
+    "sb_target": (0.01, 100_000.0),
+    "sb_slo_ttft_ms": (10, 600_000),
+    "sb_slo_tpot_ms": (1, 10_000),
+    "sb_slo_e2e_s": (0.1, 3600.0),
+    "sb_headroom": (1.0, 10.0),
+    "sb_seed": (0, 2**31 - 1),
+    "sb_num_requests": (100, 20_000),
+    "sb_cv": (0.1, 10.0),
+}
+PARAM_OF = {
+    "sb_prompt": "in",
+    "sb_output": "out",
+    "sb_target": "rate",
+    "sb_slo_ttft_ms": "ttft",
+    "sb_slo_tpot_ms": "tpot",
+    "sb_slo_e2e_s": "e2e",
+    "sb_headroom": "headroom",
+    "sb_seed": "seed",
+    "sb_num_requests": "n",
+    "sb_cv": "cv",
+}
 
 
 @dataclass(frozen=True)
@@ -66,10 +84,19 @@ def widget_values(s: Scenario) -> dict:
     t, slo = s.traffic, s.slo
     if t.profile not in PROFILE_CHOICES:
         raise InputError("profile", f"must be one of {', '.join(PROFILE_CHOICES)} in the app")
-    values = {"sb_profile": t.profile, "sb_target": float(s.target_rate), "sb_headroom": float(s.headroom),
-              "sb_slo_ttft_ms": round(slo.ttft_p95_s * 1e3), "sb_slo_tpot_ms": round(slo.tpot_p95_s * 1e3),
-              "sb_e2e_on": slo.e2e_p99_s is not None, "sb_seed": t.seed, "sb_num_requests": t.num_requests,
-              "sb_arrival": t.arrival, "sb_cv": float(t.cv), "sb_prefix": t.prefix_caching}
+    values = {
+        "sb_profile": t.profile,
+        "sb_target": float(s.target_rate),
+        "sb_headroom": float(s.headroom),
+        "sb_slo_ttft_ms": round(slo.ttft_p95_s * 1e3),
+        "sb_slo_tpot_ms": round(slo.tpot_p95_s * 1e3),
+        "sb_e2e_on": slo.e2e_p99_s is not None,
+        "sb_seed": t.seed,
+        "sb_num_requests": t.num_requests,
+        "sb_arrival": t.arrival,
+        "sb_cv": float(t.cv),
+        "sb_prefix": t.prefix_caching,
+    }
     if slo.e2e_p99_s is not None:
         values["sb_slo_e2e_s"] = float(slo.e2e_p99_s)
     if t.profile == "custom":
@@ -91,9 +118,15 @@ def _profile_changed() -> None:
 def render_workload() -> dict:
     """Draw the workload and SLO inputs; return the Scenario fields they set (traffic, slo, rate, headroom, ctx)."""
     st.subheader("Workload and SLO")
-    profile = st.selectbox("Traffic profile", PROFILE_CHOICES, key="sb_profile", on_change=_profile_changed,
-                           format_func=lambda p: PROFILES[p].label, help="Trace profiles take their lengths from the "
-                           "published traces; custom: every request has the lengths you set.")
+    profile = st.selectbox(
+        "Traffic profile",
+        PROFILE_CHOICES,
+        key="sb_profile",
+        on_change=_profile_changed,
+        format_func=lambda p: PROFILES[p].label,
+        help="Trace profiles take their lengths from the "
+        "published traces; custom: every request has the lengths you set.",
+    )
     if profile == "custom":
         c1, c2 = st.columns(2)
         prompt = c1.number_input("Prompt tokens", 1, 10_000_000, DEFAULT_PROMPT, step=100, key="sb_prompt")
@@ -102,30 +135,50 @@ def render_workload() -> dict:
     else:
         lengths = {}
     c1, c2, c3 = st.columns(3)
-    target = c1.number_input("Target (req/s)", 0.01, 100_000.0, 50.0, step=5.0, key="sb_target",
-                             help="Fleet traffic to serve, requests per second.")
+    target = c1.number_input(
+        "Target (req/s)",
+        0.01,
+        100_000.0,
+        50.0,
+        step=5.0,
+        key="sb_target",
+        help="Fleet traffic to serve, requests per second.",
+    )
     ttft_ms = c2.number_input("p95 TTFT (ms)", 10, 600_000, 2000, step=100, key="sb_slo_ttft_ms")
     tpot_ms = c3.number_input("p95 TPOT (ms)", 1, 10_000, 100, step=5, key="sb_slo_tpot_ms")
     with st.expander("Traffic details (headroom, arrivals, seed)"):
-        headroom = st.number_input("Headroom ×", 1.0, 10.0, 1.2, step=0.1, key="sb_headroom",
-                                   help="Provision target × headroom: spare for bursts and a replica down.")
+        headroom = st.number_input(
+            "Headroom ×",
+            1.0,
+            10.0,
+            1.2,
+            step=0.1,
+            key="sb_headroom",
+            help="Provision target × headroom: spare for bursts and a replica down.",
+        )
         e2e_on = st.toggle("p99 end-to-end target", key="sb_e2e_on")
-        e2e_s = st.number_input("p99 end-to-end (s)", 0.1, 3600.0, 60.0, step=5.0, key="sb_slo_e2e_s",
-                                disabled=not e2e_on)
+        e2e_s = st.number_input(
+            "p99 end-to-end (s)", 0.1, 3600.0, 60.0, step=5.0, key="sb_slo_e2e_s", disabled=not e2e_on
+        )
         arrivals = ARRIVALS["custom" if profile == "custom" else "trace"]
         if st.session_state.get("sb_arrival") not in arrivals:
             st.session_state["sb_arrival"] = "poisson"
-        arrival = st.selectbox("Arrivals", arrivals, key="sb_arrival",
-                               help="trace: the trace window's own timing, rescaled to the rate")
+        arrival = st.selectbox(
+            "Arrivals", arrivals, key="sb_arrival", help="trace: the trace window's own timing, rescaled to the rate"
+        )
         cv = st.number_input("Gamma arrivals: CV", 0.1, 10.0, 1.0, step=0.5, key="sb_cv", disabled=arrival != "gamma")
         st.session_state.setdefault("sb_prefix", PROFILES[profile].prefix_caching)
-        prefix = st.checkbox("Prefix caching", key="sb_prefix", help="Reuse cached prefix blocks (the rag trace "
-                                                                     "shares 512-token prefixes).")
+        prefix = st.checkbox(
+            "Prefix caching",
+            key="sb_prefix",
+            help="Reuse cached prefix blocks (the rag trace shares 512-token prefixes).",
+        )
         c1, c2 = st.columns(2)
         seed = c1.number_input("Seed", 0, 2**31 - 1, 0, key="sb_seed")
         num_requests = c2.number_input("Requests per simulation", 100, 20_000, 1000, step=100, key="sb_num_requests")
-    traffic = TrafficSpec(profile=profile, arrival=arrival, cv=cv, num_requests=num_requests, seed=seed,
-                          prefix_caching=prefix, **lengths)
+    traffic = TrafficSpec(
+        profile=profile, arrival=arrival, cv=cv, num_requests=num_requests, seed=seed, prefix_caching=prefix, **lengths
+    )
     slo = SLO(ttft_p95_s=ttft_ms / 1e3, tpot_p95_s=tpot_ms / 1e3, e2e_p99_s=e2e_s if e2e_on else None)
     req = lengths_of(traffic)
     if profile != "custom":

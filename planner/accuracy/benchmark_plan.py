@@ -7,23 +7,29 @@ to 125% of it, so the knee where latency climbs shows up in the results. Command
 (`vllm serve`, `vllm bench serve`; older releases ship the latter as benchmarks/benchmark_serving.py with the same
 flags) and GuideLLM's `guidellm benchmark`.
 """
+
 from __future__ import annotations
 
 import math
 import shlex
 from dataclasses import dataclass
 
+from planner.core.scenario import Resolved, Scenario
 from planner.latency.metrics import memory_limit, sweep
 from planner.latency.perf_model import PerfModel
-from planner.core.scenario import Resolved, Scenario
 
 RATE_FRACTIONS = (0.1, 0.25, 0.5, 0.75, 1.0, 1.25)  # of the predicted capacity
 SECONDS_PER_RATE = 120  # prompts per rate = rate × this (at least MIN_PROMPTS)
 MIN_PROMPTS = 50
 DTYPE = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 # weight precision id -> vLLM --quantization; checkpoint formats need a checkpoint quantized that way
-QUANTIZATION = {"fp8": "fp8", "gptq-int4": "gptq_marlin", "gptq-int8": "gptq_marlin", "awq-int4": "awq_marlin",
-                "nf4": "bitsandbytes"}
+QUANTIZATION = {
+    "fp8": "fp8",
+    "gptq-int4": "gptq_marlin",
+    "gptq-int8": "gptq_marlin",
+    "awq-int4": "awq_marlin",
+    "nf4": "bitsandbytes",
+}
 NEEDS_CHECKPOINT = {"gptq-int4": "a GPTQ", "gptq-int8": "a GPTQ", "awq-int4": "an AWQ", "int8": "a W8A8 INT8"}
 
 
@@ -48,9 +54,18 @@ def serve_args(s: Scenario, r: Resolved) -> list[str]:
     args = ["vllm", "serve", model_id(s, r), "--tensor-parallel-size", str(dep.tensor_parallel_size)]
     if dep.num_replicas > 1:
         args += ["--data-parallel-size", str(dep.num_replicas)]
-    args += ["--gpu-memory-utilization", f"{dep.gpu_memory_utilization:g}", "--max-model-len", str(r.max_model_len),
-             "--max-num-seqs", str(dep.max_num_seqs), "--max-num-batched-tokens", str(dep.max_num_batched_tokens),
-             "--block-size", str(dep.block_size)]
+    args += [
+        "--gpu-memory-utilization",
+        f"{dep.gpu_memory_utilization:g}",
+        "--max-model-len",
+        str(r.max_model_len),
+        "--max-num-seqs",
+        str(dep.max_num_seqs),
+        "--max-num-batched-tokens",
+        str(dep.max_num_batched_tokens),
+        "--block-size",
+        str(dep.block_size),
+    ]
     if r.weights.id in DTYPE:
         args += ["--dtype", DTYPE[r.weights.id]]
     if r.weights.id in QUANTIZATION:
@@ -80,38 +95,56 @@ def sweep_rates(capacity: float) -> tuple[float, ...]:
     return tuple(rates)
 
 
-def load_test_plan(s: Scenario, r: Resolved, input_tokens: int, output_tokens: int, pm: PerfModel | None = None,
-                   port: int = 8000) -> LoadTestPlan:
+def load_test_plan(
+    s: Scenario, r: Resolved, input_tokens: int, output_tokens: int, pm: PerfModel | None = None, port: int = 8000
+) -> LoadTestPlan:
     """Commands to measure this scenario at the prompt and output lengths given."""
     model = model_id(s, r)
     cap = capacity_rps(r, input_tokens, output_tokens, pm)
     rates = sweep_rates(cap)
     runs = " ".join(f"{_fmt(x)}:{max(MIN_PROMPTS, math.ceil(x * SECONDS_PER_RATE))}" for x in rates)
-    bench = "\n".join([
-        f"for RUN in {runs}; do  # request rate (req/s):number of prompts",
-        '  RATE=${RUN%%:*}; PROMPTS=${RUN##*:}',
-        f"  vllm bench serve --model {shlex.quote(model)} --base-url http://localhost:{port} \\",
-        f"    --dataset-name random --random-input-len {input_tokens} --random-output-len {output_tokens} "
-        "--ignore-eos \\",
-        '    --request-rate "$RATE" --num-prompts "$PROMPTS" --percentile-metrics ttft,tpot,itl,e2el \\',
-        '    --save-result --result-dir results --result-filename "rate-${RATE}.json"',
-        "done"])
-    guidellm = (f"guidellm benchmark --target http://localhost:{port} --model {shlex.quote(model)} --rate-type sweep "
-                f"--rate {len(rates)} --max-seconds {SECONDS_PER_RATE} "
-                f'--data "prompt_tokens={input_tokens},output_tokens={output_tokens}" --output-path guidellm.json')
-    notes = [f"predicted capacity ≈ {cap:.3g} requests/s; the sweep covers {_fmt(rates[0])} … {_fmt(rates[-1])} req/s",
-             "--ignore-eos makes every request generate exactly the output length asked for",
-             "e2el in --percentile-metrics saves mean_e2el_ms, which the calibration uses for Little's law"]
+    bench = "\n".join(
+        [
+            f"for RUN in {runs}; do  # request rate (req/s):number of prompts",
+            "  RATE=${RUN%%:*}; PROMPTS=${RUN##*:}",
+            f"  vllm bench serve --model {shlex.quote(model)} --base-url http://localhost:{port} \\",
+            f"    --dataset-name random --random-input-len {input_tokens} --random-output-len {output_tokens} "
+            "--ignore-eos \\",
+            '    --request-rate "$RATE" --num-prompts "$PROMPTS" --percentile-metrics ttft,tpot,itl,e2el \\',
+            '    --save-result --result-dir results --result-filename "rate-${RATE}.json"',
+            "done",
+        ]
+    )
+    guidellm = (
+        f"guidellm benchmark --target http://localhost:{port} --model {shlex.quote(model)} --rate-type sweep "
+        f"--rate {len(rates)} --max-seconds {SECONDS_PER_RATE} "
+        f'--data "prompt_tokens={input_tokens},output_tokens={output_tokens}" --output-path guidellm.json'
+    )
+    notes = [
+        f"predicted capacity ≈ {cap:.3g} requests/s; the sweep covers {_fmt(rates[0])} … {_fmt(rates[-1])} req/s",
+        "--ignore-eos makes every request generate exactly the output length asked for",
+        "e2el in --percentile-metrics saves mean_e2el_ms, which the calibration uses for Little's law",
+    ]
     if r.weights.id in NEEDS_CHECKPOINT:
-        notes.append(f"weights {r.weights.label}: point vLLM at {NEEDS_CHECKPOINT[r.weights.id]} checkpoint of "
-                     "the model (vLLM reads the format from its config)")
+        notes.append(
+            f"weights {r.weights.label}: point vLLM at {NEEDS_CHECKPOINT[r.weights.id]} checkpoint of "
+            "the model (vLLM reads the format from its config)"
+        )
     if r.weights.id.startswith("q"):
-        notes.append(f"weights {r.weights.label} are a GGUF file: vLLM's GGUF support is experimental; measure "
-                     "with the engine you will run")
+        notes.append(
+            f"weights {r.weights.label} are a GGUF file: vLLM's GGUF support is experimental; measure "
+            "with the engine you will run"
+        )
     if s.model_spec is not None:
         notes.append("custom model: replace the model name with its Hugging Face id or local path")
-    return LoadTestPlan(serve=" ".join(shlex.quote(a) for a in serve_args(s, r)), bench=bench, guidellm=guidellm,
-                        rates=rates, capacity_rps=cap, notes=tuple(notes))
+    return LoadTestPlan(
+        serve=" ".join(shlex.quote(a) for a in serve_args(s, r)),
+        bench=bench,
+        guidellm=guidellm,
+        rates=rates,
+        capacity_rps=cap,
+        notes=tuple(notes),
+    )
 
 
 def _fmt(x: float) -> str:

@@ -1,4 +1,5 @@
 """A small derivative-free minimiser for fitting efficiency constants (no SciPy dependency)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -10,6 +10,7 @@ Objective (as scripts/fit_efficiency.py): Σ log(predicted / measured)² over th
 towards the current profile (PRIOR_WEIGHT per prior standard deviation), minimised by Nelder-Mead in log space and
 clipped to the physical bounds. The optimiser and bounds mirror the script's so both fits behave alike.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,18 +21,23 @@ import pandas as pd
 import yaml
 from pydantic import ValidationError
 
-from planner.latency.efficiency import FIT_FIELDS, EfficiencyProfile
-from planner.core.errors import InputError, from_validation_error
-from planner.latency.metrics import sweep
 from planner.accuracy.optimize import nelder_mead
-from planner.latency.perf_model import PerfModel
-from planner.core.scenario import Resolved
 from planner.accuracy.user_points import UserData, UserPoint
+from planner.core.errors import InputError, from_validation_error
+from planner.core.scenario import Resolved
+from planner.latency.efficiency import FIT_FIELDS, EfficiencyProfile
+from planner.latency.metrics import sweep
+from planner.latency.perf_model import PerfModel
 
 # constant -> (prior sd in natural log, lower bound, upper bound); same as scripts/fit_efficiency.py PRIORS
-BOUNDS = {"matmul_efficiency": (0.5, 0.05, 1.0), "attention_efficiency": (0.7, 0.05, 1.0),
-          "memory_efficiency": (0.3, 0.2, 1.0), "step_overhead_s": (1.5, 1e-5, 0.1),
-          "allreduce_latency_s": (1.5, 1e-7, 1e-3), "moe_efficiency": (0.5, 0.05, 1.0)}
+BOUNDS = {
+    "matmul_efficiency": (0.5, 0.05, 1.0),
+    "attention_efficiency": (0.7, 0.05, 1.0),
+    "memory_efficiency": (0.3, 0.2, 1.0),
+    "step_overhead_s": (1.5, 1e-5, 0.1),
+    "allreduce_latency_s": (1.5, 1e-7, 1e-3),
+    "moe_efficiency": (0.5, 0.05, 1.0),
+}
 PRIOR_WEIGHT = 0.01  # = (log 1.105)²: one prior sd costs as much as one point 10% off
 
 
@@ -56,10 +62,21 @@ def comparison(r: Resolved, engine: str, points, before: EfficiencyProfile, afte
         for metric, measured in (("TPOT", p.tpot_ms), ("TTFT", p.ttft_ms)):
             if measured is None:
                 continue
-            rows.append({"point": p.label, "metric": metric, "batch": p.batch, "input_tokens": p.input_tokens,
-                         "output_tokens": p.output_tokens, "measured_ms": measured, "before_ms": pb[metric],
-                         "after_ms": pa[metric], "error_before_pct": 100 * (pb[metric] - measured) / measured,
-                         "error_after_pct": 100 * (pa[metric] - measured) / measured, "note": p.note})
+            rows.append(
+                {
+                    "point": p.label,
+                    "metric": metric,
+                    "batch": p.batch,
+                    "input_tokens": p.input_tokens,
+                    "output_tokens": p.output_tokens,
+                    "measured_ms": measured,
+                    "before_ms": pb[metric],
+                    "after_ms": pa[metric],
+                    "error_before_pct": 100 * (pb[metric] - measured) / measured,
+                    "error_after_pct": 100 * (pa[metric] - measured) / measured,
+                    "note": p.note,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -92,8 +109,9 @@ class UserFit:
     notes: tuple[str, ...]
 
 
-def fit_user_profile(r: Resolved, engine: str, data: UserData, base: EfficiencyProfile,
-                     source: str = "upload") -> UserFit:
+def fit_user_profile(
+    r: Resolved, engine: str, data: UserData, base: EfficiencyProfile, source: str = "upload"
+) -> UserFit:
     """Fit the pinnable constants of `base` to the uploaded points for this scenario's GPU and the engine."""
     points, fields = data.points, fields_to_fit(data.points)
 
@@ -106,9 +124,12 @@ def fit_user_profile(r: Resolved, engine: str, data: UserData, base: EfficiencyP
 
     def objective(x: np.ndarray) -> float:
         pm = PerfModel(r, engine, profile=profile_at(x))
-        data_term = sum(math.log(pred / meas) ** 2 for p in points
-                        for m, pred in predict_ms(pm, p).items()
-                        for meas in [p.tpot_ms if m == "TPOT" else p.ttft_ms])
+        data_term = sum(
+            math.log(pred / meas) ** 2
+            for p in points
+            for m, pred in predict_ms(pm, p).items()
+            for meas in [p.tpot_ms if m == "TPOT" else p.ttft_ms]
+        )
         prior = sum(((v - math.log(getattr(base, n))) / BOUNDS[n][0]) ** 2 for n, v in zip(fields, x))
         return data_term + PRIOR_WEIGHT * prior
 
@@ -116,22 +137,33 @@ def fit_user_profile(r: Resolved, engine: str, data: UserData, base: EfficiencyP
     x = nelder_mead(objective, x0, iters=600, tol=1e-10) if fields else x0
     n_values = sum((p.tpot_ms is not None) + (p.ttft_ms is not None) for p in points)
     status = "calibrated" if n_values >= 6 and len(fields) == 3 else "partial"
-    note = (f"fitted on {len(points)} uploaded point(s) from {source} ({data.kind}): "
-            f"{', '.join(fields) or 'nothing'}; other constants kept from the planner's profile")
+    note = (
+        f"fitted on {len(points)} uploaded point(s) from {source} ({data.kind}): "
+        f"{', '.join(fields) or 'nothing'}; other constants kept from the planner's profile"
+    )
     fitted = profile_at(x).model_copy(update={"status": status, "num_points": len(points), "note": note})
     table = comparison(r, engine, points, base, fitted)
-    return UserFit(profile=fitted, base=base, fitted_fields=fields, table=table,
-                   median_abs_before_pct=float(table["error_before_pct"].abs().median()),
-                   median_abs_after_pct=float(table["error_after_pct"].abs().median()),
-                   engine=engine.lower(), gpu_family=r.gpu.family, notes=data.notes)
+    return UserFit(
+        profile=fitted,
+        base=base,
+        fitted_fields=fields,
+        table=table,
+        median_abs_before_pct=float(table["error_before_pct"].abs().median()),
+        median_abs_after_pct=float(table["error_after_pct"].abs().median()),
+        engine=engine.lower(),
+        gpu_family=r.gpu.family,
+        notes=data.notes,
+    )
 
 
 def profile_yaml(fit: UserFit) -> str:
     """The fitted constants as a data/efficiency.yaml entry: profiles -> engine -> GPU family -> constants."""
     entry = {k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in fit.profile.model_dump().items()}
-    header = (f"# servingplan user calibration: merge under `profiles:` of data/efficiency.yaml\n"
-              f"# fitted: {', '.join(fit.fitted_fields) or 'nothing'}; median |error| on the uploaded points "
-              f"{fit.median_abs_before_pct:.1f}% before -> {fit.median_abs_after_pct:.1f}% after\n")
+    header = (
+        f"# servingplan user calibration: merge under `profiles:` of data/efficiency.yaml\n"
+        f"# fitted: {', '.join(fit.fitted_fields) or 'nothing'}; median |error| on the uploaded points "
+        f"{fit.median_abs_before_pct:.1f}% before -> {fit.median_abs_after_pct:.1f}% after\n"
+    )
     return header + yaml.safe_dump({"profiles": {fit.engine: {fit.gpu_family: entry}}}, sort_keys=False, width=120)
 
 
@@ -148,8 +180,9 @@ def profile_from_yaml(text: str) -> tuple[str, str, EfficiencyProfile]:
         raise InputError("profile YAML", "expected profiles: ENGINE: FAMILY: constants") from None
 
 
-def applicable_profile(target: dict | None, profile: EfficiencyProfile | None, engine: str,
-                       gpu_family: str) -> EfficiencyProfile | None:
+def applicable_profile(
+    target: dict | None, profile: EfficiencyProfile | None, engine: str, gpu_family: str
+) -> EfficiencyProfile | None:
     """The user's fitted profile when it was fitted for this engine and GPU family, else None (use the catalogue's)."""
     if profile is None or not target:
         return None

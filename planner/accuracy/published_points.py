@@ -8,6 +8,7 @@ prefix, so "A100 80GB (DGX-A100)" is A100-80GB. llama.cpp's "layer split over N 
 another: one step costs what it costs on one GPU, so it is predicted at TP 1. Shared by scripts/fit_efficiency.py,
 benchmarks/accuracy*.py, `validate` and the pages.
 """
+
 from __future__ import annotations
 
 import csv
@@ -19,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from planner.core.paths import measurements_dir, published_points_csv
+from planner.core.scenario import Resolved, Scenario, resolve
+from planner.core.specs import Deployment
 from planner.latency.efficiency import EfficiencyProfile
 from planner.latency.metrics import sweep
 from planner.latency.perf_model import PerfModel
-from planner.core.scenario import Resolved, Scenario, resolve
-from planner.core.specs import Deployment
 
 MEASUREMENTS_CSV = published_points_csv()
 MEASUREMENTS_CSVS = (MEASUREMENTS_CSV, measurements_dir() / "published_points_2.csv")
@@ -31,32 +32,69 @@ NEEDS_SIMULATOR = "needs the serving simulator (measured at a request rate)"
 NEEDS_SIMULATOR_OFFLINE = "needs the serving simulator (offline continuous batching of many prompts)"
 LLAMACPP_UBATCH = 512  # llama-bench / llama.cpp n_ubatch default: prompts run in 512-token micro-batches
 
-MODELS = {"meta-llama/Llama-2-7b": "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-70b": "meta-llama/Llama-2-70b-hf",
-          "mistralai/Mistral-7B (v0.1 assumed)": "mistralai/Mistral-7B-v0.1",
-          "mistralai/Mixtral-8x7B (v0.1 assumed)": "mistralai/Mixtral-8x7B-v0.1",
-          "Qwen/Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8": "Qwen/Qwen2.5-7B",
-          "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4": "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct-AWQ": "Qwen/Qwen2.5-7B",
-          "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B": "meta-llama/Llama-3.1-8B",
-          # Llama 3 and 3.1 share the architecture (3.1 only adds rope scaling for long context)
-          "meta-llama/Meta-Llama-3-8B": "meta-llama/Llama-3.1-8B",
-          "meta-llama/Meta-Llama-3-70B": "meta-llama/Llama-3.1-70B",
-          "amd/Llama-3.1-70B-Instruct-FP8": "meta-llama/Llama-3.1-70B"}
-GPUS = {"H100 80GB": "H100-SXM", "A100 80GB": "A100-80GB", "A100 SXM 80GB": "A100-80GB",
-        "A100 PCIe 80GB": "A100-PCIe-80GB", "H100 PCIe": "H100-PCIe", "RTX 3090": "RTX-3090", "RTX 4090": "RTX-4090", "MI300X": "MI300X"}
-WEIGHTS = {"fp8": "fp8", "fp16": "fp16", "bf16": "bf16", "gptq-int8": "gptq-int8", "gptq-int4": "gptq-int4",
-           "awq": "awq-int4", "f16": "fp16", "Q4_K_M": "q4_k_m", "Q8_0": "q8_0"}
+MODELS = {
+    "meta-llama/Llama-2-7b": "meta-llama/Llama-2-7b-hf",
+    "meta-llama/Llama-2-70b": "meta-llama/Llama-2-70b-hf",
+    "mistralai/Mistral-7B (v0.1 assumed)": "mistralai/Mistral-7B-v0.1",
+    "mistralai/Mixtral-8x7B (v0.1 assumed)": "mistralai/Mixtral-8x7B-v0.1",
+    "Qwen/Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B",
+    "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8": "Qwen/Qwen2.5-7B",
+    "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4": "Qwen/Qwen2.5-7B",
+    "Qwen/Qwen2.5-7B-Instruct-AWQ": "Qwen/Qwen2.5-7B",
+    "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
+    "meta-llama/Llama-3.1-8B": "meta-llama/Llama-3.1-8B",
+    # Llama 3 and 3.1 share the architecture (3.1 only adds rope scaling for long context)
+    "meta-llama/Meta-Llama-3-8B": "meta-llama/Llama-3.1-8B",
+    "meta-llama/Meta-Llama-3-70B": "meta-llama/Llama-3.1-70B",
+    "amd/Llama-3.1-70B-Instruct-FP8": "meta-llama/Llama-3.1-70B",
+}
+GPUS = {
+    "H100 80GB": "H100-SXM",
+    "A100 80GB": "A100-80GB",
+    "A100 SXM 80GB": "A100-80GB",
+    "A100 PCIe 80GB": "A100-PCIe-80GB",
+    "H100 PCIe": "H100-PCIe",
+    "RTX 3090": "RTX-3090",
+    "RTX 4090": "RTX-4090",
+    "MI300X": "MI300X",
+}
+WEIGHTS = {
+    "fp8": "fp8",
+    "fp16": "fp16",
+    "bf16": "bf16",
+    "gptq-int8": "gptq-int8",
+    "gptq-int4": "gptq-int4",
+    "awq": "awq-int4",
+    "f16": "fp16",
+    "Q4_K_M": "q4_k_m",
+    "Q8_0": "q8_0",
+}
 KV = {"fp8": "fp8", "fp16": "fp16", "bf16": "bf16", "auto": "auto", "f16": "fp16", "not set": "auto"}
-ENGINES = {"TensorRT-LLM": "tensorrt-llm", "vLLM": "vllm", "SGLang": "sglang",
-           "not stated (Splitwise profiling)": "splitwise", "llama.cpp": "llama.cpp", "LMDeploy": "lmdeploy"}
+ENGINES = {
+    "TensorRT-LLM": "tensorrt-llm",
+    "vLLM": "vllm",
+    "SGLang": "sglang",
+    "not stated (Splitwise profiling)": "splitwise",
+    "llama.cpp": "llama.cpp",
+    "LMDeploy": "lmdeploy",
+}
 # metric in the CSV -> (what the model computes, group for the error targets)
-METRICS = {"output_throughput_per_gpu": ("throughput_per_gpu", "throughput"),
-           "first_token_latency (TTFT)": ("prefill_ms", "prefill"), "prompt_time (TTFT)": ("prefill_ms", "prefill"),
-           "prompt_time (batched prefill)": ("prefill_ms", "prefill"),
-           "token_time (TBT/TPOT)": ("tpot_ms", "decode"), "generation_speed": ("generation_speed", "decode"),
-           "ITL_fit_intercept": ("itl_intercept_ms", "decode"), "ITL_fit_slope": ("itl_slope_ms", "decode"),
-           "decode_throughput_bs1": ("tg_rate", "decode"), "prefill_throughput_bs1": ("pp_rate", "prefill"),
-           "first_token_latency_avg": ("prefill_s", "prefill"), "token_latency_p50": ("tpot_s", "decode"),
-           "output_throughput": ("throughput", "throughput"), "end_to_end_latency": ("e2e_s", "throughput")}
+METRICS = {
+    "output_throughput_per_gpu": ("throughput_per_gpu", "throughput"),
+    "first_token_latency (TTFT)": ("prefill_ms", "prefill"),
+    "prompt_time (TTFT)": ("prefill_ms", "prefill"),
+    "prompt_time (batched prefill)": ("prefill_ms", "prefill"),
+    "token_time (TBT/TPOT)": ("tpot_ms", "decode"),
+    "generation_speed": ("generation_speed", "decode"),
+    "ITL_fit_intercept": ("itl_intercept_ms", "decode"),
+    "ITL_fit_slope": ("itl_slope_ms", "decode"),
+    "decode_throughput_bs1": ("tg_rate", "decode"),
+    "prefill_throughput_bs1": ("pp_rate", "prefill"),
+    "first_token_latency_avg": ("prefill_s", "prefill"),
+    "token_latency_p50": ("tpot_s", "decode"),
+    "output_throughput": ("throughput", "throughput"),
+    "end_to_end_latency": ("e2e_s", "throughput"),
+}
 OFFLINE_METRICS = ("offline_throughput",)
 SLOPE_CONTEXT = 65536  # the ITL fit spans 256 … 125k context tokens; the slope is read over 0 … 64k
 
@@ -103,8 +141,9 @@ def parse_row(row: dict, gpu: str | None = None, engines: dict | None = None, mo
     """A CSV row as a Point; a row the model cannot predict gets its reason in `excluded` (never raises on cells).
     `gpu` and `model` override the lookups (catalogue / preset ids), `engines` the engine table."""
     metric = row.get("metric") or ""
-    kind, group = METRICS.get(metric) or next((METRICS[k] for k in sorted(METRICS, key=len, reverse=True)
-                                               if metric.startswith(k)), ("serving", "serving"))
+    kind, group = METRICS.get(metric) or next(
+        (METRICS[k] for k in sorted(METRICS, key=len, reverse=True) if metric.startswith(k)), ("serving", "serving")
+    )
     reasons = []
     if (row.get("qps") or "").strip():
         reasons.append(NEEDS_SIMULATOR)
@@ -113,8 +152,13 @@ def parse_row(row: dict, gpu: str | None = None, engines: dict | None = None, mo
     elif kind == "serving":
         reasons.append(f"metric {metric[:60]!r} is not one the model predicts")
     values = {}
-    for name, table, cell in (("model", MODELS, "model"), ("gpu", GPUS, "gpu"), ("weights", WEIGHTS, "weight_dtype"),
-                              ("kv_dtype", KV, "kv_dtype"), ("engine", engines or ENGINES, "engine")):
+    for name, table, cell in (
+        ("model", MODELS, "model"),
+        ("gpu", GPUS, "gpu"),
+        ("weights", WEIGHTS, "weight_dtype"),
+        ("kv_dtype", KV, "kv_dtype"),
+        ("engine", engines or ENGINES, "engine"),
+    ):
         if name == "gpu" and gpu:
             values[name] = gpu
             continue
@@ -131,11 +175,21 @@ def parse_row(row: dict, gpu: str | None = None, engines: dict | None = None, mo
         reasons.append(tp_reason)
     num_gpus = _int(row.get("num_gpus") or "", tp) or tp
     excluded = "; ".join(reasons)
-    return Point(id=row.get("id") or "", **values, tp=tp, num_gpus=num_gpus,
-                 input_len=_int(row.get("input_len") or "", 1), output_len=_int(row.get("output_len") or "", 1),
-                 batch=_int(row.get("batch_or_concurrency") or "", 1), metric=metric, kind=kind,
-                 group="serving" if excluded else _group(kind, group, row), value=_float(row.get("value")),
-                 unit=row.get("unit") or "", excluded=excluded)
+    return Point(
+        id=row.get("id") or "",
+        **values,
+        tp=tp,
+        num_gpus=num_gpus,
+        input_len=_int(row.get("input_len") or "", 1),
+        output_len=_int(row.get("output_len") or "", 1),
+        batch=_int(row.get("batch_or_concurrency") or "", 1),
+        metric=metric,
+        kind=kind,
+        group="serving" if excluded else _group(kind, group, row),
+        value=_float(row.get("value")),
+        unit=row.get("unit") or "",
+        excluded=excluded,
+    )
 
 
 def _tp(text: str) -> tuple[int, str]:
@@ -163,15 +217,20 @@ def _group(kind: str, group: str, row: dict) -> str:
 def load_points(path: Path | None = None) -> list[Point]:
     """Points of one CSV, or of every calibration CSV (published_points.csv and published_points_2.csv)."""
     out = []
-    for p in ([path] if path else MEASUREMENTS_CSVS):
+    for p in [path] if path else MEASUREMENTS_CSVS:
         with open(p, newline="", encoding="utf-8") as f:
             out += [_point(row) for row in csv.DictReader(f)]
     return out
 
 
 def scenario(p: Point) -> Resolved:
-    dep = Deployment(num_gpus=p.tp, tensor_parallel_size=p.tp, weights=p.weights, kv_cache_dtype=p.kv_dtype,
-                     max_model_len=max(p.input_len + p.output_len, 4096))
+    dep = Deployment(
+        num_gpus=p.tp,
+        tensor_parallel_size=p.tp,
+        weights=p.weights,
+        kv_cache_dtype=p.kv_dtype,
+        max_model_len=max(p.input_len + p.output_len, 4096),
+    )
     return resolve(Scenario(model=p.model, gpu=p.gpu, deployment=dep, engine=p.engine))
 
 
@@ -208,23 +267,46 @@ def predict(p: Point, pm: PerfModel) -> float:
     raise ValueError(f"{p.id}: cannot predict {p.metric!r}")
 
 
-def evaluate(points: list[Point] | None = None, profiles: dict[str, EfficiencyProfile] | None = None,
-             resolved: dict[str, Resolved] | None = None) -> pd.DataFrame:
+def evaluate(
+    points: list[Point] | None = None,
+    profiles: dict[str, EfficiencyProfile] | None = None,
+    resolved: dict[str, Resolved] | None = None,
+) -> pd.DataFrame:
     """Predicted against measured for every point; `profiles` maps 'engine/family' to a profile under test."""
     points = points if points is not None else load_points()
     rows = []
     for p in points:
-        row = {"id": p.id, "model": p.model, "gpu": p.gpu, "tp": p.tp, "weights": p.weights, "engine": p.engine,
-               "input_len": p.input_len, "output_len": p.output_len, "batch": p.batch, "metric": p.metric,
-               "group": p.group, "unit": p.unit, "measured": p.value, "predicted": np.nan, "error_pct": np.nan,
-               "profile": "", "status": "", "excluded": p.excluded}
+        row = {
+            "id": p.id,
+            "model": p.model,
+            "gpu": p.gpu,
+            "tp": p.tp,
+            "weights": p.weights,
+            "engine": p.engine,
+            "input_len": p.input_len,
+            "output_len": p.output_len,
+            "batch": p.batch,
+            "metric": p.metric,
+            "group": p.group,
+            "unit": p.unit,
+            "measured": p.value,
+            "predicted": np.nan,
+            "error_pct": np.nan,
+            "profile": "",
+            "status": "",
+            "excluded": p.excluded,
+        }
         if not p.excluded:
             r = resolved[p.id] if resolved else scenario(p)
             key = f"{p.engine}/{r.gpu.family}"
             pm = PerfModel(r, p.engine, profile=(profiles or {}).get(key))
             pred = predict(p, pm)
-            row.update(predicted=pred, error_pct=100 * (pred - p.value) / p.value,
-                       profile=key if profiles and key in profiles else pm.choice.source_key, status=pm.choice.status)
+            row.update(
+                predicted=pred,
+                error_pct=100 * (pred - p.value) / p.value,
+                profile=key if profiles and key in profiles else pm.choice.source_key,
+                status=pm.choice.status,
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -233,5 +315,6 @@ def error_summary(df: pd.DataFrame, by: str = "metric") -> pd.DataFrame:
     """Median and 90th-percentile absolute % error per metric (or group), over the points used."""
     used = df[df["excluded"] == ""].assign(abs_error_pct=lambda d: d["error_pct"].abs())
     g = used.groupby(by)["abs_error_pct"]
-    return pd.DataFrame({"points": g.size(), "median_abs_pct": g.median(),
-                         "p90_abs_pct": g.quantile(0.9)}).reset_index()
+    return pd.DataFrame(
+        {"points": g.size(), "median_abs_pct": g.median(), "p90_abs_pct": g.quantile(0.9)}
+    ).reset_index()

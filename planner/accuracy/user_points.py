@@ -22,6 +22,7 @@ max_concurrency when the client capped it, GuideLLM's measured mean concurrency,
 L = λ × W (request throughput × mean end-to-end latency). That is an approximation, and each such point says so.
 Its TTFT is predicted as one prompt's prefill (no queueing, no interleaving with other requests' decode steps).
 """
+
 from __future__ import annotations
 
 import csv
@@ -33,9 +34,17 @@ from dataclasses import dataclass
 from planner.core.errors import InputError
 
 CSV_COLUMNS = ("batch", "input_tokens", "output_tokens", "tpot_ms", "ttft_ms")
-CSV_ALIASES = {"input": "input_tokens", "input_len": "input_tokens", "prompt_tokens": "input_tokens",
-               "output": "output_tokens", "output_len": "output_tokens", "tpot": "tpot_ms", "ttft": "ttft_ms",
-               "concurrency": "batch", "batch_size": "batch"}
+CSV_ALIASES = {
+    "input": "input_tokens",
+    "input_len": "input_tokens",
+    "prompt_tokens": "input_tokens",
+    "output": "output_tokens",
+    "output_len": "output_tokens",
+    "tpot": "tpot_ms",
+    "ttft": "ttft_ms",
+    "concurrency": "batch",
+    "batch_size": "batch",
+}
 
 
 @dataclass(frozen=True)
@@ -86,9 +95,16 @@ def parse_benchmark_serving(doc) -> UserData:
         raise InputError("benchmark_serving JSON", "must be a result object or a list of result objects")
     points = [_serving_point(r, f"result[{i}]" if isinstance(doc, list) else "result") for i, r in enumerate(results)]
     model = str(results[0].get("model_id") or "")
-    return UserData("benchmark_serving", tuple(points), model,
-                    ("effective batch = max_concurrency when set, else Little's law: request throughput × mean "
-                     "end-to-end latency", "TTFT compared with one prompt's prefill (queueing not modelled)"))
+    return UserData(
+        "benchmark_serving",
+        tuple(points),
+        model,
+        (
+            "effective batch = max_concurrency when set, else Little's law: request throughput × mean "
+            "end-to-end latency",
+            "TTFT compared with one prompt's prefill (queueing not modelled)",
+        ),
+    )
 
 
 def _serving_point(r: dict, where: str) -> UserPoint:
@@ -106,8 +122,16 @@ def _serving_point(r: dict, where: str) -> UserPoint:
         lam = _number(r, "request_throughput", where) if throughput is not None else _number(r, "request_rate", where)
         batch, how = lam * e2e_ms / 1e3, f"Little's law {lam:.3g} req/s × {e2e_ms / 1e3:.3g} s"
     label = f"rate {rate}" + (f", concurrency {r['max_concurrency']}" if r.get("max_concurrency") is not None else "")
-    return UserPoint(label=label, batch=max(batch, 1.0), input_tokens=mean_in, output_tokens=mean_out, tpot_ms=tpot,
-                     ttft_ms=ttft, ttft_batch=1.0, note=f"batch ≈ {max(batch, 1.0):.1f} ({how})")
+    return UserPoint(
+        label=label,
+        batch=max(batch, 1.0),
+        input_tokens=mean_in,
+        output_tokens=mean_out,
+        tpot_ms=tpot,
+        ttft_ms=ttft,
+        ttft_batch=1.0,
+        note=f"batch ≈ {max(batch, 1.0):.1f} ({how})",
+    )
 
 
 def _mean_len(r: dict, lens_key: str, total_key: str, completed: float, where: str) -> float:
@@ -141,12 +165,30 @@ def parse_guidellm(doc: dict) -> UserData:
             rps, latency_s = _successful(m, "requests_per_second", where), _successful(m, "request_latency", where)
             conc, how = rps * latency_s, f"Little's law {rps:.3g} req/s × {latency_s:.3g} s"
         strategy = ((b.get("config") or b.get("args") or {}).get("strategy") or {}) if isinstance(b, dict) else {}
-        label = str(strategy.get("type_", f"benchmark {i}")) + (f" {strategy['rate']:g}/s"
-                                                               if isinstance(strategy.get("rate"), (int, float)) else "")
-        points.append(UserPoint(label=label, batch=max(conc, 1.0), input_tokens=mean_in, output_tokens=mean_out,
-                                tpot_ms=tpot, ttft_ms=ttft, ttft_batch=1.0, note=f"batch ≈ {max(conc, 1.0):.1f} ({how})"))
-    return UserData("guidellm", tuple(points), "", ("effective batch = GuideLLM's mean request concurrency",
-                                                    "TTFT compared with one prompt's prefill (queueing not modelled)"))
+        label = str(strategy.get("type_", f"benchmark {i}")) + (
+            f" {strategy['rate']:g}/s" if isinstance(strategy.get("rate"), (int, float)) else ""
+        )
+        points.append(
+            UserPoint(
+                label=label,
+                batch=max(conc, 1.0),
+                input_tokens=mean_in,
+                output_tokens=mean_out,
+                tpot_ms=tpot,
+                ttft_ms=ttft,
+                ttft_batch=1.0,
+                note=f"batch ≈ {max(conc, 1.0):.1f} ({how})",
+            )
+        )
+    return UserData(
+        "guidellm",
+        tuple(points),
+        "",
+        (
+            "effective batch = GuideLLM's mean request concurrency",
+            "TTFT compared with one prompt's prefill (queueing not modelled)",
+        ),
+    )
 
 
 def _successful(m: dict, name: str, where: str, required: bool = True) -> float | None:
@@ -178,9 +220,17 @@ def parse_csv(text: str) -> UserData:
                 raise InputError(f"row {n}, column {c}", "is empty")
         if cell["tpot_ms"] is None and cell["ttft_ms"] is None:
             raise InputError(f"row {n}", "gives neither tpot_ms nor ttft_ms")
-        points.append(UserPoint(label=f"row {n}", batch=cell["batch"], input_tokens=cell["input_tokens"],
-                                output_tokens=cell["output_tokens"], tpot_ms=cell["tpot_ms"],
-                                ttft_ms=cell["ttft_ms"], ttft_batch=cell["batch"]))
+        points.append(
+            UserPoint(
+                label=f"row {n}",
+                batch=cell["batch"],
+                input_tokens=cell["input_tokens"],
+                output_tokens=cell["output_tokens"],
+                tpot_ms=cell["tpot_ms"],
+                ttft_ms=cell["ttft_ms"],
+                ttft_batch=cell["batch"],
+            )
+        )
     if not points:
         raise InputError("CSV", "has a header but no rows")
     return UserData("csv", tuple(points), "", ("static batches: TTFT compared with the whole batch's prefill",))

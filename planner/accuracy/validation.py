@@ -15,6 +15,7 @@ Note: the latency errors here are in-sample (the same points fitted the constant
 back by out_of_sample_summary(). The KV rows are out-of-sample except B10 (CUDA-graph constant) and B04 (per-peer
 non-torch constant).
 """
+
 from __future__ import annotations
 
 import csv
@@ -28,18 +29,32 @@ import pandas as pd
 
 from planner.accuracy import published_points as cp
 from planner.core.catalog import DATA_DIR, _read_yaml, get_gpu, gpus, model_presets
-from planner.latency.efficiency import ENGINES, EfficiencyProfile, choose_profile
 from planner.core.errors import InputError
 from planner.core.paths import measurements_dir
-from planner.memory.plan import plan_memory
-from planner.latency.perf_model import PerfModel
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
+from planner.latency.efficiency import ENGINES, EfficiencyProfile, choose_profile
+from planner.latency.perf_model import PerfModel
+from planner.memory.plan import plan_memory
 
 KV_CSV = measurements_dir() / "vllm_kv_observations.csv"
 KV_METRIC = "gpu_blocks (vLLM KV capacity)"
-POINT_COLUMNS = ("id", "model", "gpu", "tp", "weight_dtype", "kv_dtype", "engine", "input_len", "output_len",
-                 "batch_or_concurrency", "qps", "metric", "value", "unit")
+POINT_COLUMNS = (
+    "id",
+    "model",
+    "gpu",
+    "tp",
+    "weight_dtype",
+    "kv_dtype",
+    "engine",
+    "input_len",
+    "output_len",
+    "batch_or_concurrency",
+    "qps",
+    "metric",
+    "value",
+    "unit",
+)
 NUMERIC_COLUMNS = ("value",)  # must parse as a finite number; other cells (tp "mixed TP/PP/DP") give a row reason
 
 # vLLM KV rows rebuilt as scenarios: id -> (model preset, gpu, tp, weights, max_model_len, max_num_batched_tokens).
@@ -50,7 +65,9 @@ KV_ROWS = {
     "B04": ("meta-llama/Llama-2-70b-hf", "A100-80GB", 4, "fp16", 4096, 4096),
     "B10": ("meta-llama/Llama-3.1-8B", "RTX-4090", 1, "bf16", 32768, 2048),
 }
-KV_NOT_MODELLED = "logged by vLLM's profiler before PR #2031, which under-measured peak memory (the planner models the fix)"
+KV_NOT_MODELLED = (
+    "logged by vLLM's profiler before PR #2031, which under-measured peak memory (the planner models the fix)"
+)
 
 
 # -- published latency / throughput points --------------------------------------------------------------------
@@ -140,20 +157,40 @@ def _predict_row(p: cp.Point, profiles: dict[str, EfficiencyProfile]) -> dict:
     except (InputError, ValueError) as err:
         return {"reason": str(err)}
     status = "user-calibrated" if key in profiles else pm.choice.status
-    return {"predicted": pred, "error_pct": 100 * (pred - p.value) / p.value,
-            "profile": key if key in profiles else pm.choice.source_key, "status": status, "family": r.gpu.family}
+    return {
+        "predicted": pred,
+        "error_pct": 100 * (pred - p.value) / p.value,
+        "profile": key if key in profiles else pm.choice.source_key,
+        "status": status,
+        "family": r.gpu.family,
+    }
 
 
-def points_table(path: Path | None = None, text: str | None = None,
-                 profiles: dict[str, EfficiencyProfile] | None = None) -> pd.DataFrame:
+def points_table(
+    path: Path | None = None, text: str | None = None, profiles: dict[str, EfficiencyProfile] | None = None
+) -> pd.DataFrame:
     """Predicted against measured for every row of a published_points.csv-format file (one row per CSV row)."""
     rows = []
     for row in read_point_rows(path, text):
         p, reason = to_point(row)
-        out = {"id": row["id"], "source": short_source(row.get("source", "")), "model": row["model"],
-               "gpu": row["gpu"], "engine": row["engine"], "tp": row["tp"], "metric": row["metric"],
-               "unit": row["unit"], "measured": float(row["value"]), "predicted": np.nan, "error_pct": np.nan,
-               "profile": "", "status": "", "family": "", "group": "", "reason": reason}
+        out = {
+            "id": row["id"],
+            "source": short_source(row.get("source", "")),
+            "model": row["model"],
+            "gpu": row["gpu"],
+            "engine": row["engine"],
+            "tp": row["tp"],
+            "metric": row["metric"],
+            "unit": row["unit"],
+            "measured": float(row["value"]),
+            "predicted": np.nan,
+            "error_pct": np.nan,
+            "profile": "",
+            "status": "",
+            "family": "",
+            "group": "",
+            "reason": reason,
+        }
         if p is not None:
             out.update(gpu=p.gpu, engine=p.engine, group=p.group, **_predict_row(p, profiles or {}))
         rows.append(out)
@@ -172,8 +209,9 @@ def short_source(source: str) -> str:
 def predicted_blocks(row_id: str) -> int:
     """GPU blocks the planner's vLLM pool predicts for one observation row (KV_ROWS)."""
     model, gpu, tp, weights, max_len, batched = KV_ROWS[row_id]
-    dep = Deployment(num_gpus=tp, tensor_parallel_size=tp, weights=weights, max_model_len=max_len,
-                     max_num_batched_tokens=batched)
+    dep = Deployment(
+        num_gpus=tp, tensor_parallel_size=tp, weights=weights, max_model_len=max_len, max_num_batched_tokens=batched
+    )
     return plan_memory(resolve(Scenario(model=model, gpu=gpu, deployment=dep))).num_gpu_blocks
 
 
@@ -184,10 +222,21 @@ def kv_table(path: Path | None = None) -> pd.DataFrame:
     rows = []
     for o in obs:
         measured = float(o["gpu_blocks"])
-        out = {"id": o["id"], "source": short_source(o["source"]), "model": o["model"], "gpu": o["gpu"],
-               "engine": "vllm", "tp": o["tp"], "metric": KV_METRIC, "unit": "blocks", "measured": measured,
-               "predicted": np.nan, "error_pct": np.nan, "vllm_version": o["vllm_version"],
-               "reason": "" if o["id"] in KV_ROWS else KV_NOT_MODELLED}
+        out = {
+            "id": o["id"],
+            "source": short_source(o["source"]),
+            "model": o["model"],
+            "gpu": o["gpu"],
+            "engine": "vllm",
+            "tp": o["tp"],
+            "metric": KV_METRIC,
+            "unit": "blocks",
+            "measured": measured,
+            "predicted": np.nan,
+            "error_pct": np.nan,
+            "vllm_version": o["vllm_version"],
+            "reason": "" if o["id"] in KV_ROWS else KV_NOT_MODELLED,
+        }
         if o["id"] in KV_ROWS:
             pred = float(predicted_blocks(o["id"]))
             out.update(predicted=pred, error_pct=100 * (pred - measured) / measured)
@@ -200,23 +249,32 @@ def error_summary(df: pd.DataFrame, by: str | list[str] = "metric") -> pd.DataFr
     """n, median and 90th-percentile absolute % error per group, over the rows that were predicted."""
     used = df[df["predicted"].notna()].assign(abs_error_pct=lambda d: d["error_pct"].abs())
     g = used.groupby(by)["abs_error_pct"]
-    return pd.DataFrame({"n": g.size(), "median_abs_error_pct": g.median(),
-                         "p90_abs_error_pct": g.quantile(0.9)}).reset_index()
+    return pd.DataFrame(
+        {"n": g.size(), "median_abs_error_pct": g.median(), "p90_abs_error_pct": g.quantile(0.9)}
+    ).reset_index()
 
 
 def summary_dict(df: pd.DataFrame) -> dict[str, dict]:
     """{metric: {n, median_abs_error_pct, p90_abs_error_pct}} (the CLI's JSON summary)."""
-    return {str(r["metric"]): {"n": int(r["n"]), "median_abs_error_pct": round(float(r["median_abs_error_pct"]), 2),
-                               "p90_abs_error_pct": round(float(r["p90_abs_error_pct"]), 2)}
-            for _, r in error_summary(df).iterrows()}
+    return {
+        str(r["metric"]): {
+            "n": int(r["n"]),
+            "median_abs_error_pct": round(float(r["median_abs_error_pct"]), 2),
+            "p90_abs_error_pct": round(float(r["p90_abs_error_pct"]), 2),
+        }
+        for _, r in error_summary(df).iterrows()
+    }
 
 
 def overall(df: pd.DataFrame) -> dict[str, float]:
     """Points predicted, and the median and 90th-percentile absolute % error over all of them."""
     err = df["error_pct"].dropna().abs()
-    return {"n": int(err.size), "unpredicted": int(df["predicted"].isna().sum()),
-            "median_abs_error_pct": float(err.median()) if err.size else math.nan,
-            "p90_abs_error_pct": float(err.quantile(0.9)) if err.size else math.nan}
+    return {
+        "n": int(err.size),
+        "unpredicted": int(df["predicted"].isna().sum()),
+        "median_abs_error_pct": float(err.median()) if err.size else math.nan,
+        "p90_abs_error_pct": float(err.quantile(0.9)) if err.size else math.nan,
+    }
 
 
 def coverage_table(engines: tuple[str, ...] = ENGINES) -> pd.DataFrame:
@@ -225,8 +283,17 @@ def coverage_table(engines: tuple[str, ...] = ENGINES) -> pd.DataFrame:
     for g in gpus().values():
         for engine in engines:
             c = choose_profile(engine, g.family)
-            rows.append({"gpu": g.id, "family": g.family, "engine": engine, "calibration": calibration_label(c.status),
-                         "status": c.status, "profile": c.source_key, "points": c.profile.num_points})
+            rows.append(
+                {
+                    "gpu": g.id,
+                    "family": g.family,
+                    "engine": engine,
+                    "calibration": calibration_label(c.status),
+                    "status": c.status,
+                    "profile": c.source_key,
+                    "points": c.profile.num_points,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -246,8 +313,12 @@ def out_of_sample_summary(path: Path | None = None) -> pd.DataFrame:
     if not path.exists():
         return pd.DataFrame(columns=["scheme", "by", "key", "points", "median_abs_pct", "p90_abs_pct"])
     doc = _read_yaml(path).get("summary", {})
-    rows = [{"scheme": scheme, "by": by, "key": key, **vals}
-            for scheme, bys in doc.items() for by, keys in bys.items() for key, vals in keys.items()]
+    rows = [
+        {"scheme": scheme, "by": by, "key": key, **vals}
+        for scheme, bys in doc.items()
+        for by, keys in bys.items()
+        for key, vals in keys.items()
+    ]
     return pd.DataFrame(rows)
 
 

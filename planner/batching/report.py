@@ -3,6 +3,7 @@
 Percentile convention, used everywhere: numpy's 'linear' method (rank (n − 1) × q / 100, interpolated),
 over the admitted requests only (rejected ones have no wait or latency; they are counted separately).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -10,8 +11,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from planner.batching.step_model import BatchingRun, run_pair
 from planner.batching.requests import RequestSet, with_spread
+from planner.batching.step_model import BatchingRun, run_pair
 
 PERCENTILE_METHOD = "linear"
 
@@ -77,23 +78,46 @@ def summarize(result: BatchingRun) -> Summary:
     w, lat = waits(result), latencies(result)
     served = int((~result.rejected).sum())
     return Summary(
-        policy=result.policy.name, num_requests=len(result.requests), num_served=served,
+        policy=result.policy.name,
+        num_requests=len(result.requests),
+        num_served=served,
         rejected=int(result.rejected.sum()),
-        avg_wait=float(w.mean()) if served else 0.0, p50_wait=percentile(w, 50),
-        p95_wait=percentile(w, 95), p99_wait=percentile(w, 99),
-        avg_latency=float(lat.mean()) if served else 0.0, p50_latency=percentile(lat, 50),
-        p95_latency=percentile(lat, 95), p99_latency=percentile(lat, 99),
+        avg_wait=float(w.mean()) if served else 0.0,
+        p50_wait=percentile(w, 50),
+        p95_wait=percentile(w, 95),
+        p99_wait=percentile(w, 99),
+        avg_latency=float(lat.mean()) if served else 0.0,
+        p50_latency=percentile(lat, 50),
+        p95_latency=percentile(lat, 95),
+        p99_latency=percentile(lat, 99),
         avg_first_token=float(w.mean()) + 1 if served else 0.0,
-        end_step=result.end_step, useful_slot_steps=useful_slot_steps(result), gpu_busy=gpu_busy(result),
-        num_batches=result.num_batches, padding_tokens=result.padding_tokens,
-        padding_share=result.padding_tokens / result.padded_prompt_tokens if result.padded_prompt_tokens else 0.0)
+        end_step=result.end_step,
+        useful_slot_steps=useful_slot_steps(result),
+        gpu_busy=gpu_busy(result),
+        num_batches=result.num_batches,
+        padding_tokens=result.padding_tokens,
+        padding_share=result.padding_tokens / result.padded_prompt_tokens if result.padded_prompt_tokens else 0.0,
+    )
 
 
 def cli_summary(result: BatchingRun) -> dict:
     """The CLI's JSON contract for one policy (all in steps; gpu_busy a fraction 0..1)."""
     s = summarize(result)
-    keys = ("avg_wait", "avg_latency", "p50_latency", "p95_latency", "p99_latency", "end_step", "gpu_busy",
-            "p50_wait", "p95_wait", "p99_wait", "num_requests", "rejected", "useful_slot_steps")
+    keys = (
+        "avg_wait",
+        "avg_latency",
+        "p50_latency",
+        "p95_latency",
+        "p99_latency",
+        "end_step",
+        "gpu_busy",
+        "p50_wait",
+        "p95_wait",
+        "p99_wait",
+        "num_requests",
+        "rejected",
+        "useful_slot_steps",
+    )
     return {k: getattr(s, k) for k in keys}
 
 
@@ -101,13 +125,20 @@ def requests_frame(result: BatchingRun) -> pd.DataFrame:
     """Per-request records: arrival, admitted, first token, token end, finish, wait, latency, slot."""
     req = result.requests
     served = ~result.rejected
-    df = pd.DataFrame({
-        "name": req.names, "arrival": req.arrival, "output_tokens": req.output_tokens,
-        "prompt_tokens": req.prompt_tokens, "slot": result.slot, "admitted": result.admitted,
-        "first_token": np.where(served, result.admitted + 1, -1),
-        "tokens_done": np.where(served, result.admitted + np.asarray(req.output_tokens), -1),
-        "finish": result.finish, "rejected": result.rejected,
-    })
+    df = pd.DataFrame(
+        {
+            "name": req.names,
+            "arrival": req.arrival,
+            "output_tokens": req.output_tokens,
+            "prompt_tokens": req.prompt_tokens,
+            "slot": result.slot,
+            "admitted": result.admitted,
+            "first_token": np.where(served, result.admitted + 1, -1),
+            "tokens_done": np.where(served, result.admitted + np.asarray(req.output_tokens), -1),
+            "finish": result.finish,
+            "rejected": result.rejected,
+        }
+    )
     df["wait"] = np.where(served, df["admitted"] - df["arrival"], -1)
     df["latency"] = np.where(served, df["finish"] - df["arrival"], -1)
     df.insert(0, "policy", result.policy.name)
@@ -130,13 +161,22 @@ def comparison_frame(results: dict[str, BatchingRun]) -> pd.DataFrame:
     return pd.DataFrame([summarize(r).as_dict() for r in results.values()])
 
 
-def spread_sweep(requests: RequestSet, slots: int, max_wait: int,
-                 spreads=(0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5)) -> pd.DataFrame:
+def spread_sweep(
+    requests: RequestSet, slots: int, max_wait: int, spreads=(0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
+) -> pd.DataFrame:
     """Static vs continuous as output lengths spread out (spread 0 = all equal): one row per (spread, policy)."""
     rows = []
     for spread in spreads:
         for name, result in run_pair(with_spread(requests, spread), slots, max_wait).items():
             s = summarize(result)
-            rows.append({"spread": spread, "policy": name, "end_step": s.end_step, "gpu_busy": s.gpu_busy,
-                         "avg_latency": s.avg_latency, "p95_latency": s.p95_latency})
+            rows.append(
+                {
+                    "spread": spread,
+                    "policy": name,
+                    "end_step": s.end_step,
+                    "gpu_busy": s.gpu_busy,
+                    "avg_latency": s.avg_latency,
+                    "p95_latency": s.p95_latency,
+                }
+            )
     return pd.DataFrame(rows)

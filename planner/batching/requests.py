@@ -3,6 +3,7 @@
 A request is (name, arrival step, output tokens, prompt tokens). Time is counted in decode steps (primer §6).
 Prompt tokens only matter for padding when requests are batched together (prefill itself is not simulated).
 """
+
 from __future__ import annotations
 
 import csv
@@ -111,7 +112,9 @@ def _parse_rows(reader: csv.DictReader, source: str) -> RequestSet:
     header = [h.strip() for h in (reader.fieldnames or [])]
     for column in CSV_COLUMNS:
         if column not in header:
-            raise InputError(f"{source}: row 0 (header), column {column}", f"missing; expected columns {', '.join(CSV_COLUMNS)}")
+            raise InputError(
+                f"{source}: row 0 (header), column {column}", f"missing; expected columns {', '.join(CSV_COLUMNS)}"
+            )
     reader.fieldnames = header
     names, arrival, outputs, prompts = [], [], [], []
     for row_num, row in enumerate(reader, start=1):
@@ -137,8 +140,9 @@ def _int_cell(row: dict, column: str, minimum: int, row_num: int, source: str) -
     except ValueError:
         raise InputError(f"{source}: row {row_num}, column {column}", f"must be a whole number, got {raw!r}") from None
     if not minimum <= value <= MAX_CELL:
-        raise InputError(f"{source}: row {row_num}, column {column}",
-                         f"must be from {minimum} to {MAX_CELL:,}, got {raw[:40]}")
+        raise InputError(
+            f"{source}: row {row_num}, column {column}", f"must be from {minimum} to {MAX_CELL:,}, got {raw[:40]}"
+        )
     return value
 
 

@@ -21,6 +21,7 @@ with the number of requests, not steps. Per-step records are run-length segments
 
 Left out: prefill time, step cost growing with batch size, KV-cache memory limits and preemption (see §10).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -37,8 +38,8 @@ _NEVER = float("inf")  # "no such event" in next_event
 DEFAULT_BUCKET_EDGES = (128, 256, 512, 1024)  # prompt-token bucket boundaries: powers of two, as engines pad
 
 
-
 MAX_SLOTS = 100_000  # far above any GPU's batch; bounds the per-slot state a hostile value would allocate
+
 
 @dataclass(frozen=True)
 class BatchingPolicy:
@@ -68,8 +69,13 @@ def continuous_policy() -> BatchingPolicy:
     return BatchingPolicy("continuous", hold_batch=False)
 
 
-def dynamic_policy(max_batch: int, max_wait: int, queue_limit: int | None = None,
-                   bucket_edges: tuple[int, ...] = (), hold_batch: bool = False) -> BatchingPolicy:
+def dynamic_policy(
+    max_batch: int,
+    max_wait: int,
+    queue_limit: int | None = None,
+    bucket_edges: tuple[int, ...] = (),
+    hold_batch: bool = False,
+) -> BatchingPolicy:
     return BatchingPolicy("dynamic", hold_batch, max_wait, max_batch, queue_limit, tuple(bucket_edges))
 
 
@@ -211,10 +217,20 @@ class _Batcher:
         starts, running = np.array(self.seg_start, dtype=np.int64), np.array(self.seg_running, dtype=np.int64)
         keep = np.append(starts[1:] > starts[:-1], True)  # drop the empty opening segment when step 0 is busy
         return BatchingRun(
-            self.policy, self.slots, self.req, np.array(self.admitted, dtype=np.int64),
-            np.array(self.finish, dtype=np.int64), np.array(self.slot, dtype=np.int64),
-            np.array(self.rejected, dtype=bool), starts[keep], running[keep], max(max(self.finish, default=0), 0),
-            self.num_batches, self.padding, self.padded)
+            self.policy,
+            self.slots,
+            self.req,
+            np.array(self.admitted, dtype=np.int64),
+            np.array(self.finish, dtype=np.int64),
+            np.array(self.slot, dtype=np.int64),
+            np.array(self.rejected, dtype=bool),
+            starts[keep],
+            running[keep],
+            max(max(self.finish, default=0), 0),
+            self.num_batches,
+            self.padding,
+            self.padded,
+        )
 
 
 def run_batching(requests: RequestSet, slots: int, policy: BatchingPolicy) -> BatchingRun:
@@ -241,16 +257,23 @@ def run_batching_stepwise(requests: RequestSet, slots: int, policy: BatchingPoli
 
 def run_pair(requests: RequestSet, slots: int, max_wait: int) -> dict[str, BatchingRun]:
     """Static (with max_wait) and continuous on the same requests and slots."""
-    return {"static": run_batching(requests, slots, static_policy(max_wait)),
-            "continuous": run_batching(requests, slots, continuous_policy())}
+    return {
+        "static": run_batching(requests, slots, static_policy(max_wait)),
+        "continuous": run_batching(requests, slots, continuous_policy()),
+    }
 
 
-def bucketing_pair(requests: RequestSet, slots: int, policy: BatchingPolicy,
-                   bucket_edges: tuple[int, ...] = DEFAULT_BUCKET_EDGES) -> dict[str, BatchingRun]:
+def bucketing_pair(
+    requests: RequestSet, slots: int, policy: BatchingPolicy, bucket_edges: tuple[int, ...] = DEFAULT_BUCKET_EDGES
+) -> dict[str, BatchingRun]:
     """The dynamic batcher with length buckets and with one queue, to show the padding bucketing saves."""
-    with_buckets = BatchingPolicy(policy.name, policy.hold_batch, policy.max_wait, policy.max_batch,
-                                  policy.queue_limit, tuple(bucket_edges))
-    one_queue = BatchingPolicy(policy.name, policy.hold_batch, policy.max_wait, policy.max_batch, policy.queue_limit,
-                               ())
-    return {"bucketed": run_batching(requests, slots, with_buckets),
-            "one queue": run_batching(requests, slots, one_queue)}
+    with_buckets = BatchingPolicy(
+        policy.name, policy.hold_batch, policy.max_wait, policy.max_batch, policy.queue_limit, tuple(bucket_edges)
+    )
+    one_queue = BatchingPolicy(
+        policy.name, policy.hold_batch, policy.max_wait, policy.max_batch, policy.queue_limit, ()
+    )
+    return {
+        "bucketed": run_batching(requests, slots, with_buckets),
+        "one queue": run_batching(requests, slots, one_queue),
+    }

@@ -24,6 +24,7 @@ scale-up starts the missing replicas at once; each is ready after node start + m
 model bytes / host-to-GPU bandwidth. A scale-down happens only when no scaling happened in the last cooldown_s
 (scale up early, down slowly). Replica-hours count starting replicas too (they are billed while they boot).
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,11 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFlo
 
 from planner.core.errors import InputError
 
-METRICS = {"queue": "queue depth (requests waiting + running per replica)",
-           "tokens": "tokens in flight per replica", "ttft": "p95 TTFT (s)"}
+METRICS = {
+    "queue": "queue depth (requests waiting + running per replica)",
+    "tokens": "tokens in flight per replica",
+    "ttft": "p95 TTFT (s)",
+}
 TICK_S = 60.0
 MINUTES_PER_DAY = 1440
 MAX_STEP_UP = 4  # HPA default scale-up policy: +100% or +4 pods, whichever is more
@@ -76,8 +80,9 @@ def scale_up_delay_s(model_bytes: float, p: Policy) -> float:
     return p.node_start_s + model_bytes / (p.network_gb_per_s * 1e9) + model_bytes / (p.load_gb_per_s * 1e9)
 
 
-def diurnal_rates(mean_rps: float, amplitude: float = 0.6, peak_hour: float = 14.0,
-                  minutes: int = MINUTES_PER_DAY) -> np.ndarray:
+def diurnal_rates(
+    mean_rps: float, amplitude: float = 0.6, peak_hour: float = 14.0, minutes: int = MINUTES_PER_DAY
+) -> np.ndarray:
     """λ per minute: mean × (1 + amplitude × cos(2π (hour − peak_hour) / 24)), a day with one peak."""
     if not (mean_rps > 0 and math.isfinite(mean_rps)):
         raise InputError("mean_rps", "must be > 0")
@@ -105,8 +110,9 @@ def _ttft(m: ReplicaModel, rho: float, backlog: float, ready: int) -> float:
     return m.ttft_light_s + (m.ttft_capacity_s - m.ttft_light_s) * frac + backlog / (ready * m.max_rate_per_replica)
 
 
-def _per_replica_metric(p: Policy, m: ReplicaModel, in_flight: float, ttft: float, ready: int,
-                        slo_ttft_s: float) -> tuple[float, float]:
+def _per_replica_metric(
+    p: Policy, m: ReplicaModel, in_flight: float, ttft: float, ready: int, slo_ttft_s: float
+) -> tuple[float, float]:
     """(metric value, its target): per-replica in-flight requests or tokens, or the p95 TTFT, against
     target × its value on a replica running at capacity."""
     at_cap = m.max_rate_per_replica * m.e2e_mean_s  # requests in flight on a replica at capacity
@@ -127,8 +133,15 @@ def desired_replicas(ready: int, value: float, target: float, p: Policy) -> int:
     return int(min(max(want, p.min_replicas), p.max_replicas))
 
 
-def simulate_day(rates: np.ndarray, m: ReplicaModel, p: Policy, slo_ttft_s: float, usd_per_gpu_hour: float = 0.0,
-                 tick_s: float = TICK_S, headroom: float = 1.0) -> dict:
+def simulate_day(
+    rates: np.ndarray,
+    m: ReplicaModel,
+    p: Policy,
+    slo_ttft_s: float,
+    usd_per_gpu_hour: float = 0.0,
+    tick_s: float = TICK_S,
+    headroom: float = 1.0,
+) -> dict:
     """Run the policy over `rates` (requests/s per tick); per-tick series and the day's totals."""
     rates = np.asarray(rates, dtype=float)
     delay = scale_up_delay_s(m.model_bytes, p)
@@ -136,8 +149,10 @@ def simulate_day(rates: np.ndarray, m: ReplicaModel, p: Policy, slo_ttft_s: floa
     ready = max(p.min_replicas, min(p.max_replicas, math.ceil(rates[0] / mu - 1e-9)))
     starting: list[float] = []  # ready-at times
     backlog, last_scale = 0.0, -math.inf
-    cols = {k: np.zeros(len(rates)) for k in ("replicas", "starting", "served", "backlog", "ttft_p95_s",
-                                              "utilisation", "metric")}
+    cols = {
+        k: np.zeros(len(rates))
+        for k in ("replicas", "starting", "served", "backlog", "ttft_p95_s", "utilisation", "metric")
+    }
     events = []
     for k, lam in enumerate(rates):
         now = k * tick_s
@@ -158,8 +173,15 @@ def simulate_day(rates: np.ndarray, m: ReplicaModel, p: Policy, slo_ttft_s: floa
         elif want < ready and not starting and now - last_scale >= p.cooldown_s:
             ready, last_scale = want, now
             events.append((now, "down", want))
-        for name, v in (("replicas", ready), ("starting", len(starting)), ("served", served),
-                        ("backlog", backlog), ("ttft_p95_s", ttft), ("utilisation", rho), ("metric", value)):
+        for name, v in (
+            ("replicas", ready),
+            ("starting", len(starting)),
+            ("served", served),
+            ("backlog", backlog),
+            ("ttft_p95_s", ttft),
+            ("utilisation", rho),
+            ("metric", value),
+        ):
             cols[name][k] = v
     return _report(rates, cols, events, m, p, slo_ttft_s, usd_per_gpu_hour, tick_s, headroom, delay)
 
@@ -178,21 +200,30 @@ def _report(rates, cols, events, m: ReplicaModel, p: Policy, slo_ttft_s, usd, ti
     static_hours = static * hours
     per_gpu_hour = m.gpus_per_replica * usd
     series = {"minute": np.arange(len(rates)) * tick_s / 60.0, "rate_per_s": rates, **cols}
-    return {"series": series, "events": events, "scale_up_delay_s": delay, "policy": p.model_dump(),
-            "violating_ticks": int(violating.sum()),
-            "violating_request_share": float(arrivals[violating].sum() / arrivals.sum()) if arrivals.sum() else 0.0,
-            "replica_hours": replica_hours, "usd": replica_hours * per_gpu_hour,
-            "static_replicas": static, "static_replica_hours": static_hours, "static_usd": static_hours * per_gpu_hour,
-            "savings": 1.0 - replica_hours / static_hours if static_hours else 0.0,
-            "peak_replicas": int(np.max(cols["replicas"] + cols["starting"])),
-            "min_replicas_seen": int(np.min(cols["replicas"])), "requests": float(arrivals.sum())}
+    return {
+        "series": series,
+        "events": events,
+        "scale_up_delay_s": delay,
+        "policy": p.model_dump(),
+        "violating_ticks": int(violating.sum()),
+        "violating_request_share": float(arrivals[violating].sum() / arrivals.sum()) if arrivals.sum() else 0.0,
+        "replica_hours": replica_hours,
+        "usd": replica_hours * per_gpu_hour,
+        "static_replicas": static,
+        "static_replica_hours": static_hours,
+        "static_usd": static_hours * per_gpu_hour,
+        "savings": 1.0 - replica_hours / static_hours if static_hours else 0.0,
+        "peak_replicas": int(np.max(cols["replicas"] + cols["starting"])),
+        "min_replicas_seen": int(np.min(cols["replicas"])),
+        "requests": float(arrivals.sum()),
+    }
 
 
 def measure_replica(s, traffic, slo, plan: dict, engine: str | None = None) -> ReplicaModel:
     """A ReplicaModel from a capacity plan (planner.capacity.replicas.capacity_plan) plus one light-load simulation."""
     from planner.capacity.replicas import probe, replica_scenario
-    from planner.memory.plan import plan_memory
     from planner.core.scenario import resolve
+    from planner.memory.plan import plan_memory
 
     r = resolve(replica_scenario(s))
     mu = plan["max_rate_per_replica"]
@@ -201,8 +232,13 @@ def measure_replica(s, traffic, slo, plan: dict, engine: str | None = None) -> R
     light_rho = 0.25
     light = probe(r, traffic, slo, light_rho * mu, engine or s.engine)
     at_cap = plan["at_capacity"]
-    return ReplicaModel(max_rate_per_replica=mu, ttft_light_s=light.ttft_p95_s or 0.0,
-                        ttft_capacity_s=at_cap["ttft_p95_s"], e2e_mean_s=at_cap["e2e_mean_s"],
-                        tokens_per_request=plan["mean_prompt_tokens"] + plan["mean_output_tokens"],
-                        model_bytes=plan_memory(r).weight_bytes, gpus_per_replica=plan["gpus_per_replica"],
-                        light_utilisation=light_rho)
+    return ReplicaModel(
+        max_rate_per_replica=mu,
+        ttft_light_s=light.ttft_p95_s or 0.0,
+        ttft_capacity_s=at_cap["ttft_p95_s"],
+        e2e_mean_s=at_cap["e2e_mean_s"],
+        tokens_per_request=plan["mean_prompt_tokens"] + plan["mean_output_tokens"],
+        model_bytes=plan_memory(r).weight_bytes,
+        gpus_per_replica=plan["gpus_per_replica"],
+        light_utilisation=light_rho,
+    )

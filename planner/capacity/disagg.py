@@ -16,16 +16,32 @@ comparison. Disaggregation is reported `cheaper` only
 when both pools are feasible and its $/h is strictly lower; a pool is infeasible when the p95 KV transfer alone
 reaches the TTFT target, so a slow link can never make disaggregation look cheap.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
 
-from planner.capacity.disagg_pools import (DEFAULT_LINK_LATENCY_S, PoolCapacity, decode_capacity, decode_tpot_at,
-                                           kv_link, kv_transfer_s, prefill_capacity, prefill_probe,
-                                           visible_transfer_s)
-from planner.capacity.replicas import (DEFAULT_HEADROOM, DEFAULT_REL_TOL, SECONDS_PER_HOUR, capacity_plan, mean_tokens,
-                                       price_of, replicas_for)
+from planner.capacity.disagg_pools import (
+    DEFAULT_LINK_LATENCY_S,
+    PoolCapacity,
+    decode_capacity,
+    decode_tpot_at,
+    kv_link,
+    kv_transfer_s,
+    prefill_capacity,
+    prefill_probe,
+    visible_transfer_s,
+)
+from planner.capacity.replicas import (
+    DEFAULT_HEADROOM,
+    DEFAULT_REL_TOL,
+    SECONDS_PER_HOUR,
+    capacity_plan,
+    mean_tokens,
+    price_of,
+    replicas_for,
+)
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
@@ -36,10 +52,16 @@ from planner.memory.plan import TP_DEGREES, plan_memory
 def instance_shapes(s: Scenario, tps: tuple[int, ...] = TP_DEGREES) -> list[Resolved]:
     """One-instance scenarios vLLM can start: TP-only shapes plus the scenario's own layout (module note)."""
     dep = s.deployment
-    layouts = [dict(tensor_parallel_size=tp, pipeline_parallel_size=1, data_parallel_size=1,
-                    enable_expert_parallel=False) for tp in tps]
-    own = dict(tensor_parallel_size=dep.tensor_parallel_size, pipeline_parallel_size=dep.pipeline_parallel_size,
-               data_parallel_size=dep.data_parallel_size, enable_expert_parallel=dep.enable_expert_parallel)
+    layouts = [
+        dict(tensor_parallel_size=tp, pipeline_parallel_size=1, data_parallel_size=1, enable_expert_parallel=False)
+        for tp in tps
+    ]
+    own = dict(
+        tensor_parallel_size=dep.tensor_parallel_size,
+        pipeline_parallel_size=dep.pipeline_parallel_size,
+        data_parallel_size=dep.data_parallel_size,
+        enable_expert_parallel=dep.enable_expert_parallel,
+    )
     if own not in layouts:
         layouts.append(own)
     out = []
@@ -116,28 +138,50 @@ class DisaggPlan:
     def to_dict(self) -> dict:
         out = {k: v for k, v in asdict(self).items() if k not in ("prefill_options", "decode_options")}
         out["slo"] = self.slo.model_dump()
-        out.update(feasible=self.feasible, num_gpus=self.num_gpus, usd_per_hour=self.usd_per_hour,
-                   usd_per_million_output_tokens=self.usd_per_million_output_tokens, cheaper=self.cheaper,
-                   prefill_options=[asdict(c) for c in self.prefill_options],
-                   decode_options=[asdict(c) for c in self.decode_options],
-                   aggregated_options=list(self.aggregated_options))
+        out.update(
+            feasible=self.feasible,
+            num_gpus=self.num_gpus,
+            usd_per_hour=self.usd_per_hour,
+            usd_per_million_output_tokens=self.usd_per_million_output_tokens,
+            cheaper=self.cheaper,
+            prefill_options=[asdict(c) for c in self.prefill_options],
+            decode_options=[asdict(c) for c in self.decode_options],
+            aggregated_options=list(self.aggregated_options),
+        )
         if self.feasible:
             out["prefill_to_decode_instances"] = self.prefill["instances"] / self.decode["instances"]
-            out["kv_transfer_share_of_ttft"] = (self.kv_transfer_visible_s / self.prefill["ttft_p95_s"]
-                                                if self.prefill.get("ttft_p95_s") else None)
+            out["kv_transfer_share_of_ttft"] = (
+                self.kv_transfer_visible_s / self.prefill["ttft_p95_s"] if self.prefill.get("ttft_p95_s") else None
+            )
         return out
 
 
 def _pool_row(r: Resolved, cap: PoolCapacity, instances: int, gpus: int) -> dict:
     d = r.deployment
-    return {"gpus_per_instance": cap.gpus_per_instance, "tp": cap.tp, "dp": cap.dp,
-            "pp": d.pipeline_parallel_size, "ep": d.expert_parallel_size, "instances": instances, "gpus": gpus,
-            "max_rate_per_instance": cap.max_rate_per_instance, "p95_at_capacity_s": cap.latency_p95_s}
+    return {
+        "gpus_per_instance": cap.gpus_per_instance,
+        "tp": cap.tp,
+        "dp": cap.dp,
+        "pp": d.pipeline_parallel_size,
+        "ep": d.expert_parallel_size,
+        "instances": instances,
+        "gpus": gpus,
+        "max_rate_per_instance": cap.max_rate_per_instance,
+        "p95_at_capacity_s": cap.latency_p95_s,
+    }
 
 
-def aggregated_best(s: Scenario, target: float, traffic: TrafficSpec, slo: SLO, headroom: float,
-                    prices: dict | None, engine: str, rel_tol: float,
-                    shapes: list[Resolved]) -> tuple[dict | None, list]:
+def aggregated_best(
+    s: Scenario,
+    target: float,
+    traffic: TrafficSpec,
+    slo: SLO,
+    headroom: float,
+    prices: dict | None,
+    engine: str,
+    rel_tol: float,
+    shapes: list[Resolved],
+) -> tuple[dict | None, list]:
     """capacity_plan at each shape without PP; the cheapest feasible one (by $/h, then GPUs).
 
     capacity_plan simulates one DP rank on its TP GPUs, so for DP > 1 its replicas are DP ranks: instances =
@@ -148,37 +192,70 @@ def aggregated_best(s: Scenario, target: float, traffic: TrafficSpec, slo: SLO, 
         d = r.deployment
         if d.pipeline_parallel_size > 1:
             continue
-        plan = capacity_plan(s.model_copy(update={"deployment": d}), target, traffic, slo, headroom, prices,
-                             engine, rel_tol, operating_point=True)
+        plan = capacity_plan(
+            s.model_copy(update={"deployment": d}),
+            target,
+            traffic,
+            slo,
+            headroom,
+            prices,
+            engine,
+            rel_tol,
+            operating_point=True,
+        )
         op = plan.get("operating_point") or {}
         ranks = plan["replicas"]
         instances = math.ceil(ranks / d.data_parallel_size) if ranks else None
         gpus = instances * d.gpus_per_replica if instances else None
         usd_h = gpus * plan["usd_per_gpu_hour"] if gpus else None
         per_m = usd_h / (target * plan["mean_output_tokens"] * SECONDS_PER_HOUR) * 1e6 if usd_h else None
-        rows.append({"tp": d.tensor_parallel_size, "dp": d.data_parallel_size, "ep": d.expert_parallel_size,
-                     "replicas": instances, "gpus": gpus, "gpus_per_replica": d.gpus_per_replica,
-                     "max_rate_per_replica": plan["max_rate_per_replica"] * d.data_parallel_size,
-                     "usd_per_hour": usd_h, "usd_per_million_output_tokens": per_m,
-                     "ttft_p95_s": op.get("ttft_p95_s"), "tpot_p95_s": op.get("tpot_p95_s"),
-                     "feasible": plan["feasible"]})
+        rows.append(
+            {
+                "tp": d.tensor_parallel_size,
+                "dp": d.data_parallel_size,
+                "ep": d.expert_parallel_size,
+                "replicas": instances,
+                "gpus": gpus,
+                "gpus_per_replica": d.gpus_per_replica,
+                "max_rate_per_replica": plan["max_rate_per_replica"] * d.data_parallel_size,
+                "usd_per_hour": usd_h,
+                "usd_per_million_output_tokens": per_m,
+                "ttft_p95_s": op.get("ttft_p95_s"),
+                "tpot_p95_s": op.get("tpot_p95_s"),
+                "feasible": plan["feasible"],
+            }
+        )
     ok = [row for row in rows if row["feasible"] and row["replicas"]]
     return (min(ok, key=lambda row: (row["usd_per_hour"], row["gpus"])) if ok else None), rows
 
 
-def disagg_plan(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSpec(), slo: SLO = SLO(),
-                headroom: float = DEFAULT_HEADROOM, prices: dict | None = None, engine: str | None = None,
-                link: str = "nic", link_gb_s: float | None = None, link_latency_s: float = DEFAULT_LINK_LATENCY_S,
-                rel_tol: float = DEFAULT_REL_TOL, tps: tuple[int, ...] = TP_DEGREES,
-                compare: bool = True, layerwise: bool = False) -> DisaggPlan:
+def disagg_plan(
+    s: Scenario,
+    target_rps: float,
+    traffic: TrafficSpec = TrafficSpec(),
+    slo: SLO = SLO(),
+    headroom: float = DEFAULT_HEADROOM,
+    prices: dict | None = None,
+    engine: str | None = None,
+    link: str = "nic",
+    link_gb_s: float | None = None,
+    link_latency_s: float = DEFAULT_LINK_LATENCY_S,
+    rel_tol: float = DEFAULT_REL_TOL,
+    tps: tuple[int, ...] = TP_DEGREES,
+    compare: bool = True,
+    layerwise: bool = False,
+) -> DisaggPlan:
     """Size both pools for `target_rps` under `slo`, and the best aggregated deployment to compare (module note)."""
     engine = engine or s.engine
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
     shapes = instance_shapes(s, tps)
     if not shapes:
         m = resolve(s).model
-        hint = (f"; its checkpoint ships {m.quantized_weights} weights (--weights {m.quantized_weights})"
-                if m.quantized_weights and m.quantized_weights != s.deployment.weights else "")
+        hint = (
+            f"; its checkpoint ships {m.quantized_weights} weights (--weights {m.quantized_weights})"
+            if m.quantized_weights and m.quantized_weights != s.deployment.weights
+            else ""
+        )
         raise InputError("model", f"no TP, DP or PP shape of this model starts on this GPU (see `memory`){hint}")
     mean_in, mean_out = mean_tokens(traffic)
     links = {id(r): kv_link(r, link, link_gb_s, link_latency_s, layerwise) for r in shapes}
@@ -199,11 +276,29 @@ def disagg_plan(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSp
         d_row = _pool_row(r, cap, n, gpus)
         d_row["tpot_p95_s"] = decode_tpot_at(r, target_rps / n, mean_in, mean_out, engine)
     chosen = links[id(best_p[0])] if best_p else links[id(shapes[0])]
-    agg, agg_rows = (aggregated_best(s, target_rps, traffic, slo, headroom, prices, engine, rel_tol, shapes)
-                     if compare else (None, []))
-    return DisaggPlan(target_rps, slo, headroom, mean_in, mean_out, usd, chosen.label, chosen.bytes_per_s / 1e9,
-                      transfer, visible, p_row, d_row,
-                      tuple(c for _, c in prefill), tuple(c for _, c in decode), agg, tuple(agg_rows))
+    agg, agg_rows = (
+        aggregated_best(s, target_rps, traffic, slo, headroom, prices, engine, rel_tol, shapes)
+        if compare
+        else (None, [])
+    )
+    return DisaggPlan(
+        target_rps,
+        slo,
+        headroom,
+        mean_in,
+        mean_out,
+        usd,
+        chosen.label,
+        chosen.bytes_per_s / 1e9,
+        transfer,
+        visible,
+        p_row,
+        d_row,
+        tuple(c for _, c in prefill),
+        tuple(c for _, c in decode),
+        agg,
+        tuple(agg_rows),
+    )
 
 
 def pool_ratio(prefill_rate: float, decode_rate: float) -> float:
@@ -213,8 +308,14 @@ def pool_ratio(prefill_rate: float, decode_rate: float) -> float:
     return decode_rate / prefill_rate
 
 
-def rate_matched(target_rps: float, prefill_rate: float, decode_rate: float, gpus_per_prefill: int = 1,
-                 gpus_per_decode: int = 1, headroom: float = 1.0) -> dict:
+def rate_matched(
+    target_rps: float,
+    prefill_rate: float,
+    decode_rate: float,
+    gpus_per_prefill: int = 1,
+    gpus_per_decode: int = 1,
+    headroom: float = 1.0,
+) -> dict:
     """Instances of each pool for a target and the goodput per GPU: x = ceil(target × headroom / P), likewise y;
     goodput per GPU = target / (x × GPUs per prefill + y × GPUs per decode)."""
     x = replicas_for(target_rps, prefill_rate, headroom)

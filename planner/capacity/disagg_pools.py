@@ -22,6 +22,7 @@ Decode pool: analytic, on PerfModel step times (prompts arrive already prefilled
     requests of P + O tokens within the KV pool, giving λ = n / ((O − 1) × t(n)).
 Data-parallel instances (DP > 1) run DP ranks with their own requests: one rank is simulated at λ / DP.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,8 +56,13 @@ class KVLink:
     layerwise: bool = False  # overlap the transfer with the prefill, layer by layer
 
 
-def kv_link(r: Resolved, link: str = "nic", gb_s: float | None = None,
-            latency_s: float = DEFAULT_LINK_LATENCY_S, layerwise: bool = False) -> KVLink:
+def kv_link(
+    r: Resolved,
+    link: str = "nic",
+    gb_s: float | None = None,
+    latency_s: float = DEFAULT_LINK_LATENCY_S,
+    layerwise: bool = False,
+) -> KVLink:
     """The path the prefill instance's KV takes (module note); `gb_s` overrides the total bandwidth."""
     if link not in LINKS:
         raise InputError("kv_link", f"must be one of {', '.join(LINKS)}, got {link!r}")
@@ -109,8 +115,15 @@ class PoolCapacity:
 
 def _prefill_workload(traffic: TrafficSpec, rate: float) -> Workload:
     base = base_workload(traffic)
-    return Workload(base.arrival_s / rate, base.prompt_tokens, np.ones_like(base.output_tokens), base.prefix_ids,
-                    base.prefix_block_tokens, seed=base.seed, source=f"prefill only at {rate:.4g} req/s")
+    return Workload(
+        base.arrival_s / rate,
+        base.prompt_tokens,
+        np.ones_like(base.output_tokens),
+        base.prefix_ids,
+        base.prefix_block_tokens,
+        seed=base.seed,
+        source=f"prefill only at {rate:.4g} req/s",
+    )
 
 
 def prefill_probe(r: Resolved, traffic: TrafficSpec, rate: float, link: KVLink, engine: str, cost=None):
@@ -126,16 +139,24 @@ def prefill_probe(r: Resolved, traffic: TrafficSpec, rate: float, link: KVLink, 
     return (float(np.percentile(ttft, 95)) if len(ttft) else math.inf), ratio
 
 
-def prefill_capacity(r: Resolved, traffic: TrafficSpec, slo: SLO, link: KVLink, engine: str,
-                     rel_tol: float = DEFAULT_REL_TOL) -> PoolCapacity:
+def prefill_capacity(
+    r: Resolved, traffic: TrafficSpec, slo: SLO, link: KVLink, engine: str, rel_tol: float = DEFAULT_REL_TOL
+) -> PoolCapacity:
     """Highest rate one prefill instance sustains with p95 (TTFT + transfer) ≤ the TTFT target (module note)."""
     d = r.deployment
     gpus = d.gpus_per_replica
     prompts = base_workload(traffic).prompt_tokens
     transfer95 = float(np.percentile(kv_transfer_s(r, prompts, link), 95))
     if transfer95 >= slo.ttft_p95_s:  # the transfer alone uses up the target: no rate is low enough
-        return PoolCapacity("prefill", d.tensor_parallel_size, d.data_parallel_size, gpus, 0.0, None,
-                            f"p95 KV transfer {transfer95 * 1e3:,.0f} ms ≥ TTFT target {slo.ttft_p95_s * 1e3:,.0f} ms")
+        return PoolCapacity(
+            "prefill",
+            d.tensor_parallel_size,
+            d.data_parallel_size,
+            gpus,
+            0.0,
+            None,
+            f"p95 KV transfer {transfer95 * 1e3:,.0f} ms ≥ TTFT target {slo.ttft_p95_s * 1e3:,.0f} ms",
+        )
     pm = PerfModel(r, engine)
     cost = step_cost_for(r, engine)
     start = d.data_parallel_size / float(pm.prefill(1, float(prompts.mean())).total_s)
@@ -147,8 +168,15 @@ def prefill_capacity(r: Resolved, traffic: TrafficSpec, slo: SLO, link: KVLink, 
 
     best = bracket_and_bisect(sustains, start, rel_tol)
     reason = "" if best > 0 else "TTFT target not met even at light load"
-    return PoolCapacity("prefill", d.tensor_parallel_size, d.data_parallel_size, gpus, best,
-                        seen[best][0] if best in seen else None, reason)
+    return PoolCapacity(
+        "prefill",
+        d.tensor_parallel_size,
+        d.data_parallel_size,
+        gpus,
+        best,
+        seen[best][0] if best in seen else None,
+        reason,
+    )
 
 
 def decode_step_s(pm: PerfModel, batch: float, context: float) -> float:
@@ -166,16 +194,20 @@ def decode_capacity(r: Resolved, mean_prompt: float, mean_output: float, slo: SL
     steps = max(mean_output - 1.0, 1.0)  # the prefill instance made the first token
     p95 = lambda n: decode_step_s(pm, n + Z95 * math.sqrt(n), context)  # noqa: E731
     if n_max < 1 or p95(1) > slo.tpot_p95_s:
-        why = "no request fits in the KV pool" if n_max < 1 else \
-            f"one sequence's step {p95(1) * 1e3:,.1f} ms > TPOT target {slo.tpot_p95_s * 1e3:,.1f} ms"
+        why = (
+            "no request fits in the KV pool"
+            if n_max < 1
+            else f"one sequence's step {p95(1) * 1e3:,.1f} ms > TPOT target {slo.tpot_p95_s * 1e3:,.1f} ms"
+        )
         return PoolCapacity("decode", d.tensor_parallel_size, d.data_parallel_size, d.gpus_per_replica, 0.0, None, why)
     lo, hi = 1, n_max  # p95(n) grows with n: the largest n with p95(n) ≤ target
     while lo < hi:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if p95(mid) <= slo.tpot_p95_s else (lo, mid - 1)
     rate = d.data_parallel_size * lo / (steps * decode_step_s(pm, lo, context))
-    return PoolCapacity("decode", d.tensor_parallel_size, d.data_parallel_size, d.gpus_per_replica, rate, p95(lo),
-                        batch=lo)
+    return PoolCapacity(
+        "decode", d.tensor_parallel_size, d.data_parallel_size, d.gpus_per_replica, rate, p95(lo), batch=lo
+    )
 
 
 def decode_tpot_at(r: Resolved, rate: float, mean_prompt: float, mean_output: float, engine: str) -> float:

@@ -10,6 +10,7 @@ taking the full pass; the bubble of planner.latency.parallel.pipeline_bubble_fra
 Ratio: prefill instances per decode instance when both pools run full = decode rate per instance / prefill rate
 per instance (planner.capacity.disagg_pools), for prompts × outputs on the scenario's shape.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,11 @@ def layout_options(num_gpus: int, is_moe: bool) -> list[dict]:
     """The layouts of `num_gpus` GPUs worth comparing (module note)."""
     out = [dict(tensor_parallel_size=num_gpus)]
     if is_moe and num_gpus > 1:
-        out += [dict(tensor_parallel_size=t, data_parallel_size=num_gpus // t, enable_expert_parallel=True)
-                for t in (1, 2, 4, 8) if t < num_gpus and num_gpus % t == 0]
+        out += [
+            dict(tensor_parallel_size=t, data_parallel_size=num_gpus // t, enable_expert_parallel=True)
+            for t in (1, 2, 4, 8)
+            if t < num_gpus and num_gpus % t == 0
+        ]
     if num_gpus % 2 == 0 and num_gpus > 1:
         out.append(dict(tensor_parallel_size=num_gpus // 2, pipeline_parallel_size=2))
     return out
@@ -65,40 +69,71 @@ def layout_rows(s: Scenario, num_gpus: int, batch: int, context: int, skew: floa
         terms = parallel_terms(r, pm, skew)
         pm.parallel = terms  # the skew knob: the page's what-if, not the scenario's default
         step = pm.decode(batch, context)
-        rows.append({"layout": label, "fits": plan.fits, "gpus": dep.gpus_per_replica,
-                     "weights_per_gpu_gb": plan.weight_bytes_per_gpu / 1e9,
-                     "kv_bytes_per_token_per_gpu": plan.kv_bytes_per_token_per_gpu,
-                     "max_concurrency": plan.deployment_max_concurrency,
-                     "step_ms": float(step.total_s) * 1e3,
-                     # PP keeps PP batches in flight (vLLM's virtual engines); DP ranks each run their own batch
-                     "tokens_per_s": batch * dep.data_parallel_size * dep.pipeline_parallel_size / float(step.total_s),
-                     **{k.removesuffix("_s") + "_ms": v * 1e3 for k, v in terms.breakdown(batch).items()},
-                     "note": "; ".join(plan.warnings + tuple(terms.warnings))})
+        rows.append(
+            {
+                "layout": label,
+                "fits": plan.fits,
+                "gpus": dep.gpus_per_replica,
+                "weights_per_gpu_gb": plan.weight_bytes_per_gpu / 1e9,
+                "kv_bytes_per_token_per_gpu": plan.kv_bytes_per_token_per_gpu,
+                "max_concurrency": plan.deployment_max_concurrency,
+                "step_ms": float(step.total_s) * 1e3,
+                # PP keeps PP batches in flight (vLLM's virtual engines); DP ranks each run their own batch
+                "tokens_per_s": batch * dep.data_parallel_size * dep.pipeline_parallel_size / float(step.total_s),
+                **{k.removesuffix("_s") + "_ms": v * 1e3 for k, v in terms.breakdown(batch).items()},
+                "note": "; ".join(plan.warnings + tuple(terms.warnings)),
+            }
+        )
     return rows
 
 
-def ratio_rows(s: Scenario, prompts: list[int], outputs: list[int], slo: SLO, link: str = "nic",
-               num_requests: int = 200, seed: int = 0) -> list[dict]:
+def ratio_rows(
+    s: Scenario,
+    prompts: list[int],
+    outputs: list[int],
+    slo: SLO,
+    link: str = "nic",
+    num_requests: int = 200,
+    seed: int = 0,
+) -> list[dict]:
     """Prefill:decode instance ratio and per-instance rates for each (prompt, output) pair, fixed lengths, on the
     scenario's own instance shape when vLLM can start it, else the smallest TP that fits."""
     shapes = instance_shapes(s)
     if not shapes:
         raise InputError("model", "no TP, DP or PP shape of this model starts on this GPU (see `memory`)")
     own = s.deployment
-    r = next((x for x in shapes if x.deployment.gpus_per_replica == own.gpus_per_replica
-              and x.deployment.tensor_parallel_size == own.tensor_parallel_size), shapes[0])
+    r = next(
+        (
+            x
+            for x in shapes
+            if x.deployment.gpus_per_replica == own.gpus_per_replica
+            and x.deployment.tensor_parallel_size == own.tensor_parallel_size
+        ),
+        shapes[0],
+    )
     lk = kv_link(r, link)
     rows = []
     max_len = r.max_model_len
     for p in [p for p in prompts if p + min(outputs) <= max_len]:  # longer requests cannot be served at all
-        traffic = TrafficSpec(profile="custom", prompt=f"fixed:{p}", output="fixed:1", num_requests=num_requests,
-                              seed=seed)
+        traffic = TrafficSpec(
+            profile="custom", prompt=f"fixed:{p}", output="fixed:1", num_requests=num_requests, seed=seed
+        )
         pre = prefill_capacity(r, traffic, slo, lk, s.engine, rel_tol=0.05)
         for o in [o for o in outputs if p + o <= max_len]:
             dec = decode_capacity(r, p, o, slo, s.engine)
-            ratio = (dec.max_rate_per_instance / pre.max_rate_per_instance
-                     if pre.max_rate_per_instance > 0 and dec.max_rate_per_instance > 0 else math.nan)
-            rows.append({"prompt_tokens": p, "output_tokens": o, "tp": r.deployment.tensor_parallel_size,
-                         "prefill_rate": pre.max_rate_per_instance,
-                         "decode_rate": dec.max_rate_per_instance, "prefill_per_decode": ratio})
+            ratio = (
+                dec.max_rate_per_instance / pre.max_rate_per_instance
+                if pre.max_rate_per_instance > 0 and dec.max_rate_per_instance > 0
+                else math.nan
+            )
+            rows.append(
+                {
+                    "prompt_tokens": p,
+                    "output_tokens": o,
+                    "tp": r.deployment.tensor_parallel_size,
+                    "prefill_rate": pre.max_rate_per_instance,
+                    "decode_rate": dec.max_rate_per_instance,
+                    "prefill_per_decode": ratio,
+                }
+            )
     return rows

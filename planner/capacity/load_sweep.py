@@ -11,6 +11,7 @@ load tester would size them from a quiet server, N = ceil(λ × (think + R₁)),
 mean-sized request alone on the server. When the server slows, each user waits for the slower reply before
 sending again, so the closed loop offers less than λ: it never builds the queue that open-loop traffic does.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,9 @@ from planner.traffic.traces import load_trace
 TIMINGS = ("poisson", "trace")  # trace profiles: Poisson arrivals, or the trace's own timing rescaled
 
 
-def trace_window(trace: Workload, num_requests: int, rate_per_s: float, seed: int = 0,
-                 timing: str = "poisson") -> Workload:
+def trace_window(
+    trace: Workload, num_requests: int, rate_per_s: float, seed: int = 0, timing: str = "poisson"
+) -> Workload:
     """`num_requests` consecutive requests of a trace (from a seeded start, prefix ids kept), arriving at
     `rate_per_s`: Poisson, or the window's own timing compressed/stretched to that mean rate."""
     if timing not in TIMINGS:
@@ -59,13 +61,29 @@ def trace_window(trace: Workload, num_requests: int, rate_per_s: float, seed: in
         rel = win.arrival_s - win.arrival_s[0]
         arrival_s = rel * ((n - 1) / rel[-1]) / rate_per_s  # mean gap becomes 1 / rate
         how = f"trace timing rescaled to {rate_per_s:g} req/s"
-    return Workload(arrival_s, win.prompt_tokens, win.output_tokens, win.prefix_ids, win.prefix_block_tokens,
-                    seed=seed, source=f"{trace.source}: requests {start:,}–{start + n - 1:,}, {how}")
+    return Workload(
+        arrival_s,
+        win.prompt_tokens,
+        win.output_tokens,
+        win.prefix_ids,
+        win.prefix_block_tokens,
+        seed=seed,
+        source=f"{trace.source}: requests {start:,}–{start + n - 1:,}, {how}",
+    )
 
 
-def profile_workload(profile: str, num_requests: int, rate_per_s: float, seed: int = 0, *,
-                     prompt: str = "lognormal:mean=1000,sigma=0.8", output: str = "lognormal:mean=200,sigma=0.8",
-                     arrival: str = "poisson", cv: float = 1.0, trace: Workload | None = None) -> Workload:
+def profile_workload(
+    profile: str,
+    num_requests: int,
+    rate_per_s: float,
+    seed: int = 0,
+    *,
+    prompt: str = "lognormal:mean=1000,sigma=0.8",
+    output: str = "lognormal:mean=200,sigma=0.8",
+    arrival: str = "poisson",
+    cv: float = 1.0,
+    trace: Workload | None = None,
+) -> Workload:
     """Open-loop traffic of a profile at `rate_per_s` (`arrival` is poisson|gamma|constant for custom, or
     poisson|trace for trace profiles; `trace` is the loaded upload for the upload profile)."""
     if profile not in PROFILES:
@@ -89,8 +107,9 @@ def single_request_s(pm: PerfModel, prompt_tokens: float, output_tokens: float) 
     return prefill + max(output_tokens - 1, 0) * decode
 
 
-def estimate_capacity_rps(r: Resolved, prompt_tokens: float, output_tokens: float,
-                          engine: str = DEFAULT_ENGINE) -> float:
+def estimate_capacity_rps(
+    r: Resolved, prompt_tokens: float, output_tokens: float, engine: str = DEFAULT_ENGINE
+) -> float:
     """Rough requests/s one replica sustains: batch b = min(max_num_seqs, KV pool / tokens per request); each
     request costs its prefill plus (output / b) batch-b decode steps. Only a starting point for the sweep range."""
     pm = PerfModel(r, engine)
@@ -102,9 +121,19 @@ def estimate_capacity_rps(r: Resolved, prompt_tokens: float, output_tokens: floa
     return 1.0 / (prefill_s + output_tokens * decode_s / b)
 
 
-def rate_sweep(r: Resolved, rates, workload_for_rate, engine: str = DEFAULT_ENGINE,
-               prefix_caching: bool | None = None, max_queue: int | None = None, slo_ttft_s: float | None = None,
-               slo_tpot_s: float | None = None, seed: int = 0, progress=None, slo: SLO | None = None) -> list[dict]:
+def rate_sweep(
+    r: Resolved,
+    rates,
+    workload_for_rate,
+    engine: str = DEFAULT_ENGINE,
+    prefix_caching: bool | None = None,
+    max_queue: int | None = None,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    seed: int = 0,
+    progress=None,
+    slo: SLO | None = None,
+) -> list[dict]:
     """One flat summary row per rate (ascending), each from `workload_for_rate(rate)`, with the steady-state
     verdict (`sustains`, `reason`) against `slo` (default: the SLO with slo_ttft_s / slo_tpot_s where given);
     `progress(done, total)` is called after every point."""
@@ -114,16 +143,30 @@ def rate_sweep(r: Resolved, rates, workload_for_rate, engine: str = DEFAULT_ENGI
     if slo is None:
         slo = SLO(**{k: v for k, v in (("ttft_p95_s", slo_ttft_s), ("tpot_p95_s", slo_tpot_s)) if v})
     cost = step_cost_for(r, engine)  # built once, shared by every point
-    kw = dict(engine=engine, prefix_caching=prefix_caching, max_queue=max_queue, slo_ttft_s=slo_ttft_s,
-              slo_tpot_s=slo_tpot_s, seed=seed, cost=cost)
+    kw = dict(
+        engine=engine,
+        prefix_caching=prefix_caching,
+        max_queue=max_queue,
+        slo_ttft_s=slo_ttft_s,
+        slo_tpot_s=slo_tpot_s,
+        seed=seed,
+        cost=cost,
+    )
     saturated = saturated_throughput_rps(run_serving(r, workload_for_rate(SATURATION_RATE_PER_S), **kw))
     rows = []
     for k, rate in enumerate(rates, start=1):
         res = run_serving(r, workload_for_rate(rate), **kw)
         verdict = judge(res, slo, rate, saturated)
-        rows.append({"rate_per_s": rate, **flat_row(result_summary(res)), "sustains": verdict.sustains,
-                     "reason": verdict.reason, "queue_growth_per_s": verdict.queue_growth_per_s,
-                     "saturated_rps": saturated})
+        rows.append(
+            {
+                "rate_per_s": rate,
+                **flat_row(result_summary(res)),
+                "sustains": verdict.sustains,
+                "reason": verdict.reason,
+                "queue_growth_per_s": verdict.queue_growth_per_s,
+                "saturated_rps": saturated,
+            }
+        )
         if progress is not None:
             progress(k, len(rates))
     return rows
@@ -144,10 +187,20 @@ def users_for_rate(rate_per_s: float, think_time_s: float, reply_s: float) -> in
     return max(1, math.ceil(rate_per_s * (think_time_s + reply_s) - 1e-9))
 
 
-def open_vs_closed(r: Resolved, rate_per_s: float, num_requests: int, prompt: str, output: str,
-                   think_time_s: float = 5.0, engine: str = DEFAULT_ENGINE, prefix_caching: bool | None = None,
-                   max_queue: int | None = None, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None,
-                   seed: int = 0) -> dict:
+def open_vs_closed(
+    r: Resolved,
+    rate_per_s: float,
+    num_requests: int,
+    prompt: str,
+    output: str,
+    think_time_s: float = 5.0,
+    engine: str = DEFAULT_ENGINE,
+    prefix_caching: bool | None = None,
+    max_queue: int | None = None,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    seed: int = 0,
+) -> dict:
     """The same server under open-loop Poisson at λ and closed-loop users sized to offer λ (module note)."""
     cost = step_cost_for(r, engine)
     open_wl = open_loop(num_requests, rate_per_s, prompt, output, "poisson", 1.0, seed)
@@ -155,9 +208,22 @@ def open_vs_closed(r: Resolved, rate_per_s: float, num_requests: int, prompt: st
     reply_s = single_request_s(cost.pm, mean_prompt, mean_output)
     users = users_for_rate(rate_per_s, think_time_s, reply_s)
     closed_wl = closed_loop(users, num_requests, think_time_s, prompt, output, seed=seed)
-    kw = dict(engine=engine, prefix_caching=prefix_caching, max_queue=max_queue, slo_ttft_s=slo_ttft_s,
-              slo_tpot_s=slo_tpot_s, seed=seed, cost=cost)
+    kw = dict(
+        engine=engine,
+        prefix_caching=prefix_caching,
+        max_queue=max_queue,
+        slo_ttft_s=slo_ttft_s,
+        slo_tpot_s=slo_tpot_s,
+        seed=seed,
+        cost=cost,
+    )
     open_res, closed_res = run_serving(r, open_wl, **kw), run_serving(r, closed_wl, **kw)
-    return {"rate_per_s": rate_per_s, "num_users": users, "think_time_s": think_time_s, "single_reply_s": reply_s,
-            "open": result_summary(open_res), "closed": result_summary(closed_res),
-            "results": {"open": open_res, "closed": closed_res}}
+    return {
+        "rate_per_s": rate_per_s,
+        "num_users": users,
+        "think_time_s": think_time_s,
+        "single_reply_s": reply_s,
+        "open": result_summary(open_res),
+        "closed": result_summary(closed_res),
+        "results": {"open": open_res, "closed": closed_res},
+    }

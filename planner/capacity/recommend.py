@@ -11,29 +11,48 @@ Ranking: feasible deployments first, by $/hour for the target (integer replicas)
 tokens at full utilisation (the cheaper per-token hardware wins a tie), then by id. Pareto: a point is on the
 frontier when no other point is at most as costly AND at most as slow, and strictly better in one of them.
 """
+
 from __future__ import annotations
 
 import os
 import sys
 import types
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
 
 from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, capacity_plan
-from planner.core.workload import SLO, TrafficSpec
 from planner.core.catalog import gpus
 from planner.core.errors import InputError
-from planner.memory.plan import TP_DEGREES, plan_memory
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import GPUSpec
+from planner.core.workload import SLO, TrafficSpec
+from planner.memory.plan import TP_DEGREES, plan_memory
 
 Progress = Callable[[int, int], None]
-ROW_KEYS = ("rank", "gpu", "weights", "tp", "num_gpus", "gpus_per_replica", "max_rate_per_replica", "replicas",
-            "usd_per_gpu_hour", "usd_per_hour", "usd_per_day", "usd_per_million_output_tokens",
-            "usd_per_million_tokens", "usd_per_million_output_tokens_at_capacity", "ttft_p95_s", "tpot_p95_s",
-            "e2e_p95_s", "feasible", "reason", "search_wall_s")
+ROW_KEYS = (
+    "rank",
+    "gpu",
+    "weights",
+    "tp",
+    "num_gpus",
+    "gpus_per_replica",
+    "max_rate_per_replica",
+    "replicas",
+    "usd_per_gpu_hour",
+    "usd_per_hour",
+    "usd_per_day",
+    "usd_per_million_output_tokens",
+    "usd_per_million_tokens",
+    "usd_per_million_output_tokens_at_capacity",
+    "ttft_p95_s",
+    "tpot_p95_s",
+    "e2e_p95_s",
+    "feasible",
+    "reason",
+    "search_wall_s",
+)
 
 
 def default_weights(gpu: GPUSpec) -> list[str]:
@@ -41,8 +60,9 @@ def default_weights(gpu: GPUSpec) -> list[str]:
     return ["bf16" if gpu.tflops_bf16 else "fp16"] + (["fp8"] if gpu.tflops_fp8 else []) + ["awq-int4"]
 
 
-def candidates(s: Scenario, gpu_ids: list[str] | None = None, weights: list[str] | None = None,
-               tps: tuple[int, ...] = TP_DEGREES) -> list[Scenario]:
+def candidates(
+    s: Scenario, gpu_ids: list[str] | None = None, weights: list[str] | None = None, tps: tuple[int, ...] = TP_DEGREES
+) -> list[Scenario]:
     """One single-replica scenario per (GPU, precision, TP) that vLLM can start (module note)."""
     catalogue = gpus()
     unknown = [g for g in gpu_ids or [] if g not in catalogue]
@@ -83,29 +103,46 @@ class Task:
 
 def evaluate(task: Task) -> dict:
     """One candidate as a flat row: capacity, replicas, cost and p95 latencies at the operating point."""
-    plan = capacity_plan(task.scenario, task.target_rps, task.traffic, task.slo, task.headroom, dict(task.prices),
-                         rel_tol=task.rel_tol)
+    plan = capacity_plan(
+        task.scenario, task.target_rps, task.traffic, task.slo, task.headroom, dict(task.prices), rel_tol=task.rel_tol
+    )
     op = plan["operating_point"] or {}
     last = plan["probes"][-1] if plan["probes"] else {}
     reason = "" if plan["feasible"] else f"SLO out of reach even at low load ({last.get('reason', '')})"
     row = {k: plan.get(k) for k in ROW_KEYS if k in plan}
-    row.update(id=f"{plan['gpu']} · {plan['weights']} · TP{plan['tp']}", ttft_p95_s=op.get("ttft_p95_s"),
-               tpot_p95_s=op.get("tpot_p95_s"), e2e_p95_s=op.get("e2e_p95_s"), reason=reason,
-               operating_rate_per_replica=op.get("rate_per_s"), price_date=plan["price_date"])
+    row.update(
+        id=f"{plan['gpu']} · {plan['weights']} · TP{plan['tp']}",
+        ttft_p95_s=op.get("ttft_p95_s"),
+        tpot_p95_s=op.get("tpot_p95_s"),
+        e2e_p95_s=op.get("e2e_p95_s"),
+        reason=reason,
+        operating_rate_per_replica=op.get("rate_per_s"),
+        price_date=plan["price_date"],
+    )
     return row
 
 
-def tasks_for(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSpec(), slo: SLO = SLO(),
-              headroom: float = DEFAULT_HEADROOM, prices: dict[str, float] | None = None,
-              gpu_ids: list[str] | None = None, weights: list[str] | None = None,
-              tps: tuple[int, ...] = TP_DEGREES, rel_tol: float = DEFAULT_REL_TOL) -> list[Task]:
+def tasks_for(
+    s: Scenario,
+    target_rps: float,
+    traffic: TrafficSpec = TrafficSpec(),
+    slo: SLO = SLO(),
+    headroom: float = DEFAULT_HEADROOM,
+    prices: dict[str, float] | None = None,
+    gpu_ids: list[str] | None = None,
+    weights: list[str] | None = None,
+    tps: tuple[int, ...] = TP_DEGREES,
+    rel_tol: float = DEFAULT_REL_TOL,
+) -> list[Task]:
     price_items = tuple(sorted((prices or {}).items()))
-    return [Task(c, target_rps, traffic, slo, headroom, price_items, rel_tol)
-            for c in candidates(s, gpu_ids, weights, tps)]
+    return [
+        Task(c, target_rps, traffic, slo, headroom, price_items, rel_tol) for c in candidates(s, gpu_ids, weights, tps)
+    ]
 
 
-def run_tasks(tasks: list[Task], workers: int | None = None, ray_address: str | None = None,
-              progress: Progress | None = None) -> list[dict]:
+def run_tasks(
+    tasks: list[Task], workers: int | None = None, ray_address: str | None = None, progress: Progress | None = None
+) -> list[dict]:
     """evaluate() every task: serially (workers=1), on a local process pool (default: all cores), or on Ray."""
     if ray_address:
         return _run_ray(tasks, ray_address, progress)
@@ -162,8 +199,12 @@ def _run_ray(tasks: list[Task], address: str, progress: Progress | None) -> list
     if not ray.is_initialized():
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = {"env_vars": {"PYTHONPATH": root}}  # workers import planner from this checkout
-        ray.init(address=None if address == "local" else address, runtime_env=env, include_dashboard=False,
-                 log_to_driver=False)
+        ray.init(
+            address=None if address == "local" else address,
+            runtime_env=env,
+            include_dashboard=False,
+            log_to_driver=False,
+        )
     remote = ray.remote(evaluate)
     refs = [remote.remote(t) for t in tasks]
     index = {ref: i for i, ref in enumerate(refs)}
@@ -181,10 +222,16 @@ def _run_ray(tasks: list[Task], address: str, progress: Progress | None) -> list
 
 def rank(rows: list[dict]) -> list[dict]:
     """Feasible first, then by $/hour, $ per million output tokens at capacity, id; `rank` numbered from 1."""
+
     def key(row):
         feasible = bool(row.get("feasible"))
-        return (not feasible, row.get("usd_per_hour") if feasible else 0.0,
-                row.get("usd_per_million_output_tokens_at_capacity") or 0.0, row.get("id", ""))
+        return (
+            not feasible,
+            row.get("usd_per_hour") if feasible else 0.0,
+            row.get("usd_per_million_output_tokens_at_capacity") or 0.0,
+            row.get("id", ""),
+        )
+
     ranked = sorted(rows, key=key)
     return [{**row, "rank": k} for k, row in enumerate(ranked, start=1)]
 
@@ -200,18 +247,31 @@ def pareto_front(points: list[tuple[float, float]]) -> list[bool]:
 
 def mark_pareto(rows: list[dict], cost_key: str = "usd_per_hour", latency_key: str = "e2e_p95_s") -> list[dict]:
     """Rows with `pareto` set (feasible rows with both figures only; the others are never on the frontier)."""
-    usable = [i for i, r in enumerate(rows) if r.get("feasible") and r.get(cost_key) is not None
-              and r.get(latency_key) is not None]
+    usable = [
+        i
+        for i, r in enumerate(rows)
+        if r.get("feasible") and r.get(cost_key) is not None and r.get(latency_key) is not None
+    ]
     flags = pareto_front([(rows[i][cost_key], rows[i][latency_key]) for i in usable])
     on = {i for i, f in zip(usable, flags) if f}
     return [{**r, "pareto": i in on} for i, r in enumerate(rows)]
 
 
-def recommend(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSpec(), slo: SLO = SLO(),
-              headroom: float = DEFAULT_HEADROOM, prices: dict[str, float] | None = None,
-              gpu_ids: list[str] | None = None, weights: list[str] | None = None, tps: tuple[int, ...] = TP_DEGREES,
-              rel_tol: float = DEFAULT_REL_TOL, workers: int | None = None, ray_address: str | None = None,
-              progress: Progress | None = None) -> list[dict]:
+def recommend(
+    s: Scenario,
+    target_rps: float,
+    traffic: TrafficSpec = TrafficSpec(),
+    slo: SLO = SLO(),
+    headroom: float = DEFAULT_HEADROOM,
+    prices: dict[str, float] | None = None,
+    gpu_ids: list[str] | None = None,
+    weights: list[str] | None = None,
+    tps: tuple[int, ...] = TP_DEGREES,
+    rel_tol: float = DEFAULT_REL_TOL,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: Progress | None = None,
+) -> list[dict]:
     """Every candidate evaluated and ranked by cost at the SLO, the Pareto frontier marked."""
     tasks = tasks_for(s, target_rps, traffic, slo, headroom, prices, gpu_ids, weights, tps, rel_tol)
     if not tasks:
@@ -220,9 +280,16 @@ def recommend(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSpec
 
 
 # --- disaggregated options (issue 17): opt-in rows for the same ranking -----------------------------------
-def disaggregated_options(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSpec(), slo: SLO = SLO(),
-                          headroom: float = DEFAULT_HEADROOM, prices: dict[str, float] | None = None,
-                          gpu_ids: list[str] | None = None, weights: list[str] | None = None) -> list[dict]:
+def disaggregated_options(
+    s: Scenario,
+    target_rps: float,
+    traffic: TrafficSpec = TrafficSpec(),
+    slo: SLO = SLO(),
+    headroom: float = DEFAULT_HEADROOM,
+    prices: dict[str, float] | None = None,
+    gpu_ids: list[str] | None = None,
+    weights: list[str] | None = None,
+) -> list[dict]:
     """One ranking row per GPU × precision where separate prefill and decode pools meet the SLO
     (planner.capacity.disagg, without its aggregated comparison: the ranking is the comparison). A row's
     "replica" is the whole xPyD unit; e2e p95 ≈ p95 TTFT + (mean output − 1) × p95 TPOT (a sum of tails: high)."""
@@ -249,16 +316,30 @@ def _disagg_row(gid: str, weights: str, plan) -> dict:
     out_tokens = plan.mean_output_tokens
     e2e = p["ttft_p95_s"] + max(out_tokens - 1, 0) * d["tpot_p95_s"]
     usd_h = plan.usd_per_hour
-    return {"id": f"{gid} · {weights} · {p['instances']}P×TP{p['tp']}+{d['instances']}D×TP{d['tp']}"
-                  + (f"·DP{d['dp']}" if d["dp"] > 1 else ""),
-            "gpu": gid, "weights": weights, "tp": p["tp"], "num_gpus": plan.num_gpus,
-            "gpus_per_replica": plan.num_gpus, "max_rate_per_replica": served, "replicas": 1,
-            "usd_per_gpu_hour": plan.usd_per_gpu_hour, "usd_per_hour": usd_h, "usd_per_day": usd_h * 24,
-            "usd_per_million_output_tokens": plan.usd_per_million_output_tokens,
-            "usd_per_million_tokens": usd_h / (plan.target_rate * (plan.mean_prompt_tokens + out_tokens) * 3600) * 1e6,
-            "usd_per_million_output_tokens_at_capacity": usd_h / (served * out_tokens * 3600) * 1e6,
-            "ttft_p95_s": p["ttft_p95_s"], "tpot_p95_s": d["tpot_p95_s"], "e2e_p95_s": e2e, "feasible": True,
-            "reason": "", "search_wall_s": None, "disaggregated": True}
+    return {
+        "id": f"{gid} · {weights} · {p['instances']}P×TP{p['tp']}+{d['instances']}D×TP{d['tp']}"
+        + (f"·DP{d['dp']}" if d["dp"] > 1 else ""),
+        "gpu": gid,
+        "weights": weights,
+        "tp": p["tp"],
+        "num_gpus": plan.num_gpus,
+        "gpus_per_replica": plan.num_gpus,
+        "max_rate_per_replica": served,
+        "replicas": 1,
+        "usd_per_gpu_hour": plan.usd_per_gpu_hour,
+        "usd_per_hour": usd_h,
+        "usd_per_day": usd_h * 24,
+        "usd_per_million_output_tokens": plan.usd_per_million_output_tokens,
+        "usd_per_million_tokens": usd_h / (plan.target_rate * (plan.mean_prompt_tokens + out_tokens) * 3600) * 1e6,
+        "usd_per_million_output_tokens_at_capacity": usd_h / (served * out_tokens * 3600) * 1e6,
+        "ttft_p95_s": p["ttft_p95_s"],
+        "tpot_p95_s": d["tpot_p95_s"],
+        "e2e_p95_s": e2e,
+        "feasible": True,
+        "reason": "",
+        "search_wall_s": None,
+        "disaggregated": True,
+    }
 
 
 def with_disaggregated(rows: list[dict], extra: list[dict]) -> list[dict]:

@@ -19,6 +19,7 @@ $/hour = GPUs × $ per GPU-hour; $ per million output tokens = $/hour / (TARGET 
 3600) × 1e6, i.e. what the traffic you actually serve costs (idle headroom included). The figure at full
 utilisation (rate = capacity) is reported as `usd_per_million_output_tokens_at_capacity`.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,15 +52,31 @@ SECONDS_PER_HOUR = 3600.0
 def base_workload(traffic: TrafficSpec) -> Workload:
     """The spec's requests arriving at 1 request/s (cached: a trace is parsed once per process)."""
     trace = load_trace(traffic.trace_path) if traffic.profile == "upload" else None
-    return profile_workload(traffic.profile, traffic.num_requests, 1.0, traffic.seed, prompt=traffic.prompt,
-                            output=traffic.output, arrival=traffic.arrival, cv=traffic.cv, trace=trace)
+    return profile_workload(
+        traffic.profile,
+        traffic.num_requests,
+        1.0,
+        traffic.seed,
+        prompt=traffic.prompt,
+        output=traffic.output,
+        arrival=traffic.arrival,
+        cv=traffic.cv,
+        trace=trace,
+    )
 
 
 def workload_at(traffic: TrafficSpec, rate_per_s: float) -> Workload:
     """The same requests at `rate_per_s`: unit-rate arrival times / rate (every arrival process scales so)."""
     base = base_workload(traffic)
-    return Workload(base.arrival_s / rate_per_s, base.prompt_tokens, base.output_tokens, base.prefix_ids,
-                    base.prefix_block_tokens, seed=base.seed, source=f"{traffic.profile} at {rate_per_s:.4g} req/s")
+    return Workload(
+        base.arrival_s / rate_per_s,
+        base.prompt_tokens,
+        base.output_tokens,
+        base.prefix_ids,
+        base.prefix_block_tokens,
+        seed=base.seed,
+        source=f"{traffic.profile} at {rate_per_s:.4g} req/s",
+    )
 
 
 def mean_tokens(traffic: TrafficSpec) -> tuple[float, float]:
@@ -73,8 +90,9 @@ Probe = Verdict
 
 
 def _run(r: Resolved, traffic: TrafficSpec, rate_per_s: float, engine: str, cost=None):
-    return run_serving(r, workload_at(traffic, rate_per_s), engine, traffic.prefix_caching or None,
-                       seed=traffic.seed, cost=cost)
+    return run_serving(
+        r, workload_at(traffic, rate_per_s), engine, traffic.prefix_caching or None, seed=traffic.seed, cost=cost
+    )
 
 
 def saturated_rps(r: Resolved, traffic: TrafficSpec, engine: str = DEFAULT_ENGINE, cost=None) -> float | None:
@@ -82,8 +100,15 @@ def saturated_rps(r: Resolved, traffic: TrafficSpec, engine: str = DEFAULT_ENGIN
     return saturated_throughput_rps(_run(r, traffic, SATURATION_RATE_PER_S, engine, cost))
 
 
-def probe(r: Resolved, traffic: TrafficSpec, slo: SLO, rate_per_s: float, engine: str = DEFAULT_ENGINE,
-          cost=None, saturated: float | None = None) -> Probe:
+def probe(
+    r: Resolved,
+    traffic: TrafficSpec,
+    slo: SLO,
+    rate_per_s: float,
+    engine: str = DEFAULT_ENGINE,
+    cost=None,
+    saturated: float | None = None,
+) -> Probe:
     """Simulate one replica at `rate_per_s` and judge its steady state against the SLO."""
     return judge(_run(r, traffic, rate_per_s, engine, cost), slo, rate_per_s, saturated)
 
@@ -147,8 +172,13 @@ def bracket_and_bisect(sustains, start: float, rel_tol: float = DEFAULT_REL_TOL)
     return lo
 
 
-def find_capacity(r: Resolved, traffic: TrafficSpec = TrafficSpec(), slo: SLO = SLO(),
-                  engine: str = DEFAULT_ENGINE, rel_tol: float = DEFAULT_REL_TOL) -> CapacityResult:
+def find_capacity(
+    r: Resolved,
+    traffic: TrafficSpec = TrafficSpec(),
+    slo: SLO = SLO(),
+    engine: str = DEFAULT_ENGINE,
+    rel_tol: float = DEFAULT_REL_TOL,
+) -> CapacityResult:
     """The highest arrival rate one replica sustains under `slo` (module note): a pure function of its inputs."""
     t0 = time.perf_counter()
     mean_in, mean_out = mean_tokens(traffic)
@@ -162,8 +192,20 @@ def find_capacity(r: Resolved, traffic: TrafficSpec = TrafficSpec(), slo: SLO = 
         return probes[rate].sustains
 
     best = bracket_and_bisect(sustains, estimate, rel_tol)
-    return CapacityResult(best, estimate, rel_tol, probes.get(best), tuple(probes.values()), mean_in, mean_out,
-                          traffic.num_requests, traffic.seed, time.perf_counter() - t0, slo, saturated)
+    return CapacityResult(
+        best,
+        estimate,
+        rel_tol,
+        probes.get(best),
+        tuple(probes.values()),
+        mean_in,
+        mean_out,
+        traffic.num_requests,
+        traffic.seed,
+        time.perf_counter() - t0,
+        slo,
+        saturated,
+    )
 
 
 # --- replicas and cost ------------------------------------------------------------------------------------
@@ -191,15 +233,30 @@ class Cost:
     usd_per_million_tokens: float  # prompt + output tokens, at the target rate
 
 
-def cost_for(target_rps: float, replicas: int, gpus_per_replica: int, usd_per_gpu_hour: float,
-             mean_prompt_tokens: float, mean_output_tokens: float) -> Cost:
+def cost_for(
+    target_rps: float,
+    replicas: int,
+    gpus_per_replica: int,
+    usd_per_gpu_hour: float,
+    mean_prompt_tokens: float,
+    mean_output_tokens: float,
+) -> Cost:
     """$/hour = replicas × GPUs per replica × $/GPU-hour; $ per million tokens = $/hour / tokens per hour × 1e6."""
     num_gpus = replicas * gpus_per_replica
     usd_per_hour = num_gpus * usd_per_gpu_hour
     out_per_hour = target_rps * mean_output_tokens * SECONDS_PER_HOUR  # output tokens served per hour
     all_per_hour = target_rps * (mean_prompt_tokens + mean_output_tokens) * SECONDS_PER_HOUR
-    return Cost(replicas, gpus_per_replica, num_gpus, usd_per_gpu_hour, num_gpus * 24.0, usd_per_hour,
-                usd_per_hour * 24.0, usd_per_hour / out_per_hour * 1e6, usd_per_hour / all_per_hour * 1e6)
+    return Cost(
+        replicas,
+        gpus_per_replica,
+        num_gpus,
+        usd_per_gpu_hour,
+        num_gpus * 24.0,
+        usd_per_hour,
+        usd_per_hour * 24.0,
+        usd_per_hour / out_per_hour * 1e6,
+        usd_per_hour / all_per_hour * 1e6,
+    )
 
 
 def usd_per_million_output_at_capacity(cap: CapacityResult, gpus_per_replica: int, usd_per_gpu_hour: float):
@@ -224,9 +281,17 @@ def price_of(r: Resolved, prices: dict[str, float] | None = None) -> float:
     return float(r.gpu.usd_per_hour)
 
 
-def capacity_plan(s: Scenario, target_rps: float, traffic: TrafficSpec = TrafficSpec(), slo: SLO = SLO(),
-                  headroom: float = DEFAULT_HEADROOM, prices: dict[str, float] | None = None,
-                  engine: str | None = None, rel_tol: float = DEFAULT_REL_TOL, operating_point: bool = True) -> dict:
+def capacity_plan(
+    s: Scenario,
+    target_rps: float,
+    traffic: TrafficSpec = TrafficSpec(),
+    slo: SLO = SLO(),
+    headroom: float = DEFAULT_HEADROOM,
+    prices: dict[str, float] | None = None,
+    engine: str | None = None,
+    rel_tol: float = DEFAULT_REL_TOL,
+    operating_point: bool = True,
+) -> dict:
     """Capacity, replicas and cost of one deployment for `target_rps` (the CLI/JSON contract keys), plus the
     latency at the operating point (target / replicas per replica) when `operating_point`."""
     s = replica_scenario(s)
@@ -237,16 +302,32 @@ def capacity_plan(s: Scenario, target_rps: float, traffic: TrafficSpec = Traffic
     tp = r.deployment.tensor_parallel_size
     usd = price_of(r, prices)
     n = replicas_for(target_rps, cap.max_rate_per_replica, headroom)
-    out = {"model": r.model.name, "gpu": r.gpu.id, "tp": tp, "weights": r.weights.id,
-           "engine": engine, "target_rate": target_rps, "headroom": headroom, "feasible": cap.feasible,
-           "max_rate_per_replica": cap.max_rate_per_replica, "estimate_rps": cap.estimate_rps,
-           "rel_tol": rel_tol, "slo": slo.model_dump(), "mean_prompt_tokens": cap.mean_prompt_tokens,
-           "mean_output_tokens": cap.mean_output_tokens, "num_requests": traffic.num_requests, "seed": traffic.seed,
-           "usd_per_gpu_hour": usd, "price_date": r.gpu.price_date, "price_source": r.gpu.source.get("price", ""),
-           "usd_per_million_output_tokens_at_capacity": usd_per_million_output_at_capacity(cap, tp, usd),
-           "at_capacity": asdict(cap.at_capacity) if cap.at_capacity else None,
-           "probes": [asdict(p) for p in cap.probes], "search_wall_s": cap.wall_s,
-           "saturated_rps": cap.saturated_rps}
+    out = {
+        "model": r.model.name,
+        "gpu": r.gpu.id,
+        "tp": tp,
+        "weights": r.weights.id,
+        "engine": engine,
+        "target_rate": target_rps,
+        "headroom": headroom,
+        "feasible": cap.feasible,
+        "max_rate_per_replica": cap.max_rate_per_replica,
+        "estimate_rps": cap.estimate_rps,
+        "rel_tol": rel_tol,
+        "slo": slo.model_dump(),
+        "mean_prompt_tokens": cap.mean_prompt_tokens,
+        "mean_output_tokens": cap.mean_output_tokens,
+        "num_requests": traffic.num_requests,
+        "seed": traffic.seed,
+        "usd_per_gpu_hour": usd,
+        "price_date": r.gpu.price_date,
+        "price_source": r.gpu.source.get("price", ""),
+        "usd_per_million_output_tokens_at_capacity": usd_per_million_output_at_capacity(cap, tp, usd),
+        "at_capacity": asdict(cap.at_capacity) if cap.at_capacity else None,
+        "probes": [asdict(p) for p in cap.probes],
+        "search_wall_s": cap.wall_s,
+        "saturated_rps": cap.saturated_rps,
+    }
     cost = cost_for(target_rps, n, tp, usd, cap.mean_prompt_tokens, cap.mean_output_tokens) if n else None
     out.update(asdict(cost) if cost else dict.fromkeys(Cost.__dataclass_fields__, None))
     out.update(gpus_per_replica=tp, usd_per_gpu_hour=usd)

@@ -14,6 +14,7 @@ Verdict (`judge`): the run sustains its rate when, over that window,
 2. the SLO holds on the window's requests: p95 TTFT ≤ target, p95 TPOT ≤ target, p99 end-to-end ≤ target (if set).
 `served_ratio` = 1 − trend / offered (the share of the offered rate the server keeps up with).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -90,14 +91,14 @@ def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(v, q)) if len(v) else None
 
 
-def judge(res: SimResult, slo: SLO, rate_per_s: float | None = None,
-          saturated_rps: float | None = None) -> Verdict:
+def judge(res: SimResult, slo: SLO, rate_per_s: float | None = None, saturated_rps: float | None = None) -> Verdict:
     """The steady-state verdict of one run (offered at `rate_per_s`) against `slo` (module note);
     `saturated_rps` = saturated_throughput_rps of the same requests, when known."""
     window = steady_window(res)
     if window is None:
-        return Verdict(rate_per_s or 0.0, None, None, None, None, None, None, None, None, False,
-                       "too few requests to judge")
+        return Verdict(
+            rate_per_s or 0.0, None, None, None, None, None, None, None, None, False, "too few requests to judge"
+        )
     t0, t1 = window
     r = res.requests
     done = r.finished
@@ -115,10 +116,13 @@ def judge(res: SimResult, slo: SLO, rate_per_s: float | None = None,
     mean = lambda v: float(np.nanmean(v)) if len(v) else None  # noqa: E731
     reason = _reason(ttft, tpot, e2e99, growth, offered, slo)
     if not reason and saturated_rps and nominal > (1 - STABILITY_MARGIN) * saturated_rps:
-        reason = (f"offered {nominal:,.2f} req/s > {1 - STABILITY_MARGIN:.0%} of the saturated throughput "
-                  f"{saturated_rps:,.2f} req/s (the queue would grow)")
-    return Verdict(nominal, ttft, tpot, e2e95, e2e99, mean(lat["ttft_s"]), mean(lat["e2e_s"]), growth, ratio,
-                   not reason, reason)
+        reason = (
+            f"offered {nominal:,.2f} req/s > {1 - STABILITY_MARGIN:.0%} of the saturated throughput "
+            f"{saturated_rps:,.2f} req/s (the queue would grow)"
+        )
+    return Verdict(
+        nominal, ttft, tpot, e2e95, e2e99, mean(lat["ttft_s"]), mean(lat["e2e_s"]), growth, ratio, not reason, reason
+    )
 
 
 def _reason(ttft, tpot, e2e99, growth, offered, slo: SLO) -> str:

@@ -7,6 +7,7 @@ what the modules register). A `*_cmd` module missing from the table is still fou
 `servingplan app` starts the web app. Bad input raises `InputError(field, ...)`; `main` prints one line naming the
 flag behind the field (planner/cli/flags.py) and exits 2.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -4,6 +4,7 @@ Runs `python -m streamlit run APP [streamlit options]` with this interpreter (ex
 `app.py` at the repository root in a checkout (or an editable install); an installed wheel carries app.py and app_pages/
 as `ui/_app/` (setup.py maps them there), found without importing the UI. Options after `app` go to Streamlit, e.g. `servingplan app --server.port 8600`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,9 +18,12 @@ from planner.core.errors import InputError
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("app", help="start the web app (Streamlit) in a browser",
-                              description="Start the Streamlit app. Arguments after `app` are passed to "
-                                          "`streamlit run`, e.g. --server.port 8600 --server.headless true.")
+    p = subparsers.add_parser(
+        "app",
+        help="start the web app (Streamlit) in a browser",
+        description="Start the Streamlit app. Arguments after `app` are passed to "
+        "`streamlit run`, e.g. --server.port 8600 --server.headless true.",
+    )
     p.set_defaults(func=run, passes_unknown_args=True)  # main hands every other argument to streamlit run
 
 

@@ -1,25 +1,32 @@
 """`python -m planner batching`: static against continuous batching on a CSV of requests (primer §6 step model)."""
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from planner.batching.step_model import MAX_SLOTS, run_pair
 from planner.batching.report import cli_summary
 from planner.batching.requests import parse_requests_csv
+from planner.batching.step_model import MAX_SLOTS, run_pair
 from planner.cli import emit
 from planner.core.errors import InputError
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "batching", help="static vs continuous batching on a CSV of requests (times in decode steps)",
+        "batching",
+        help="static vs continuous batching on a CSV of requests (times in decode steps)",
         description="Simulate static and continuous batching in decode steps. CSV columns: "
-                    "name,arrival,output_tokens (optional prompt_tokens).")
+        "name,arrival,output_tokens (optional prompt_tokens).",
+    )
     parser.add_argument("--requests", required=True, metavar="FILE.csv", help="CSV of requests")
     parser.add_argument("--slots", required=True, type=int, help="requests that run at once")
-    parser.add_argument("--max-wait", required=True, type=int,
-                        help="static: steps the oldest request waits before a partial batch fires")
+    parser.add_argument(
+        "--max-wait",
+        required=True,
+        type=int,
+        help="static: steps the oldest request waits before a partial batch fires",
+    )
     parser.add_argument("--json", action="store_true", help="print the JSON contract")
     parser.set_defaults(func=run)
 
@@ -43,9 +50,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _text(results: dict, num_requests: int, slots: int) -> str:
-    lines = [f"{num_requests} requests on {slots} slots (times in decode steps)",
-             f"{'policy':<11} {'end step':>9} {'GPU busy':>9} {'avg wait':>9} {'avg lat':>9} {'p95 lat':>9} {'p99 lat':>9}"]
+    lines = [
+        f"{num_requests} requests on {slots} slots (times in decode steps)",
+        f"{'policy':<11} {'end step':>9} {'GPU busy':>9} {'avg wait':>9} {'avg lat':>9} {'p95 lat':>9} {'p99 lat':>9}",
+    ]
     for name, s in results.items():
-        lines.append(f"{name:<11} {s['end_step']:>9,} {s['gpu_busy']:>9.1%} {s['avg_wait']:>9.2f} "
-                     f"{s['avg_latency']:>9.2f} {s['p95_latency']:>9.2f} {s['p99_latency']:>9.2f}")
+        lines.append(
+            f"{name:<11} {s['end_step']:>9,} {s['gpu_busy']:>9.1%} {s['avg_wait']:>9.2f} "
+            f"{s['avg_latency']:>9.2f} {s['p95_latency']:>9.2f} {s['p99_latency']:>9.2f}"
+        )
     return "\n".join(lines)

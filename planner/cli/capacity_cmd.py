@@ -1,5 +1,6 @@
 """`python -m planner capacity` (one deployment: capacity at the SLO, replicas, $) and `python -m planner
 recommend` (every GPU × precision × TP that fits, ranked by cost at the SLO). JSON keys are a contract."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,15 +9,15 @@ import sys
 
 from pydantic import ValidationError
 
+from planner.capacity.recommend import disaggregated_options, recommend, with_disaggregated
 from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, capacity_plan
-from planner.core.workload import SLO
-from planner.core.catalog import gpus
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, scenario_from_args
 from planner.cli.traffic_args import add_traffic_args, traffic_from_args
+from planner.core.catalog import gpus
 from planner.core.errors import InputError, from_validation_error
+from planner.core.workload import SLO
 from planner.memory.plan import TP_DEGREES
-from planner.capacity.recommend import disaggregated_options, recommend, with_disaggregated
 
 RANKING_NUM_REQUESTS = 600  # per probe in the ranking: keeps ~140 searches within ~30 s on two cores
 
@@ -29,34 +30,59 @@ def _add_common(p: argparse.ArgumentParser, num_requests: int) -> None:
     s.add_argument("--slo-ttft-p95", type=float, default=2.0, metavar="S", help="p95 TTFT target, s (default 2)")
     s.add_argument("--slo-tpot-p95", type=float, default=0.1, metavar="S", help="p95 TPOT target, s (default 0.1)")
     s.add_argument("--slo-e2e-p99", type=float, default=None, metavar="S", help="optional p99 end-to-end target, s")
-    s.add_argument("--headroom", type=float, default=DEFAULT_HEADROOM,
-                   help=f"provision target × headroom (default {DEFAULT_HEADROOM:g})")
-    s.add_argument("--price", action="append", default=[], metavar="GPU=USD",
-                   help="$ per GPU-hour for a GPU id (repeatable; default data/gpus.yaml)")
+    s.add_argument(
+        "--headroom",
+        type=float,
+        default=DEFAULT_HEADROOM,
+        help=f"provision target × headroom (default {DEFAULT_HEADROOM:g})",
+    )
+    s.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="GPU=USD",
+        help="$ per GPU-hour for a GPU id (repeatable; default data/gpus.yaml)",
+    )
     s.add_argument("--rel-tol", type=float, default=DEFAULT_REL_TOL, help="search tolerance on the rate (0.02 = 2%%)")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("capacity", help="replicas and $ for a target rate at a p95 SLO (one deployment)",
-                              description="Search the highest arrival rate one replica sustains under the SLO "
-                                          "(simulated), then replicas = ceil(target × headroom / that rate) and "
-                                          "the cost.")
+    p = subparsers.add_parser(
+        "capacity",
+        help="replicas and $ for a target rate at a p95 SLO (one deployment)",
+        description="Search the highest arrival rate one replica sustains under the SLO "
+        "(simulated), then replicas = ceil(target × headroom / that rate) and "
+        "the cost.",
+    )
     _add_common(p, 1000)
     p.set_defaults(func=run_capacity)
-    r = subparsers.add_parser("recommend", help="rank every GPU × precision × TP that fits by cost at the SLO",
-                              description="Capacity search for every catalogue GPU × weight precision × TP that "
-                                          "fits the model, in parallel on all cores (or on Ray), ranked by $/hour.")
+    r = subparsers.add_parser(
+        "recommend",
+        help="rank every GPU × precision × TP that fits by cost at the SLO",
+        description="Capacity search for every catalogue GPU × weight precision × TP that "
+        "fits the model, in parallel on all cores (or on Ray), ranked by $/hour.",
+    )
     _add_common(r, RANKING_NUM_REQUESTS)
     r.add_argument("--gpus", default=None, help="comma-separated GPU ids (default: the whole catalogue)")
-    r.add_argument("--precisions", default=None, help="comma-separated weight precisions (default per GPU: "
-                                                      "bf16/fp16, fp8 where supported, awq-int4)")
+    r.add_argument(
+        "--precisions",
+        default=None,
+        help="comma-separated weight precisions (default per GPU: bf16/fp16, fp8 where supported, awq-int4)",
+    )
     r.add_argument("--tps", default=",".join(map(str, TP_DEGREES)), help="tensor-parallel sizes to try")
     r.add_argument("--workers", type=int, default=None, help="local processes (default: all cores; 1 = serial)")
-    r.add_argument("--ray", default=None, metavar="ADDRESS",
-                   help="run on Ray: 'local' starts one here, 'auto' or 'ray://host:port' joins a cluster")
+    r.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="run on Ray: 'local' starts one here, 'auto' or 'ray://host:port' joins a cluster",
+    )
     r.add_argument("--top", type=int, default=15, help="rows in the text table (JSON has all)")
-    r.add_argument("--disagg", action="store_true",
-                   help="also rank separate prefill/decode pools per GPU × precision (python -m planner disagg)")
+    r.add_argument(
+        "--disagg",
+        action="store_true",
+        help="also rank separate prefill/decode pools per GPU × precision (python -m planner disagg)",
+    )
     r.set_defaults(func=run_recommend)
 
 
@@ -108,21 +134,26 @@ def run_capacity(args: argparse.Namespace) -> int:
 
 
 def _capacity_text(o: dict) -> str:
-    head = (f"{o['model']} on {o['gpu']} (TP={o['tp']}, {o['weights']}), SLO p95 TTFT ≤ {o['slo']['ttft_p95_s']:g} s, "
-            f"p95 TPOT ≤ {o['slo']['tpot_p95_s'] * 1e3:g} ms")
+    head = (
+        f"{o['model']} on {o['gpu']} (TP={o['tp']}, {o['weights']}), SLO p95 TTFT ≤ {o['slo']['ttft_p95_s']:g} s, "
+        f"p95 TPOT ≤ {o['slo']['tpot_p95_s'] * 1e3:g} ms"
+    )
     if not o["feasible"]:
         return head + "\n  one replica cannot meet the SLO at any load: " + o["probes"][-1]["reason"]
-    return "\n".join([
-        head,
-        f"  capacity per replica: {o['max_rate_per_replica']:,.3g} req/s (±{o['rel_tol']:.0%}; analytic estimate "
-        f"{o['estimate_rps']:,.3g}); {len(o['probes'])} simulations of {o['num_requests']:,} requests",
-        _next_probe_text(o),
-        f"  target {o['target_rate']:g} req/s × headroom {o['headroom']:g} → {o['replicas']} replicas = "
-        f"{o['num_gpus']} GPUs",
-        f"  ${o['usd_per_hour']:,.2f}/hour (${o['usd_per_gpu_hour']:g}/GPU-hour, price {o['price_date']}), "
-        f"${o['usd_per_day']:,.0f}/day",
-        f"  ${o['usd_per_million_output_tokens']:,.3f} per million output tokens, "
-        f"${o['usd_per_million_tokens']:,.3f} per million tokens in + out (at the target rate)"])
+    return "\n".join(
+        [
+            head,
+            f"  capacity per replica: {o['max_rate_per_replica']:,.3g} req/s (±{o['rel_tol']:.0%}; analytic estimate "
+            f"{o['estimate_rps']:,.3g}); {len(o['probes'])} simulations of {o['num_requests']:,} requests",
+            _next_probe_text(o),
+            f"  target {o['target_rate']:g} req/s × headroom {o['headroom']:g} → {o['replicas']} replicas = "
+            f"{o['num_gpus']} GPUs",
+            f"  ${o['usd_per_hour']:,.2f}/hour (${o['usd_per_gpu_hour']:g}/GPU-hour, price {o['price_date']}), "
+            f"${o['usd_per_day']:,.0f}/day",
+            f"  ${o['usd_per_million_output_tokens']:,.3f} per million output tokens, "
+            f"${o['usd_per_million_tokens']:,.3f} per million tokens in + out (at the target rate)",
+        ]
+    )
 
 
 def _next_probe_text(o: dict) -> str:
@@ -168,15 +199,44 @@ def run_recommend(args: argparse.Namespace) -> int:
             raise InputError("--gpus", f"unknown GPU {bad[0]!r}; known: {', '.join(gpus())}")
         gpu_ids = [known[g.lower()] for g in gpu_ids]
     progress = None if args.json else _stderr_progress
-    rows = recommend(s.model_copy(update={"engine": args.engine}), args.target_rate, traffic, slo, args.headroom,
-                     prices, gpu_ids, _csv(args.precisions, "--precisions"), _tps(args.tps), args.rel_tol,
-                     args.workers, args.ray, progress)
+    rows = recommend(
+        s.model_copy(update={"engine": args.engine}),
+        args.target_rate,
+        traffic,
+        slo,
+        args.headroom,
+        prices,
+        gpu_ids,
+        _csv(args.precisions, "--precisions"),
+        _tps(args.tps),
+        args.rel_tol,
+        args.workers,
+        args.ray,
+        progress,
+    )
     if args.disagg:  # issue 17: disaggregated options in the same ranking
-        rows = with_disaggregated(rows, disaggregated_options(s.model_copy(update={"engine": args.engine}),
-                                                              args.target_rate, traffic, slo, args.headroom, prices,
-                                                              gpu_ids, _csv(args.precisions, "--precisions")))
-    out = {"model": s.model, "target_rate": args.target_rate, "slo": slo.model_dump(), "headroom": args.headroom,
-           "num_options": len(rows), "num_feasible": sum(bool(r["feasible"]) for r in rows), "options": rows}
+        rows = with_disaggregated(
+            rows,
+            disaggregated_options(
+                s.model_copy(update={"engine": args.engine}),
+                args.target_rate,
+                traffic,
+                slo,
+                args.headroom,
+                prices,
+                gpu_ids,
+                _csv(args.precisions, "--precisions"),
+            ),
+        )
+    out = {
+        "model": s.model,
+        "target_rate": args.target_rate,
+        "slo": slo.model_dump(),
+        "headroom": args.headroom,
+        "num_options": len(rows),
+        "num_feasible": sum(bool(r["feasible"]) for r in rows),
+        "options": rows,
+    }
     emit(out, args.json, _recommend_text(out, args.top))
     return 0
 
@@ -186,15 +246,19 @@ def _stderr_progress(done: int, total: int) -> None:
 
 
 def _recommend_text(o: dict, top: int) -> str:
-    lines = [f"{o['model']}: {o['num_options']} deployments ({o['num_feasible']} meet the SLO) for "
-             f"{o['target_rate']:g} req/s; cheapest first",
-             f"  {'#':>3} {'deployment':<28} {'req/s/rep':>9} {'replicas':>8} {'$/hour':>9} {'$/M out':>8} "
-             f"{'p95 TTFT ms':>11} {'p95 TPOT ms':>11}"]
+    lines = [
+        f"{o['model']}: {o['num_options']} deployments ({o['num_feasible']} meet the SLO) for "
+        f"{o['target_rate']:g} req/s; cheapest first",
+        f"  {'#':>3} {'deployment':<28} {'req/s/rep':>9} {'replicas':>8} {'$/hour':>9} {'$/M out':>8} "
+        f"{'p95 TTFT ms':>11} {'p95 TPOT ms':>11}",
+    ]
     for r in o["options"][:top]:
         if not r["feasible"]:
             lines.append(f"  {r['rank']:>3} {r['id']:<28} cannot meet the SLO")
             continue
-        lines.append(f"  {r['rank']:>3} {r['id']:<28} {r['max_rate_per_replica']:>9.3g} {r['replicas']:>8} "
-                     f"{r['usd_per_hour']:>9,.2f} {r['usd_per_million_output_tokens']:>8,.3f} "
-                     f"{(r['ttft_p95_s'] or 0) * 1e3:>11,.0f} {(r['tpot_p95_s'] or 0) * 1e3:>11,.1f}")
+        lines.append(
+            f"  {r['rank']:>3} {r['id']:<28} {r['max_rate_per_replica']:>9.3g} {r['replicas']:>8} "
+            f"{r['usd_per_hour']:>9,.2f} {r['usd_per_million_output_tokens']:>8,.3f} "
+            f"{(r['ttft_p95_s'] or 0) * 1e3:>11,.0f} {(r['tpot_p95_s'] or 0) * 1e3:>11,.1f}"
+        )
     return "\n".join(lines)

@@ -2,6 +2,7 @@
 best aggregated (chunked-prefill) deployment. JSON keys are a contract: prefill, decode (gpus_per_instance, tp,
 instances, max_rate_per_instance), kv_transfer_s, usd_per_hour, usd_per_million_output_tokens, aggregated
 (replicas, gpus, usd_per_hour, usd_per_million_output_tokens)."""
+
 from __future__ import annotations
 
 import argparse
@@ -19,19 +20,33 @@ DISAGG_NUM_REQUESTS = 600  # per simulated probe: 2 pools + up to 4 aggregated s
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("disagg", help="disaggregated prefill/decode pools vs aggregated, at the SLO",
-                              description="Size a prefill pool (simulated, TTFT incl. KV transfer) and a decode "
-                                          "pool (no prefill interference, TPOT) for the target rate, and compare "
-                                          "GPUs and $ with the best aggregated deployment at the same SLO.")
+    p = subparsers.add_parser(
+        "disagg",
+        help="disaggregated prefill/decode pools vs aggregated, at the SLO",
+        description="Size a prefill pool (simulated, TTFT incl. KV transfer) and a decode "
+        "pool (no prefill interference, TPOT) for the target rate, and compare "
+        "GPUs and $ with the best aggregated deployment at the same SLO.",
+    )
     _add_common(p, DISAGG_NUM_REQUESTS)
     k = p.add_argument_group("KV transfer between the pools")
-    k.add_argument("--kv-link", default="nic", choices=LINKS,
-                   help="nic: pools on separate nodes (per-GPU NIC from data/gpus.yaml); nvlink: same node")
+    k.add_argument(
+        "--kv-link",
+        default="nic",
+        choices=LINKS,
+        help="nic: pools on separate nodes (per-GPU NIC from data/gpus.yaml); nvlink: same node",
+    )
     k.add_argument("--kv-link-gb-s", type=float, default=None, help="total link bandwidth, GB/s (overrides --kv-link)")
-    k.add_argument("--kv-link-latency-ms", type=float, default=DEFAULT_LINK_LATENCY_S * 1e3,
-                   help=f"fixed cost per transfer, ms (default {DEFAULT_LINK_LATENCY_S * 1e3:g})")
-    k.add_argument("--kv-layerwise", action="store_true",
-                   help="send each layer's KV as soon as it is computed (Splitwise); default: after the prefill")
+    k.add_argument(
+        "--kv-link-latency-ms",
+        type=float,
+        default=DEFAULT_LINK_LATENCY_S * 1e3,
+        help=f"fixed cost per transfer, ms (default {DEFAULT_LINK_LATENCY_S * 1e3:g})",
+    )
+    k.add_argument(
+        "--kv-layerwise",
+        action="store_true",
+        help="send each layer's KV as soon as it is computed (Splitwise); default: after the prefill",
+    )
     k.add_argument("--no-compare", action="store_true", help="skip the aggregated searches (faster)")
     p.set_defaults(func=run)
 
@@ -41,12 +56,28 @@ def run(args: argparse.Namespace) -> int:
     if not math.isfinite(args.kv_link_latency_ms) or args.kv_link_latency_ms < 0:
         raise InputError("--kv-link-latency-ms", "must be a number of ms >= 0")
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
-    plan = disagg_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.engine, args.kv_link,
-                       args.kv_link_gb_s, args.kv_link_latency_ms / 1e3, args.rel_tol, compare=not args.no_compare,
-                       layerwise=args.kv_layerwise)
+    plan = disagg_plan(
+        s,
+        args.target_rate,
+        traffic,
+        slo,
+        args.headroom,
+        prices,
+        args.engine,
+        args.kv_link,
+        args.kv_link_gb_s,
+        args.kv_link_latency_ms / 1e3,
+        args.rel_tol,
+        compare=not args.no_compare,
+        layerwise=args.kv_layerwise,
+    )
     out = plan.to_dict()
-    out.update(model=s.model_spec.name if s.model_spec else s.model, gpu=s.gpu, weights=s.deployment.weights,
-               engine=args.engine)
+    out.update(
+        model=s.model_spec.name if s.model_spec else s.model,
+        gpu=s.gpu,
+        weights=s.deployment.weights,
+        engine=args.engine,
+    )
     emit(out, args.json, _text(out))
     return 0
 
@@ -56,36 +87,52 @@ def _pool_line(name: str, p: dict | None, key: str, unit_ms: bool) -> str:
         return f"  {name:<8} cannot meet the SLO with any instance shape"
     shape = f"TP={p['tp']}" + (f" DP={p['dp']}" if p["dp"] > 1 else "") + (f" EP={p['ep']}" if p["ep"] > 1 else "")
     lat = p.get(key)
-    return (f"  {name:<8} {p['instances']} × {shape} ({p['gpus_per_instance']} GPUs) = {p['gpus']} GPUs, "
-            f"{p['max_rate_per_instance']:,.3g} req/s per instance"
-            + (f", p95 {'TPOT' if unit_ms else 'TTFT'} {lat * 1e3:,.1f} ms at the target" if lat else ""))
+    return (
+        f"  {name:<8} {p['instances']} × {shape} ({p['gpus_per_instance']} GPUs) = {p['gpus']} GPUs, "
+        f"{p['max_rate_per_instance']:,.3g} req/s per instance"
+        + (f", p95 {'TPOT' if unit_ms else 'TTFT'} {lat * 1e3:,.1f} ms at the target" if lat else "")
+    )
 
 
 def _text(o: dict) -> str:
     slo = o["slo"]
-    lines = [f"{o['model']} on {o['gpu']} ({o['weights']}), target {o['target_rate']:g} req/s × headroom "
-             f"{o['headroom']:g}, SLO p95 TTFT ≤ {slo['ttft_p95_s']:g} s, p95 TPOT ≤ {slo['tpot_p95_s'] * 1e3:g} ms",
-             f"  mean prompt {o['mean_prompt_tokens']:,.0f} tokens, mean output {o['mean_output_tokens']:,.0f}",
-             _pool_line("prefill", o["prefill"], "ttft_p95_s", False),
-             _pool_line("decode", o["decode"], "tpot_p95_s", True)]
+    lines = [
+        f"{o['model']} on {o['gpu']} ({o['weights']}), target {o['target_rate']:g} req/s × headroom "
+        f"{o['headroom']:g}, SLO p95 TTFT ≤ {slo['ttft_p95_s']:g} s, p95 TPOT ≤ {slo['tpot_p95_s'] * 1e3:g} ms",
+        f"  mean prompt {o['mean_prompt_tokens']:,.0f} tokens, mean output {o['mean_output_tokens']:,.0f}",
+        _pool_line("prefill", o["prefill"], "ttft_p95_s", False),
+        _pool_line("decode", o["decode"], "tpot_p95_s", True),
+    ]
     if o["kv_transfer_s"] is not None:
-        lines.append(f"  KV transfer {o['kv_transfer_s'] * 1e3:,.2f} ms for the mean prompt over {o['kv_link']}"
-                     + (f" ({o['kv_transfer_visible_s'] * 1e3:,.2f} ms visible, sent layer by layer)"
-                        if o["kv_transfer_visible_s"] != o["kv_transfer_s"] else ""))
+        lines.append(
+            f"  KV transfer {o['kv_transfer_s'] * 1e3:,.2f} ms for the mean prompt over {o['kv_link']}"
+            + (
+                f" ({o['kv_transfer_visible_s'] * 1e3:,.2f} ms visible, sent layer by layer)"
+                if o["kv_transfer_visible_s"] != o["kv_transfer_s"]
+                else ""
+            )
+        )
     if o["feasible"]:
-        lines.append(f"  disaggregated: {o['num_gpus']} GPUs, ${o['usd_per_hour']:,.2f}/hour, "
-                     f"${o['usd_per_million_output_tokens']:,.2f} per million output tokens")
+        lines.append(
+            f"  disaggregated: {o['num_gpus']} GPUs, ${o['usd_per_hour']:,.2f}/hour, "
+            f"${o['usd_per_million_output_tokens']:,.2f} per million output tokens"
+        )
     else:
         reasons = {c["reason"] for c in o["prefill_options"] + o["decode_options"] if c["reason"]}
         lines.append("  disaggregated: not feasible (" + "; ".join(sorted(reasons)) + ")")
     a = o["aggregated"]
     if a:
         shape = f"TP={a['tp']}" + (f" DP={a['dp']} EP={a['ep']}" if a["dp"] > 1 else "")
-        lines.append(f"  aggregated:    {a['replicas']} × {shape} = {a['gpus']} GPUs, "
-                     f"${a['usd_per_hour']:,.2f}/hour, "
-                     f"${a['usd_per_million_output_tokens']:,.2f} per million output tokens"
-                     + (f", p95 TTFT {a['ttft_p95_s'] * 1e3:,.0f} ms, p95 TPOT {a['tpot_p95_s'] * 1e3:,.1f} ms"
-                        if a.get("ttft_p95_s") and a.get("tpot_p95_s") else ""))
+        lines.append(
+            f"  aggregated:    {a['replicas']} × {shape} = {a['gpus']} GPUs, "
+            f"${a['usd_per_hour']:,.2f}/hour, "
+            f"${a['usd_per_million_output_tokens']:,.2f} per million output tokens"
+            + (
+                f", p95 TTFT {a['ttft_p95_s'] * 1e3:,.0f} ms, p95 TPOT {a['tpot_p95_s'] * 1e3:,.1f} ms"
+                if a.get("ttft_p95_s") and a.get("tpot_p95_s")
+                else ""
+            )
+        )
     elif o["aggregated_options"]:
         lines.append("  aggregated:    no TP shape meets the SLO")
     if o["feasible"] and (a or o["aggregated_options"]):

@@ -1,6 +1,7 @@
 """`servingplan estimate`: TTFT, TPOT, end-to-end and throughput for a static batch (the default; its JSON
 keys are a contract) or, with `--mode continuous`, for B concurrent requests under continuous batching (what
 `vllm bench serve --max-concurrency B` measures; planner.latency.continuous)."""
+
 from __future__ import annotations
 
 from planner.cli import emit
@@ -11,18 +12,28 @@ from planner.latency.metrics import Estimate, estimate
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("estimate", help="latency and throughput of a static batch (roofline model)",
-                              description="Predict prefill, TTFT, TPOT, end-to-end latency and throughput for a "
-                                          "static batch of equal requests, with the bound and a step breakdown.")
+    p = subparsers.add_parser(
+        "estimate",
+        help="latency and throughput of a static batch (roofline model)",
+        description="Predict prefill, TTFT, TPOT, end-to-end latency and throughput for a "
+        "static batch of equal requests, with the bound and a step breakdown.",
+    )
     add_scenario_args(p)
     g = p.add_argument_group("workload")
-    g.add_argument("--mode", choices=["static", "continuous"], default="static",
-                   help="static: one batch of B equal requests, prefilled together then decoded (primer §5); "
-                        "continuous: B clients each keeping one request in flight, as vllm bench serve "
-                        "--max-concurrency B (default static)")
-    g.add_argument("--batch", type=int, required=True,
-                   help="static: requests decoded together, at most max_num_seqs (per replica); continuous: the "
-                        "concurrency B")
+    g.add_argument(
+        "--mode",
+        choices=["static", "continuous"],
+        default="static",
+        help="static: one batch of B equal requests, prefilled together then decoded (primer §5); "
+        "continuous: B clients each keeping one request in flight, as vllm bench serve "
+        "--max-concurrency B (default static)",
+    )
+    g.add_argument(
+        "--batch",
+        type=int,
+        required=True,
+        help="static: requests decoded together, at most max_num_seqs (per replica); continuous: the concurrency B",
+    )
     g.add_argument("--input-tokens", type=int, required=True, help="prompt tokens per request")
     g.add_argument("--output-tokens", type=int, required=True, help="output tokens per request")
     add_engine_arg(g)
@@ -34,8 +45,14 @@ def run(args) -> int:
     r = resolved_from_args(args)
     if args.batch < 1:
         raise InputError("--batch", "must be at least 1")
-    head = dict(model=r.model.name, gpu=r.gpu.id, tp=r.deployment.tensor_parallel_size, weights=r.weights.id,
-                kv_dtype=r.kv.id, num_replicas=r.deployment.num_replicas)
+    head = dict(
+        model=r.model.name,
+        gpu=r.gpu.id,
+        tp=r.deployment.tensor_parallel_size,
+        weights=r.weights.id,
+        kv_dtype=r.kv.id,
+        num_replicas=r.deployment.num_replicas,
+    )
     if args.mode == "continuous":
         c = continuous(r, args.batch, args.input_tokens, args.output_tokens, args.engine)
         emit({"mode": "continuous", **c.to_dict(), **head}, args.json, _continuous_text(c, r))
@@ -47,8 +64,10 @@ def run(args) -> int:
     out.update(head, requested_batch=args.batch, batch_capped_by_max_num_seqs=batch < args.batch)
     text = _text(est, r)
     if batch < args.batch:
-        text += (f"\n  note: --batch {args.batch} capped at max_num_seqs={max_seqs} (vLLM runs at most that many "
-                 "sequences per step; raise --max-num-seqs to batch more)")
+        text += (
+            f"\n  note: --batch {args.batch} capped at max_num_seqs={max_seqs} (vLLM runs at most that many "
+            "sequences per step; raise --max-num-seqs to batch more)"
+        )
     emit(out, args.json, text)
     return 0
 
@@ -65,33 +84,43 @@ def _continuous_text(c: ContinuousEstimate, r) -> str:
         f"= {c.tokens_per_s_per_user:,.1f} tokens/s per user (incl. prefill chunks sharing the steps)",
         f"  end-to-end             {c.e2e_s:,.3f} s (mean)",
         f"  throughput             {c.throughput_tokens_per_s:,.0f} output tokens/s, {c.requests_per_s:,.2f} req/s",
-        f"  running per step       {c.mean_running:,.1f} (time-weighted); preemptions {c.preemptions:,}"]
+        f"  running per step       {c.mean_running:,.1f} (time-weighted); preemptions {c.preemptions:,}",
+    ]
     if c.capped_by_max_num_seqs:
-        lines.append(f"  note: concurrency {c.concurrency} > max_num_seqs={r.deployment.max_num_seqs}: the rest wait "
-                     "in the server's queue (their wait is in TTFT)")
+        lines.append(
+            f"  note: concurrency {c.concurrency} > max_num_seqs={r.deployment.max_num_seqs}: the rest wait "
+            "in the server's queue (their wait is in TTFT)"
+        )
     return "\n".join(lines)
 
 
 def _text(e: Estimate, r) -> str:
     total = sum(e.step_time_breakdown.values())
-    parts = ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v * 1e3:.2f} ms"
-                      for k, v in e.step_time_breakdown.items() if v > 0)
+    parts = ", ".join(
+        f"{k.removesuffix('_s').replace('_', ' ')} {v * 1e3:.2f} ms" for k, v in e.step_time_breakdown.items() if v > 0
+    )
     eff = e.efficiency
-    return "\n".join([
-        f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} (TP={r.deployment.tensor_parallel_size}), "
-        f"weights {r.weights.label}, engine {e.engine} ({e.efficiency_status}: {e.efficiency_source})",
-        f"  batch {e.batch} × ({e.input_tokens:,} in, {e.output_tokens:,} out); "
-        f"memory limit {e.max_batch} per replica",
-        f"  prefill (whole batch)  {e.prefill_s * 1e3:,.1f} ms ({e.prefill_bound}-bound)",
-        f"  TTFT                   {e.ttft_s * 1e3:,.1f} ms (queue wait {e.queue_wait_s * 1e3:,.0f} ms + prefill)",
-        f"  TPOT (mean)            {e.tpot_s * 1e3:,.2f} ms ({e.bound}-bound) = "
-        f"{e.tokens_per_s_per_user:,.1f} tokens/s per user",
-        f"  end-to-end             {e.e2e_s:,.3f} s = TTFT + {e.output_tokens - 1:,} × TPOT",
-        f"  throughput             {e.throughput_tokens_per_s:,.0f} output tokens/s",
-        f"  decode step            {total * 1e3:.2f} ms: {parts}",
-        "  ridge point            " + (f"decode turns compute-bound at batch {e.ridge_batch}" if e.ridge_batch
-                                        else "decode stays memory-bound at this context"),
-        f"  efficiency             matmul {eff['matmul_efficiency']:.2f}, "
-        f"attention {eff['attention_efficiency']:.2f}, "
-        f"memory {eff['memory_efficiency']:.2f}, overhead {eff['step_overhead_s'] * 1e3:.2f} ms/step",
-    ])
+    return "\n".join(
+        [
+            f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} (TP={r.deployment.tensor_parallel_size}), "
+            f"weights {r.weights.label}, engine {e.engine} ({e.efficiency_status}: {e.efficiency_source})",
+            f"  batch {e.batch} × ({e.input_tokens:,} in, {e.output_tokens:,} out); "
+            f"memory limit {e.max_batch} per replica",
+            f"  prefill (whole batch)  {e.prefill_s * 1e3:,.1f} ms ({e.prefill_bound}-bound)",
+            f"  TTFT                   {e.ttft_s * 1e3:,.1f} ms (queue wait {e.queue_wait_s * 1e3:,.0f} ms + prefill)",
+            f"  TPOT (mean)            {e.tpot_s * 1e3:,.2f} ms ({e.bound}-bound) = "
+            f"{e.tokens_per_s_per_user:,.1f} tokens/s per user",
+            f"  end-to-end             {e.e2e_s:,.3f} s = TTFT + {e.output_tokens - 1:,} × TPOT",
+            f"  throughput             {e.throughput_tokens_per_s:,.0f} output tokens/s",
+            f"  decode step            {total * 1e3:.2f} ms: {parts}",
+            "  ridge point            "
+            + (
+                f"decode turns compute-bound at batch {e.ridge_batch}"
+                if e.ridge_batch
+                else "decode stays memory-bound at this context"
+            ),
+            f"  efficiency             matmul {eff['matmul_efficiency']:.2f}, "
+            f"attention {eff['attention_efficiency']:.2f}, "
+            f"memory {eff['memory_efficiency']:.2f}, overhead {eff['step_overhead_s'] * 1e3:.2f} ms/step",
+        ]
+    )

@@ -4,30 +4,57 @@ The engine (planner/) raises `InputError(field, message)` with the FIELD name (`
 `planner.cli.main` prints `error: FLAG: message` through `flag_for`. The UI maps the same fields to widget labels
 in `ui/labels.py`.
 """
+
 from __future__ import annotations
 
 FIELD_FLAGS = {
     # scenario (planner.core.scenario, planner.core.catalog, planner.core.hf_config)
-    "model": "--model", "gpu": "--gpu", "gpu_memory_gb": "--gpu-memory-gb", "num_gpus": "--num-gpus",
-    "tensor_parallel_size": "--tp", "weights": "--weights", "kv_cache_dtype": "--kv-dtype",
-    "gpu_memory_utilization": "--gpu-memory-utilization", "max_model_len": "--max-model-len",
-    "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
+    "model": "--model",
+    "gpu": "--gpu",
+    "gpu_memory_gb": "--gpu-memory-gb",
+    "num_gpus": "--num-gpus",
+    "tensor_parallel_size": "--tp",
+    "weights": "--weights",
+    "kv_cache_dtype": "--kv-dtype",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "max_model_len": "--max-model-len",
+    "block_size": "--block-size",
+    "max_num_seqs": "--max-num-seqs",
     "max_num_batched_tokens": "--max-num-batched-tokens",
-    "enforce_eager": "--enforce-eager", "context_tokens": "--context", "engine": "--engine",
+    "enforce_eager": "--enforce-eager",
+    "context_tokens": "--context",
+    "engine": "--engine",
     # a static batch (planner.latency.metrics)
-    "batch": "--batch", "input_tokens": "--input-tokens", "output_tokens": "--output-tokens",
+    "batch": "--batch",
+    "input_tokens": "--input-tokens",
+    "output_tokens": "--output-tokens",
     "concurrency": "--batch",  # estimate --mode continuous: B concurrent requests
     # traffic and the simulator (planner.traffic, planner.sim)
-    "rate_per_s": "--rate", "num_users": "--users", "num_requests": "--num-requests", "cv": "--cv",
-    "think_time_s": "--think-time", "max_queue": "--max-queue", "num_gpu_blocks": "--gpu-memory-utilization",
+    "rate_per_s": "--rate",
+    "num_users": "--users",
+    "num_requests": "--num-requests",
+    "cv": "--cv",
+    "think_time_s": "--think-time",
+    "max_queue": "--max-queue",
+    "num_gpu_blocks": "--gpu-memory-utilization",
     # capacity and recommend (planner.capacity)
-    "target_rps": "--target-rate", "headroom": "--headroom", "rel_tol": "--rel-tol", "gpus": "--gpus",
-    "workers": "--workers", "ray_address": "--ray",
+    "target_rps": "--target-rate",
+    "headroom": "--headroom",
+    "rel_tol": "--rel-tol",
+    "gpus": "--gpus",
+    "workers": "--workers",
+    "ray_address": "--ray",
     # techniques and validation
-    "spec_k": "--k", "spec_alpha": "--alpha", "points": "--points",
+    "spec_k": "--k",
+    "spec_alpha": "--alpha",
+    "points": "--points",
     # parallelism and disaggregation (planner.core.specs, planner.capacity.disagg)
-    "pipeline_parallel_size": "--pp", "data_parallel_size": "--dp", "expert_parallel_size": "--ep",
-    "kv_link": "--kv-link", "kv_link_latency_ms": "--kv-link-latency-ms", "kv_link_gb_s": "--kv-link-gb-s",
+    "pipeline_parallel_size": "--pp",
+    "data_parallel_size": "--dp",
+    "expert_parallel_size": "--ep",
+    "kv_link": "--kv-link",
+    "kv_link_latency_ms": "--kv-link-latency-ms",
+    "kv_link_gb_s": "--kv-link-gb-s",
 }
 
 

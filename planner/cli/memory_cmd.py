@@ -1,10 +1,11 @@
 """`python -m planner memory`: where the memory goes and how many requests fit (a contract: keep the keys)."""
+
 from __future__ import annotations
 
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
-from planner.memory.plan import plan_memory
 from planner.core.units import GiB, fmt_gb
+from planner.memory.plan import plan_memory
 
 
 def register(subparsers) -> None:
@@ -19,12 +20,18 @@ def run(args) -> int:
     out = plan.to_dict()
     out.update(model=r.model.name, gpu=r.gpu.id, weights=r.weights.id, kv_dtype=r.kv.id)
     par = f"TP={plan.tensor_parallel_size}" + "".join(
-        f", {k}={v}" for k, v in (("PP", plan.pipeline_parallel_size), ("DP", plan.data_parallel_size),
-                                  ("EP", plan.expert_parallel_size)) if v > 1)
+        f", {k}={v}"
+        for k, v in (
+            ("PP", plan.pipeline_parallel_size),
+            ("DP", plan.data_parallel_size),
+            ("EP", plan.expert_parallel_size),
+        )
+        if v > 1
+    )
     lines = [
-        f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} ({par}), "
-        f"weights {r.weights.label}, KV {r.kv.label}",
-        f"  parameters            {plan.params:,}" + (f" ({plan.active_params:,} active)" if plan.active_params != plan.params else ""),
+        f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} ({par}), weights {r.weights.label}, KV {r.kv.label}",
+        f"  parameters            {plan.params:,}"
+        + (f" ({plan.active_params:,} active)" if plan.active_params != plan.params else ""),
         f"  weights               {fmt_gb(plan.weight_bytes)} total, {fmt_gb(plan.weight_bytes_per_gpu)} per GPU",
         f"  KV per token          {plan.kv_bytes_per_token:,.0f} B ({plan.kv_bytes_per_token_per_gpu:,.0f} B per GPU)",
         f"  KV per request        {fmt_gb(plan.kv_bytes_per_request)} for {plan.context_tokens:,} tokens",

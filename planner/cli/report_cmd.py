@@ -2,6 +2,7 @@
 $/hour, $ per million tokens, the SLO and whether it holds, the latency at the operating point) and every input
 and output behind it. Takes the same traffic, target, SLO and price flags as `capacity`; `--rank` also searches
 every deployment (as `recommend`) to name the runner-up."""
+
 from __future__ import annotations
 
 import sys
@@ -17,17 +18,23 @@ FORMATS = ("csv", "json", "md")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("report", help="sizing report: the plan and every input and output (CSV, JSON, Markdown)",
-                              description="Write the sizing report to stdout: one row per figure, columns "
-                                          "section,name,value,unit,note (values in SI units and USD; the note holds "
-                                          "the formula or assumption). Markdown from the CLI has no charts.")
+    p = subparsers.add_parser(
+        "report",
+        help="sizing report: the plan and every input and output (CSV, JSON, Markdown)",
+        description="Write the sizing report to stdout: one row per figure, columns "
+        "section,name,value,unit,note (values in SI units and USD; the note holds "
+        "the formula or assumption). Markdown from the CLI has no charts.",
+    )
     _add_common(p, 1000)  # the scenario, traffic, target, SLO and price flags of `capacity`
     target = next(a for a in p._actions if a.dest == "target_rate")
     target.required, target.default = False, DEFAULT_TARGET_RATE
     target.help = f"fleet traffic to serve, requests/s (default {DEFAULT_TARGET_RATE:g})"
-    p.add_argument("--rank", action="store_true",
-                   help=f"also rank every GPU × precision × TP (as `recommend`, {RANKING_NUM_REQUESTS} requests per "
-                        "probe) to report the runner-up; takes a minute")
+    p.add_argument(
+        "--rank",
+        action="store_true",
+        help=f"also rank every GPU × precision × TP (as `recommend`, {RANKING_NUM_REQUESTS} requests per "
+        "probe) to report the runner-up; takes a minute",
+    )
     p.add_argument("--format", choices=FORMATS, default=None, help="csv (default), json or md; --json = --format json")
     p.set_defaults(func=run)
 
@@ -35,8 +42,15 @@ def register(subparsers) -> None:
 def scenario_for_report(args):
     """The scenario with the command line's traffic, SLO, target, headroom and engine."""
     s = scenario_from_args(args)
-    return s.model_copy(update={"traffic": traffic_from_args(args), "slo": _slo(args), "target_rate": args.target_rate,
-                                "headroom": args.headroom, "engine": args.engine})
+    return s.model_copy(
+        update={
+            "traffic": traffic_from_args(args),
+            "slo": _slo(args),
+            "target_rate": args.target_rate,
+            "headroom": args.headroom,
+            "engine": args.engine,
+        }
+    )
 
 
 def run(args) -> int:

@@ -1,4 +1,5 @@
 """The "memory flags" every scenario subcommand shares, and their translation into a Scenario."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,18 +7,28 @@ import argparse
 from pydantic import ValidationError
 
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_model
-from planner.latency.efficiency import DEFAULT_ENGINE, ENGINES
 from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment
+from planner.latency.efficiency import DEFAULT_ENGINE, ENGINES
 
 # CLI flag for each Deployment field, so that a validation error names the flag the user typed.
-_FLAG = {"num_gpus": "--num-gpus", "tensor_parallel_size": "--tp", "weights": "--weights",
-         "kv_cache_dtype": "--kv-dtype", "gpu_memory_utilization": "--gpu-memory-utilization",
-         "max_model_len": "--max-model-len", "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
-         "max_num_batched_tokens": "--max-num-batched-tokens", "enforce_eager": "--enforce-eager",
-         "pipeline_parallel_size": "--pp", "data_parallel_size": "--dp", "enable_expert_parallel": "--ep",
-         "long_prefill_token_threshold": "--long-prefill-token-threshold"}
+_FLAG = {
+    "num_gpus": "--num-gpus",
+    "tensor_parallel_size": "--tp",
+    "weights": "--weights",
+    "kv_cache_dtype": "--kv-dtype",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "max_model_len": "--max-model-len",
+    "block_size": "--block-size",
+    "max_num_seqs": "--max-num-seqs",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "enforce_eager": "--enforce-eager",
+    "pipeline_parallel_size": "--pp",
+    "data_parallel_size": "--dp",
+    "enable_expert_parallel": "--ep",
+    "long_prefill_token_threshold": "--long-prefill-token-threshold",
+}
 
 
 def add_engine_arg(group) -> None:
@@ -34,12 +45,21 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--num-gpus", type=int, default=None, help="GPUs in the deployment (default: --tp)")
     g.add_argument("--tp", type=int, default=1, help="tensor-parallel size")
     g.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (stages of layers)")
-    g.add_argument("--dp", type=int, default=1,
-                   help="data-parallel attention ranks per instance (vLLM --data-parallel-size)")
-    g.add_argument("--ep", type=int, default=1, help="expert-parallel size: 1 (experts TP-sharded) or TP × DP "
-                                                     "(vLLM --enable-expert-parallel)")
-    g.add_argument("--weights", default=None, help="weight precision id (see data/precisions.yaml); default: the "
-                                                   "checkpoint's own format (e.g. fp8 for DeepSeek-V3), else bf16")
+    g.add_argument(
+        "--dp", type=int, default=1, help="data-parallel attention ranks per instance (vLLM --data-parallel-size)"
+    )
+    g.add_argument(
+        "--ep",
+        type=int,
+        default=1,
+        help="expert-parallel size: 1 (experts TP-sharded) or TP × DP (vLLM --enable-expert-parallel)",
+    )
+    g.add_argument(
+        "--weights",
+        default=None,
+        help="weight precision id (see data/precisions.yaml); default: the "
+        "checkpoint's own format (e.g. fp8 for DeepSeek-V3), else bf16",
+    )
     g.add_argument("--kv-dtype", default="auto", help="KV-cache dtype: auto fp16 bf16 fp8")
     e = p.add_argument_group("engine (vLLM names)")
     e.add_argument("--gpu-memory-utilization", type=float, default=0.9)
@@ -47,12 +67,22 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     e.add_argument("--block-size", type=int, default=16)
     e.add_argument("--max-num-seqs", type=int, default=None, help="default: vLLM's default for the GPU")
     e.add_argument("--max-num-batched-tokens", type=int, default=None, help="default: vLLM's default for the GPU")
-    e.add_argument("--no-enable-prefix-caching", dest="enable_prefix_caching", action="store_false",
-                   help="turn vLLM V1's prefix caching off (on by default)")
-    e.add_argument("--long-prefill-token-threshold", type=int, default=0,
-                   help="most prompt tokens one request computes per step (0 = off, vLLM's default)")
+    e.add_argument(
+        "--no-enable-prefix-caching",
+        dest="enable_prefix_caching",
+        action="store_false",
+        help="turn vLLM V1's prefix caching off (on by default)",
+    )
+    e.add_argument(
+        "--long-prefill-token-threshold",
+        type=int,
+        default=0,
+        help="most prompt tokens one request computes per step (0 = off, vLLM's default)",
+    )
     e.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs")
-    e.add_argument("--context", type=int, default=None, help="tokens per request (prompt + output); default max-model-len")
+    e.add_argument(
+        "--context", type=int, default=None, help="tokens per request (prompt + output); default max-model-len"
+    )
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
 
@@ -70,8 +100,11 @@ def _expert_parallel(args: argparse.Namespace) -> bool:
     """--ep must be 1 or TP × DP (vLLM: EP_SIZE = TP_SIZE × DP_SIZE; SGLang: ep_size = tp_size)."""
     tp, dp, ep = args.tp, getattr(args, "dp", 1), getattr(args, "ep", 1)
     if ep != 1 and ep != tp * dp:
-        raise InputError("--ep", f"must be 1 or TP × DP = {tp * dp} (vLLM and SGLang put the MoE layers' experts "
-                                 f"over all TP × DP GPUs), got {ep}")
+        raise InputError(
+            "--ep",
+            f"must be 1 or TP × DP = {tp * dp} (vLLM and SGLang put the MoE layers' experts "
+            f"over all TP × DP GPUs), got {ep}",
+        )
     return ep > 1
 
 
@@ -80,14 +113,23 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     for flag, value in (("--tp", args.tp), ("--pp", pp), ("--dp", dp)):
         if value < 1:
             raise InputError(flag, f"must be a whole number >= 1, got {value}")
-    values = {"num_gpus": args.num_gpus or args.tp * pp * dp, "tensor_parallel_size": args.tp,
-              "pipeline_parallel_size": pp, "data_parallel_size": dp, "enable_expert_parallel": _expert_parallel(args),
-              "weights": _default_weights(args),
-              "kv_cache_dtype": args.kv_dtype, "gpu_memory_utilization": args.gpu_memory_utilization,
-              "max_model_len": args.max_model_len, "block_size": args.block_size, "max_num_seqs": args.max_num_seqs,
-              "max_num_batched_tokens": args.max_num_batched_tokens, "enforce_eager": args.enforce_eager,
-              "enable_prefix_caching": getattr(args, "enable_prefix_caching", True),
-              "long_prefill_token_threshold": getattr(args, "long_prefill_token_threshold", 0)}
+    values = {
+        "num_gpus": args.num_gpus or args.tp * pp * dp,
+        "tensor_parallel_size": args.tp,
+        "pipeline_parallel_size": pp,
+        "data_parallel_size": dp,
+        "enable_expert_parallel": _expert_parallel(args),
+        "weights": _default_weights(args),
+        "kv_cache_dtype": args.kv_dtype,
+        "gpu_memory_utilization": args.gpu_memory_utilization,
+        "max_model_len": args.max_model_len,
+        "block_size": args.block_size,
+        "max_num_seqs": args.max_num_seqs,
+        "max_num_batched_tokens": args.max_num_batched_tokens,
+        "enforce_eager": args.enforce_eager,
+        "enable_prefix_caching": getattr(args, "enable_prefix_caching", True),
+        "long_prefill_token_threshold": getattr(args, "long_prefill_token_threshold", 0),
+    }
     try:
         dep = Deployment(**values)
     except ValidationError as err:
@@ -98,8 +140,13 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         raise InputError("--context", "must be a positive number of tokens")
     if args.gpu_memory_gb is not None and not 0.1 <= args.gpu_memory_gb <= 100_000:
         raise InputError("--gpu-memory-gb", "must be from 0.1 to 100,000 GB")
-    return Scenario(model=args.model, gpu=args.gpu or DEFAULT_GPU, gpu_memory_gb=args.gpu_memory_gb,
-                    deployment=dep, context_tokens=args.context)
+    return Scenario(
+        model=args.model,
+        gpu=args.gpu or DEFAULT_GPU,
+        gpu_memory_gb=args.gpu_memory_gb,
+        deployment=dep,
+        context_tokens=args.context,
+    )
 
 
 def resolved_from_args(args: argparse.Namespace) -> Resolved:

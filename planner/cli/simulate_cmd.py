@@ -1,5 +1,6 @@
 """`python -m planner simulate`: replay traffic against one replica and report TTFT, TPOT, e2e and queue wait
 percentiles, throughput, goodput, preemptions, prefix hits and rejections (a contract: keep the JSON keys)."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,18 +11,20 @@ from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolve
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
 from planner.core.errors import InputError
 from planner.sim.serving import draft_cost_for, result_summary, run_serving
-from planner.traffic.traces import load_trace, rescale, sample
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, Workload, closed_loop, open_loop
+from planner.traffic.traces import load_trace, rescale, sample
 
 DEFAULT_NUM_REQUESTS = 1000
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "simulate", help="simulate one replica serving open-loop, closed-loop or trace traffic",
+        "simulate",
+        help="simulate one replica serving open-loop, closed-loop or trace traffic",
         description="Discrete-event simulation of one vLLM-like replica (continuous batching, chunked prefill, "
-                    "paged KV, preemption, optional prefix caching) with step times from the latency model. "
-                    "Length SPECs: fixed:N | uniform:LO,HI | lognormal:mean=M,sigma=S[,max=X] | empirical:TRACE.")
+        "paged KV, preemption, optional prefix caching) with step times from the latency model. "
+        "Length SPECs: fixed:N | uniform:LO,HI | lognormal:mean=M,sigma=S[,max=X] | empirical:TRACE.",
+    )
     add_scenario_args(p)
     add_engine_arg(p)
     t = p.add_argument_group("traffic (pick one)").add_mutually_exclusive_group(required=True)
@@ -33,24 +36,35 @@ def register(subparsers) -> None:
     g.add_argument("--cv", type=float, default=None, help="gamma arrivals: coefficient of variation (1 = Poisson)")
     g.add_argument("--think-time", type=float, default=None, help="closed loop: mean think time, seconds")
     g.add_argument("--time-scale", type=float, default=1.0, help="trace: speed-up (2 = twice the arrival rate)")
-    g.add_argument("--num-requests", type=int, default=None,
-                   help=f"requests to simulate (default {DEFAULT_NUM_REQUESTS}; with --trace: a seeded random "
-                        "subset, which lowers the rate; default the whole trace)")
+    g.add_argument(
+        "--num-requests",
+        type=int,
+        default=None,
+        help=f"requests to simulate (default {DEFAULT_NUM_REQUESTS}; with --trace: a seeded random "
+        "subset, which lowers the rate; default the whole trace)",
+    )
     add_length_args(g)
     s = p.add_argument_group("server and SLO")
-    s.add_argument("--prefix-caching", action="store_true",
-                   help="reuse cached blocks (on by default as in vLLM V1; --no-enable-prefix-caching turns it off)")
-    s.add_argument("--max-queue", type=int, default=None,
-                   help="most requests left waiting after each step; more are rejected (0 = admit only what can "
-                        "start now)")
+    s.add_argument(
+        "--prefix-caching",
+        action="store_true",
+        help="reuse cached blocks (on by default as in vLLM V1; --no-enable-prefix-caching turns it off)",
+    )
+    s.add_argument(
+        "--max-queue",
+        type=int,
+        default=None,
+        help="most requests left waiting after each step; more are rejected (0 = admit only what can start now)",
+    )
     s.add_argument("--slo-ttft-ms", type=float, default=None, help="goodput: TTFT target, ms")
     s.add_argument("--slo-tpot-ms", type=float, default=None, help="goodput: TPOT target, ms")
     s.add_argument("--seed", type=int, default=0, help="seed for arrivals, lengths and sampling (default 0)")
     d = p.add_argument_group("speculative decoding (off unless --spec-model)")
     d.add_argument("--spec-model", default=None, help="draft model: preset id or config.json path")
     d.add_argument("--spec-k", type=int, default=4, help="draft tokens per verification step (default 4)")
-    d.add_argument("--spec-alpha", type=float, default=0.7,
-                   help="per-token acceptance rate of the drafts, 0..1 (default 0.7)")
+    d.add_argument(
+        "--spec-alpha", type=float, default=0.7, help="per-token acceptance rate of the drafts, 0..1 (default 0.7)"
+    )
     p.set_defaults(func=run)
 
 
@@ -63,10 +77,17 @@ def _positive(flag: str, value, integer: bool = False, allow_zero: bool = False)
 
 
 def _check_flags(args: argparse.Namespace) -> None:
-    for flag, value in (("--rate", args.rate), ("--users", args.users), ("--time-scale", args.time_scale),
-                        ("--num-requests", args.num_requests), ("--input-tokens", args.input_tokens),
-                        ("--output-tokens", args.output_tokens), ("--cv", args.cv),
-                        ("--slo-ttft-ms", args.slo_ttft_ms), ("--slo-tpot-ms", args.slo_tpot_ms)):
+    for flag, value in (
+        ("--rate", args.rate),
+        ("--users", args.users),
+        ("--time-scale", args.time_scale),
+        ("--num-requests", args.num_requests),
+        ("--input-tokens", args.input_tokens),
+        ("--output-tokens", args.output_tokens),
+        ("--cv", args.cv),
+        ("--slo-ttft-ms", args.slo_ttft_ms),
+        ("--slo-tpot-ms", args.slo_tpot_ms),
+    ):
         _positive(flag, value)
     _positive("--think-time", args.think_time, allow_zero=True)
     _positive("--max-queue", args.max_queue, allow_zero=True)
@@ -131,12 +152,21 @@ def run(args: argparse.Namespace) -> int:
         except InputError as err:
             raise InputError("--spec-model", err.message) from None
         spec = dict(draft_cost=draft, spec_k=args.spec_k, spec_alpha=args.spec_alpha)
-    res = run_serving(r, wl, args.engine, True if args.prefix_caching else None, args.max_queue, slo_ttft, slo_tpot,
-                      args.seed, **spec)
+    res = run_serving(
+        r, wl, args.engine, True if args.prefix_caching else None, args.max_queue, slo_ttft, slo_tpot, args.seed, **spec
+    )
     out = result_summary(res)
-    out.update(model=r.model.name, gpu=r.gpu.id, tp=r.deployment.tensor_parallel_size, engine=args.engine,
-               prefix_caching=res.config.enable_prefix_caching, max_queue=args.max_queue,
-               spec_model=args.spec_model, spec_k=res.config.spec_k, spec_alpha=res.config.spec_alpha)
+    out.update(
+        model=r.model.name,
+        gpu=r.gpu.id,
+        tp=r.deployment.tensor_parallel_size,
+        engine=args.engine,
+        prefix_caching=res.config.enable_prefix_caching,
+        max_queue=args.max_queue,
+        spec_model=args.spec_model,
+        spec_k=res.config.spec_k,
+        spec_alpha=res.config.spec_alpha,
+    )
     emit(out, args.json, _text(out))
     return 0
 
@@ -146,22 +176,29 @@ def _ms(stat: dict) -> str:
 
 
 def _text(s: dict) -> str:
-    good = "" if s["slo_attainment"] is None or (s["slo_ttft_s"] is None and s["slo_tpot_s"] is None) else \
-        f"; goodput {s['goodput_requests_per_s']:,.2f} req/s ({s['slo_attainment']:.1%} met the SLO)"
-    lines = [f"{s['model']} on {s['gpu']} (TP={s['tp']}), engine {s['engine']}, one replica, seed {s['seed']}",
-             f"  traffic: {s['source']}",
-             f"  {s['completed']:,} of {s['num_requests']:,} completed, {s['rejected']:,} rejected "
-             f"({s['rejected_queue_full']:,} queue full, {s['rejected_too_long']:,} too long); "
-             f"{s['simulated_s']:,.1f} s simulated in {s['wall_s']:.2f} s",
-             "  latency (ms)"]
+    good = (
+        ""
+        if s["slo_attainment"] is None or (s["slo_ttft_s"] is None and s["slo_tpot_s"] is None)
+        else f"; goodput {s['goodput_requests_per_s']:,.2f} req/s ({s['slo_attainment']:.1%} met the SLO)"
+    )
+    lines = [
+        f"{s['model']} on {s['gpu']} (TP={s['tp']}), engine {s['engine']}, one replica, seed {s['seed']}",
+        f"  traffic: {s['source']}",
+        f"  {s['completed']:,} of {s['num_requests']:,} completed, {s['rejected']:,} rejected "
+        f"({s['rejected_queue_full']:,} queue full, {s['rejected_too_long']:,} too long); "
+        f"{s['simulated_s']:,.1f} s simulated in {s['wall_s']:.2f} s",
+        "  latency (ms)",
+    ]
     for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("end-to-end", "e2e_s"), ("queue wait", "queue_s")):
         lines.append(f"    {label:<11} {_ms(s[key])}")
     tput = s["throughput_tokens_per_s"] or 0.0
-    lines += [f"  throughput {tput:,.0f} output tokens/s, {s['throughput_requests_per_s'] or 0:,.2f} req/s{good}",
-              f"  KV use mean {s['mean_kv_use']:.1%}, peak {s['peak_kv_use']:.1%} of {s['kv_pool_tokens']:,} tokens; "
-              f"mean batch {s['mean_running']:,.1f}, max queue {s['max_waiting']:,}",
-              f"  preemptions {s['preemptions']:,}, prefix hit rate {s['prefix_hit_rate']:.1%}",
-              f"  engine limits: max_num_seqs {s['max_num_seqs']:,}, max_num_batched_tokens "
-              f"{s['max_num_batched_tokens']:,}" + (" (max_num_seqs reached: it capped the batch)"
-                                                    if s["max_running"] >= s["max_num_seqs"] else "")]
+    lines += [
+        f"  throughput {tput:,.0f} output tokens/s, {s['throughput_requests_per_s'] or 0:,.2f} req/s{good}",
+        f"  KV use mean {s['mean_kv_use']:.1%}, peak {s['peak_kv_use']:.1%} of {s['kv_pool_tokens']:,} tokens; "
+        f"mean batch {s['mean_running']:,.1f}, max queue {s['max_waiting']:,}",
+        f"  preemptions {s['preemptions']:,}, prefix hit rate {s['prefix_hit_rate']:.1%}",
+        f"  engine limits: max_num_seqs {s['max_num_seqs']:,}, max_num_batched_tokens "
+        f"{s['max_num_batched_tokens']:,}"
+        + (" (max_num_seqs reached: it capped the batch)" if s["max_running"] >= s["max_num_seqs"] else ""),
+    ]
     return "\n".join(lines)

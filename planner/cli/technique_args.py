@@ -1,4 +1,5 @@
 """Flags the technique subcommands share: the request lengths (a what-if needs a typical request, not max_model_len)."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,7 +13,9 @@ def add_request_args(p: argparse.ArgumentParser, batch_default: int | None = 32)
     g.add_argument("--input-tokens", type=int, default=2000, help="prompt tokens per request (default 2000)")
     g.add_argument("--output-tokens", type=int, default=300, help="output tokens per request (default 300)")
     if batch_default is not None:
-        g.add_argument("--batch", type=int, default=batch_default, help=f"requests decoding together (default {batch_default})")
+        g.add_argument(
+            "--batch", type=int, default=batch_default, help=f"requests decoding together (default {batch_default})"
+        )
     add_engine_arg(g)
 
 

@@ -1,19 +1,20 @@
 """`python -m planner prefix-cache | paged | flash-attn`: serving techniques as what-ifs on the scenario."""
+
 from __future__ import annotations
 
 import dataclasses
 
-from planner.techniques import flash_attention as fa
-from planner.techniques import prefix_cache as pc
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.cli.technique_args import add_request_args, positive, request_tokens
 from planner.core.errors import InputError
-from planner.memory.plan import plan_memory
-from planner.techniques.paged_attention import compare, sample_lengths
-from planner.latency.perf_model import PerfModel
-from planner.traffic.traces import load_trace
 from planner.core.units import fmt_bytes, fmt_gb
+from planner.latency.perf_model import PerfModel
+from planner.memory.plan import plan_memory
+from planner.techniques import flash_attention as fa
+from planner.techniques import prefix_cache as pc
+from planner.techniques.paged_attention import compare, sample_lengths
+from planner.traffic.traces import load_trace
 
 
 def register(subparsers) -> None:
@@ -71,19 +72,33 @@ def prefix_report(r, args) -> dict:
     plan = plan_memory(r)
     req = request_tokens(args)
     h = args.hit_rate
-    return {"model": r.model.name, "gpu": r.gpu.id, "prompt_tokens": args.input_tokens,
-            "prefix_tokens": args.prefix_tokens, "cached_tokens_on_hit": cached, "block_size": bs, "hit_rate": h,
-            "ttft_given_rates_ms": {"before": given.before_s * 1e3, "after": given.after_s * 1e3,
-                                    "expected": (h * given.after_s + (1 - h) * given.before_s) * 1e3},
-            "ttft_model_ms": {"before": model.before_s * 1e3, "after": model.after_s * 1e3,
-                              "expected": (h * model.after_s + (1 - h) * model.before_s) * 1e3},
-            "prefill_flops_saved_on_hit": pc.prefill_flops_saved(pm, args.input_tokens, cached),
-            "prefill_flops_without": pc.prefill_flops(pm, args.input_tokens),
-            "kv_blocks_saved": pc.kv_blocks_saved(args.prefix_tokens, bs, args.num_sharing),
-            "kv_bytes_saved": pc.kv_blocks_saved(args.prefix_tokens, bs, args.num_sharing) * bs
-            * plan.kv_bytes_per_token_per_gpu,
-            "max_requests_without_sharing": plan.num_gpu_blocks // -(-req // bs),
-            "max_requests_with_sharing": pc.max_requests_shared(plan.num_gpu_blocks, req, args.prefix_tokens, bs)}
+    return {
+        "model": r.model.name,
+        "gpu": r.gpu.id,
+        "prompt_tokens": args.input_tokens,
+        "prefix_tokens": args.prefix_tokens,
+        "cached_tokens_on_hit": cached,
+        "block_size": bs,
+        "hit_rate": h,
+        "ttft_given_rates_ms": {
+            "before": given.before_s * 1e3,
+            "after": given.after_s * 1e3,
+            "expected": (h * given.after_s + (1 - h) * given.before_s) * 1e3,
+        },
+        "ttft_model_ms": {
+            "before": model.before_s * 1e3,
+            "after": model.after_s * 1e3,
+            "expected": (h * model.after_s + (1 - h) * model.before_s) * 1e3,
+        },
+        "prefill_flops_saved_on_hit": pc.prefill_flops_saved(pm, args.input_tokens, cached),
+        "prefill_flops_without": pc.prefill_flops(pm, args.input_tokens),
+        "kv_blocks_saved": pc.kv_blocks_saved(args.prefix_tokens, bs, args.num_sharing),
+        "kv_bytes_saved": pc.kv_blocks_saved(args.prefix_tokens, bs, args.num_sharing)
+        * bs
+        * plan.kv_bytes_per_token_per_gpu,
+        "max_requests_without_sharing": plan.num_gpu_blocks // -(-req // bs),
+        "max_requests_with_sharing": pc.max_requests_shared(plan.num_gpu_blocks, req, args.prefix_tokens, bs),
+    }
 
 
 def trace_report(r, trace: str) -> dict:
@@ -95,9 +110,16 @@ def trace_report(r, trace: str) -> dict:
         raise InputError("--trace", "this trace has no prefix hash ids (Mooncake has them)")
     cache_blocks = pc.trace_cache_blocks(plan_memory(r).kv_cache_tokens, w.prefix_block_tokens)
     h = pc.trace_hit_rate(w, cache_blocks)
-    return {"source": w.source, "requests": h.num_requests, "blocks": h.num_blocks, "block_tokens": h.block_tokens,
-            "hit_rate_infinite_cache": h.hit_rate_infinite, "token_hit_rate_infinite_cache": h.token_hit_rate_infinite,
-            "lru_cache_blocks": cache_blocks, "hit_rate_lru": h.hit_rate_lru}
+    return {
+        "source": w.source,
+        "requests": h.num_requests,
+        "blocks": h.num_blocks,
+        "block_tokens": h.block_tokens,
+        "hit_rate_infinite_cache": h.hit_rate_infinite,
+        "token_hit_rate_infinite_cache": h.token_hit_rate_infinite,
+        "lru_cache_blocks": cache_blocks,
+        "hit_rate_lru": h.hit_rate_lru,
+    }
 
 
 def _prefix_text(o: dict) -> str:
@@ -117,9 +139,11 @@ def _prefix_text(o: dict) -> str:
     ]
     if "trace" in o:
         t = o["trace"]
-        lines.append(f"  {t['source']}: hit rate {t['hit_rate_infinite_cache']:.1%} of {t['blocks']:,} blocks with an "
-                     f"infinite cache, {t['hit_rate_lru']:.1%} with an LRU of {t['lru_cache_blocks']:,} blocks "
-                     f"(the KV pool)")
+        lines.append(
+            f"  {t['source']}: hit rate {t['hit_rate_infinite_cache']:.1%} of {t['blocks']:,} blocks with an "
+            f"infinite cache, {t['hit_rate_lru']:.1%} with an LRU of {t['lru_cache_blocks']:,} blocks "
+            f"(the KV pool)"
+        )
     return "\n".join(lines)
 
 
@@ -132,20 +156,31 @@ def run_paged(args) -> int:
         raise InputError("--seed", "must be from 0 to 2^32 - 1")
     if args.reserve_tokens is not None and args.reserve_tokens <= 0:
         raise InputError("--reserve-tokens", "must be positive")
-    lengths = sample_lengths(args.prompt_dist, args.output_dist, args.samples, args.seed, r.max_model_len,
-                             fields=("--prompt-dist", "--output-dist"))
+    lengths = sample_lengths(
+        args.prompt_dist,
+        args.output_dist,
+        args.samples,
+        args.seed,
+        r.max_model_len,
+        fields=("--prompt-dist", "--output-dist"),
+    )
     c = compare(r, lengths, args.reserve_tokens)
     out = dataclasses.asdict(c) | {"model": r.model.name, "gpu": r.gpu.id, "concurrency_gain": c.concurrency_gain}
-    text = "\n".join([
-        f"{r.model.name} on {r.gpu.name}: {c.num_samples:,} requests, mean {c.mean_tokens:,.0f} tokens "
-        f"(p50 {c.p50_tokens:,.0f}, p95 {c.p95_tokens:,.0f}), KV pool {c.pool_tokens:,} tokens per GPU",
-        f"  contiguous ({c.reserve_tokens:,} reserved)  {c.contiguous_max_requests:,} requests, "
-        + (f"{c.contiguous_waste_fraction:.1%} of reserved memory never written "
-           f"({fmt_gb(c.contiguous_waste_bytes)})"
-           if c.contiguous_max_requests else "one reservation is larger than the pool"),
-        f"  paged (blocks of {c.block_size})          {c.paged_max_requests:,} requests, "
-        f"{c.paged_waste_fraction:.2%} wasted in tail blocks ({fmt_gb(c.paged_waste_bytes)})",
-    ])
+    text = "\n".join(
+        [
+            f"{r.model.name} on {r.gpu.name}: {c.num_samples:,} requests, mean {c.mean_tokens:,.0f} tokens "
+            f"(p50 {c.p50_tokens:,.0f}, p95 {c.p95_tokens:,.0f}), KV pool {c.pool_tokens:,} tokens per GPU",
+            f"  contiguous ({c.reserve_tokens:,} reserved)  {c.contiguous_max_requests:,} requests, "
+            + (
+                f"{c.contiguous_waste_fraction:.1%} of reserved memory never written "
+                f"({fmt_gb(c.contiguous_waste_bytes)})"
+                if c.contiguous_max_requests
+                else "one reservation is larger than the pool"
+            ),
+            f"  paged (blocks of {c.block_size})          {c.paged_max_requests:,} requests, "
+            f"{c.paged_waste_fraction:.2%} wasted in tail blocks ({fmt_gb(c.paged_waste_bytes)})",
+        ]
+    )
     emit(out, args.json, text)
     return 0
 
@@ -155,15 +190,21 @@ def run_flash(args) -> int:
     positive(args, "batch", "seq_len", "block")
     heads = r.model.num_attention_heads // r.deployment.tensor_parallel_size
     m = fa.attention_memory(args.batch, heads, args.seq_len, args.seq_len, r.kv_bytes, args.block, args.block)
-    out = dataclasses.asdict(m) | {"model": r.model.name, "gpu": r.gpu.id, "layers": r.model.num_layers,
-                                   "gpu_memory_bytes": r.gpu.usable_memory_bytes}
-    text = "\n".join([
-        f"{r.model.name}: batch {m.batch} × {heads} heads per GPU × {m.q_tokens:,}² scores × "
-        f"{m.bytes_per_value:g} B",
-        f"  standard attention   {fmt_bytes(m.standard_bytes)} per layer materialised in HBM "
-        f"(~{fmt_bytes(m.standard_traffic_bytes)} of HBM traffic)",
-        f"  FlashAttention       {fmt_bytes(m.flash_tile_bytes)} tile on-chip per thread block, "
-        f"{fmt_bytes(m.flash_hbm_bytes)} of log-sum-exp statistics in HBM ({m.ratio:,.0f}× less)",
-    ])
+    out = dataclasses.asdict(m) | {
+        "model": r.model.name,
+        "gpu": r.gpu.id,
+        "layers": r.model.num_layers,
+        "gpu_memory_bytes": r.gpu.usable_memory_bytes,
+    }
+    text = "\n".join(
+        [
+            f"{r.model.name}: batch {m.batch} × {heads} heads per GPU × {m.q_tokens:,}² scores × "
+            f"{m.bytes_per_value:g} B",
+            f"  standard attention   {fmt_bytes(m.standard_bytes)} per layer materialised in HBM "
+            f"(~{fmt_bytes(m.standard_traffic_bytes)} of HBM traffic)",
+            f"  FlashAttention       {fmt_bytes(m.flash_tile_bytes)} tile on-chip per thread block, "
+            f"{fmt_bytes(m.flash_hbm_bytes)} of log-sum-exp statistics in HBM ({m.ratio:,.0f}× less)",
+        ]
+    )
     emit(out, args.json, text)
     return 0

@@ -5,16 +5,16 @@
 names and SPEC syntax so a command line moves between the two. Explicit lengths (--input-tokens, --output-tokens,
 --input-dist, --output-dist) imply the custom profile, as they do in `simulate`.
 """
+
 from __future__ import annotations
 
 import argparse
 
 from pydantic import ValidationError
 
-from planner.core.workload import TrafficSpec
 from planner.cli.scenario_args import add_engine_arg
 from planner.core.errors import InputError, from_validation_error
-from planner.core.workload import PROFILES
+from planner.core.workload import PROFILES, TrafficSpec
 from planner.traffic.generators import LengthDist
 
 DEFAULT_INPUT = "lognormal:mean=1000,sigma=0.8"
@@ -35,20 +35,35 @@ def add_length_args(group, note: str = "") -> None:
 
 def add_traffic_args(p: argparse.ArgumentParser, default_num_requests: int = 1000) -> None:
     g = p.add_argument_group("traffic (its shape; the rate is what the search finds)")
-    g.add_argument("--profile", default=None, choices=PROFILE_CHOICES,
-                   help="chat/code/rag: lengths from the Azure/Mooncake traces; custom: --input-dist/--output-dist "
-                        "(default chat; custom when --input-tokens/--output-tokens/--input-dist/--output-dist is "
-                        "given)")
+    g.add_argument(
+        "--profile",
+        default=None,
+        choices=PROFILE_CHOICES,
+        help="chat/code/rag: lengths from the Azure/Mooncake traces; custom: --input-dist/--output-dist "
+        "(default chat; custom when --input-tokens/--output-tokens/--input-dist/--output-dist is "
+        "given)",
+    )
     g.add_argument("--trace", default=None, help="lengths (and timing) from this trace file instead of a profile")
     add_length_args(g, "custom: ")
-    g.add_argument("--arrival", default="poisson", choices=["poisson", "gamma", "constant", "trace"],
-                   help="arrival process (trace: a trace window's own timing, rescaled)")
+    g.add_argument(
+        "--arrival",
+        default="poisson",
+        choices=["poisson", "gamma", "constant", "trace"],
+        help="arrival process (trace: a trace window's own timing, rescaled)",
+    )
     g.add_argument("--cv", type=float, default=1.0, help="gamma arrivals: coefficient of variation")
-    g.add_argument("--num-requests", type=int, default=default_num_requests,
-                   help=f"requests per simulated probe (default {default_num_requests:,})")
+    g.add_argument(
+        "--num-requests",
+        type=int,
+        default=default_num_requests,
+        help=f"requests per simulated probe (default {default_num_requests:,})",
+    )
     g.add_argument("--seed", type=int, default=0, help="seed of lengths, arrivals and the simulator (default 0)")
-    g.add_argument("--prefix-caching", action="store_true",
-                   help="reuse cached blocks (on by default as in vLLM V1; --no-enable-prefix-caching turns it off)")
+    g.add_argument(
+        "--prefix-caching",
+        action="store_true",
+        help="reuse cached blocks (on by default as in vLLM V1; --no-enable-prefix-caching turns it off)",
+    )
     add_engine_arg(g)
 
 
@@ -67,8 +82,11 @@ def traffic_from_args(args: argparse.Namespace) -> TrafficSpec:
     custom = profile == "custom"
     for flag in lengths:
         if not custom:  # explicit lengths imply the custom profile, but not against --profile chat or a trace
-            raise InputError("--" + flag.replace("_", "-"), f"gives the lengths itself, so it cannot be combined with "
-                             f"{'--trace' if args.trace else '--profile ' + profile} (lengths come from the trace)")
+            raise InputError(
+                "--" + flag.replace("_", "-"),
+                f"gives the lengths itself, so it cannot be combined with "
+                f"{'--trace' if args.trace else '--profile ' + profile} (lengths come from the trace)",
+            )
     if custom and args.arrival == "trace":
         raise InputError("--arrival", "trace timing needs a trace profile")
     if not custom and args.arrival in ("gamma", "constant"):
@@ -78,9 +96,17 @@ def traffic_from_args(args: argparse.Namespace) -> TrafficSpec:
     prompt = _length(args.input_tokens, args.input_dist, DEFAULT_INPUT, "--input-dist")
     output = _length(args.output_tokens, args.output_dist, DEFAULT_OUTPUT, "--output-dist")
     try:
-        return TrafficSpec(profile=profile, prompt=prompt, output=output, arrival=args.arrival, cv=args.cv,
-                           num_requests=args.num_requests, seed=args.seed, trace_path=args.trace or "",
-                           prefix_caching=args.prefix_caching)
+        return TrafficSpec(
+            profile=profile,
+            prompt=prompt,
+            output=output,
+            arrival=args.arrival,
+            cv=args.cv,
+            num_requests=args.num_requests,
+            seed=args.seed,
+            trace_path=args.trace or "",
+            prefix_caching=args.prefix_caching,
+        )
     except ValidationError as err:
         e = from_validation_error(err)
         raise InputError("--" + e.field.replace("_", "-"), e.message) from None

@@ -8,25 +8,33 @@ a metric it does not compute, a free-text cell such as tp "mixed TP/PP/DP": the 
 (fitted on other families, predicted from the datasheet), estimated (no points for the family or the engine).
 A malformed CSV (missing column, a `value` that is not a positive number) exits 2 naming the row and column.
 """
+
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
 from planner.accuracy.published_points import MEASUREMENTS_CSV
+from planner.accuracy.validation import error_summary, overall, points_table, summary_dict
 from planner.cli import emit
 from planner.core.errors import InputError
-from planner.accuracy.validation import error_summary, overall, points_table, summary_dict
 
 POINT_KEYS = ("id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("validate", help="predicted against measured for a CSV of published measurements",
-                              description="Predict every row of a CSV in the format of published_points.csv and "
-                                          "report the absolute %% error per metric (median, 90th percentile).")
-    p.add_argument("--points", type=Path, default=MEASUREMENTS_CSV,
-                   help="CSV in the format of data/measurements/published_points.csv (default: that file)")
+    p = subparsers.add_parser(
+        "validate",
+        help="predicted against measured for a CSV of published measurements",
+        description="Predict every row of a CSV in the format of published_points.csv and "
+        "report the absolute %% error per metric (median, 90th percentile).",
+    )
+    p.add_argument(
+        "--points",
+        type=Path,
+        default=MEASUREMENTS_CSV,
+        help="CSV in the format of data/measurements/published_points.csv (default: that file)",
+    )
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(func=run)
 
@@ -54,15 +62,23 @@ def _text(df, path: Path) -> str:
     lines = [f"{path}: {o['n']} of {len(df)} points predicted"]
     for _, r in df.iterrows():
         if r["reason"]:
-            lines.append(f"  {r['id']:6s} {r['metric'][:30]:30s} measured {r['measured']:>10.4g}  not predicted: {r['reason']}")
+            lines.append(
+                f"  {r['id']:6s} {r['metric'][:30]:30s} measured {r['measured']:>10.4g}  not predicted: {r['reason']}"
+            )
         else:
-            lines.append(f"  {r['id']:6s} {r['metric'][:30]:30s} measured {r['measured']:>10.4g}  predicted "
-                         f"{r['predicted']:>10.4g}  error {r['error_pct']:+6.1f}%  ({r['profile']}, {r['status']})")
+            lines.append(
+                f"  {r['id']:6s} {r['metric'][:30]:30s} measured {r['measured']:>10.4g}  predicted "
+                f"{r['predicted']:>10.4g}  error {r['error_pct']:+6.1f}%  ({r['profile']}, {r['status']})"
+            )
     lines.append("\nabsolute % error by metric")
     s = error_summary(df)
-    lines += [f"  {r['metric'][:34]:34s} n={r['n']:3d}  median {r['median_abs_error_pct']:5.1f}%  "
-              f"p90 {r['p90_abs_error_pct']:5.1f}%" for _, r in s.iterrows()]
+    lines += [
+        f"  {r['metric'][:34]:34s} n={r['n']:3d}  median {r['median_abs_error_pct']:5.1f}%  "
+        f"p90 {r['p90_abs_error_pct']:5.1f}%"
+        for _, r in s.iterrows()
+    ]
     if o["n"]:
-        lines.append(f"  {'all':34s} n={o['n']:3d}  median {o['median_abs_error_pct']:5.1f}%  "
-                     f"p90 {o['p90_abs_error_pct']:5.1f}%")
+        lines.append(
+            f"  {'all':34s} n={o['n']:3d}  median {o['median_abs_error_pct']:5.1f}%  p90 {o['p90_abs_error_pct']:5.1f}%"
+        )
     return "\n".join(lines)

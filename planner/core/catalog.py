@@ -2,6 +2,7 @@
 (data/models/*.json, published Hugging Face config.json files). One loader each, validated at load: a bad entry
 fails with the file, the entry and the field named.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -11,8 +12,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from planner.core.errors import InputError, from_validation_error
-from planner.core.paths import data_dir
 from planner.core.hf_config import load_config_file
+from planner.core.paths import data_dir
 from planner.core.precision import KVPrecision, WeightPrecision
 from planner.core.specs import GPUSpec, ModelSpec
 
@@ -76,8 +77,10 @@ def gpus() -> dict[str, GPUSpec]:
 
 def get_gpu(gpu_id: str) -> GPUSpec:
     """A catalogue GPU by id, matched case-insensitively (also ignoring '-', '_' and spaces)."""
+
     def norm(s: str) -> str:
         return s.lower().replace("-", "").replace("_", "").replace(" ", "")
+
     for gid, gpu in gpus().items():
         if norm(gid) == norm(gpu_id):
             return gpu
@@ -145,7 +148,9 @@ def get_model(model: str) -> ModelSpec:
         try:
             return load_config_file(path)
         except InputError as err:  # name the flag the path came from, then the file's own field
-            raise InputError(err.field if err.field.startswith("model") else f"model {err.field}",
-                             err.message) from None
-    raise InputError("model", f"unknown model {model!r}: give a preset id ({', '.join(model_presets())}) "
-                                "or a path to a config.json")
+            raise InputError(
+                err.field if err.field.startswith("model") else f"model {err.field}", err.message
+            ) from None
+    raise InputError(
+        "model", f"unknown model {model!r}: give a preset id ({', '.join(model_presets())}) or a path to a config.json"
+    )

@@ -16,6 +16,7 @@ as `EngineArgs.get_batch_defaults` on newer main):
 `vllm serve` is the OPENAI_API_SERVER context (our default, "serve"); the offline `LLM` class (benchmarks'
 throughput runs) is LLM_CLASS ("offline"). device_memory is the total memory the device reports (GiB = 2^30).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,8 +42,11 @@ def _vllm(gpu, usage: str) -> BatchDefaults:
     else:
         tokens, seqs = (2048, 256) if usage == "serve" else (8192, 256)
         rule = "A100 or < 70 GiB"
-    return BatchDefaults(tokens, min(seqs, tokens), f"vLLM V1 default for this GPU ({rule}, "
-                                                    f"{'vllm serve' if usage == 'serve' else 'offline LLM'})")
+    return BatchDefaults(
+        tokens,
+        min(seqs, tokens),
+        f"vLLM V1 default for this GPU ({rule}, {'vllm serve' if usage == 'serve' else 'offline LLM'})",
+    )
 
 
 ENGINE_BATCH_DEFAULTS = {"vllm": _vllm}

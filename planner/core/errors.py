@@ -1,4 +1,5 @@
 """One error type for bad user input: it always names the field at fault."""
+
 from __future__ import annotations
 
 from pydantic import ValidationError

@@ -4,6 +4,7 @@ Qwen3-MoE, DeepSeek-V2 MLA, Falcon with its old RefinedWeb keys).
 Each family spells the same quantity differently; `_first` reads the first key present so that a missing field
 is reported by its Hugging Face name.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,13 @@ def _show(value: Any) -> str:
 
 
 def _whole(value: Any, minimum: int) -> bool:
-    return (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-            and value == int(value) and minimum <= value <= MAX_DIMENSION)
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and value == int(value)
+        and minimum <= value <= MAX_DIMENSION
+    )
 
 
 def _positive_int(cfg: dict, *keys: str, default: Any = ..., source: str = "config.json") -> int:
@@ -75,9 +81,15 @@ def _family_fields(cfg: dict, model_type: str, source: str) -> dict:
     if model_type in ("falcon", "RefinedWebModel", "RefinedWeb"):
         new_arch = bool(cfg.get("new_decoder_architecture"))
         parallel = bool(cfg.get("parallel_attn", True))
-        fields.update(mlp_kind="plain", norm_kind="layer", tie_word_embeddings=cfg.get("tie_word_embeddings", True),
-                      norms_per_layer=2 if (new_arch or not parallel) else 1,
-                      qkv_bias=bool(cfg.get("bias")), o_bias=bool(cfg.get("bias")), mlp_bias=bool(cfg.get("bias")))
+        fields.update(
+            mlp_kind="plain",
+            norm_kind="layer",
+            tie_word_embeddings=cfg.get("tie_word_embeddings", True),
+            norms_per_layer=2 if (new_arch or not parallel) else 1,
+            qkv_bias=bool(cfg.get("bias")),
+            o_bias=bool(cfg.get("bias")),
+            mlp_bias=bool(cfg.get("bias")),
+        )
     elif model_type == "gemma2":
         fields.update(norms_per_layer=4, tie_word_embeddings=cfg.get("tie_word_embeddings", True))
     elif model_type == "qwen2":
@@ -96,10 +108,12 @@ def _moe_fields(cfg: dict, num_layers: int, source: str) -> dict:
     experts = _count(cfg, key, source) if key else 0
     if not experts:
         return {}
-    fields = dict(num_experts=experts,
-                  num_experts_per_tok=_positive_int(cfg, "num_experts_per_tok", source=source),
-                  num_shared_experts=_count(cfg, "n_shared_experts", source),
-                  num_dense_layers=_count(cfg, "first_k_dense_replace", source))
+    fields = dict(
+        num_experts=experts,
+        num_experts_per_tok=_positive_int(cfg, "num_experts_per_tok", source=source),
+        num_shared_experts=_count(cfg, "n_shared_experts", source),
+        num_dense_layers=_count(cfg, "first_k_dense_replace", source),
+    )
     # Mixtral's experts use intermediate_size; Qwen3-MoE and DeepSeek name the expert width separately.
     fields["moe_intermediate_size"] = _positive_int(cfg, "moe_intermediate_size", "intermediate_size", source=source)
     if cfg.get("mlp_only_layers"):
@@ -112,11 +126,13 @@ def _moe_fields(cfg: dict, num_layers: int, source: str) -> dict:
 def _mla_fields(cfg: dict, source: str) -> dict:
     if not cfg.get("kv_lora_rank"):
         return {}
-    return dict(kv_lora_rank=_positive_int(cfg, "kv_lora_rank", source=source),
-                q_lora_rank=_count(cfg, "q_lora_rank", source),
-                qk_rope_head_dim=_positive_int(cfg, "qk_rope_head_dim", source=source),
-                qk_nope_head_dim=_positive_int(cfg, "qk_nope_head_dim", source=source),
-                v_head_dim=_positive_int(cfg, "v_head_dim", source=source))
+    return dict(
+        kv_lora_rank=_positive_int(cfg, "kv_lora_rank", source=source),
+        q_lora_rank=_count(cfg, "q_lora_rank", source),
+        qk_rope_head_dim=_positive_int(cfg, "qk_rope_head_dim", source=source),
+        qk_nope_head_dim=_positive_int(cfg, "qk_nope_head_dim", source=source),
+        v_head_dim=_positive_int(cfg, "v_head_dim", source=source),
+    )
 
 
 def _quant_fields(cfg: dict) -> dict:
@@ -126,7 +142,8 @@ def _quant_fields(cfg: dict) -> dict:
         return {}
     method, bits = str(q.get("quant_method", "")).lower(), q.get("bits")
     fmt = {("fp8", None): "fp8", ("awq", 4): "awq-int4", ("gptq", 4): "gptq-int4", ("gptq", 8): "gptq-int8"}.get(
-        (method, bits if method in ("awq", "gptq") else None))
+        (method, bits if method in ("awq", "gptq") else None)
+    )
     return {"quantized_weights": fmt} if fmt else {}
 
 
@@ -146,17 +163,23 @@ def model_from_hf_config(cfg: dict, name: str | None = None, source: str = "conf
     window, sliding_layers = _sliding(cfg, model_type, layers, source)
     fields = dict(
         name=name or str(cfg.get("_name_or_path") or model_type),
-        model_type=model_type, hidden_size=hidden, num_layers=layers, num_attention_heads=heads,
+        model_type=model_type,
+        hidden_size=hidden,
+        num_layers=layers,
+        num_attention_heads=heads,
         num_kv_heads=kv_heads,
         head_dim=_positive_int(cfg, "head_dim", default=hidden // heads, source=source),
-        intermediate_size=_positive_int(cfg, "intermediate_size", "ffn_hidden_size", "n_inner",
-                                        default=default_ffn, source=source),
+        intermediate_size=_positive_int(
+            cfg, "intermediate_size", "ffn_hidden_size", "n_inner", default=default_ffn, source=source
+        ),
         vocab_size=_positive_int(cfg, "vocab_size", source=source),
-        max_position_embeddings=_positive_int(cfg, "max_position_embeddings", "max_seq_len", "n_positions",
-                                              default=2048, source=source),
+        max_position_embeddings=_positive_int(
+            cfg, "max_position_embeddings", "max_seq_len", "n_positions", default=2048, source=source
+        ),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         torch_dtype=str(cfg.get("torch_dtype") or "bfloat16"),
-        sliding_window=window, num_sliding_layers=sliding_layers,
+        sliding_window=window,
+        num_sliding_layers=sliding_layers,
     )
     fields.update(_family_fields(cfg, model_type, source))
     fields.update(_moe_fields(cfg, layers, source))

@@ -3,6 +3,7 @@
 Counts follow the Hugging Face module layout (q/k/v/o projections, gate/up/down MLP, norms, embeddings, lm_head);
 MoE counts all experts for memory (`total`) and only the routed top-k plus shared experts for compute (`active`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -11,6 +11,7 @@ Environment overrides, for users with their own folders:
     SERVINGPLAN_TRACES_DIR    traces only (named traces are looked up there)
     SERVINGPLAN_MEASUREMENTS  the published-points CSV `validate` uses by default
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Weight and KV-cache precisions (data/precisions.yaml): effective bits per weight and who loads each format."""
+
 from __future__ import annotations
 
 from typing import Literal

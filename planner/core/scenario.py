@@ -5,6 +5,7 @@ It is the one object the sidebar edits, the URL and a saved JSON carry, and ever
 default, so a link or file saved before a field existed still loads. `resolve` turns
 ids into specs (raising InputError naming the field when an id is unknown).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,11 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, f
 
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
 from planner.core.engine_defaults import batch_defaults
-from planner.latency.efficiency import ENGINES, EfficiencyProfile, profiles
 from planner.core.errors import InputError
 from planner.core.precision import KVPrecision, WeightPrecision, resolve_kv_bytes
 from planner.core.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
 from planner.core.workload import SLO, TrafficSpec
+from planner.latency.efficiency import ENGINES, EfficiencyProfile, profiles
 
 DEFAULT_TARGET_RATE = 50.0  # requests/s the fleet must serve
 DEFAULT_HEADROOM = 1.2  # provision target × headroom (planner.capacity.replicas uses the same default)
@@ -84,16 +85,30 @@ def resolve(s: Scenario) -> Resolved:
         gpu = get_gpu(s.gpu)
     dep = s.deployment
     if model.num_attention_heads % dep.tensor_parallel_size:
-        raise InputError("tensor_parallel_size", f"{model.num_attention_heads} attention heads are not divisible by "
-                                                 f"{dep.tensor_parallel_size} (vLLM requires it)")
+        raise InputError(
+            "tensor_parallel_size",
+            f"{model.num_attention_heads} attention heads are not divisible by "
+            f"{dep.tensor_parallel_size} (vLLM requires it)",
+        )
     weights = get_weight_precision(dep.weights)
     kv = get_kv_precision(dep.kv_cache_dtype)
     max_len = dep.max_model_len or model.max_position_embeddings
     defaults = batch_defaults(gpu, s.engine)
     if dep.max_num_seqs is None or dep.max_num_batched_tokens is None:  # vLLM's get_batch_defaults for this GPU
-        dep = dep.model_copy(update={"max_num_seqs": dep.max_num_seqs or defaults.max_num_seqs,
-                                     "max_num_batched_tokens": dep.max_num_batched_tokens
-                                     or defaults.max_num_batched_tokens})
-    return Resolved(model=model, gpu=gpu, deployment=dep, weights=weights, kv=kv,
-                    kv_bytes=resolve_kv_bytes(kv, weights), max_model_len=max_len,
-                    context_tokens=s.context_tokens or max_len, calibration=s.calibration)
+        dep = dep.model_copy(
+            update={
+                "max_num_seqs": dep.max_num_seqs or defaults.max_num_seqs,
+                "max_num_batched_tokens": dep.max_num_batched_tokens or defaults.max_num_batched_tokens,
+            }
+        )
+    return Resolved(
+        model=model,
+        gpu=gpu,
+        deployment=dep,
+        weights=weights,
+        kv=kv,
+        kv_bytes=resolve_kv_bytes(kv, weights),
+        max_model_len=max_len,
+        context_tokens=s.context_tokens or max_len,
+        calibration=s.calibration,
+    )

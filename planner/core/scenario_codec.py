@@ -5,6 +5,7 @@ user's calibration as `cal` = engine~gpu family~the fitted constants as URL-safe
 (~150 characters). Traffic fields travel only when they differ from TrafficSpec's defaults. Decoding validates
 everything and names the offending parameter.
 """
+
 from __future__ import annotations
 
 import base64
@@ -25,16 +26,45 @@ MAX_SCENARIO_BYTES = 200_000
 MAX_CALIBRATION_BYTES = 4_000  # the fitted constants as JSON are ~300 bytes
 
 # query parameter -> Deployment field
-_DEPLOYMENT = {"gpus": "num_gpus", "tp": "tensor_parallel_size", "w": "weights", "kv": "kv_cache_dtype",
-               "util": "gpu_memory_utilization", "maxlen": "max_model_len", "block": "block_size",
-               "seqs": "max_num_seqs", "batched": "max_num_batched_tokens", "eager": "enforce_eager",
-               "pp": "pipeline_parallel_size", "dp": "data_parallel_size", "ep": "enable_expert_parallel",
-               "pfx": "enable_prefix_caching", "lpt": "long_prefill_token_threshold"}
-_SCENARIO = {"context_tokens": "ctx", "gpu_memory_gb": "gpu_gb", "model_spec": "spec", "model": "model", "gpu": "gpu",
-             "target_rate": "rate", "headroom": "headroom", "engine": "engine", "calibration": "cal"}
+_DEPLOYMENT = {
+    "gpus": "num_gpus",
+    "tp": "tensor_parallel_size",
+    "w": "weights",
+    "kv": "kv_cache_dtype",
+    "util": "gpu_memory_utilization",
+    "maxlen": "max_model_len",
+    "block": "block_size",
+    "seqs": "max_num_seqs",
+    "batched": "max_num_batched_tokens",
+    "eager": "enforce_eager",
+    "pp": "pipeline_parallel_size",
+    "dp": "data_parallel_size",
+    "ep": "enable_expert_parallel",
+    "pfx": "enable_prefix_caching",
+    "lpt": "long_prefill_token_threshold",
+}
+_SCENARIO = {
+    "context_tokens": "ctx",
+    "gpu_memory_gb": "gpu_gb",
+    "model_spec": "spec",
+    "model": "model",
+    "gpu": "gpu",
+    "target_rate": "rate",
+    "headroom": "headroom",
+    "engine": "engine",
+    "calibration": "cal",
+}
 # query parameter -> TrafficSpec field (and its type)
-_TRAFFIC = {"profile": ("profile", str), "in": ("prompt", str), "out": ("output", str), "arrival": ("arrival", str),
-            "cv": ("cv", float), "n": ("num_requests", int), "seed": ("seed", int), "pc": ("prefix_caching", bool)}
+_TRAFFIC = {
+    "profile": ("profile", str),
+    "in": ("prompt", str),
+    "out": ("output", str),
+    "arrival": ("arrival", str),
+    "cv": ("cv", float),
+    "n": ("num_requests", int),
+    "seed": ("seed", int),
+    "pc": ("prefix_caching", bool),
+}
 # (a trace file path never travels in a link: the upload profile is not shareable)
 # query parameter -> SLO field, in seconds
 _SLO = {"ttft": "ttft_p95_s", "tpot": "tpot_p95_s", "e2e": "e2e_p99_s"}
@@ -55,7 +85,13 @@ def to_query(s: Scenario) -> dict[str, str]:
     for param, field in _DEPLOYMENT.items():
         value = dep[field]
         if value is not None:
-            q[param] = ("1" if value else "0") if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value)
+            q[param] = (
+                ("1" if value else "0")
+                if isinstance(value, bool)
+                else f"{value:g}"
+                if isinstance(value, float)
+                else str(value)
+            )
     if s.context_tokens is not None:
         q["ctx"] = str(s.context_tokens)
     q.update(_workload_query(s))
@@ -115,7 +151,9 @@ def _number(params: Mapping[str, str], name: str, kind: type):
     try:
         value = float(raw) if kind is float else int(raw)
     except (TypeError, ValueError):
-        raise InputError(f"URL parameter {name}", f"must be a {'number' if kind is float else 'whole number'}, got {raw!r}") from None
+        raise InputError(
+            f"URL parameter {name}", f"must be a {'number' if kind is float else 'whole number'}, got {raw!r}"
+        ) from None
     return value
 
 
@@ -183,8 +221,10 @@ def _workload_fields(params: Mapping[str, str]) -> dict:
             traffic[field] = params[param] if kind is str else _number(params, param, kind)
     slo = {field: _number(params, param, float) for param, field in _SLO.items() if param in params}
     fields: dict = {}
-    for name, model, values, names in (("traffic", TrafficSpec, traffic, {f: p for p, (f, _) in _TRAFFIC.items()}),
-                                       ("slo", SLO, slo, {f: p for p, f in _SLO.items()})):
+    for name, model, values, names in (
+        ("traffic", TrafficSpec, traffic, {f: p for p, (f, _) in _TRAFFIC.items()}),
+        ("slo", SLO, slo, {f: p for p, f in _SLO.items()}),
+    ):
         try:
             fields[name] = model(**values)
         except ValidationError as err:
@@ -220,7 +260,7 @@ def from_json(text: str | bytes, source: str = "scenario.json") -> Scenario:
     except (ValueError, RecursionError) as err:  # bad JSON, bad UTF-8, a 5,000-digit number, deep nesting
         raise InputError(source, f"is not valid JSON ({type(err).__name__}: {str(err)[:200]})") from None
     if not isinstance(data, dict) or data.pop("servingplan_scenario", None) != 1:
-        raise InputError(source, "is not a servingplan scenario (missing \"servingplan_scenario\": 1)")
+        raise InputError(source, 'is not a servingplan scenario (missing "servingplan_scenario": 1)')
     ctx = data.get("context_tokens")
     if "traffic" not in data and isinstance(ctx, int) and not isinstance(ctx, bool) and ctx >= 2:
         data["traffic"] = {"profile": "custom", **_old_link_lengths(ctx)}  # saved before the workload existed

@@ -3,6 +3,7 @@
 Every model forbids unknown fields and checks its invariants, so a bad value is reported with its field name
 (see planner.core.errors). Derived quantities (parameter counts, bytes) live in their own modules, not here.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -64,7 +65,7 @@ class ModelSpec(BaseModel):
         return self.kv_lora_rank > 0
 
     @model_validator(mode="after")
-    def kv_heads_divide_query_heads(self) -> "ModelSpec":
+    def kv_heads_divide_query_heads(self) -> ModelSpec:
         if self.num_kv_heads > self.num_attention_heads:
             raise ValueError("num_kv_heads must not exceed num_attention_heads")
         if self.num_attention_heads % self.num_kv_heads:
@@ -72,7 +73,7 @@ class ModelSpec(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def experts_are_consistent(self) -> "ModelSpec":
+    def experts_are_consistent(self) -> ModelSpec:
         if self.is_moe:
             if not 0 < self.num_experts_per_tok <= self.num_experts:
                 raise ValueError("num_experts_per_tok must be between 1 and num_experts")
@@ -83,7 +84,7 @@ class ModelSpec(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def sliding_layers_within_model(self) -> "ModelSpec":
+    def sliding_layers_within_model(self) -> ModelSpec:
         if self.num_sliding_layers > self.num_layers:
             raise ValueError("num_sliding_layers must not exceed num_layers")
         if self.num_sliding_layers and self.sliding_window is None:
@@ -130,18 +131,37 @@ class GPUSpec(BaseModel):
 
     def peak_flops(self, dtype: str) -> float | None:
         """Dense tensor-core FLOP/s for a compute dtype, or None where the GPU lacks it."""
-        tflops = {"fp32": self.tflops_fp16 / 2 if self.tflops_fp16 else None, "fp16": self.tflops_fp16,
-                  "bf16": self.tflops_bf16, "fp8": self.tflops_fp8, "int8": self.tflops_int8}.get(dtype)
+        tflops = {
+            "fp32": self.tflops_fp16 / 2 if self.tflops_fp16 else None,
+            "fp16": self.tflops_fp16,
+            "bf16": self.tflops_bf16,
+            "fp8": self.tflops_fp8,
+            "int8": self.tflops_int8,
+        }.get(dtype)
         return tflops * 1e12 if tflops else None
 
 
 def custom_gpu(memory_gb: float, like: GPUSpec | None = None) -> GPUSpec:
     """A GPU of `memory_gb` decimal GB (both marketed and usable), other figures borrowed from `like`."""
-    base = like.model_dump() if like else {
-        "family": "custom", "tflops_fp16": 312.0, "tflops_bf16": 312.0, "hbm_bandwidth_gb_s": 2039.0,
-        "source": {"spec": "compute and bandwidth borrowed from A100-80GB as a placeholder"}}
-    base.update(id=f"custom-{memory_gb:g}GB", name=f"Custom GPU ({memory_gb:g} GB)", vendor="custom",
-                memory_gb=memory_gb, usable_memory_bytes=int(round(memory_gb * 1e9)), usd_per_hour=base.get("usd_per_hour", 0.0))
+    base = (
+        like.model_dump()
+        if like
+        else {
+            "family": "custom",
+            "tflops_fp16": 312.0,
+            "tflops_bf16": 312.0,
+            "hbm_bandwidth_gb_s": 2039.0,
+            "source": {"spec": "compute and bandwidth borrowed from A100-80GB as a placeholder"},
+        }
+    )
+    base.update(
+        id=f"custom-{memory_gb:g}GB",
+        name=f"Custom GPU ({memory_gb:g} GB)",
+        vendor="custom",
+        memory_gb=memory_gb,
+        usable_memory_bytes=int(round(memory_gb * 1e9)),
+        usd_per_hour=base.get("usd_per_hour", 0.0),
+    )
     return GPUSpec(**base)
 
 
@@ -177,12 +197,13 @@ class Deployment(BaseModel):
     long_prefill_token_threshold: int = Field(default=0, ge=0)  # most prompt tokens per request per step; 0 = off
 
     @model_validator(mode="after")
-    def tp_divides_gpus(self) -> "Deployment":
+    def tp_divides_gpus(self) -> Deployment:
         if self.num_gpus % self.gpus_per_replica:
             if self.gpus_per_replica == self.tensor_parallel_size:
                 raise ValueError("num_gpus must be a multiple of tensor_parallel_size")
-            raise ValueError(f"num_gpus must be a multiple of tensor × pipeline × data parallel size "
-                             f"({self.gpus_per_replica})")
+            raise ValueError(
+                f"num_gpus must be a multiple of tensor × pipeline × data parallel size ({self.gpus_per_replica})"
+            )
         return self
 
     @property

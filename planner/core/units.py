@@ -1,4 +1,5 @@
 """Units and small numeric helpers. Bytes and seconds internally; GB/GiB/ms only when printing."""
+
 from __future__ import annotations
 
 GB = 1e9  # decimal gigabyte, as GPU vendors and the primer quote memory

@@ -2,6 +2,7 @@
 rate) and the SLO. Plain specs with no behaviour beyond validation: the scenario, the simulator glue, capacity and
 the pages all read them from here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,12 +21,22 @@ class Profile:
 
 
 PROFILES = {
-    "chat": Profile("chat (Azure conversation trace lengths)", "azure_conv",
-                    note="Azure 2023 conversation trace: prompts ~1,155 tokens, outputs ~211 on average."),
-    "code": Profile("code (Azure code trace)", "azure_code",
-                    note="Azure 2023 code trace: long prompts (~2,048 tokens), short outputs (~28)."),
-    "rag": Profile("long-context RAG (Mooncake, prefix sharing)", "mooncake", prefix_caching=True,
-                   note="Mooncake FAST'25 trace: ~12,000-token prompts sharing 512-token prefix blocks."),
+    "chat": Profile(
+        "chat (Azure conversation trace lengths)",
+        "azure_conv",
+        note="Azure 2023 conversation trace: prompts ~1,155 tokens, outputs ~211 on average.",
+    ),
+    "code": Profile(
+        "code (Azure code trace)",
+        "azure_code",
+        note="Azure 2023 code trace: long prompts (~2,048 tokens), short outputs (~28).",
+    ),
+    "rag": Profile(
+        "long-context RAG (Mooncake, prefix sharing)",
+        "mooncake",
+        prefix_caching=True,
+        note="Mooncake FAST'25 trace: ~12,000-token prompts sharing 512-token prefix blocks.",
+    ),
     "custom": Profile("custom", note="Length distributions and an arrival process of your choice."),
     "upload": Profile("upload a trace", note="Azure CSV, Mooncake JSONL or CSV arrival_s,prompt_tokens,output_tokens."),
 }
@@ -58,7 +69,7 @@ class TrafficSpec(BaseModel):
     prefix_caching: bool = False
 
     @model_validator(mode="after")
-    def profile_is_known(self) -> "TrafficSpec":
+    def profile_is_known(self) -> TrafficSpec:
         if self.profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}")
         if self.profile == "upload" and not self.trace_path:

@@ -18,6 +18,7 @@ Left out: network and detokenisation time (the benchmark's client sees them), a 
 the middle of a step (here it joins at the next step boundary), and B above max_num_seqs queueing in the server
 (the simulator queues them: TTFT then includes that wait, as vLLM's does).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -68,15 +69,15 @@ def _steady(values: np.ndarray, b: int) -> np.ndarray:
     return values[b:-b] if len(values) > 3 * b else values
 
 
-def continuous(r: Resolved, concurrency: int, input_tokens: int, output_tokens: int,
-               engine: str = DEFAULT_ENGINE) -> ContinuousEstimate:
+def continuous(
+    r: Resolved, concurrency: int, input_tokens: int, output_tokens: int, engine: str = DEFAULT_ENGINE
+) -> ContinuousEstimate:
     """Simulate B clients with one request each in flight (module note) and report the steady state."""
     if concurrency < 1:
         raise InputError("concurrency", "must be at least 1")
     validate_request(r, concurrency, input_tokens, output_tokens)
     if memory_limit(r, input_tokens, output_tokens) < 1:
-        raise InputError("input_tokens", f"not one request of {input_tokens + output_tokens:,} tokens fits the "
-                                           "KV pool")
+        raise InputError("input_tokens", f"not one request of {input_tokens + output_tokens:,} tokens fits the KV pool")
     b = concurrency
     n = max(WAVES * b, 2 * b + MIN_STEADY_REQUESTS)
     wl = closed_loop(b, n, 0.0, f"fixed:{input_tokens}", f"fixed:{output_tokens}", think="fixed")
@@ -89,18 +90,29 @@ def continuous(r: Resolved, concurrency: int, input_tokens: int, output_tokens: 
     pm, reps = cost.pm, r.deployment.num_replicas
     steps = res.steps
     return ContinuousEstimate(
-        concurrency=b, input_tokens=input_tokens, output_tokens=output_tokens, engine=pm.choice.engine,
-        ttft_s=float(lat["ttft_s"].mean()), ttft_p95_s=float(np.percentile(lat["ttft_s"], 95)),
-        tpot_s=tpot, tpot_p95_s=float(np.nanpercentile(lat["tpot_s"], 95)) if output_tokens > 1 else 0.0,
-        e2e_s=float(lat["e2e_s"].mean()), tokens_per_s_per_user=1.0 / tpot if tpot > 0 else 0.0,
-        throughput_tokens_per_s=reps * rps * output_tokens, requests_per_s=reps * rps,
+        concurrency=b,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        engine=pm.choice.engine,
+        ttft_s=float(lat["ttft_s"].mean()),
+        ttft_p95_s=float(np.percentile(lat["ttft_s"], 95)),
+        tpot_s=tpot,
+        tpot_p95_s=float(np.nanpercentile(lat["tpot_s"], 95)) if output_tokens > 1 else 0.0,
+        e2e_s=float(lat["e2e_s"].mean()),
+        tokens_per_s_per_user=1.0 / tpot if tpot > 0 else 0.0,
+        throughput_tokens_per_s=reps * rps * output_tokens,
+        requests_per_s=reps * rps,
         mean_running=float(np.average(steps.num_running, weights=steps.duration_s)) if steps.duration_s.sum() else 0.0,
         preemptions=int(res.requests.num_preemptions.sum()),
-        capped_by_max_num_seqs=b > r.deployment.max_num_seqs, num_requests=n,
-        efficiency_status=pm.choice.status, efficiency_source=pm.choice.source_key)
+        capped_by_max_num_seqs=b > r.deployment.max_num_seqs,
+        num_requests=n,
+        efficiency_status=pm.choice.status,
+        efficiency_source=pm.choice.source_key,
+    )
 
 
-def continuous_sweep(r: Resolved, concurrencies, input_tokens: int, output_tokens: int,
-                     engine: str = DEFAULT_ENGINE) -> list[ContinuousEstimate]:
+def continuous_sweep(
+    r: Resolved, concurrencies, input_tokens: int, output_tokens: int, engine: str = DEFAULT_ENGINE
+) -> list[ContinuousEstimate]:
     """`continuous` at each concurrency (for the latency/throughput trade-off curve)."""
     return [continuous(r, int(b), input_tokens, output_tokens, engine) for b in concurrencies]

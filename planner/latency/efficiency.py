@@ -14,6 +14,7 @@ Status of a prediction: "calibrated" when the engine has points on the GPU's fam
 family, "estimated" when nothing was measured on the family (a prediction from the datasheet alone), or when the
 engine itself has no points (its profile is the `default` of another engine).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,9 +30,20 @@ from planner.core.errors import InputError, from_validation_error
 EFFICIENCY_PATH = DATA_DIR / "efficiency.yaml"
 ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "lmdeploy")  # a user's choices (+ calibration-only ones)
 DEFAULT_ENGINE = "vllm"
-FIT_FIELDS = ("matmul_efficiency", "attention_efficiency", "memory_efficiency", "step_overhead_s",
-              "allreduce_latency_s", "moe_efficiency", "memory_half_bytes", "matmul_half_tokens", "layer_overhead_s",
-              "seq_overhead_s", "token_overhead_s", "quant_memory_efficiency")
+FIT_FIELDS = (
+    "matmul_efficiency",
+    "attention_efficiency",
+    "memory_efficiency",
+    "step_overhead_s",
+    "allreduce_latency_s",
+    "moe_efficiency",
+    "memory_half_bytes",
+    "matmul_half_tokens",
+    "layer_overhead_s",
+    "seq_overhead_s",
+    "token_overhead_s",
+    "quant_memory_efficiency",
+)
 STATUSES = ("calibrated", "transferred", "estimated")
 
 
@@ -124,5 +136,10 @@ def choose_profile(engine: str, family: str, table: dict | None = None, field: s
         raise InputError(field, f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
     families = table[engine_key]
     key = family.lower() if family.lower() in families else "default"
-    return ProfileChoice(engine=engine_key, family=family, profile=families[key], source_key=f"{engine_key}/{key}",
-                         measured_families=measured_families())
+    return ProfileChoice(
+        engine=engine_key,
+        family=family,
+        profile=families[key],
+        source_key=f"{engine_key}/{key}",
+        measured_families=measured_families(),
+    )

@@ -24,6 +24,7 @@ bytes); above 8 MiB NCCL's pipelined ring costs about a two-shot. Otherwise (PCI
 NCCL ring, 2 (TP − 1) hops of latency / 2 + 2 (TP − 1)/TP × bytes / link. The hop latency (half a
 one-shot) follows vLLM PR #24532 (H100 TP4, 0.5 MB: custom one-shot 10 µs, NCCL 21 µs).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -56,10 +57,17 @@ def engines() -> dict[str, Engine]:
     data = _read_yaml(ENGINES_PATH).get("engines") or {}
     out = {}
     for eid, e in data.items():
-        out[eid] = Engine(id=eid, label=e["label"], memory=e["memory"], policy=e["policy"], allreduce=e["allreduce"],
-                          formats=tuple(e["formats"]), defaults=dict(e.get("defaults") or {}),
-                          eager_layer_overhead_s=float(e.get("eager_layer_overhead_s", 0.0)),
-                          source=" ".join(str(e.get("source", "")).split()))
+        out[eid] = Engine(
+            id=eid,
+            label=e["label"],
+            memory=e["memory"],
+            policy=e["policy"],
+            allreduce=e["allreduce"],
+            formats=tuple(e["formats"]),
+            defaults=dict(e.get("defaults") or {}),
+            eager_layer_overhead_s=float(e.get("eager_layer_overhead_s", 0.0)),
+            source=" ".join(str(e.get("source", "")).split()),
+        )
     return out
 
 
@@ -109,10 +117,20 @@ def sglang_mem_fraction_static(total_bytes: float, tp: int, chunked_prefill: int
     """SGLang's default mem_fraction_static for a GPU of `total_bytes` (server_args.py, gpu_mem in MiB)."""
     gpu_mem = total_bytes / MIB
     if chunked_prefill is None:
-        chunked_prefill = 2048 if gpu_mem < 35 * 1024 else 4096 if gpu_mem < 60 * 1024 else \
-            8192 if gpu_mem < 160 * 1024 else 16384
-    graph_bs = 8 if gpu_mem < 20 * 1024 else (24 if tp < 4 else 80) if gpu_mem < 35 * 1024 else \
-        (32 if tp < 4 else 160) if gpu_mem < 60 * 1024 else (256 if tp < 4 else 512) if gpu_mem < 160 * 1024 else 512
+        chunked_prefill = (
+            2048 if gpu_mem < 35 * 1024 else 4096 if gpu_mem < 60 * 1024 else 8192 if gpu_mem < 160 * 1024 else 16384
+        )
+    graph_bs = (
+        8
+        if gpu_mem < 20 * 1024
+        else (24 if tp < 4 else 80)
+        if gpu_mem < 35 * 1024
+        else (32 if tp < 4 else 160)
+        if gpu_mem < 60 * 1024
+        else (256 if tp < 4 else 512)
+        if gpu_mem < 160 * 1024
+        else 512
+    )
     reserved = 512 + 1.5 * max(chunked_prefill, 2048) + tp / 8 * 1024 + 2 * graph_bs
     if gpu_mem > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
@@ -133,10 +151,18 @@ def llamacpp_slots(n_ctx: int, n_parallel: int = 1, unified: bool = False) -> tu
     return per_slot, per_slot * n_parallel
 
 
-def kv_pool_bytes(engine: str, total_bytes: float, weights_bytes: float, activation_bytes: float = 0.0,
-                  non_torch_bytes: float = 0.0, graph_bytes: float = 0.0, tp: int = 1,
-                  gpu_memory_utilization: float = 0.9, kv_bytes_per_token: float = 0.0,
-                  n_ctx: int | None = None) -> float:
+def kv_pool_bytes(
+    engine: str,
+    total_bytes: float,
+    weights_bytes: float,
+    activation_bytes: float = 0.0,
+    non_torch_bytes: float = 0.0,
+    graph_bytes: float = 0.0,
+    tp: int = 1,
+    gpu_memory_utilization: float = 0.9,
+    kv_bytes_per_token: float = 0.0,
+    n_ctx: int | None = None,
+) -> float:
     """KV-cache bytes per GPU under the engine's memory rule (module note); negative = the model does not fit."""
     e = get_engine(engine)
     if e.memory == "vllm-profiler":

@@ -10,6 +10,7 @@
 them with planner.latency.perf_model for a static batch of B equal requests: one prefill pass over the B prompts, then
 N − 1 decode steps whose context grows from I to I + N − 2 tokens. Sweeps are vectorised over batch sizes.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,11 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.latency.efficiency import DEFAULT_ENGINE, FIT_FIELDS
 from planner.core.errors import InputError
-from planner.memory.plan import plan_memory
-from planner.latency.perf_model import BREAKDOWN_KEYS, PerfModel
 from planner.core.scenario import Resolved
+from planner.latency.efficiency import DEFAULT_ENGINE, FIT_FIELDS
+from planner.latency.perf_model import BREAKDOWN_KEYS, PerfModel
+from planner.memory.plan import plan_memory
 
 TPOT_SAMPLES = 9  # decode contexts averaged for the mean TPOT (exact for the linear-in-context roofline)
 
@@ -36,8 +37,14 @@ class GivenRates:
     decode_share: float  # decode time / end-to-end
 
 
-def given_rates(prompt_tokens: int, output_tokens: int, queue_wait_s: float, prefill_tokens_per_s: float,
-                tpot_s: float, cached_prefix_tokens: int = 0) -> GivenRates:
+def given_rates(
+    prompt_tokens: int,
+    output_tokens: int,
+    queue_wait_s: float,
+    prefill_tokens_per_s: float,
+    tpot_s: float,
+    cached_prefix_tokens: int = 0,
+) -> GivenRates:
     """TTFT = wait + (prompt − cached prefix) / prefill rate; end-to-end = TTFT + (N − 1) × TPOT."""
     _positive("prefill_tokens_per_s", prefill_tokens_per_s)
     _positive("tpot_s", tpot_s)
@@ -48,13 +55,18 @@ def given_rates(prompt_tokens: int, output_tokens: int, queue_wait_s: float, pre
     return GivenRates(prefill_s=prefill, ttft_s=ttft, tokens_per_s=1 / tpot_s, e2e_s=e2e, decode_share=decode / e2e)
 
 
-def batching_tradeoff(single_tpot_s: float, batch_tpot_s: float, batch: int, ttft_s: float,
-                      output_tokens: int) -> dict[str, float]:
+def batching_tradeoff(
+    single_tpot_s: float, batch_tpot_s: float, batch: int, ttft_s: float, output_tokens: int
+) -> dict[str, float]:
     """What a shared batch does: each user slows to 1/TPOT_b, the server makes B/TPOT_b tokens/s (primer §5)."""
     server = batch / batch_tpot_s
-    return {"per_user_tokens_per_s": 1 / batch_tpot_s, "e2e_s": ttft_s + (output_tokens - 1) * batch_tpot_s,
-            "server_tokens_per_s": server, "throughput_gain": server * single_tpot_s,
-            "latency_factor": batch_tpot_s / single_tpot_s}
+    return {
+        "per_user_tokens_per_s": 1 / batch_tpot_s,
+        "e2e_s": ttft_s + (output_tokens - 1) * batch_tpot_s,
+        "server_tokens_per_s": server,
+        "throughput_gain": server * single_tpot_s,
+        "latency_factor": batch_tpot_s / single_tpot_s,
+    }
 
 
 def _positive(field: str, value: float) -> None:
@@ -80,11 +92,20 @@ def sweep(pm: PerfModel, batches, input_tokens: int, output_tokens: int, queue_w
     decode_total = (output_tokens - 1) * tpot
     run_s = pre.total_s + decode_total
     replicas = pm.resolved.deployment.num_replicas
-    return {"batch": b.astype(int), "prefill_s": pre.total_s, "ttft_s": queue_wait_s + pre.total_s,
-            "tpot_s": tpot, "tokens_per_s_per_user": 1 / tpot, "e2e_s": queue_wait_s + run_s,
-            "throughput_tokens_per_s": replicas * b * output_tokens / run_s,
-            "bound": np.where(memory_time >= compute_time, "memory", "compute"), "prefill_bound": pre.bound,
-            "memory_time_s": memory_time, "compute_time_s": compute_time, **parts}
+    return {
+        "batch": b.astype(int),
+        "prefill_s": pre.total_s,
+        "ttft_s": queue_wait_s + pre.total_s,
+        "tpot_s": tpot,
+        "tokens_per_s_per_user": 1 / tpot,
+        "e2e_s": queue_wait_s + run_s,
+        "throughput_tokens_per_s": replicas * b * output_tokens / run_s,
+        "bound": np.where(memory_time >= compute_time, "memory", "compute"),
+        "prefill_bound": pre.bound,
+        "memory_time_s": memory_time,
+        "compute_time_s": compute_time,
+        **parts,
+    }
 
 
 def step_grid(pm: PerfModel, batches, contexts) -> np.ndarray:
@@ -143,38 +164,65 @@ def validate_request(r: Resolved, batch: int, input_tokens: int, output_tokens: 
     if output_tokens < 1:
         raise InputError("output_tokens", "must be at least 1")
     if input_tokens + output_tokens > r.max_model_len:
-        raise InputError("input_tokens", f"input + output = {input_tokens + output_tokens:,} tokens exceeds "
-                                           f"max_model_len={r.max_model_len:,}")
+        raise InputError(
+            "input_tokens",
+            f"input + output = {input_tokens + output_tokens:,} tokens exceeds max_model_len={r.max_model_len:,}",
+        )
 
 
-def estimate(r: Resolved, batch: int, input_tokens: int, output_tokens: int, engine: str = DEFAULT_ENGINE,
-             queue_wait_s: float = 0.0, check_memory: bool = True, pm: PerfModel | None = None) -> Estimate:
+def estimate(
+    r: Resolved,
+    batch: int,
+    input_tokens: int,
+    output_tokens: int,
+    engine: str = DEFAULT_ENGINE,
+    queue_wait_s: float = 0.0,
+    check_memory: bool = True,
+    pm: PerfModel | None = None,
+) -> Estimate:
     """Predict TTFT, TPOT, end-to-end and throughput for a static batch; refuses a batch above the memory limit."""
     validate_request(r, batch, input_tokens, output_tokens)
     limit = memory_limit(r, input_tokens, output_tokens)
     if check_memory and batch > limit:
-        raise InputError("batch", f"{batch} requests of {input_tokens + output_tokens:,} tokens exceed the memory "
-                                    f"limit: the KV pool fits at most {limit} per replica")
+        raise InputError(
+            "batch",
+            f"{batch} requests of {input_tokens + output_tokens:,} tokens exceed the memory "
+            f"limit: the KV pool fits at most {limit} per replica",
+        )
     pm = pm or PerfModel(r, engine)
     row = {k: v[0] for k, v in sweep(pm, [batch], input_tokens, output_tokens, queue_wait_s).items()}
     pre = pm.prefill(batch, input_tokens)
     return Estimate(
-        batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, engine=pm.choice.engine,
-        queue_wait_s=queue_wait_s, prefill_s=float(row["prefill_s"]), ttft_s=float(row["ttft_s"]),
-        tpot_s=float(row["tpot_s"]), e2e_s=float(row["e2e_s"]),
+        batch=batch,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        engine=pm.choice.engine,
+        queue_wait_s=queue_wait_s,
+        prefill_s=float(row["prefill_s"]),
+        ttft_s=float(row["ttft_s"]),
+        tpot_s=float(row["tpot_s"]),
+        e2e_s=float(row["e2e_s"]),
         tokens_per_s_per_user=float(row["tokens_per_s_per_user"]),
-        throughput_tokens_per_s=float(row["throughput_tokens_per_s"]), bound=str(row["bound"]),
-        prefill_bound=str(row["prefill_bound"]), step_time_breakdown={k: float(row[k]) for k in BREAKDOWN_KEYS},
-        prefill_breakdown=dict(pre.parts), max_batch=limit,
+        throughput_tokens_per_s=float(row["throughput_tokens_per_s"]),
+        bound=str(row["bound"]),
+        prefill_bound=str(row["prefill_bound"]),
+        step_time_breakdown={k: float(row[k]) for k in BREAKDOWN_KEYS},
+        prefill_breakdown=dict(pre.parts),
+        max_batch=limit,
         ridge_batch=ridge_batch(pm, input_tokens + output_tokens // 2),
         efficiency=pm.eff.model_dump(include=set(FIT_FIELDS)),
-        efficiency_status=pm.choice.status, efficiency_source=pm.choice.source_key)
+        efficiency_status=pm.choice.status,
+        efficiency_source=pm.choice.source_key,
+    )
 
 
 def what_ifs(pm: PerfModel, batch: int, input_tokens: int, output_tokens: int, queue_wait_s: float = 0.0) -> list[dict]:
     """End-to-end latency when the prompt is halved or the output capped at half (primer §5 step 4)."""
-    cases = [("as given", input_tokens, output_tokens), ("halve the prompt", max(1, input_tokens // 2), output_tokens),
-             ("cap output at half", input_tokens, max(1, output_tokens // 2))]
+    cases = [
+        ("as given", input_tokens, output_tokens),
+        ("halve the prompt", max(1, input_tokens // 2), output_tokens),
+        ("cap output at half", input_tokens, max(1, output_tokens // 2)),
+    ]
     base = None
     rows = []
     for label, i, o in cases:

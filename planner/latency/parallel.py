@@ -28,6 +28,7 @@ TP across nodes: the all-reduces' ring runs at the slowest link, the NIC: commun
 Left out: overlap of all-to-all with compute (two-batch overlap, SGLang --enable-two-batch-overlap), EPLB's
 redundant experts, DeepEP's node-limited routing (≤ 4 nodes per token), NIC congestion between tenants.
 """
+
 from __future__ import annotations
 
 import math
@@ -94,9 +95,16 @@ def links_for(r: Resolved) -> Links:
     node = g.gpus_per_node
     nic = (g.scale_out_bandwidth_gb_s or 0) * 1e9
     moe_group = d.tensor_parallel_size * d.data_parallel_size
-    return Links(g.interconnect_bytes_per_s, nic or DEFAULT_SCALE_OUT_BYTES_PER_S, bool(nic), node,
-                 math.ceil(d.gpus_per_replica / node), d.tensor_parallel_size > node, min(moe_group, node),
-                 d.pipeline_parallel_size > 1 and d.gpus_per_replica > node)
+    return Links(
+        g.interconnect_bytes_per_s,
+        nic or DEFAULT_SCALE_OUT_BYTES_PER_S,
+        bool(nic),
+        node,
+        math.ceil(d.gpus_per_replica / node),
+        d.tensor_parallel_size > node,
+        min(moe_group, node),
+        d.pipeline_parallel_size > 1 and d.gpus_per_replica > node,
+    )
 
 
 @dataclass(frozen=True)
@@ -157,7 +165,7 @@ class ParallelTerms:
         t = tokens
         miss = 1.0 - self.top_k / self.num_experts
         ours = self.num_experts * self.expert_bytes_full / (self.tp * self.dp) * (1.0 - miss ** (self.dp * t))
-        theirs = self.num_experts * self.expert_bytes_full / self.tp * (1.0 - miss ** t)
+        theirs = self.num_experts * self.expert_bytes_full / self.tp * (1.0 - miss**t)
         return ours - theirs
 
     @property
@@ -168,23 +176,35 @@ class ParallelTerms:
         """All communication and imbalance terms for one step of `tokens` new tokens (per DP rank)."""
         if not self.active:
             return 0.0
-        return (self.all_to_all_s(tokens) + self.imbalance_s(tokens) + self.pipeline_s(tokens)
-                + self.cross_node_tp_s(tokens))
+        return (
+            self.all_to_all_s(tokens)
+            + self.imbalance_s(tokens)
+            + self.pipeline_s(tokens)
+            + self.cross_node_tp_s(tokens)
+        )
 
     def breakdown(self, tokens: float) -> dict[str, float]:
-        return {"all_to_all_s": float(self.all_to_all_s(tokens)), "imbalance_s": float(self.imbalance_s(tokens)),
-                "pipeline_s": float(self.pipeline_s(tokens)), "cross_node_tp_s": float(self.cross_node_tp_s(tokens))}
+        return {
+            "all_to_all_s": float(self.all_to_all_s(tokens)),
+            "imbalance_s": float(self.imbalance_s(tokens)),
+            "pipeline_s": float(self.pipeline_s(tokens)),
+            "cross_node_tp_s": float(self.cross_node_tp_s(tokens)),
+        }
 
     @property
     def warnings(self) -> list[str]:
         lk, out = self.links, []
         if lk.tp_crosses_nodes:
-            out.append(f"Slow: TP={self.tp} spans {lk.num_nodes} nodes of {lk.gpus_per_node} GPUs; its all-reduces "
-                       f"run over the NIC at {lk.nic_bytes_per_s / 1e9:g} GB/s instead of NVLink at "
-                       f"{lk.nvlink_bytes_per_s / 1e9:g} GB/s. Keep TP within a node; use PP or EP across nodes")
+            out.append(
+                f"Slow: TP={self.tp} spans {lk.num_nodes} nodes of {lk.gpus_per_node} GPUs; its all-reduces "
+                f"run over the NIC at {lk.nic_bytes_per_s / 1e9:g} GB/s instead of NVLink at "
+                f"{lk.nvlink_bytes_per_s / 1e9:g} GB/s. Keep TP within a node; use PP or EP across nodes"
+            )
         if lk.num_nodes > 1 and not lk.nic_listed:
-            out.append(f"No per-GPU NIC listed for this GPU: assuming {DEFAULT_SCALE_OUT_BYTES_PER_S / 1e9:g} GB/s "
-                       "(100 Gb/s Ethernet) between nodes")
+            out.append(
+                f"No per-GPU NIC listed for this GPU: assuming {DEFAULT_SCALE_OUT_BYTES_PER_S / 1e9:g} GB/s "
+                "(100 Gb/s Ethernet) between nodes"
+            )
         return out
 
 
@@ -195,9 +215,18 @@ def parallel_terms(r: Resolved, pm, skew: float = 0.0) -> ParallelTerms:
     tp = d.tensor_parallel_size
     expert_full = pm.expert_bytes * tp  # PerfModel keeps one expert's bytes / TP
     return ParallelTerms(
-        links=links_for(r), ep=d.expert_parallel_size, dp=d.data_parallel_size, tp=tp,
-        pp=d.pipeline_parallel_size, moe_layers=moe_layers, hidden=m.hidden_size, top_k=m.num_experts_per_tok,
+        links=links_for(r),
+        ep=d.expert_parallel_size,
+        dp=d.data_parallel_size,
+        tp=tp,
+        pp=d.pipeline_parallel_size,
+        moe_layers=moe_layers,
+        hidden=m.hidden_size,
+        top_k=m.num_experts_per_tok,
         num_experts=m.num_experts,
         dispatch_bytes=dispatch_bytes_per_copy(m.hidden_size, r.weights.compute_dtype == "fp8"),
-        expert_bytes_full=expert_full, expert_flops_per_token_s=pm.expert_flops_per_token / pm.expert_flops_per_s,
-        allreduce_s_per_token=pm.comm_s_per_token, skew=skew)
+        expert_bytes_full=expert_full,
+        expert_flops_per_token_s=pm.expert_flops_per_token / pm.expert_flops_per_s,
+        allreduce_s_per_token=pm.comm_s_per_token,
+        skew=skew,
+    )

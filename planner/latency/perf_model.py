@@ -27,6 +27,7 @@ come from data/efficiency.yaml (planner.latency.efficiency), the eager cost and 
 data/engines.yaml. Pipeline, data-parallel attention, expert parallelism and multi-node links are added by
 planner.latency.parallel (one hook); speculative decoding and prefix-cache hits are handled elsewhere.
 """
+
 from __future__ import annotations
 
 import copy
@@ -36,12 +37,12 @@ from typing import Protocol
 
 import numpy as np
 
-from planner.memory import sizes as memory
+from planner.core.params import count_params, mlp_params
+from planner.core.scenario import Resolved
 from planner.latency.efficiency import DEFAULT_ENGINE, EfficiencyProfile, ProfileChoice, choose_profile
 from planner.latency.engines import allreduce_s, engines
 from planner.latency.parallel import parallel_terms
-from planner.core.params import count_params, mlp_params
-from planner.core.scenario import Resolved
+from planner.memory import sizes as memory
 
 ACT_BYTES = 2  # activations and all-reduce payloads run in 16 bits
 WEIGHT_ONLY_DEQUANT = 0.1  # FP8/INT8 weights on a GPU without that tensor-core dtype (precisions.yaml: "~0.1")
@@ -97,9 +98,12 @@ class PerfModel:
         cal = r.calibration
         if profile is None and cal is not None and cal.applies_to(engine, r.gpu.family):
             # the user's own fit (Validation page) replaces the catalogue's constants for its engine and family
-            self.choice = ProfileChoice(engine.lower(), r.gpu.family, cal.profile.model_copy(update={
-                "status": "calibrated", "note": f"your calibration from {cal.source}"}),
-                f"{engine.lower()}/{r.gpu.family} (your calibration)")
+            self.choice = ProfileChoice(
+                engine.lower(),
+                r.gpu.family,
+                cal.profile.model_copy(update={"status": "calibrated", "note": f"your calibration from {cal.source}"}),
+                f"{engine.lower()}/{r.gpu.family} (your calibration)",
+            )
         elif profile is None:
             self.choice: ProfileChoice = choose_profile(engine, r.gpu.family)
         else:  # a profile under test (the fit script): no lookup in data/efficiency.yaml
@@ -121,8 +125,11 @@ class PerfModel:
         self.flops_per_token = 2.0 * body / tp
         self.expert_flops_per_token = 2.0 * self.top_k * expert / tp  # grouped GEMMs: their own efficiency
         self.flops_per_seq = 2.0 * lm_head / tp  # logits only for each sequence's last position
-        width = (m.num_experts_per_tok + m.num_shared_experts) * m.moe_intermediate_size if m.is_moe \
+        width = (
+            (m.num_experts_per_tok + m.num_shared_experts) * m.moe_intermediate_size
+            if m.is_moe
             else m.intermediate_size
+        )
         # per token per layer: ~10 hidden-sized and ~4 MLP-width vectors written or read between kernels
         self.act_bytes_per_token = ACT_BYTES * m.num_layers * (10 * m.hidden_size + 4 * width / tp)
         self.act_bytes_per_seq = 2 * 4 * m.vocab_size / tp  # fp32 logits written and read by the sampler
@@ -164,15 +171,16 @@ class PerfModel:
         self.eff = eff
         self.mem_bytes_per_s = self.hbm_bytes_per_s * eff.memory_efficiency  # the ceiling (KV, activations)
         self.weight_mem_factor = eff.quant_memory_efficiency if self.weight_only else 1.0
-        self.matmul_flops_per_s = self.peak_flops * eff.matmul_efficiency / (
-            1.0 + (self.dequant if self.weight_only else 0.0))
+        self.matmul_flops_per_s = (
+            self.peak_flops * eff.matmul_efficiency / (1.0 + (self.dequant if self.weight_only else 0.0))
+        )
         self.attn_flops_per_s = self.attn_peak_flops * eff.attention_efficiency
         self.overhead_s = eff.step_overhead_s + self.num_layers * (eff.layer_overhead_s + self.eager_layer_s)
         self.seq_overhead_s, self.token_overhead_s = eff.seq_overhead_s, eff.token_overhead_s
         self._comm_cache: dict[float, float] = {}
         # kept for callers of the first model: the all-reduce cost of one token and of an empty step
         self.comm_fixed_s = self.comm_s(0.0)
-        self.comm_s_per_token = (self.comm_s(1.0) - self.comm_fixed_s)
+        self.comm_s_per_token = self.comm_s(1.0) - self.comm_fixed_s
         self.expert_flops_per_s = self.matmul_flops_per_s * eff.moe_efficiency
         # issue 17 hook: DP attention, EP all-to-all, PP and multi-node terms live in planner.latency.parallel
         self.parallel = parallel_terms(self._resolved, self)
@@ -188,9 +196,14 @@ class PerfModel:
         """Tensor-parallel all-reduce time of a step over `new_tokens` tokens (scalar or array)."""
         if not self.n_allreduce:
             return 0.0 * np.asarray(new_tokens, dtype=float) if np.ndim(new_tokens) else 0.0
-        return self.n_allreduce * allreduce_s(self.allreduce_algorithm, self.tp,
-                                              np.asarray(new_tokens, dtype=float) * self.ar_bytes_per_token,
-                                              self.eff.allreduce_latency_s, self.link_bytes_per_s, self.interconnect)
+        return self.n_allreduce * allreduce_s(
+            self.allreduce_algorithm,
+            self.tp,
+            np.asarray(new_tokens, dtype=float) * self.ar_bytes_per_token,
+            self.eff.allreduce_latency_s,
+            self.link_bytes_per_s,
+            self.interconnect,
+        )
 
     def _terms(self, n, s, kv, pairs, mn):
         """The step's terms for floats or numpy arrays (mn = min or np.minimum): the single formula."""
@@ -208,24 +221,39 @@ class PerfModel:
         else:
             kv_w, pairs_w = kv, pairs
         kv_bytes = self.kv_bytes_full * (kv + n) + self.kv_bytes_window * (kv_w + n)
-        m_eff = self.matmul_flops_per_s * n / (n + e.matmul_half_tokens) if e.matmul_half_tokens else \
-            self.matmul_flops_per_s
+        m_eff = (
+            self.matmul_flops_per_s * n / (n + e.matmul_half_tokens)
+            if e.matmul_half_tokens
+            else self.matmul_flops_per_s
+        )
         matmul_flops = self.flops_per_token * n + self.flops_per_seq * s
         expert_flops = self.expert_flops_per_token * n
-        attn_flops = (self.attn_flops_full * pairs + self.attn_flops_window * pairs_w) * \
-            (1.0 + self.attn_decode_extra * (n <= s))
-        compute_s = (matmul_flops / m_eff + expert_flops / (m_eff * e.moe_efficiency)
-                     + attn_flops / self.attn_flops_per_s)
+        attn_flops = (self.attn_flops_full * pairs + self.attn_flops_window * pairs_w) * (
+            1.0 + self.attn_decode_extra * (n <= s)
+        )
+        compute_s = (
+            matmul_flops / m_eff + expert_flops / (m_eff * e.moe_efficiency) + attn_flops / self.attn_flops_per_s
+        )
         kv_s, act_s = kv_bytes / self.mem_bytes_per_s, act_bytes / self.mem_bytes_per_s
         fixed_s = self.overhead_s + self.seq_overhead_s * s + self.token_overhead_s * n
-        return weights_s, kv_s, act_s, compute_s, fixed_s, w, act_bytes, kv_bytes, \
-            matmul_flops + expert_flops + attn_flops
+        return (
+            weights_s,
+            kv_s,
+            act_s,
+            compute_s,
+            fixed_s,
+            w,
+            act_bytes,
+            kv_bytes,
+            matmul_flops + expert_flops + attn_flops,
+        )
 
     # -- the simulator's fast path ------------------------------------------------------------------------
     def step_time_s(self, new_tokens: int, num_seqs: int, kv_read_tokens: int, attn_pairs: int) -> float:
         """Wall time of one step (plain floats; the same `_terms` as `step`)."""
-        wt, kv, act, cmp, fixed, *_ = self._terms(float(new_tokens), float(num_seqs), float(kv_read_tokens),
-                                                 float(attn_pairs), min)
+        wt, kv, act, cmp, fixed, *_ = self._terms(
+            float(new_tokens), float(num_seqs), float(kv_read_tokens), float(attn_pairs), min
+        )
         mem = wt + kv + act
         comm = self._comm_cache.get(new_tokens)
         if comm is None:
@@ -235,20 +263,31 @@ class PerfModel:
     # -- vectorised, with the breakdown -------------------------------------------------------------------
     def step(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> StepBreakdown:
         """Step times and their breakdown for arrays (or scalars) of steps, broadcast together."""
-        n, s, kv, pairs = np.broadcast_arrays(*(np.asarray(x, dtype=float)
-                                                for x in (new_tokens, num_seqs, kv_read_tokens, attn_pairs)))
+        n, s, kv, pairs = np.broadcast_arrays(
+            *(np.asarray(x, dtype=float) for x in (new_tokens, num_seqs, kv_read_tokens, attn_pairs))
+        )
         weights_s, kv_s, act_s, compute_s, fixed_s, w, act_bytes, kv_bytes, flops = self._terms(
-            n, s, kv, pairs, np.minimum)
+            n, s, kv, pairs, np.minimum
+        )
         memory_s = weights_s + kv_s + act_s
         mem_bound = memory_s >= compute_s
-        parts = {"weights_read_s": np.where(mem_bound, weights_s, 0.0),
-                 "kv_read_s": np.where(mem_bound, kv_s, 0.0),
-                 "activations_s": np.where(mem_bound, act_s, 0.0),
-                 "compute_s": np.where(mem_bound, 0.0, compute_s),
-                 "communication_s": np.broadcast_to(self.comm_s(n) + self.parallel.extra_s(n), n.shape) * 1.0,
-                 "overhead_s": np.broadcast_to(fixed_s, n.shape) * 1.0}
-        out = StepBreakdown(total_s=sum(parts.values()), parts=parts, bound=np.where(mem_bound, "memory", "compute"),
-                            memory_s=memory_s, compute_s=compute_s, bytes_read=w + act_bytes + kv_bytes, flops=flops)
+        parts = {
+            "weights_read_s": np.where(mem_bound, weights_s, 0.0),
+            "kv_read_s": np.where(mem_bound, kv_s, 0.0),
+            "activations_s": np.where(mem_bound, act_s, 0.0),
+            "compute_s": np.where(mem_bound, 0.0, compute_s),
+            "communication_s": np.broadcast_to(self.comm_s(n) + self.parallel.extra_s(n), n.shape) * 1.0,
+            "overhead_s": np.broadcast_to(fixed_s, n.shape) * 1.0,
+        }
+        out = StepBreakdown(
+            total_s=sum(parts.values()),
+            parts=parts,
+            bound=np.where(mem_bound, "memory", "compute"),
+            memory_s=memory_s,
+            compute_s=compute_s,
+            bytes_read=w + act_bytes + kv_bytes,
+            flops=flops,
+        )
         return _scalarise(out) if np.ndim(out.total_s) == 0 else out
 
     # -- the two phases -----------------------------------------------------------------------------------
@@ -265,6 +304,12 @@ class PerfModel:
 
 
 def _scalarise(b: StepBreakdown) -> StepBreakdown:
-    return StepBreakdown(total_s=float(b.total_s), parts={k: float(v) for k, v in b.parts.items()},
-                         bound=str(b.bound), memory_s=float(b.memory_s), compute_s=float(b.compute_s),
-                         bytes_read=float(b.bytes_read), flops=float(b.flops))
+    return StepBreakdown(
+        total_s=float(b.total_s),
+        parts={k: float(v) for k, v in b.parts.items()},
+        bound=str(b.bound),
+        memory_s=float(b.memory_s),
+        compute_s=float(b.compute_s),
+        bytes_read=float(b.bytes_read),
+        flops=float(b.flops),
+    )

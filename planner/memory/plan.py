@@ -4,6 +4,7 @@ With pipeline, data and expert parallelism (planner.memory.sizes module note) th
 GPU; `max_concurrency` is vLLM's logged figure for one DP rank, and `deployment_max_concurrency` counts the
 requests of max_model_len the whole deployment holds: replicas × DP ranks × whole requests per DP rank.
 """
+
 from __future__ import annotations
 
 import math
@@ -78,28 +79,49 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
     req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, tp) * share
     textbook = memory.textbook_max_requests(r.gpu.marketed_bytes, w_gpu, req_gpu)
     pool = vllm_pool(r.gpu.usable_memory_bytes, w_gpu, kv_tok_gpu, r.model, dep, r.max_model_len, r.gpu.interconnect)
-    paged = pool.num_gpu_blocks // request_blocks(r.model, ctx, dep.max_num_batched_tokens, r.max_model_len,
-                                                  dep.block_size)
+    paged = pool.num_gpu_blocks // request_blocks(
+        r.model, ctx, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
+    )
     if r.model.sliding_window and r.model.num_sliding_layers:  # vLLM V1's log counts windowed blocks too
-        per_request = request_blocks(r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len,
-                                     dep.block_size)
+        per_request = request_blocks(
+            r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
+        )
         pool = replace(pool, max_concurrency=pool.num_gpu_blocks / per_request)
     contiguous = max(0, int(max(pool.kv_pool_bytes, 0) // (r.max_model_len * kv_tok_gpu)))
     warnings = _warnings(r, tp, pool, w_gpu) + _parallel_warnings(r, dep)
-    per_rank = pool.num_gpu_blocks // request_blocks(r.model, r.max_model_len, dep.max_num_batched_tokens,
-                                                     r.max_model_len, dep.block_size)
+    per_rank = pool.num_gpu_blocks // request_blocks(
+        r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
+    )
     return MemoryPlan(
-        params=pc.total, active_params=pc.active, weight_bytes=weights, weight_bytes_per_gpu=w_gpu,
-        kv_bytes_per_token=kv_tok, kv_bytes_per_token_per_gpu=kv_tok_gpu, context_tokens=ctx,
+        params=pc.total,
+        active_params=pc.active,
+        weight_bytes=weights,
+        weight_bytes_per_gpu=w_gpu,
+        kv_bytes_per_token=kv_tok,
+        kv_bytes_per_token_per_gpu=kv_tok_gpu,
+        context_tokens=ctx,
         kv_bytes_per_request=memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx),
-        gpu_memory_bytes=r.gpu.marketed_bytes, usable_memory_bytes=r.gpu.usable_memory_bytes,
-        textbook_max_requests=textbook, kv_pool_bytes_per_gpu=max(pool.kv_pool_bytes, 0.0),
-        num_gpu_blocks=pool.num_gpu_blocks, kv_cache_tokens=pool.kv_cache_tokens, max_model_len=r.max_model_len,
-        max_concurrency=pool.max_concurrency, paged_max_requests=paged, contiguous_max_requests=contiguous,
-        num_replicas=dep.num_replicas, tensor_parallel_size=tp, fits=not any(w.startswith("Does not fit") for w in warnings),
-        warnings=tuple(warnings), pool=pool, pipeline_parallel_size=pp, data_parallel_size=dp,
-        expert_parallel_size=dep.expert_parallel_size, gpus_per_replica=dep.gpus_per_replica,
-        deployment_max_concurrency=per_rank * dp * dep.num_replicas)
+        gpu_memory_bytes=r.gpu.marketed_bytes,
+        usable_memory_bytes=r.gpu.usable_memory_bytes,
+        textbook_max_requests=textbook,
+        kv_pool_bytes_per_gpu=max(pool.kv_pool_bytes, 0.0),
+        num_gpu_blocks=pool.num_gpu_blocks,
+        kv_cache_tokens=pool.kv_cache_tokens,
+        max_model_len=r.max_model_len,
+        max_concurrency=pool.max_concurrency,
+        paged_max_requests=paged,
+        contiguous_max_requests=contiguous,
+        num_replicas=dep.num_replicas,
+        tensor_parallel_size=tp,
+        fits=not any(w.startswith("Does not fit") for w in warnings),
+        warnings=tuple(warnings),
+        pool=pool,
+        pipeline_parallel_size=pp,
+        data_parallel_size=dp,
+        expert_parallel_size=dep.expert_parallel_size,
+        gpus_per_replica=dep.gpus_per_replica,
+        deployment_max_concurrency=per_rank * dp * dep.num_replicas,
+    )
 
 
 def _parallel_warnings(r: Resolved, dep) -> list[str]:
@@ -112,13 +134,17 @@ def _parallel_warnings(r: Resolved, dep) -> list[str]:
         out.append(f"Does not fit: {m.num_experts} experts do not divide over EP={dep.expert_parallel_size} ranks")
     node = r.gpu.gpus_per_node
     if dep.tensor_parallel_size > node:
-        out.append(f"Slow: TP={dep.tensor_parallel_size} spans nodes of {node} GPUs, so every all-reduce crosses the "
-                   "network; keep TP within a node and use PP, DP or EP across nodes")
+        out.append(
+            f"Slow: TP={dep.tensor_parallel_size} spans nodes of {node} GPUs, so every all-reduce crosses the "
+            "network; keep TP within a node and use PP, DP or EP across nodes"
+        )
     if dep.pipeline_parallel_size > m.num_layers:
         out.append(f"Does not fit: PP={dep.pipeline_parallel_size} exceeds the {m.num_layers} layers")
     if m.is_mla and dep.tensor_parallel_size > 1:
-        out.append(f"MLA latent cache is replicated on all {dep.tensor_parallel_size} TP ranks; data-parallel "
-                   "attention (DP) stores it once per request")
+        out.append(
+            f"MLA latent cache is replicated on all {dep.tensor_parallel_size} TP ranks; data-parallel "
+            "attention (DP) stores it once per request"
+        )
     return out
 
 
@@ -127,11 +153,15 @@ def _warnings(r: Resolved, tp: int, pool: VllmPool, w_gpu: float) -> list[str]:
     if r.model.num_attention_heads % tp:
         out.append(f"Does not fit: vLLM needs the {r.model.num_attention_heads} attention heads divisible by TP={tp}")
     if w_gpu >= pool.budget_bytes:
-        out.append(f"Does not fit: weights per GPU ({w_gpu / 1e9:.1f} GB) exceed the memory budget "
-                   f"({pool.budget_bytes / 1e9:.1f} GB = gpu_memory_utilization × usable memory)")
+        out.append(
+            f"Does not fit: weights per GPU ({w_gpu / 1e9:.1f} GB) exceed the memory budget "
+            f"({pool.budget_bytes / 1e9:.1f} GB = gpu_memory_utilization × usable memory)"
+        )
     elif pool.kv_cache_tokens < r.max_model_len:
-        out.append(f"Does not fit: the KV pool holds {pool.kv_cache_tokens:,} tokens, fewer than one request of "
-                   f"max_model_len={r.max_model_len:,}; vLLM refuses to start (lower max_model_len or add GPUs)")
+        out.append(
+            f"Does not fit: the KV pool holds {pool.kv_cache_tokens:,} tokens, fewer than one request of "
+            f"max_model_len={r.max_model_len:,}; vLLM refuses to start (lower max_model_len or add GPUs)"
+        )
     if r.context_tokens > r.max_model_len:
         out.append(f"Context of {r.context_tokens:,} tokens exceeds max_model_len={r.max_model_len:,}")
     if r.model.num_kv_heads < tp and not r.model.is_mla:
@@ -148,8 +178,12 @@ def breakdown_per_gpu(p: MemoryPlan) -> dict[str, float]:
     """Usable memory of one GPU split into weights, activations, runtime overhead, KV pool and unused (bytes)."""
     pool = p.pool
     kv_used = p.kv_cache_tokens * p.kv_bytes_per_token_per_gpu  # whole blocks only
-    parts = {"weights": pool.weights_bytes, "activations": pool.activation_bytes,
-             "runtime overhead": pool.non_torch_bytes + pool.cuda_graph_bytes, "KV pool": float(kv_used)}
+    parts = {
+        "weights": pool.weights_bytes,
+        "activations": pool.activation_bytes,
+        "runtime overhead": pool.non_torch_bytes + pool.cuda_graph_bytes,
+        "KV pool": float(kv_used),
+    }
     parts["unused"] = p.usable_memory_bytes - sum(parts.values())
     return parts
 
@@ -159,24 +193,42 @@ def tp_options(r: Resolved) -> list[dict]:
     rows = []
     for tp in TP_DEGREES:
         p = plan_memory(r, tp=tp)
-        rows.append({"tp": tp, "gpus": tp, "weights_per_gpu_bytes": p.weight_bytes_per_gpu,
-                     "kv_pool_per_gpu_bytes": p.kv_pool_bytes_per_gpu, "kv_cache_tokens": p.kv_cache_tokens,
-                     "max_concurrency": p.max_concurrency, "textbook_max_requests": p.textbook_max_requests,
-                     "fits": p.fits, "note": "; ".join(p.warnings)})
+        rows.append(
+            {
+                "tp": tp,
+                "gpus": tp,
+                "weights_per_gpu_bytes": p.weight_bytes_per_gpu,
+                "kv_pool_per_gpu_bytes": p.kv_pool_bytes_per_gpu,
+                "kv_cache_tokens": p.kv_cache_tokens,
+                "max_concurrency": p.max_concurrency,
+                "textbook_max_requests": p.textbook_max_requests,
+                "fits": p.fits,
+                "note": "; ".join(p.warnings),
+            }
+        )
     return rows
 
 
 def concurrency_vs_context(r: Resolved, contexts: list[int] | None = None) -> list[dict]:
     """Max concurrent requests (textbook, paged pool, contiguous reservation) as the context grows."""
     base = plan_memory(r)
-    contexts = contexts or [c for c in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
-                            if c <= r.max_model_len] or [r.max_model_len]
+    contexts = (
+        contexts
+        or [c for c in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072) if c <= r.max_model_len]
+        or [r.max_model_len]
+    )
     rows = []
     for ctx in contexts:
         req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, base.tensor_parallel_size)
-        rows.append({"context_tokens": ctx,
-                     "textbook": memory.textbook_max_requests(base.gpu_memory_bytes, base.weight_bytes_per_gpu, req_gpu),
-                     "vllm_paged": base.num_gpu_blocks // request_blocks(
-                         r.model, ctx, r.deployment.max_num_batched_tokens, r.max_model_len, r.deployment.block_size),
-                     "contiguous": base.contiguous_max_requests})
+        rows.append(
+            {
+                "context_tokens": ctx,
+                "textbook": memory.textbook_max_requests(base.gpu_memory_bytes, base.weight_bytes_per_gpu, req_gpu),
+                "vllm_paged": base.num_gpu_blocks
+                // request_blocks(
+                    r.model, ctx, r.deployment.max_num_batched_tokens, r.max_model_len, r.deployment.block_size
+                ),
+                "contiguous": base.contiguous_max_requests,
+            }
+        )
     return rows

@@ -13,6 +13,7 @@ Per GPU under TP × PP × DP (+ EP) (vLLM docs/serving/data_parallel_deployment.
     stage share        = ceil(layers / PP) / layers  (the largest stage)
 Each DP rank holds its own requests, so the instance holds DP × (requests per DP rank).
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,9 @@ def weight_bytes(model: ModelSpec, precision: WeightPrecision) -> float:
     params = count_params(model)
     if precision.keeps_embeddings_16bit:
         quantized = params.total - params.embedding
-        return (weight_bytes_for_params(quantized, precision.bits_per_weight)
-                + weight_bytes_for_params(params.embedding, 8 * BYTES_16BIT))
+        return weight_bytes_for_params(quantized, precision.bits_per_weight) + weight_bytes_for_params(
+            params.embedding, 8 * BYTES_16BIT
+        )
     return weight_bytes_for_params(params.total, precision.bits_per_weight)
 
 
@@ -93,9 +95,11 @@ def weight_bytes_by_part(model: ModelSpec, precision: WeightPrecision) -> dict[s
     params = count_params(model)
     vocab_bits = 8 * BYTES_16BIT if precision.keeps_embeddings_16bit else precision.bits_per_weight
     experts = params.breakdown["experts_routed"]
-    return {"layers": weight_bytes_for_params(params.total - params.embedding - experts, precision.bits_per_weight),
-            "experts": weight_bytes_for_params(experts, precision.bits_per_weight),
-            "vocabulary": weight_bytes_for_params(params.embedding, vocab_bits)}
+    return {
+        "layers": weight_bytes_for_params(params.total - params.embedding - experts, precision.bits_per_weight),
+        "experts": weight_bytes_for_params(experts, precision.bits_per_weight),
+        "vocabulary": weight_bytes_for_params(params.embedding, vocab_bits),
+    }
 
 
 def stage_layer_share(num_layers: int, pp: int) -> float:
@@ -103,8 +107,9 @@ def stage_layer_share(num_layers: int, pp: int) -> float:
     return math.ceil(num_layers / pp) / num_layers
 
 
-def weight_bytes_per_gpu_parallel(model: ModelSpec, precision: WeightPrecision, tp: int, pp: int = 1,
-                                  dp: int = 1) -> float:
+def weight_bytes_per_gpu_parallel(
+    model: ModelSpec, precision: WeightPrecision, tp: int, pp: int = 1, dp: int = 1
+) -> float:
     """Weights on the fullest GPU of a TP × PP × DP instance (module note); equals weights / TP at PP = DP = 1."""
     parts = weight_bytes_by_part(model, precision)
     share = stage_layer_share(model.num_layers, pp)

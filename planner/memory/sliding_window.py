@@ -8,6 +8,7 @@ scheduled tokens"; +1 because the window may not start at a block boundary.) The
 "Maximum concurrency" log line (kv_cache_utils.get_max_concurrency_for_kv_cache_config) and, here, the
 simulator's per-request block cap and the paged fit, so a sliding-window model gets one concurrency answer.
 """
+
 from __future__ import annotations
 
 from planner.core.units import ceil_div

@@ -8,6 +8,7 @@
 
 The constants (data/vllm_memory.yaml) are fitted on published vLLM logs; each names its source.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,12 +55,15 @@ class VllmPool:
 
     @property
     def log_lines(self) -> tuple[str, str]:
-        return (f"GPU KV cache size: {self.kv_cache_tokens:,} tokens",
-                f"Maximum concurrency for {self.max_model_len:,} tokens per request: {self.max_concurrency:.2f}x")
+        return (
+            f"GPU KV cache size: {self.kv_cache_tokens:,} tokens",
+            f"Maximum concurrency for {self.max_model_len:,} tokens per request: {self.max_concurrency:.2f}x",
+        )
 
 
-def activation_peak_bytes(model: ModelSpec, dep: Deployment, act_bytes: float = 2.0,
-                          c: VllmMemoryConstants | None = None) -> float:
+def activation_peak_bytes(
+    model: ModelSpec, dep: Deployment, act_bytes: float = 2.0, c: VllmMemoryConstants | None = None
+) -> float:
     """Peak activations of vLLM's profiling pass at max_num_batched_tokens, plus the sampler's fp32 logits.
 
     The profile run (vllm/v1/worker/gpu_model_runner.py profile_run @4e17906) runs max_num_batched_tokens tokens
@@ -67,15 +71,18 @@ def activation_peak_bytes(model: ModelSpec, dep: Deployment, act_bytes: float = 
     one row per dummy request, min(max_num_batched_tokens, max_num_seqs) rows of the full (gathered) vocabulary."""
     c = c or vllm_constants()
     width = model.moe_intermediate_size * model.num_experts_per_tok if model.is_moe else model.intermediate_size
-    per_token = (c.activation_intermediate_factor * width / dep.tensor_parallel_size
-                 + c.activation_hidden_factor * model.hidden_size)
+    per_token = (
+        c.activation_intermediate_factor * width / dep.tensor_parallel_size
+        + c.activation_hidden_factor * model.hidden_size
+    )
     tokens = dep.max_num_batched_tokens
     logits = min(tokens, dep.max_num_seqs) * model.vocab_size * c.sampler_logit_bytes
     return tokens * per_token * act_bytes + logits
 
 
-def runtime_overhead_bytes(dep: Deployment, c: VllmMemoryConstants | None = None,
-                           interconnect: str = "") -> tuple[float, float]:
+def runtime_overhead_bytes(
+    dep: Deployment, c: VllmMemoryConstants | None = None, interconnect: str = ""
+) -> tuple[float, float]:
     """(non-torch memory, CUDA-graph memory) per GPU; the per-peer part depends on the GPUs' link."""
     c = c or vllm_constants()
     nvlink = any(k in interconnect.lower() for k in ("nvlink", "nvswitch", "infinity fabric", "xgmi"))
@@ -85,8 +92,15 @@ def runtime_overhead_bytes(dep: Deployment, c: VllmMemoryConstants | None = None
     return non_torch, graphs
 
 
-def vllm_pool(usable_bytes: float, weights_per_gpu: float, kv_bytes_per_token_per_gpu: float,
-              model: ModelSpec, dep: Deployment, max_model_len: int, interconnect: str = "") -> VllmPool:
+def vllm_pool(
+    usable_bytes: float,
+    weights_per_gpu: float,
+    kv_bytes_per_token_per_gpu: float,
+    model: ModelSpec,
+    dep: Deployment,
+    max_model_len: int,
+    interconnect: str = "",
+) -> VllmPool:
     """The KV pool per GPU as vLLM computes it, in blocks of block_size (`interconnect`: the GPU's link, gpus.yaml)."""
     budget = dep.gpu_memory_utilization * usable_bytes
     activation = activation_peak_bytes(model, dep)
@@ -95,9 +109,18 @@ def vllm_pool(usable_bytes: float, weights_per_gpu: float, kv_bytes_per_token_pe
     block_bytes = dep.block_size * kv_bytes_per_token_per_gpu
     blocks = max(0, int(pool // block_bytes))
     tokens = blocks * dep.block_size
-    return VllmPool(budget_bytes=budget, weights_bytes=weights_per_gpu, activation_bytes=activation,
-                    non_torch_bytes=non_torch, cuda_graph_bytes=graphs, kv_pool_bytes=pool, num_gpu_blocks=blocks,
-                    kv_cache_tokens=tokens, max_model_len=max_model_len, max_concurrency=tokens / max_model_len)
+    return VllmPool(
+        budget_bytes=budget,
+        weights_bytes=weights_per_gpu,
+        activation_bytes=activation,
+        non_torch_bytes=non_torch,
+        cuda_graph_bytes=graphs,
+        kv_pool_bytes=pool,
+        num_gpu_blocks=blocks,
+        kv_cache_tokens=tokens,
+        max_model_len=max_model_len,
+        max_concurrency=tokens / max_model_len,
+    )
 
 
 def blocks_per_request(tokens: int, block_size: int) -> int:

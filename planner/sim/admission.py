@@ -13,6 +13,7 @@
   min(1, (decoded + 20 × running) / (max_new total + 1)).
 The output length the simulator knows for a request plays the role of max_tokens (max_new_tokens).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,8 +28,7 @@ SGLANG_RETRACT_DECODE_STEPS = 20
 RESERVING = ("guaranteed-no-evict", "static-slots")
 
 
-def reservation_blocks(policy: str, prompt: int, output: int, block_size: int, num_blocks: int,
-                       num_slots: int) -> int:
+def reservation_blocks(policy: str, prompt: int, output: int, block_size: int, num_blocks: int, num_slots: int) -> int:
     """Blocks a request reserves from admission to finish under a reserving policy (0 for the others)."""
     if policy == "guaranteed-no-evict":
         return ceil_div(prompt + output, block_size)

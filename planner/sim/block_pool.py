@@ -16,6 +16,7 @@ Prefix entries in use are reference-counted (`prefix_refs`); taking a hit out of
 What we leave out: a finished request's own blocks are treated as unhittable (synthetic prompts share nothing
 beyond their trace prefix ids).
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict

@@ -4,6 +4,7 @@ The latency model implements `StepCost`; the simulator depends only on this prot
 `step_times_s(...)` taking numpy arrays for `kv_read_tokens` and `attn_pairs` (one entry per step); the simulator
 then advances runs of pure-decode steps in one vectorised call instead of one call per step.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,8 +49,12 @@ class LinearStepCost:
     per_attn_pair_s: float = 0.0
 
     def step_time_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs):
-        return (self.base_s + self.per_token_s * new_tokens + self.per_kv_token_s * kv_read_tokens
-                + self.per_attn_pair_s * attn_pairs)
+        return (
+            self.base_s
+            + self.per_token_s * new_tokens
+            + self.per_kv_token_s * kv_read_tokens
+            + self.per_attn_pair_s * attn_pairs
+        )
 
     step_times_s = step_time_s
 
@@ -91,17 +96,17 @@ class SchedulerConfig(BaseModel):
     scheduler_reserve_full_isl: bool = False  # admit only when the whole known sequence fits (vLLM PR #37307)
     admission_policy: Literal["vllm-v1", "guaranteed-no-evict", "sglang", "static-slots"] = "vllm-v1"
     max_blocks_per_request: int | None = Field(None, gt=0, description="sliding-window cap on blocks held")
-    max_queue: int | None = Field(None, ge=0, description="most requests left waiting after a step (0 = admit "
-                                                          "only what can start now)")
+    max_queue: int | None = Field(
+        None, ge=0, description="most requests left waiting after a step (0 = admit only what can start now)"
+    )
     spec_k: int = Field(0, ge=0, le=32, description="draft tokens per verification step (0 = off)")
     spec_alpha: float = Field(0.0, ge=0.0, le=1.0, description="per-token draft acceptance rate")
-    spec_draft_cost_s: float = Field(0.0, ge=0.0, description="seconds per draft-model pass (without a draft "
-                                                              "StepCost)")
+    spec_draft_cost_s: float = Field(0.0, ge=0.0, description="seconds per draft-model pass (without a draft StepCost)")
     slo_ttft_s: float | None = Field(None, gt=0)
     slo_tpot_s: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
-    def budget_covers_max_num_seqs(self) -> "SchedulerConfig":
+    def budget_covers_max_num_seqs(self) -> SchedulerConfig:
         # vLLM requires this too: every running request must be able to decode one token per step
         if self.max_num_batched_tokens < self.max_num_seqs:
             raise ValueError("max_num_batched_tokens must be >= max_num_seqs")

@@ -7,6 +7,7 @@ blocks that left the window). A step then costs O(1) in the batch size, and a ru
 events (an arrival, a finish, a cap, the pool running out of blocks) is planned in one vectorised call by the
 pure function `plan_decode_run`. The simulator (planner/sim/simulator.py) owns one DecodeBatch.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -92,8 +93,9 @@ class DecodeBatch:
 
     def next_cap_step(self) -> float:
         heap = self.cap_heap
-        while heap and not (self.member[heap[0][1]] and not self.capped[heap[0][1]]
-                            and self.cap_step[heap[0][1]] == heap[0][0]):
+        while heap and not (
+            self.member[heap[0][1]] and not self.capped[heap[0][1]] and self.cap_step[heap[0][1]] == heap[0][0]
+        ):
             heapq.heappop(heap)
         return heap[0][0] if heap else math.inf
 
@@ -108,8 +110,9 @@ class DecodeBatch:
         return done
 
 
-def plan_decode_run(batch: DecodeBatch, step: int, num_free_blocks: int, now_s: float, next_arrival_s: float,
-                    cost) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def plan_decode_run(
+    batch: DecodeBatch, step: int, num_free_blocks: int, now_s: float, next_arrival_s: float, cost
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A run of pure-decode steps from `step`: it stops at the next finish (inclusive), before the next cap
     event, before a step the pool cannot supply blocks for, and before the first step starting at or after the
     next arrival. Returns (start times, durations, cumulative blocks allocated), all of the run's length m

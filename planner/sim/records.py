@@ -4,6 +4,7 @@ Definitions (primer §2): queue wait = first scheduled - arrival; TTFT = first t
 that completes the prompt); TPOT = (e2e - TTFT) / (N - 1) for N > 1 output tokens; e2e = finish - arrival;
 throughput = output tokens / makespan; goodput = requests per second that met every SLO set.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,7 +13,11 @@ import numpy as np
 import pandas as pd
 
 REJECT_NONE, REJECT_TOO_LONG, REJECT_QUEUE_FULL = 0, 1, 2
-REJECT_REASONS = {REJECT_NONE: "", REJECT_TOO_LONG: "longer than max_model_len or the KV pool", REJECT_QUEUE_FULL: "queue full"}
+REJECT_REASONS = {
+    REJECT_NONE: "",
+    REJECT_TOO_LONG: "longer than max_model_len or the KV pool",
+    REJECT_QUEUE_FULL: "queue full",
+}
 PERCENTILES = (50, 95, 99)
 
 
@@ -40,8 +45,18 @@ def request_records(wl) -> RequestRecords:
     n = wl.num_requests
     nan = lambda: np.full(n, np.nan)  # noqa: E731
     zeros = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
-    return RequestRecords(np.array(wl.arrival_s, dtype=float), nan(), nan(), nan(), wl.prompt_tokens.copy(),
-                          wl.output_tokens.copy(), zeros(), zeros(), zeros(), np.zeros(n, dtype=np.int8))
+    return RequestRecords(
+        np.array(wl.arrival_s, dtype=float),
+        nan(),
+        nan(),
+        nan(),
+        wl.prompt_tokens.copy(),
+        wl.output_tokens.copy(),
+        zeros(),
+        zeros(),
+        zeros(),
+        np.zeros(n, dtype=np.int8),
+    )
 
 
 @dataclass(frozen=True)
@@ -74,7 +89,7 @@ class StepRecorder:
     def _reserve(self, m: int) -> None:
         if self.size + m > len(self.cols[0]):
             cap = max(2 * len(self.cols[0]), self.size + m)
-            self.cols = [np.concatenate((c[:self.size], np.empty(cap - self.size, dtype=c.dtype))) for c in self.cols]
+            self.cols = [np.concatenate((c[: self.size], np.empty(cap - self.size, dtype=c.dtype))) for c in self.cols]
 
     def add(self, *values) -> None:
         self._reserve(1)
@@ -90,11 +105,11 @@ class StepRecorder:
         k, cols = self.size, self.cols
         run = (time_s, duration_s, num_seqs, num_running, 0, kv_blocks, num_seqs)
         for col, v in zip(cols, run):
-            col[k:k + m] = v
+            col[k : k + m] = v
         self.size = k + m
 
     def finish(self) -> StepRecords:
-        return StepRecords(*(c[:self.size].copy() for c in self.cols))
+        return StepRecords(*(c[: self.size].copy() for c in self.cols))
 
 
 @dataclass(frozen=True)
@@ -119,8 +134,7 @@ def latencies(res: SimResult) -> dict[str, np.ndarray]:
     steps_after_first = r.output_tokens[ok] - 1
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(steps_after_first > 0, (e2e - ttft) / steps_after_first, np.nan)
-    return {"queue_wait_s": r.first_scheduled_s[ok] - r.arrival_s[ok], "ttft_s": ttft, "tpot_s": tpot,
-            "e2e_s": e2e}
+    return {"queue_wait_s": r.first_scheduled_s[ok] - r.arrival_s[ok], "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
 
 
 def stats(values: np.ndarray) -> dict[str, float]:
@@ -157,21 +171,31 @@ def summary(res: SimResult, slo_ttft_s: float | None = None, slo_tpot_s: float |
     out_tokens = int(r.output_tokens[ok].sum())
     served_prompt = int(r.prompt_tokens[r.first_scheduled_s == r.first_scheduled_s].sum())
     good = meets_slo(res, slo_ttft_s, slo_tpot_s)
-    rate = (lambda x: x / makespan_s if makespan_s > 0 else np.nan)  # noqa: E731
-    out = {"seed": res.seed, "num_requests": len(r.arrival_s), "num_finished": int(ok.sum()),
-           "num_rejected": int((r.rejected != REJECT_NONE).sum()),
-           "num_rejected_queue_full": int((r.rejected == REJECT_QUEUE_FULL).sum()),
-           "num_rejected_too_long": int((r.rejected == REJECT_TOO_LONG).sum()),
-           "makespan_s": makespan_s, "throughput_tokens_per_s": rate(out_tokens),
-           "throughput_requests_per_s": rate(int(ok.sum())), "goodput_requests_per_s": rate(int(good.sum())),
-           "goodput_tokens_per_s": rate(int(r.output_tokens[ok][good].sum())),
-           "slo_attainment": float(good.mean()) if len(good) else np.nan,
-           "num_preemptions": int(r.num_preemptions.sum()),
-           "prefix_hit_rate": float(r.prefix_hit_tokens.sum() / served_prompt) if served_prompt else 0.0,
-           "num_steps": len(s), "kv_pool_blocks": cfg.num_gpu_blocks, "peak_kv_blocks": res.peak_kv_blocks,
-           "mean_kv_use": time_average(res, s.kv_blocks) / cfg.num_gpu_blocks,
-           "mean_running": time_average(res, s.num_running), "mean_waiting": time_average(res, s.num_waiting),
-           "max_waiting": int(s.num_waiting.max()) if len(s) else 0, "wall_s": res.wall_s}
+    rate = lambda x: x / makespan_s if makespan_s > 0 else np.nan  # noqa: E731
+    out = {
+        "seed": res.seed,
+        "num_requests": len(r.arrival_s),
+        "num_finished": int(ok.sum()),
+        "num_rejected": int((r.rejected != REJECT_NONE).sum()),
+        "num_rejected_queue_full": int((r.rejected == REJECT_QUEUE_FULL).sum()),
+        "num_rejected_too_long": int((r.rejected == REJECT_TOO_LONG).sum()),
+        "makespan_s": makespan_s,
+        "throughput_tokens_per_s": rate(out_tokens),
+        "throughput_requests_per_s": rate(int(ok.sum())),
+        "goodput_requests_per_s": rate(int(good.sum())),
+        "goodput_tokens_per_s": rate(int(r.output_tokens[ok][good].sum())),
+        "slo_attainment": float(good.mean()) if len(good) else np.nan,
+        "num_preemptions": int(r.num_preemptions.sum()),
+        "prefix_hit_rate": float(r.prefix_hit_tokens.sum() / served_prompt) if served_prompt else 0.0,
+        "num_steps": len(s),
+        "kv_pool_blocks": cfg.num_gpu_blocks,
+        "peak_kv_blocks": res.peak_kv_blocks,
+        "mean_kv_use": time_average(res, s.kv_blocks) / cfg.num_gpu_blocks,
+        "mean_running": time_average(res, s.num_running),
+        "mean_waiting": time_average(res, s.num_waiting),
+        "max_waiting": int(s.num_waiting.max()) if len(s) else 0,
+        "wall_s": res.wall_s,
+    }
     for name, values in latencies(res).items():
         for stat, v in stats(values).items():
             out[f"{name.removesuffix('_s')}_{stat}_s"] = v

@@ -5,6 +5,7 @@ max_num_batched_tokens); the KV pool size comes from the memory model (plan_memo
 step time from the latency model (PerfModel). One run simulates ONE replica: divide fleet traffic by the number
 of replicas before calling. The summary keeps the CLI contract keys (`python -m planner simulate --json`).
 """
+
 from __future__ import annotations
 
 import math
@@ -41,13 +42,21 @@ def scheduler_config_for(r: Resolved, **overrides) -> SchedulerConfig:
     dep = r.deployment
     num_blocks = plan_memory(r).num_gpu_blocks
     if num_blocks <= 0 and "num_gpu_blocks" not in overrides:
-        raise InputError("num_gpu_blocks", f"{r.model.name} leaves no KV pool on {dep.num_gpus} × {r.gpu.name} "
-                                           "(see the memory page): nothing can be served")
-    values = dict(num_gpu_blocks=num_blocks, block_size=dep.block_size, max_num_seqs=dep.max_num_seqs,
-                  max_num_batched_tokens=dep.max_num_batched_tokens, max_model_len=r.max_model_len,
-                  enable_prefix_caching=getattr(dep, "enable_prefix_caching", True),
-                  long_prefill_token_threshold=getattr(dep, "long_prefill_token_threshold", None) or 0,
-                  max_blocks_per_request=max_blocks_per_request(r))
+        raise InputError(
+            "num_gpu_blocks",
+            f"{r.model.name} leaves no KV pool on {dep.num_gpus} × {r.gpu.name} "
+            "(see the memory page): nothing can be served",
+        )
+    values = dict(
+        num_gpu_blocks=num_blocks,
+        block_size=dep.block_size,
+        max_num_seqs=dep.max_num_seqs,
+        max_num_batched_tokens=dep.max_num_batched_tokens,
+        max_model_len=r.max_model_len,
+        enable_prefix_caching=getattr(dep, "enable_prefix_caching", True),
+        long_prefill_token_threshold=getattr(dep, "long_prefill_token_threshold", None) or 0,
+        max_blocks_per_request=max_blocks_per_request(r),
+    )
     values.update({k: v for k, v in overrides.items() if v is not None or k in ("max_queue",)})
     return scheduler_config(values)
 
@@ -101,6 +110,7 @@ def draft_cost_for(r: Resolved, draft_model: str, engine: str = DEFAULT_ENGINE) 
     """The draft model (a preset id or config.json path) on the target's GPUs, TP and precision."""
     from planner.core.catalog import get_model
     from planner.techniques.spec_decode import resolve_draft
+
     try:
         draft = get_model(draft_model)
     except InputError as err:
@@ -113,13 +123,29 @@ def step_cost_for(r: Resolved, engine: str = DEFAULT_ENGINE) -> DecodeRunCost:
     return DecodeRunCost(PerfModel(r, engine))
 
 
-def run_serving(r: Resolved, workload: Workload, engine: str = DEFAULT_ENGINE, prefix_caching: bool | None = None,
-                max_queue: int | None = None, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None,
-                seed: int = 0, cost=None, draft_cost=None, **overrides) -> SimResult:
+def run_serving(
+    r: Resolved,
+    workload: Workload,
+    engine: str = DEFAULT_ENGINE,
+    prefix_caching: bool | None = None,
+    max_queue: int | None = None,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    seed: int = 0,
+    cost=None,
+    draft_cost=None,
+    **overrides,
+) -> SimResult:
     """Simulate `workload` on one replica of the scenario (a pure function of its arguments).
     prefix_caching None = the deployment's enable_prefix_caching (vLLM V1 default: on)."""
-    cfg = scheduler_config_for(r, enable_prefix_caching=prefix_caching, max_queue=max_queue,
-                               slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, **overrides)
+    cfg = scheduler_config_for(
+        r,
+        enable_prefix_caching=prefix_caching,
+        max_queue=max_queue,
+        slo_ttft_s=slo_ttft_s,
+        slo_tpot_s=slo_tpot_s,
+        **overrides,
+    )
     return simulate(workload, cfg, cost or step_cost_for(r, engine), seed=seed, draft_cost=draft_cost)
 
 
@@ -154,28 +180,47 @@ def steady_rates(res: SimResult, lo_q: float = 0.1, hi_q: float = 0.9) -> tuple[
 def result_summary(res: SimResult, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> dict:
     """Headline figures of one run: the CLI contract keys (latencies as {mean, p50, p95, p99} in seconds) + more."""
     flat = summary(res, slo_ttft_s, slo_tpot_s)
-    out = {key: {k: _clean(v) for k, v in stats(values).items()}
-           for key, values in ((k, latencies(res)[src]) for k, src in LATENCY_KEYS.items())}
+    out = {
+        key: {k: _clean(v) for k, v in stats(values).items()}
+        for key, values in ((k, latencies(res)[src]) for k, src in LATENCY_KEYS.items())
+    }
     cfg = res.config
     offered, served = steady_rates(res)
     out.update(
         throughput_tokens_per_s=flat["throughput_tokens_per_s"],
         throughput_requests_per_s=flat["throughput_requests_per_s"],
-        offered_requests_per_s=offered, served_requests_per_s=served,
-        goodput_requests_per_s=flat["goodput_requests_per_s"], goodput_tokens_per_s=flat["goodput_tokens_per_s"],
+        offered_requests_per_s=offered,
+        served_requests_per_s=served,
+        goodput_requests_per_s=flat["goodput_requests_per_s"],
+        goodput_tokens_per_s=flat["goodput_tokens_per_s"],
         slo_attainment=flat["slo_attainment"],
         slo_ttft_s=cfg.slo_ttft_s if slo_ttft_s is None else slo_ttft_s,
         slo_tpot_s=cfg.slo_tpot_s if slo_tpot_s is None else slo_tpot_s,
-        num_requests=flat["num_requests"], completed=flat["num_finished"], rejected=flat["num_rejected"],
-        rejected_queue_full=flat["num_rejected_queue_full"], rejected_too_long=flat["num_rejected_too_long"],
-        preemptions=flat["num_preemptions"], prefix_hit_rate=flat["prefix_hit_rate"],
-        simulated_s=res.end_s, makespan_s=flat["makespan_s"], num_steps=flat["num_steps"],
-        kv_pool_blocks=flat["kv_pool_blocks"], kv_pool_tokens=cfg.kv_pool_tokens,
-        peak_kv_use=res.peak_kv_blocks / cfg.num_gpu_blocks, mean_kv_use=flat["mean_kv_use"],
-        mean_running=flat["mean_running"], mean_waiting=flat["mean_waiting"], max_waiting=flat["max_waiting"],
-        max_running=int(res.steps.num_running.max()) if len(res.steps) else 0, max_num_seqs=cfg.max_num_seqs,
+        num_requests=flat["num_requests"],
+        completed=flat["num_finished"],
+        rejected=flat["num_rejected"],
+        rejected_queue_full=flat["num_rejected_queue_full"],
+        rejected_too_long=flat["num_rejected_too_long"],
+        preemptions=flat["num_preemptions"],
+        prefix_hit_rate=flat["prefix_hit_rate"],
+        simulated_s=res.end_s,
+        makespan_s=flat["makespan_s"],
+        num_steps=flat["num_steps"],
+        kv_pool_blocks=flat["kv_pool_blocks"],
+        kv_pool_tokens=cfg.kv_pool_tokens,
+        peak_kv_use=res.peak_kv_blocks / cfg.num_gpu_blocks,
+        mean_kv_use=flat["mean_kv_use"],
+        mean_running=flat["mean_running"],
+        mean_waiting=flat["mean_waiting"],
+        max_waiting=flat["max_waiting"],
+        max_running=int(res.steps.num_running.max()) if len(res.steps) else 0,
+        max_num_seqs=cfg.max_num_seqs,
         max_num_batched_tokens=cfg.max_num_batched_tokens,
-        seed=res.seed, workload_seed=res.workload.seed, source=res.workload.source, wall_s=res.wall_s)
+        seed=res.seed,
+        workload_seed=res.workload.seed,
+        source=res.workload.source,
+        wall_s=res.wall_s,
+    )
     return {k: _clean(v) for k, v in out.items()}
 
 

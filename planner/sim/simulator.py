@@ -41,6 +41,7 @@ draft model's own KV cache, stop strings (outputs have their trace length).
 Speed: decoding requests advance in lock step (planner/sim/lockstep.py): O(1) per step in the batch size, and
 runs of pure-decode steps between events are planned in one vectorised call.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -65,8 +66,13 @@ from planner.sim.records import (
 from planner.traffic.generators import Workload
 
 
-def simulate(workload: Workload, config: SchedulerConfig | dict, cost: StepCost, seed: int = 0,
-             draft_cost: StepCost | None = None) -> SimResult:
+def simulate(
+    workload: Workload,
+    config: SchedulerConfig | dict,
+    cost: StepCost,
+    seed: int = 0,
+    draft_cost: StepCost | None = None,
+) -> SimResult:
     """Run every request of `workload` to completion (or rejection); a pure function of its arguments."""
     for name, c in (("cost", cost), ("draft_cost", draft_cost)):
         if c is not None and not hasattr(c, "step_time_s"):
@@ -90,13 +96,17 @@ class Replica:
         self.prefix_sharing = cfg.enable_prefix_caching and wl.prefix_ids is not None
         self.prefix_block_tokens = wl.prefix_block_tokens
         if self.prefix_sharing and wl.prefix_block_tokens % bs:
-            raise InputError("block_size", f"prefix blocks of {wl.prefix_block_tokens} tokens are not a whole "
-                             f"number of {bs}-token KV blocks")
+            raise InputError(
+                "block_size",
+                f"prefix blocks of {wl.prefix_block_tokens} tokens are not a whole number of {bs}-token KV blocks",
+            )
         self.pool = BlockPool(cfg.num_gpu_blocks, wl.prefix_block_tokens // bs if self.prefix_sharing else 1)
         self.prefix_ids = [ids.tolist() for ids in wl.prefix_ids] if self.prefix_sharing else None
-        self.num_cacheable_prefix = [min(len(h), p // self.prefix_block_tokens)
-                                     for h, p in zip(self.prefix_ids, self.prompt_tokens)] \
-            if self.prefix_sharing else None
+        self.num_cacheable_prefix = (
+            [min(len(h), p // self.prefix_block_tokens) for h, p in zip(self.prefix_ids, self.prompt_tokens)]
+            if self.prefix_sharing
+            else None
+        )
         self.shared_prefix_held = [[] for _ in range(n)]  # prefix hash ids referenced while running
         self.next_prefix_to_publish = [0] * n
         self.prefix_entries_at_preemption = [0] * n
@@ -149,8 +159,17 @@ class Replica:
                 continue
             if not (self._can_fast_forward() and self._fast_forward()):
                 self._step()
-        return SimResult(self.cfg, self.seed, self.wl, self.out, self.recorder.finish(), self.now,
-                         self.pool.peak_active, self.pool.num_evicted_blocks, time.perf_counter() - wall0)
+        return SimResult(
+            self.cfg,
+            self.seed,
+            self.wl,
+            self.out,
+            self.recorder.finish(),
+            self.now,
+            self.pool.peak_active,
+            self.pool.num_evicted_blocks,
+            time.perf_counter() - wall0,
+        )
 
     # --- arrivals, rejection, finishing, preemption -------------------------------------------------------
     def _accept_arrivals(self) -> None:
@@ -334,8 +353,14 @@ class Replica:
                 break
             reserve = 0
             if self.policy in admission.RESERVING:
-                reserve = admission.reservation_blocks(self.policy, self.prompt_tokens[i], self.output_tokens[i],
-                                                       cfg.block_size, cfg.num_gpu_blocks, cfg.max_num_seqs)
+                reserve = admission.reservation_blocks(
+                    self.policy,
+                    self.prompt_tokens[i],
+                    self.output_tokens[i],
+                    cfg.block_size,
+                    cfg.num_gpu_blocks,
+                    cfg.max_num_seqs,
+                )
                 if self.total_reserved_blocks + reserve > cfg.num_gpu_blocks:
                     break
             elif self.policy == "sglang" and not self._sglang_admits(i, hit_blocks):
@@ -372,19 +397,23 @@ class Replica:
             new_tokens += num_new
             kv_read += ctx
             pairs += num_new * ctx
-            if self.generated_tokens[i] > 0 and self.computed_tokens[i] == self.prompt_tokens[i] + \
-                    self.generated_tokens[i] - 1:
+            if (
+                self.generated_tokens[i] > 0
+                and self.computed_tokens[i] == self.prompt_tokens[i] + self.generated_tokens[i] - 1
+            ):
                 spec_seqs, spec_ctx = spec_seqs + 1, spec_ctx + ctx
         num_seqs = batch.count + len(scheduled)
         dt = float(self.cost.step_time_s(new_tokens, num_seqs, kv_read, pairs))
         if spec_seqs and self.spec:  # k sequential draft passes over the verifying sequences
             draft = self.draft_cost
-            per_pass = float(draft.step_time_s(spec_seqs, spec_seqs, spec_ctx, spec_ctx)) if draft is not None \
+            per_pass = (
+                float(draft.step_time_s(spec_seqs, spec_seqs, spec_ctx, spec_ctx))
+                if draft is not None
                 else self.cfg.spec_draft_cost_s
+            )
             dt += self.cfg.spec_k * per_pass
         start, self.now = self.now, self.now + dt
-        self.recorder.add(start, dt, num_seqs, len(self.running), len(self.waiting), self.pool.num_active,
-                          new_tokens)
+        self.recorder.add(start, dt, num_seqs, len(self.running), len(self.waiting), self.pool.num_active, new_tokens)
         if batch.count and self.policy == "sglang":
             self.sglang_ratio.decay()
         for i, held in batch.pop_finished(step):
@@ -415,8 +444,9 @@ class Replica:
         if self.generated_tokens[i] >= self.output_tokens[i]:
             self._finish(i, self.computed_tokens[i])
         elif not self.spec:
-            self.decoders.join(i, self.computed_tokens[i], self.generated_tokens[i], self.output_tokens[i],
-                               self.step_index + 1)
+            self.decoders.join(
+                i, self.computed_tokens[i], self.generated_tokens[i], self.output_tokens[i], self.step_index + 1
+            )
             del self.stepped_individually[i]
 
     def _accepted_drafts(self, num_drafts: int) -> int:

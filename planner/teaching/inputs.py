@@ -3,6 +3,7 @@
 Each field carries a label (`title`), a unit and a lower bound, so a page can draw one widget per field and the CLI
 can accept `--set field=value`; a bad value is reported with the field named (planner.core.errors.InputError).
 """
+
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -38,7 +39,7 @@ class KVCacheInputs(BaseModel):
     gqa_kv_heads: int = _f(8, "GQA KV heads, step 6")
 
     @model_validator(mode="after")
-    def kv_heads_divide_attention_heads(self) -> "KVCacheInputs":
+    def kv_heads_divide_attention_heads(self) -> KVCacheInputs:
         for name in ("num_kv_heads", "gqa_kv_heads"):
             kv = getattr(self, name)
             if kv > self.num_attention_heads or self.num_attention_heads % kv:
@@ -83,7 +84,7 @@ class LatencyInputs(BaseModel):
     cached_prefix_tokens: int = _f(1500, "Cached prefix, step 5", "tokens", gt=None, ge=0)
 
     @model_validator(mode="after")
-    def prefix_within_prompt(self) -> "LatencyInputs":
+    def prefix_within_prompt(self) -> LatencyInputs:
         if self.cached_prefix_tokens > self.prompt_tokens:
             raise ValueError("cached_prefix_tokens must not exceed prompt_tokens")
         return self
@@ -108,8 +109,9 @@ class SixRequestsInputs(BaseModel):
 
     model_config = _FROZEN
 
-    output_tokens: tuple[int, ...] = Field((2, 8, 4, 3, 5, 2), title="Tokens each request needs, comma-separated",
-                                           json_schema_extra={"unit": "tokens"})
+    output_tokens: tuple[int, ...] = Field(
+        (2, 8, 4, 3, 5, 2), title="Tokens each request needs, comma-separated", json_schema_extra={"unit": "tokens"}
+    )
     slots: int = _f(3, "Slots", "slots")
     max_wait: int = _f(0, "Static: max wait", "steps", gt=None, ge=0)
 

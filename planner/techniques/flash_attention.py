@@ -8,6 +8,7 @@
 Same result (exact attention), computed block by block with an online softmax. Heads are those one GPU holds
 (num_attention_heads / TP). Left out: the backward pass (training), and whether a kernel recomputes or stores P.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,18 +51,39 @@ class AttentionMemory:
     ratio: float  # standard / flash HBM bytes
 
 
-def attention_memory(batch: int, heads: int, q_tokens: int, kv_tokens: int, bytes_per_value: float = 2,
-                     block_q: int = 128, block_kv: int = 128) -> AttentionMemory:
+def attention_memory(
+    batch: int,
+    heads: int,
+    q_tokens: int,
+    kv_tokens: int,
+    bytes_per_value: float = 2,
+    block_q: int = 128,
+    block_kv: int = 128,
+) -> AttentionMemory:
     """Score-matrix memory per layer without and with tiling."""
     std = score_matrix_bytes(batch, heads, q_tokens, kv_tokens, bytes_per_value)
     flash = flash_stats_bytes(batch, heads, q_tokens)
-    return AttentionMemory(batch=batch, heads=heads, q_tokens=q_tokens, kv_tokens=kv_tokens,
-                           bytes_per_value=bytes_per_value, standard_bytes=std,
-                           standard_traffic_bytes=score_hbm_traffic_bytes(std), flash_hbm_bytes=flash,
-                           flash_tile_bytes=tile_bytes(block_q, block_kv), ratio=std / flash)
+    return AttentionMemory(
+        batch=batch,
+        heads=heads,
+        q_tokens=q_tokens,
+        kv_tokens=kv_tokens,
+        bytes_per_value=bytes_per_value,
+        standard_bytes=std,
+        standard_traffic_bytes=score_hbm_traffic_bytes(std),
+        flash_hbm_bytes=flash,
+        flash_tile_bytes=tile_bytes(block_q, block_kv),
+        ratio=std / flash,
+    )
 
 
 def sweep_lengths(batch: int, heads: int, lengths: list[int], bytes_per_value: float = 2) -> list[dict]:
     """Prefill (L_q = L_kv = L) score memory per layer, standard and tiled, for each length."""
-    return [{"tokens": n, "standard_bytes": score_matrix_bytes(batch, heads, n, n, bytes_per_value),
-             "flash_bytes": flash_stats_bytes(batch, heads, n)} for n in lengths]
+    return [
+        {
+            "tokens": n,
+            "standard_bytes": score_matrix_bytes(batch, heads, n, n, bytes_per_value),
+            "flash_bytes": flash_stats_bytes(batch, heads, n),
+        }
+        for n in lengths
+    ]

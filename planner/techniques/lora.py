@@ -9,13 +9,14 @@ Dimensions come from the ModelSpec: q (h → heads × head dim), k and v (h → 
 dim → h), gate and up (h → intermediate), down (intermediate → h). Mixture-of-experts MLPs and MLA projections
 are not modelled (attention modules only are exact there). With TP the adapters shard like their base layers.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.memory import sizes as memory
 from planner.core.scenario import Resolved
 from planner.core.specs import ModelSpec
+from planner.memory import sizes as memory
 from planner.memory.vllm_pool import blocks_per_request, vllm_pool
 
 ATTENTION_MODULES = ("q", "k", "v", "o")
@@ -26,10 +27,21 @@ ADAPTER_BYTES = 2  # 16-bit adapters
 
 def module_dims(m: ModelSpec) -> dict[str, tuple[int, int]]:
     """(d_in, d_out) of each LoRA-able linear layer of one transformer block."""
-    h, q_out, kv_out, inter = m.hidden_size, m.num_attention_heads * m.head_dim, m.num_kv_heads * m.head_dim, \
-        m.intermediate_size
-    return {"q": (h, q_out), "k": (h, kv_out), "v": (h, kv_out), "o": (q_out, h),
-            "gate": (h, inter), "up": (h, inter), "down": (inter, h)}
+    h, q_out, kv_out, inter = (
+        m.hidden_size,
+        m.num_attention_heads * m.head_dim,
+        m.num_kv_heads * m.head_dim,
+        m.intermediate_size,
+    )
+    return {
+        "q": (h, q_out),
+        "k": (h, kv_out),
+        "v": (h, kv_out),
+        "o": (q_out, h),
+        "gate": (h, inter),
+        "up": (h, inter),
+        "down": (inter, h),
+    }
 
 
 def adapter_bytes(m: ModelSpec, rank: int, modules=ATTENTION_MODULES, bytes_per_value: float = ADAPTER_BYTES) -> float:
@@ -77,16 +89,26 @@ def lora_plan(r: Resolved, rank: int, modules, max_loras: int, context_tokens: i
     pool_with = max(pool_without - max_loras * one_gpu, 0.0)
     request_bytes = blocks_per_request(context_tokens, dep.block_size) * dep.block_size * kv_tok
     spare = pool_without - keep_requests * request_bytes
-    return LoraPlan(rank=rank, modules=tuple(modules), adapter_bytes=one, adapter_bytes_per_gpu=one_gpu,
-                    max_loras=max_loras, slots_bytes_per_gpu=max_loras * one_gpu, kv_pool_bytes_without=pool_without,
-                    kv_pool_bytes_with=pool_with,
-                    max_requests_without=max_requests(pool_without, kv_tok, dep.block_size, context_tokens),
-                    max_requests_with=max_requests(pool_with, kv_tok, dep.block_size, context_tokens),
-                    adapters_fit_in_pool=int(pool_without // one_gpu) if one_gpu else 0,
-                    adapters_fit_keeping=max(0, int(spare // one_gpu)) if one_gpu else 0, keep_requests=keep_requests)
+    return LoraPlan(
+        rank=rank,
+        modules=tuple(modules),
+        adapter_bytes=one,
+        adapter_bytes_per_gpu=one_gpu,
+        max_loras=max_loras,
+        slots_bytes_per_gpu=max_loras * one_gpu,
+        kv_pool_bytes_without=pool_without,
+        kv_pool_bytes_with=pool_with,
+        max_requests_without=max_requests(pool_without, kv_tok, dep.block_size, context_tokens),
+        max_requests_with=max_requests(pool_with, kv_tok, dep.block_size, context_tokens),
+        adapters_fit_in_pool=int(pool_without // one_gpu) if one_gpu else 0,
+        adapters_fit_keeping=max(0, int(spare // one_gpu)) if one_gpu else 0,
+        keep_requests=keep_requests,
+    )
 
 
 def concurrency_vs_slots(r: Resolved, rank: int, modules, context_tokens: int, slots: list[int]) -> list[dict]:
     """Max requests as the number of GPU adapter slots grows."""
-    return [{"max_loras": n, "max_requests": lora_plan(r, rank, modules, n, context_tokens).max_requests_with}
-            for n in slots]
+    return [
+        {"max_loras": n, "max_requests": lora_plan(r, rank, modules, n, context_tokens).max_requests_with}
+        for n in slots
+    ]

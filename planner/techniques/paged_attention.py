@@ -9,19 +9,26 @@ Lengths are prompt + output at the end of generation (each request's peak), draw
 distributions with a seed and capped at max_model_len. Left out: external fragmentation of contiguous
 allocators (gaps between reservations, which make contiguous worse still) and prefix sharing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from planner.memory.plan import plan_memory
 from planner.core.scenario import Resolved
+from planner.memory.plan import plan_memory
 from planner.traffic.generators import LengthDist, as_length_dist
 
 
-def sample_lengths(prompt: str | LengthDist, output: str | LengthDist, num: int, seed: int,
-                   max_len: int, fields: tuple[str, str] = ("prompt", "output")) -> np.ndarray:
+def sample_lengths(
+    prompt: str | LengthDist,
+    output: str | LengthDist,
+    num: int,
+    seed: int,
+    max_len: int,
+    fields: tuple[str, str] = ("prompt", "output"),
+) -> np.ndarray:
     """Prompt + output tokens per request (seeded), capped at max_model_len; `fields` name the inputs in errors."""
     rng = np.random.default_rng(seed)
     p = as_length_dist(prompt, fields[0]).sample(num, rng, "prompt")
@@ -92,11 +99,20 @@ def compare(r: Resolved, lengths: np.ndarray, reserve_tokens: int | None = None)
     kv_tok = plan.kv_bytes_per_token_per_gpu
     mean_len = float(np.mean(lengths))
     return PagedComparison(
-        num_samples=len(lengths), mean_tokens=mean_len, p50_tokens=float(np.percentile(lengths, 50)),
-        p95_tokens=float(np.percentile(lengths, 95)), max_tokens=int(np.max(lengths)), reserve_tokens=reserve,
-        block_size=bs, kv_bytes_per_token_per_gpu=kv_tok, pool_tokens=plan.kv_cache_tokens,
-        pool_blocks=plan.num_gpu_blocks, contiguous_max_requests=n_contig, paged_max_requests=n_paged,
+        num_samples=len(lengths),
+        mean_tokens=mean_len,
+        p50_tokens=float(np.percentile(lengths, 50)),
+        p95_tokens=float(np.percentile(lengths, 95)),
+        max_tokens=int(np.max(lengths)),
+        reserve_tokens=reserve,
+        block_size=bs,
+        kv_bytes_per_token_per_gpu=kv_tok,
+        pool_tokens=plan.kv_cache_tokens,
+        pool_blocks=plan.num_gpu_blocks,
+        contiguous_max_requests=n_contig,
+        paged_max_requests=n_paged,
         contiguous_waste_fraction=contiguous_waste_fraction(lengths, reserve),
         paged_waste_fraction=paged_waste_fraction(lengths, bs),
         contiguous_waste_bytes=n_contig * (reserve - mean_len) * kv_tok,
-        paged_waste_bytes=n_paged * (mean_blocks * bs - mean_len) * kv_tok)
+        paged_waste_bytes=n_paged * (mean_blocks * bs - mean_len) * kv_tok,
+    )

@@ -11,6 +11,7 @@ block of the same request hit too (the match must be exact from the first token)
 infinite one (every block ever seen stays) and an LRU cache of a given number of blocks, which ignores that
 running requests also need private blocks (an optimistic bound for a pool of that size).
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -18,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.core.units import ceil_div
 from planner.latency.metrics import given_rates
 from planner.latency.perf_model import PerfModel
 from planner.traffic.generators import Workload
-from planner.core.units import ceil_div
 
 
 def cacheable_tokens(prefix_tokens: int, block_size: int) -> int:
@@ -70,8 +71,9 @@ class TTFTPair:
     after_s: float
 
 
-def ttft_given_rates(prompt_tokens: int, cached_tokens: int, queue_wait_s: float,
-                     prefill_tokens_per_s: float) -> TTFTPair:
+def ttft_given_rates(
+    prompt_tokens: int, cached_tokens: int, queue_wait_s: float, prefill_tokens_per_s: float
+) -> TTFTPair:
     """TTFT = wait + (prompt − cached) / rate, before and after caching (primer §5: 240 → 90 ms)."""
     cached_tokens = usable_cached(prompt_tokens, cached_tokens)
     before = given_rates(prompt_tokens, 1, queue_wait_s, prefill_tokens_per_s, 1.0).ttft_s
@@ -89,8 +91,11 @@ def ttft_model(pm: PerfModel, prompt_tokens: int, cached_tokens: int, queue_wait
 
 def stable_first_example(stable_tokens: int, changing_tokens: int, block_size: int) -> dict[str, int]:
     """Cached tokens per request when stable text leads vs when a changing part (time, user message) leads."""
-    return {"stable_first": cacheable_tokens(stable_tokens, block_size), "changing_first": 0,
-            "prompt_tokens": stable_tokens + changing_tokens}
+    return {
+        "stable_first": cacheable_tokens(stable_tokens, block_size),
+        "changing_first": 0,
+        "prompt_tokens": stable_tokens + changing_tokens,
+    }
 
 
 # -- hit rate on a trace ------------------------------------------------------------------------------------
@@ -163,9 +168,16 @@ def trace_hit_rate(w: Workload, cache_blocks: int | None = None) -> TraceHitRate
         total += len(lst)
         seen.update(lst)
     lru = _lru_hits(w.prefix_ids, cache_blocks) if cache_blocks else None
-    return TraceHitRate(num_requests=w.num_requests, num_blocks=total, hit_blocks_infinite=hits,
-                        hit_blocks_lru=lru, cache_blocks=cache_blocks, block_tokens=bt,
-                        hit_tokens_infinite=hit_tokens, prompt_tokens=int(np.sum(w.prompt_tokens)))
+    return TraceHitRate(
+        num_requests=w.num_requests,
+        num_blocks=total,
+        hit_blocks_infinite=hits,
+        hit_blocks_lru=lru,
+        cache_blocks=cache_blocks,
+        block_tokens=bt,
+        hit_tokens_infinite=hit_tokens,
+        prompt_tokens=int(np.sum(w.prompt_tokens)),
+    )
 
 
 def trace_cache_blocks(kv_pool_tokens: int, block_tokens: int) -> int:

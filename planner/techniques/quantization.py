@@ -11,15 +11,16 @@ For each weight precision in data/precisions.yaml:
 Fewer bits read fewer bytes per decode step, so decode speeds up where it is memory-bound, less the format's
 dequantisation overhead; the KV cache does not shrink (use --kv-dtype fp8 for that).
 """
+
 from __future__ import annotations
 
 import dataclasses
 
 from planner.core.catalog import weight_precisions
-from planner.memory.plan import plan_memory
-from planner.latency.perf_model import PerfModel
 from planner.core.precision import WeightPrecision, resolve_kv_bytes
 from planner.core.scenario import Resolved
+from planner.latency.perf_model import PerfModel
+from planner.memory.plan import plan_memory
 
 ENGINE_LOADERS = {
     "vllm": "vLLM / SGLang: Hugging Face checkpoints: FP16/BF16, FP8, INT8 W8A8, GPTQ, AWQ, bitsandbytes NF4",
@@ -54,17 +55,29 @@ def format_row(r: Resolved, p: WeightPrecision, context_tokens: int, batch: int,
     b = min(batch, plan.paged_max_requests)
     fits = plan.fits and plan.paged_max_requests >= 1
     step_b = float(pm.decode(b, context_tokens).total_s) if fits and b >= 1 else None
-    return {"id": p.id, "label": p.label, "family": format_family(p), "bits_per_weight": p.bits_per_weight,
-            "weight_bytes": plan.weight_bytes, "weight_bytes_per_gpu": plan.weight_bytes_per_gpu,
-            "kv_bytes_per_token": plan.kv_bytes_per_token, "kv_pool_bytes_per_gpu": plan.kv_pool_bytes_per_gpu,
-            "kv_cache_tokens": plan.kv_cache_tokens, "max_requests": plan.paged_max_requests, "fits": fits,
-            "decode_tokens_per_s_batch1": 1 / one if fits else None, "batch": b if fits else 0,
-            "decode_tokens_per_s_batch": b / step_b if step_b else None,
-            "dequant_overhead": p.dequant_overhead, "engines": list(p.engines)}
+    return {
+        "id": p.id,
+        "label": p.label,
+        "family": format_family(p),
+        "bits_per_weight": p.bits_per_weight,
+        "weight_bytes": plan.weight_bytes,
+        "weight_bytes_per_gpu": plan.weight_bytes_per_gpu,
+        "kv_bytes_per_token": plan.kv_bytes_per_token,
+        "kv_pool_bytes_per_gpu": plan.kv_pool_bytes_per_gpu,
+        "kv_cache_tokens": plan.kv_cache_tokens,
+        "max_requests": plan.paged_max_requests,
+        "fits": fits,
+        "decode_tokens_per_s_batch1": 1 / one if fits else None,
+        "batch": b if fits else 0,
+        "decode_tokens_per_s_batch": b / step_b if step_b else None,
+        "dequant_overhead": p.dequant_overhead,
+        "engines": list(p.engines),
+    }
 
 
-def compare_formats(r: Resolved, context_tokens: int, batch: int, engine: str = "vllm",
-                    ids: list[str] | None = None) -> list[dict]:
+def compare_formats(
+    r: Resolved, context_tokens: int, batch: int, engine: str = "vllm", ids: list[str] | None = None
+) -> list[dict]:
     """One row per weight format (all of data/precisions.yaml unless `ids` is given)."""
     formats = weight_precisions()
     chosen = ids or list(formats)

@@ -15,6 +15,7 @@ The draft model is a second resolved scenario on the same GPUs and TP degree; it
 take memory from the target's pool. Left out: tree/multi-candidate drafts, EAGLE/Medusa heads, acceptance that
 varies by position, and the draft's own prefill of the prompt.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,12 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.memory import sizes as memory
 from planner.core.catalog import get_model, model_presets
 from planner.core.params import count_params
-from planner.latency.perf_model import PerfModel
 from planner.core.scenario import Resolved
 from planner.core.specs import ModelSpec
+from planner.latency.perf_model import PerfModel
+from planner.memory import sizes as memory
 from planner.memory.vllm_pool import blocks_per_request, vllm_pool
 
 K_RANGE = tuple(range(1, 11))
@@ -61,13 +62,25 @@ def simulate_tokens_per_pass(alpha: float, k: int, num_passes: int, seed: int) -
 def walkthrough(num_proposed: int = 4, num_agreed: int = 3) -> list[dict]:
     """The primer's example step by step: propose, verify in one pass, keep the agreed prefix, add one token."""
     agreements = [i < num_agreed for i in range(num_proposed)]
-    rows = [{"step": f"draft pass {i + 1}", "what": f"draft proposes token {i + 1}", "cost": "one cheap draft step"}
-            for i in range(num_proposed)]
-    rows.append({"step": "target pass", "what": f"target scores all {num_proposed} drafts (+1 position) at once",
-                 "cost": f"one target step over {num_proposed + 1} tokens"})
+    rows = [
+        {"step": f"draft pass {i + 1}", "what": f"draft proposes token {i + 1}", "cost": "one cheap draft step"}
+        for i in range(num_proposed)
+    ]
+    rows.append(
+        {
+            "step": "target pass",
+            "what": f"target scores all {num_proposed} drafts (+1 position) at once",
+            "cost": f"one target step over {num_proposed + 1} tokens",
+        }
+    )
     for i, ok in enumerate(agreements):
-        rows.append({"step": f"check draft {i + 1}", "what": "agrees: kept" if ok else "disagrees: target's own token "
-                     "replaces it, later drafts dropped", "cost": ""})
+        rows.append(
+            {
+                "step": f"check draft {i + 1}",
+                "what": "agrees: kept" if ok else "disagrees: target's own token replaces it, later drafts dropped",
+                "cost": "",
+            }
+        )
         if not ok:
             break
     if all(agreements):
@@ -136,19 +149,33 @@ def timing(target: PerfModel, draft: PerfModel, alpha: float, k: int, batches, c
     t_target = np.atleast_1d(dec.total_s)
     t_draft = np.atleast_1d(draft.decode(b, context_tokens).total_s)
     t_verify = np.atleast_1d(verify_step_s(target, b, context_tokens, k))
-    return SpecTiming(batch=b.astype(int), target_step_s=t_target, draft_step_s=t_draft, verify_step_s=t_verify,
-                      pass_s=k * t_draft + t_verify, expected_tokens_per_pass=expected_tokens_per_pass(alpha, k),
-                      speedup=speedup(alpha, k, t_target, t_draft, t_verify), bound=np.atleast_1d(dec.bound))
+    return SpecTiming(
+        batch=b.astype(int),
+        target_step_s=t_target,
+        draft_step_s=t_draft,
+        verify_step_s=t_verify,
+        pass_s=k * t_draft + t_verify,
+        expected_tokens_per_pass=expected_tokens_per_pass(alpha, k),
+        speedup=speedup(alpha, k, t_target, t_draft, t_verify),
+        bound=np.atleast_1d(dec.bound),
+    )
 
 
-def best_k(target: PerfModel, draft: PerfModel, alpha: float, batch: int, context_tokens: int,
-           ks=K_RANGE) -> tuple[int, list[dict]]:
+def best_k(
+    target: PerfModel, draft: PerfModel, alpha: float, batch: int, context_tokens: int, ks=K_RANGE
+) -> tuple[int, list[dict]]:
     """The k with the highest speed-up at this batch, and the speed-up of every k tried."""
     rows = []
     for k in ks:
         t = timing(target, draft, alpha, k, [batch], context_tokens)
-        rows.append({"k": k, "expected_tokens_per_pass": t.expected_tokens_per_pass, "pass_s": float(t.pass_s[0]),
-                     "speedup": float(t.speedup[0])})
+        rows.append(
+            {
+                "k": k,
+                "expected_tokens_per_pass": t.expected_tokens_per_pass,
+                "pass_s": float(t.pass_s[0]),
+                "speedup": float(t.speedup[0]),
+            }
+        )
     best = max(rows, key=lambda row: row["speedup"])
     return int(best["k"]), rows
 
@@ -172,17 +199,28 @@ def draft_memory(r: Resolved, d: Resolved, context_tokens: int) -> DraftMemory:
     kv_target = memory.kv_bytes_per_token(r.model, r.kv_bytes, tp)
     kv_draft = memory.kv_bytes_per_token(d.model, d.kv_bytes, tp)
     alone = vllm_pool(r.gpu.usable_memory_bytes, w_target, kv_target, r.model, dep, r.max_model_len)
-    both = vllm_pool(r.gpu.usable_memory_bytes, w_target + w_draft, kv_target + kv_draft, r.model, dep,
-                     r.max_model_len)
+    both = vllm_pool(r.gpu.usable_memory_bytes, w_target + w_draft, kv_target + kv_draft, r.model, dep, r.max_model_len)
     per_request = blocks_per_request(context_tokens, dep.block_size)
-    return DraftMemory(draft_weight_bytes_per_gpu=w_draft, draft_kv_bytes_per_token_per_gpu=kv_draft,
-                       kv_pool_tokens_without=alone.kv_cache_tokens, kv_pool_tokens_with=both.kv_cache_tokens,
-                       max_requests_without=alone.num_gpu_blocks // per_request,
-                       max_requests_with=both.num_gpu_blocks // per_request)
+    return DraftMemory(
+        draft_weight_bytes_per_gpu=w_draft,
+        draft_kv_bytes_per_token_per_gpu=kv_draft,
+        kv_pool_tokens_without=alone.kv_cache_tokens,
+        kv_pool_tokens_with=both.kv_cache_tokens,
+        max_requests_without=alone.num_gpu_blocks // per_request,
+        max_requests_with=both.num_gpu_blocks // per_request,
+    )
 
 
-def spec_decode_report(r: Resolved, d: Resolved, alpha: float, k: int, batch: int, context_tokens: int,
-                       engine: str = "vllm", request_tokens: int | None = None) -> dict:
+def spec_decode_report(
+    r: Resolved,
+    d: Resolved,
+    alpha: float,
+    k: int,
+    batch: int,
+    context_tokens: int,
+    engine: str = "vllm",
+    request_tokens: int | None = None,
+) -> dict:
     """The CLI's contract: expected tokens per pass, step times, speed-up at this batch, best k, memory.
 
     `context_tokens` is the cached context a decode step reads; `request_tokens` (default the same) sizes a
@@ -191,13 +229,25 @@ def spec_decode_report(r: Resolved, d: Resolved, alpha: float, k: int, batch: in
     t = timing(target_pm, draft_pm, alpha, k, [batch], context_tokens)
     k_best, k_rows = best_k(target_pm, draft_pm, alpha, batch, context_tokens)
     mem = draft_memory(r, d, request_tokens or context_tokens)
-    return {"model": r.model.name, "draft_model": d.model.name, "gpu": r.gpu.id, "alpha": alpha, "k": k,
-            "batch": batch, "context_tokens": context_tokens,
-            "expected_tokens_per_pass": t.expected_tokens_per_pass,
-            "target_step_s": float(t.target_step_s[0]), "draft_step_s": float(t.draft_step_s[0]),
-            "verify_step_s": float(t.verify_step_s[0]), "pass_s": float(t.pass_s[0]),
-            "speedup": float(t.speedup[0]), "target_bound": str(t.bound[0]),
-            "tokens_per_s_per_user_without": 1 / float(t.target_step_s[0]),
-            "tokens_per_s_per_user_with": t.expected_tokens_per_pass / float(t.pass_s[0]),
-            "best_k": k_best, "speedup_by_k": k_rows, "same_vocabulary": r.model.vocab_size == d.model.vocab_size,
-            "memory": dataclasses.asdict(mem)}
+    return {
+        "model": r.model.name,
+        "draft_model": d.model.name,
+        "gpu": r.gpu.id,
+        "alpha": alpha,
+        "k": k,
+        "batch": batch,
+        "context_tokens": context_tokens,
+        "expected_tokens_per_pass": t.expected_tokens_per_pass,
+        "target_step_s": float(t.target_step_s[0]),
+        "draft_step_s": float(t.draft_step_s[0]),
+        "verify_step_s": float(t.verify_step_s[0]),
+        "pass_s": float(t.pass_s[0]),
+        "speedup": float(t.speedup[0]),
+        "target_bound": str(t.bound[0]),
+        "tokens_per_s_per_user_without": 1 / float(t.target_step_s[0]),
+        "tokens_per_s_per_user_with": t.expected_tokens_per_pass / float(t.pass_s[0]),
+        "best_k": k_best,
+        "speedup_by_k": k_rows,
+        "same_vocabulary": r.model.vocab_size == d.model.vocab_size,
+        "memory": dataclasses.asdict(mem),
+    }

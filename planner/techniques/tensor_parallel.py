@@ -8,13 +8,14 @@ Each TP degree is one replica of TP GPUs (the scenario's deployment copied with 
 = TP). The batch is the chosen one, capped by that degree's KV pool. Left out: pipeline parallelism and
 the extra GPUs' cost beyond the count.
 """
+
 from __future__ import annotations
 
 import dataclasses
 
-from planner.memory.plan import TP_DEGREES, plan_memory
-from planner.latency.perf_model import PerfModel
 from planner.core.scenario import Resolved
+from planner.latency.perf_model import PerfModel
+from planner.memory.plan import TP_DEGREES, plan_memory
 
 
 def at_tp(r: Resolved, tp: int) -> Resolved:
@@ -23,33 +24,56 @@ def at_tp(r: Resolved, tp: int) -> Resolved:
     return dataclasses.replace(r, deployment=dep)
 
 
-def tp_row(r: Resolved, tp: int, batch: int, context_tokens: int, engine: str = "vllm",
-           request_tokens: int | None = None) -> dict:
+def tp_row(
+    r: Resolved, tp: int, batch: int, context_tokens: int, engine: str = "vllm", request_tokens: int | None = None
+) -> dict:
     """Memory, fit, TPOT (batch 1 and chosen batch) and throughput at one TP degree.
 
     Decode steps read `context_tokens` per sequence; a request holds `request_tokens` (default the same) of KV."""
     rt = dataclasses.replace(at_tp(r, tp), context_tokens=request_tokens or context_tokens)
     plan = plan_memory(rt)
     b = min(batch, plan.paged_max_requests)
-    row = {"tp": tp, "gpus": tp, "weights_per_gpu_bytes": plan.weight_bytes_per_gpu,
-           "kv_pool_per_gpu_bytes": plan.kv_pool_bytes_per_gpu, "kv_cache_tokens": plan.kv_cache_tokens,
-           "max_requests": plan.paged_max_requests, "fits": plan.fits and b >= 1, "note": "; ".join(plan.warnings),
-           "batch": 0, "tpot_batch1_s": None, "tpot_s": None, "communication_s": None,
-           "throughput_tokens_per_s": None, "throughput_per_gpu_tokens_per_s": None}
+    row = {
+        "tp": tp,
+        "gpus": tp,
+        "weights_per_gpu_bytes": plan.weight_bytes_per_gpu,
+        "kv_pool_per_gpu_bytes": plan.kv_pool_bytes_per_gpu,
+        "kv_cache_tokens": plan.kv_cache_tokens,
+        "max_requests": plan.paged_max_requests,
+        "fits": plan.fits and b >= 1,
+        "note": "; ".join(plan.warnings),
+        "batch": 0,
+        "tpot_batch1_s": None,
+        "tpot_s": None,
+        "communication_s": None,
+        "throughput_tokens_per_s": None,
+        "throughput_per_gpu_tokens_per_s": None,
+    }
     if not row["fits"]:
         return row
     pm = PerfModel(rt, engine)
     one = pm.decode(1, context_tokens)
     dec = pm.decode(b, context_tokens)
     thr = b / float(dec.total_s)
-    row.update(batch=b, tpot_batch1_s=float(one.total_s), tpot_s=float(dec.total_s),
-               communication_s=float(dec.parts["communication_s"]), throughput_tokens_per_s=thr,
-               throughput_per_gpu_tokens_per_s=thr / tp)
+    row.update(
+        batch=b,
+        tpot_batch1_s=float(one.total_s),
+        tpot_s=float(dec.total_s),
+        communication_s=float(dec.parts["communication_s"]),
+        throughput_tokens_per_s=thr,
+        throughput_per_gpu_tokens_per_s=thr / tp,
+    )
     return row
 
 
-def compare_tp(r: Resolved, batch: int, context_tokens: int, engine: str = "vllm", degrees=TP_DEGREES,
-               request_tokens: int | None = None) -> list[dict]:
+def compare_tp(
+    r: Resolved,
+    batch: int,
+    context_tokens: int,
+    engine: str = "vllm",
+    degrees=TP_DEGREES,
+    request_tokens: int | None = None,
+) -> list[dict]:
     """One row per TP degree."""
     return [tp_row(r, tp, batch, context_tokens, engine, request_tokens) for tp in degrees]
 

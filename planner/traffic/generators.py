@@ -9,6 +9,7 @@ simulator fills in those arrival times as replies finish. Lengths come from a SP
 `empirical` resamples (with replacement) the matching column of a trace (prompt or output); NAME is one of the
 shared traces (azure_conv, azure_code, mooncake). Every generator takes an explicit seed; nothing uses a global RNG.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,13 +60,19 @@ class Workload:
     def is_closed_loop(self) -> bool:
         return self.user_id is not None
 
-    def take(self, idx: np.ndarray, source: str | None = None, seed: int | None = None) -> "Workload":
+    def take(self, idx: np.ndarray, source: str | None = None, seed: int | None = None) -> Workload:
         """A new open-loop workload of the requests at `idx` (sorted), with arrivals as given."""
         idx = np.asarray(idx, dtype=np.int64)
         prefix = None if self.prefix_ids is None else tuple(self.prefix_ids[i] for i in idx)
-        return Workload(self.arrival_s[idx], self.prompt_tokens[idx], self.output_tokens[idx], prefix,
-                        self.prefix_block_tokens, seed=self.seed if seed is None else seed,
-                        source=source or self.source)
+        return Workload(
+            self.arrival_s[idx],
+            self.prompt_tokens[idx],
+            self.output_tokens[idx],
+            prefix,
+            self.prefix_block_tokens,
+            seed=self.seed if seed is None else seed,
+            source=source or self.source,
+        )
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,7 @@ class LengthDist:
     spec: str = ""
 
     @classmethod
-    def parse(cls, spec: str, field_name: str = "length") -> "LengthDist":
+    def parse(cls, spec: str, field_name: str = "length") -> LengthDist:
         kind, _, rest = str(spec).strip().partition(":")
         kind = kind.strip().lower()
         parser = _PARSERS.get(kind)
@@ -159,8 +166,12 @@ def _parse_int(text: str, field_name: str, hint: str) -> int:
     return int(value)
 
 
-_PARSERS = {"fixed": _parse_fixed, "uniform": _parse_uniform, "lognormal": _parse_lognormal,
-            "empirical": _parse_empirical}
+_PARSERS = {
+    "fixed": _parse_fixed,
+    "uniform": _parse_uniform,
+    "lognormal": _parse_lognormal,
+    "empirical": _parse_empirical,
+}
 _EMPIRICAL_CACHE: dict[tuple[str, str], np.ndarray] = {}
 
 
@@ -190,14 +201,23 @@ def interarrival_s(n: int, rate_per_s: float, process: str, cv: float, rng: np.r
     return np.full(n, mean_gap_s)
 
 
-def open_loop(num_requests: int, rate_per_s: float, prompt: str | LengthDist, output: str | LengthDist,
-              process: str = "poisson", cv: float = 1.0, seed: int = 0) -> Workload:
+def open_loop(
+    num_requests: int,
+    rate_per_s: float,
+    prompt: str | LengthDist,
+    output: str | LengthDist,
+    process: str = "poisson",
+    cv: float = 1.0,
+    seed: int = 0,
+) -> Workload:
     """Open-loop traffic: arrivals at `rate_per_s` by `process`; lengths drawn independently of arrivals."""
     _check_positive("num_requests", num_requests, integer=True)
     _check_at_most("num_requests", num_requests, MAX_REQUESTS)
     _check_positive("rate_per_s", rate_per_s)
     if not MIN_RATE_PER_S <= rate_per_s <= MAX_RATE_PER_S:
-        raise InputError("rate_per_s", f"must be from {MIN_RATE_PER_S:g} to {MAX_RATE_PER_S:g} requests/s, got {rate_per_s:g}")
+        raise InputError(
+            "rate_per_s", f"must be from {MIN_RATE_PER_S:g} to {MAX_RATE_PER_S:g} requests/s, got {rate_per_s:g}"
+        )
     if process not in ARRIVAL_PROCESSES:
         raise InputError("process", f"unknown arrival process {process!r}; use one of {', '.join(ARRIVAL_PROCESSES)}")
     if process == "gamma":
@@ -214,8 +234,15 @@ def open_loop(num_requests: int, rate_per_s: float, prompt: str | LengthDist, ou
     return Workload(arrival_s, prompt_tokens, output_tokens, seed=seed, source=src)
 
 
-def closed_loop(num_users: int, num_requests: int, think_time_s: float, prompt: str | LengthDist,
-                output: str | LengthDist, think: str = "exponential", seed: int = 0) -> Workload:
+def closed_loop(
+    num_users: int,
+    num_requests: int,
+    think_time_s: float,
+    prompt: str | LengthDist,
+    output: str | LengthDist,
+    think: str = "exponential",
+    seed: int = 0,
+) -> Workload:
     """Closed-loop traffic: request j belongs to user j mod N; each user's first request arrives after one
     think time (staggered start), each later one a think time after the user's previous reply finishes."""
     _check_positive("num_users", num_users, integer=True)
@@ -239,8 +266,7 @@ def closed_loop(num_users: int, num_requests: int, think_time_s: float, prompt: 
     first = np.arange(min(num_users, num_requests))
     arrival_s[first] = think_s[first]
     src = f"closed loop, {num_users} users, {think} think {think_time_s:g} s; prompt {prompt_d.spec}; output {output_d.spec}"
-    return Workload(arrival_s, prompt_tokens, output_tokens, user_id=user_id, think_s=think_s, seed=seed,
-                    source=src)
+    return Workload(arrival_s, prompt_tokens, output_tokens, user_id=user_id, think_s=think_s, seed=seed, source=src)
 
 
 MIN_RATE_PER_S, MAX_RATE_PER_S = 1e-6, 1e7  # one request in ~12 days .. ten million per second

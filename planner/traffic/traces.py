@@ -8,6 +8,7 @@ Formats (see data/traces/README.md):
 Arrivals are shifted so the first request arrives at t = 0. Bad files raise InputError naming the row and column
 (rows counted as in a spreadsheet: the header is row 1).
 """
+
 from __future__ import annotations
 
 import csv
@@ -77,8 +78,10 @@ def _csv_kind(text: str, path: Path) -> str:
         return "azure"
     if header[:3] == GENERIC_COLUMNS:
         return "generic"
-    raise InputError(f"{path.name}: row 1", f"header {','.join(header)!r} is neither "
-                     f"{','.join(AZURE_COLUMNS)} nor {','.join(GENERIC_COLUMNS)}")
+    raise InputError(
+        f"{path.name}: row 1",
+        f"header {','.join(header)!r} is neither {','.join(AZURE_COLUMNS)} nor {','.join(GENERIC_COLUMNS)}",
+    )
 
 
 def _read_csv(text: str, path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -120,8 +123,14 @@ def _time_column(values: np.ndarray, raw: pd.Series, col: str, path: Path) -> np
     return values
 
 
-def _workload(arrival_s: np.ndarray, prompt: np.ndarray, output: np.ndarray, source: str,
-              prefix_ids: list | None = None, prefix_block_tokens: int = 16) -> Workload:
+def _workload(
+    arrival_s: np.ndarray,
+    prompt: np.ndarray,
+    output: np.ndarray,
+    source: str,
+    prefix_ids: list | None = None,
+    prefix_block_tokens: int = 16,
+) -> Workload:
     order = np.argsort(arrival_s, kind="stable")  # replay in time order; ties keep file order
     arrival_s = arrival_s[order] - arrival_s[order[0]]
     prefix = None if prefix_ids is None else tuple(prefix_ids[i] for i in order)
@@ -158,9 +167,14 @@ def _parse_mooncake(text: str, path: Path) -> Workload:
         prompt.append(rec[1])
         output.append(rec[2])
         prefix.append(rec[3])
-    return _workload(np.asarray(arrival_ms, dtype=float) / 1000.0, np.asarray(prompt, dtype=np.int64),
-                     np.asarray(output, dtype=np.int64), f"Mooncake trace {path.name}", prefix,
-                     MOONCAKE_BLOCK_TOKENS)
+    return _workload(
+        np.asarray(arrival_ms, dtype=float) / 1000.0,
+        np.asarray(prompt, dtype=np.int64),
+        np.asarray(output, dtype=np.int64),
+        f"Mooncake trace {path.name}",
+        prefix,
+        MOONCAKE_BLOCK_TOKENS,
+    )
 
 
 def _mooncake_record(line: str, lineno: int, path: Path) -> tuple[float, int, int, np.ndarray]:
@@ -191,13 +205,25 @@ def rescale(workload: Workload, speedup: float = 1.0) -> Workload:
         raise InputError("speedup", f"must be a number > 0, got {speedup!r}")
     if speedup == 1.0:
         return workload
-    return Workload(workload.arrival_s / speedup, workload.prompt_tokens, workload.output_tokens,
-                    workload.prefix_ids, workload.prefix_block_tokens, seed=workload.seed,
-                    source=f"{workload.source}, time x1/{speedup:g}")
+    return Workload(
+        workload.arrival_s / speedup,
+        workload.prompt_tokens,
+        workload.output_tokens,
+        workload.prefix_ids,
+        workload.prefix_block_tokens,
+        seed=workload.seed,
+        source=f"{workload.source}, time x1/{speedup:g}",
+    )
 
 
-def sample(workload: Workload, max_requests: int | None = None, fraction: float | None = None,
-           start_s: float = 0.0, duration_s: float | None = None, seed: int = 0) -> Workload:
+def sample(
+    workload: Workload,
+    max_requests: int | None = None,
+    fraction: float | None = None,
+    start_s: float = 0.0,
+    duration_s: float | None = None,
+    seed: int = 0,
+) -> Workload:
     """Keep the window [start_s, start_s + duration_s), then a seeded random subset (time order kept);
     thinning by `fraction` lowers the rate, `max_requests` caps the count. Arrivals restart at 0."""
     arr = workload.arrival_s
@@ -216,5 +242,12 @@ def sample(workload: Workload, max_requests: int | None = None, fraction: float 
     if len(idx) == 0:
         raise InputError("duration_s" if duration_s is not None else "fraction", "no requests left after sampling")
     out = workload.take(idx, source=f"{workload.source}, sampled (seed {seed})", seed=seed)
-    return Workload(out.arrival_s - out.arrival_s[0], out.prompt_tokens, out.output_tokens, out.prefix_ids,
-                    out.prefix_block_tokens, seed=seed, source=out.source)
+    return Workload(
+        out.arrival_s - out.arrival_s[0],
+        out.prompt_tokens,
+        out.output_tokens,
+        out.prefix_ids,
+        out.prefix_block_tokens,
+        seed=seed,
+        source=out.source,
+    )

@@ -1,4 +1,5 @@
 """Capacity & cost charts: pure functions from probe rows / ranking rows / an autoscaling day to plotly figures."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -9,7 +10,10 @@ OK_COLOR, FAIL_COLOR, FRONT_COLOR, OTHER_COLOR = "#2ca02c", "#d62728", "#d62728"
 AUTO_COLOR, STATIC_COLOR, DEMAND_COLOR = "#1f77b4", "#7f7f7f", "#ff7f0e"
 _TOP_LEGEND = dict(orientation="h", yanchor="bottom", y=1.08, x=0)
 LATENCY_LABELS = {"e2e_p95_s": "p95 end-to-end (s)", "ttft_p95_s": "p95 TTFT (s)", "tpot_p95_s": "p95 TPOT (s)"}
-COST_LABELS = {"usd_per_hour": "$ per hour for the target", "usd_per_million_output_tokens": "$ per million output tokens"}
+COST_LABELS = {
+    "usd_per_hour": "$ per hour for the target",
+    "usd_per_million_output_tokens": "$ per million output tokens",
+}
 
 
 def short_reason(reason: str) -> str:
@@ -19,30 +23,52 @@ def short_reason(reason: str) -> str:
     return reason.split(" (")[0].split(" > ")[0]
 
 
-def search_probes(probes: list[dict], capacity: float, slo_ttft_s: float,
-                  saturated_rps: float | None = None) -> go.Figure:
+def search_probes(
+    probes: list[dict], capacity: float, slo_ttft_s: float, saturated_rps: float | None = None
+) -> go.Figure:
     """Each simulated rate of the capacity search: its p95 TTFT, green when sustained, a failed probe labelled
     with the criterion it failed (steady-state verdict); the capacity and the saturated throughput marked."""
     df = pd.DataFrame(probes).sort_values("rate_per_s")
     fig = go.Figure()
     for ok, color, name in ((True, OK_COLOR, "sustains the SLO"), (False, FAIL_COLOR, "fails")):
         part = df[df["sustains"] == ok]
-        fig.add_trace(go.Scatter(x=part["rate_per_s"], y=part["ttft_p95_s"] * 1e3, name=name,
-                                 mode="markers" if ok else "markers+text", marker=dict(color=color, size=10),
-                                 text=None if ok else [short_reason(x) for x in part["reason"]],
-                                 textposition="top center", textfont=dict(size=10, color=color),
-                                 customdata=part["reason"],
-                                 hovertemplate="%{x:,.3g} req/s<br>p95 TTFT %{y:,.0f} ms<br>%{customdata}"
-                                               "<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=part["rate_per_s"],
+                y=part["ttft_p95_s"] * 1e3,
+                name=name,
+                mode="markers" if ok else "markers+text",
+                marker=dict(color=color, size=10),
+                text=None if ok else [short_reason(x) for x in part["reason"]],
+                textposition="top center",
+                textfont=dict(size=10, color=color),
+                customdata=part["reason"],
+                hovertemplate="%{x:,.3g} req/s<br>p95 TTFT %{y:,.0f} ms<br>%{customdata}<extra></extra>",
+            )
+        )
     fig.add_hline(y=slo_ttft_s * 1e3, line=dict(color="#999", dash="dot"), annotation_text="TTFT target")
     if saturated_rps:
-        fig.add_vline(x=saturated_rps, line=dict(color="#999", dash="dot"), annotation_position="bottom right",
-                      annotation_text=f"saturated {saturated_rps:,.3g} req/s")
+        fig.add_vline(
+            x=saturated_rps,
+            line=dict(color="#999", dash="dot"),
+            annotation_position="bottom right",
+            annotation_text=f"saturated {saturated_rps:,.3g} req/s",
+        )
     if capacity > 0:
-        fig.add_vline(x=capacity, line=dict(color=OK_COLOR, dash="dash"),
-                      annotation_text=f"capacity {capacity:,.3g} req/s", annotation_position="top left")
-    fig.update_layout(height=320, margin=dict(t=50, b=40), legend=_TOP_LEGEND, yaxis_rangemode="tozero",
-                      xaxis_title="arrival rate per replica (requests/s)", yaxis_title="p95 TTFT (ms)")
+        fig.add_vline(
+            x=capacity,
+            line=dict(color=OK_COLOR, dash="dash"),
+            annotation_text=f"capacity {capacity:,.3g} req/s",
+            annotation_position="top left",
+        )
+    fig.update_layout(
+        height=320,
+        margin=dict(t=50, b=40),
+        legend=_TOP_LEGEND,
+        yaxis_rangemode="tozero",
+        xaxis_title="arrival rate per replica (requests/s)",
+        yaxis_title="p95 TTFT (ms)",
+    )
     return fig
 
 
@@ -54,16 +80,29 @@ def pareto(rows: list[dict], cost_key: str = "usd_per_hour", latency_key: str = 
         return fig
     for on, color, name, size in ((False, OTHER_COLOR, "dominated", 8), (True, FRONT_COLOR, "Pareto frontier", 12)):
         part = df[df["pareto"] == on].sort_values(latency_key)
-        fig.add_trace(go.Scatter(
-            x=part[latency_key], y=part[cost_key], mode="lines+markers" if on else "markers", name=name,
-            marker=dict(color=color, size=size), line=dict(color=color, shape="hv"), text=part["id"],
-            hovertemplate="%{text}<br>latency %{x:,.3g} s<br>cost %{y:,.3g}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=part[latency_key],
+                y=part[cost_key],
+                mode="lines+markers" if on else "markers",
+                name=name,
+                marker=dict(color=color, size=size),
+                line=dict(color=color, shape="hv"),
+                text=part["id"],
+                hovertemplate="%{text}<br>latency %{x:,.3g} s<br>cost %{y:,.3g}<extra></extra>",
+            )
+        )
     fig.update_xaxes(tickformat=",.3g")
     fig.update_yaxes(tickformat=",.3g")
-    fig.update_layout(height=420, margin=dict(t=50, b=40), legend=_TOP_LEGEND,
-                      xaxis=dict(type="log", dtick=1), yaxis=dict(type="log", dtick=1),
-                      xaxis_title=LATENCY_LABELS.get(latency_key, latency_key) + " at the operating point, log",
-                      yaxis_title=COST_LABELS.get(cost_key, cost_key) + ", log")
+    fig.update_layout(
+        height=420,
+        margin=dict(t=50, b=40),
+        legend=_TOP_LEGEND,
+        xaxis=dict(type="log", dtick=1),
+        yaxis=dict(type="log", dtick=1),
+        xaxis_title=LATENCY_LABELS.get(latency_key, latency_key) + " at the operating point, log",
+        yaxis_title=COST_LABELS.get(cost_key, cost_key) + ", log",
+    )
     return fig
 
 
@@ -73,11 +112,23 @@ def ranking_bars(rows: list[dict], top: int = 15) -> go.Figure:
     fig = go.Figure()
     if df.empty:
         return fig
-    fig.add_trace(go.Bar(x=df["usd_per_hour"], y=df["id"], orientation="h", marker_color=AUTO_COLOR,
-                         text=[f"{n} × TP{t}" for n, t in zip(df["replicas"], df["tp"])], textposition="auto",
-                         hovertemplate="%{y}<br>$%{x:,.2f}/hour<extra></extra>"))
-    fig.update_layout(height=max(260, 24 * len(df) + 80), margin=dict(t=30, b=40, l=10),
-                      yaxis=dict(autorange="reversed"), xaxis_title="$ per hour for the target rate")
+    fig.add_trace(
+        go.Bar(
+            x=df["usd_per_hour"],
+            y=df["id"],
+            orientation="h",
+            marker_color=AUTO_COLOR,
+            text=[f"{n} × TP{t}" for n, t in zip(df["replicas"], df["tp"])],
+            textposition="auto",
+            hovertemplate="%{y}<br>$%{x:,.2f}/hour<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=max(260, 24 * len(df) + 80),
+        margin=dict(t=30, b=40, l=10),
+        yaxis=dict(autorange="reversed"),
+        xaxis_title="$ per hour for the target rate",
+    )
     return fig
 
 
@@ -85,20 +136,53 @@ def autoscale_day(series: dict, static_replicas: int, slo_ttft_s: float) -> go.F
     """Over the day: demand, replicas (ready + starting) against static peak provisioning, and p95 TTFT."""
     df = pd.DataFrame(series)
     hours = df["minute"] / 60.0
-    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07,
-                        subplot_titles=("Demand (requests/s)", "Replicas", "p95 TTFT (ms; capped at 10× the SLO)"))
-    fig.add_trace(go.Scatter(x=hours, y=df["rate_per_s"], name="arrival rate", line=dict(color=DEMAND_COLOR)),
-                  row=1, col=1)
-    fig.add_trace(go.Scatter(x=hours, y=df["replicas"], name="ready replicas", line=dict(color=AUTO_COLOR, shape="hv")),
-                  row=2, col=1)
-    fig.add_trace(go.Scatter(x=hours, y=df["replicas"] + df["starting"], name="ready + starting",
-                             line=dict(color=AUTO_COLOR, dash="dot", shape="hv")), row=2, col=1)
-    fig.add_trace(go.Scatter(x=hours, y=[static_replicas] * len(df), name="static peak",
-                             line=dict(color=STATIC_COLOR, dash="dash")), row=2, col=1)
-    fig.add_trace(go.Scatter(x=hours, y=df["ttft_p95_s"].clip(upper=10 * slo_ttft_s) * 1e3, name="p95 TTFT",
-                             line=dict(color=FAIL_COLOR)), row=3, col=1)
-    fig.add_hline(y=slo_ttft_s * 1e3, line=dict(color="#999", dash="dot"), row=3, col=1,
-                  annotation_text="TTFT target", annotation_position="top left")
+    fig = make_subplots(
+        rows=3,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.07,
+        subplot_titles=("Demand (requests/s)", "Replicas", "p95 TTFT (ms; capped at 10× the SLO)"),
+    )
+    fig.add_trace(
+        go.Scatter(x=hours, y=df["rate_per_s"], name="arrival rate", line=dict(color=DEMAND_COLOR)), row=1, col=1
+    )
+    fig.add_trace(
+        go.Scatter(x=hours, y=df["replicas"], name="ready replicas", line=dict(color=AUTO_COLOR, shape="hv")),
+        row=2,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=hours,
+            y=df["replicas"] + df["starting"],
+            name="ready + starting",
+            line=dict(color=AUTO_COLOR, dash="dot", shape="hv"),
+        ),
+        row=2,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=hours, y=[static_replicas] * len(df), name="static peak", line=dict(color=STATIC_COLOR, dash="dash")
+        ),
+        row=2,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=hours, y=df["ttft_p95_s"].clip(upper=10 * slo_ttft_s) * 1e3, name="p95 TTFT", line=dict(color=FAIL_COLOR)
+        ),
+        row=3,
+        col=1,
+    )
+    fig.add_hline(
+        y=slo_ttft_s * 1e3,
+        line=dict(color="#999", dash="dot"),
+        row=3,
+        col=1,
+        annotation_text="TTFT target",
+        annotation_position="top left",
+    )
     fig.update_yaxes(rangemode="tozero", row=3, col=1)
     fig.update_yaxes(rangemode="tozero", row=2, col=1)
     fig.update_xaxes(title_text="hour of the day", row=3, col=1)

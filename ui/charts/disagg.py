@@ -1,4 +1,5 @@
 """Disaggregation & parallelism charts: pure functions from planner rows to plotly figures."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -6,22 +7,45 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 _TOP_LEGEND = dict(orientation="h", yanchor="bottom", y=1.08, x=0)
-STEP_PARTS = {"all_to_all_ms": "expert all-to-all", "imbalance_ms": "expert imbalance", "pipeline_ms": "pipeline",
-              "cross_node_tp_ms": "TP across nodes"}
+STEP_PARTS = {
+    "all_to_all_ms": "expert all-to-all",
+    "imbalance_ms": "expert imbalance",
+    "pipeline_ms": "pipeline",
+    "cross_node_tp_ms": "TP across nodes",
+}
 
 
 def layout_bars(rows: list[dict]) -> go.Figure:
     """Requests held and decode tokens/s per layout, in two panels (their scales differ by orders of magnitude)."""
     df = pd.DataFrame([r for r in rows if r.get("fits") and "max_concurrency" in r])
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("requests of max_model_len held",
-                                                        "decode tokens/s at the batch"))
+    fig = make_subplots(
+        rows=1, cols=2, subplot_titles=("requests of max_model_len held", "decode tokens/s at the batch")
+    )
     if df.empty:
         return fig
-    fig.add_trace(go.Bar(x=df["layout"], y=df["max_concurrency"], name="requests held", showlegend=False,
-                         hovertemplate="%{x}<br>%{y:,} requests<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Bar(x=df["layout"], y=df["tokens_per_s"], name="tokens/s", showlegend=False,
-                         marker_color="#ff7f0e", hovertemplate="%{x}<br>%{y:,.0f} tokens/s<extra></extra>"),
-                  row=1, col=2)
+    fig.add_trace(
+        go.Bar(
+            x=df["layout"],
+            y=df["max_concurrency"],
+            name="requests held",
+            showlegend=False,
+            hovertemplate="%{x}<br>%{y:,} requests<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=df["layout"],
+            y=df["tokens_per_s"],
+            name="tokens/s",
+            showlegend=False,
+            marker_color="#ff7f0e",
+            hovertemplate="%{x}<br>%{y:,.0f} tokens/s<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
     fig.update_layout(height=320, margin=dict(t=50, b=40))
     return fig
 
@@ -37,8 +61,9 @@ def step_parts(rows: list[dict]) -> go.Figure:
     for key, name in STEP_PARTS.items():
         if df[key].max() > 0:
             fig.add_trace(go.Bar(x=df["layout"], y=df[key], name=name))
-    fig.update_layout(barmode="stack", height=320, margin=dict(t=50, b=40), legend=_TOP_LEGEND,
-                      yaxis_title="decode step (ms)")
+    fig.update_layout(
+        barmode="stack", height=320, margin=dict(t=50, b=40), legend=_TOP_LEGEND, yaxis_title="decode step (ms)"
+    )
     return fig
 
 
@@ -47,12 +72,25 @@ def ratio_lines(rows: list[dict]) -> go.Figure:
     df = pd.DataFrame(rows)
     fig = go.Figure()
     for out, part in df.groupby("output_tokens"):
-        fig.add_trace(go.Scatter(x=part["prompt_tokens"], y=part["prefill_per_decode"], mode="lines+markers",
-                                 name=f"{out:,} output tokens",
-                                 hovertemplate="prompt %{x:,}<br>%{y:,.2f} prefill per decode<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=part["prompt_tokens"],
+                y=part["prefill_per_decode"],
+                mode="lines+markers",
+                name=f"{out:,} output tokens",
+                hovertemplate="prompt %{x:,}<br>%{y:,.2f} prefill per decode<extra></extra>",
+            )
+        )
     fig.add_hline(y=1, line=dict(color="#999", dash="dot"))
-    fig.update_layout(height=340, margin=dict(t=50, b=40), legend=_TOP_LEGEND, xaxis_type="log",
-                      yaxis_type="log", xaxis_title="prompt tokens", yaxis_title="prefill : decode instances")
+    fig.update_layout(
+        height=340,
+        margin=dict(t=50, b=40),
+        legend=_TOP_LEGEND,
+        xaxis_type="log",
+        yaxis_type="log",
+        xaxis_title="prompt tokens",
+        yaxis_title="prefill : decode instances",
+    )
     return fig
 
 

@@ -1,12 +1,12 @@
 """Charts for the "Validation" page: pure functions from planner.accuracy.validation / planner.accuracy.profile_fit tables to figures."""
+
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D", "#EECA3B",
-           "#BAB0AC"]
+PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D", "#EECA3B", "#BAB0AC"]
 BAND = 0.25  # the ±25 % lines around y = x
 MIN_SHOWN = 0.1  # values below this (the ITL slope, ~7e-4 ms per context token) would stretch the log axes
 
@@ -34,14 +34,26 @@ def parity_chart(df: pd.DataFrame, color: str = "metric", title: str = "Predicte
     line = np.geomspace(lo, hi, 50)
     fig.add_scatter(x=line, y=line, mode="lines", name="y = x", line=dict(color="black", width=1), hoverinfo="skip")
     for f, dash in ((1 + BAND, "dot"), (1 - BAND, "dot")):
-        fig.add_scatter(x=line, y=line * f, mode="lines", name=f"±{BAND:.0%}", line=dict(color="gray", dash=dash, width=1),
-                        hoverinfo="skip", showlegend=f > 1)
+        fig.add_scatter(
+            x=line,
+            y=line * f,
+            mode="lines",
+            name=f"±{BAND:.0%}",
+            line=dict(color="gray", dash=dash, width=1),
+            hoverinfo="skip",
+            showlegend=f > 1,
+        )
     for i, (key, g) in enumerate(used.groupby(color, sort=True)):
-        fig.add_scatter(x=g["measured"], y=g["predicted"], mode="markers", name=str(key)[:40],
-                        marker=dict(size=8, color=PALETTE[i % len(PALETTE)], line=dict(width=0.5, color="white")),
-                        customdata=np.c_[g["id"], g["unit"], g["error_pct"].round(1), g["gpu"], g["engine"]],
-                        hovertemplate="%{customdata[0]} · %{customdata[3]} · %{customdata[4]}<br>measured %{x:.4g} "
-                                      "%{customdata[1]}<br>predicted %{y:.4g}<br>error %{customdata[2]}%<extra></extra>")
+        fig.add_scatter(
+            x=g["measured"],
+            y=g["predicted"],
+            mode="markers",
+            name=str(key)[:40],
+            marker=dict(size=8, color=PALETTE[i % len(PALETTE)], line=dict(width=0.5, color="white")),
+            customdata=np.c_[g["id"], g["unit"], g["error_pct"].round(1), g["gpu"], g["engine"]],
+            hovertemplate="%{customdata[0]} · %{customdata[3]} · %{customdata[4]}<br>measured %{x:.4g} "
+            "%{customdata[1]}<br>predicted %{y:.4g}<br>error %{customdata[2]}%<extra></extra>",
+        )
     fig.update_xaxes(type="log", title="measured (each point in its own unit: ms, tokens/s, blocks)")
     fig.update_yaxes(type="log", title="predicted", scaleanchor="x", scaleratio=1)
     fig.update_layout(title=title, height=520, margin=dict(t=50, b=40), legend=dict(font=dict(size=11)))
@@ -57,8 +69,9 @@ def error_by_group_chart(summary: pd.DataFrame, by: str) -> go.Figure:
     fig.add_bar(y=labels, x=s["p90_abs_error_pct"], orientation="h", name="90th percentile", marker_color="#F58518")
     fig.update_xaxes(title="absolute error (%)", rangemode="tozero")
     fig.update_yaxes(automargin=True)
-    fig.update_layout(title=f"Absolute error by {by}", barmode="group", height=120 + 40 * len(s),
-                      margin=dict(t=50, b=40))
+    fig.update_layout(
+        title=f"Absolute error by {by}", barmode="group", height=120 + 40 * len(s), margin=dict(t=50, b=40)
+    )
     return fig
 
 
@@ -70,6 +83,7 @@ def before_after_chart(table: pd.DataFrame) -> go.Figure:
     fig.add_bar(x=labels, y=table["error_after_pct"], name="after (fitted to your data)", marker_color="#54A24B")
     fig.add_hline(y=0, line_color="black", line_width=1)
     fig.update_yaxes(title="error, predicted vs measured (%)")
-    fig.update_layout(title="Error on your points, before and after calibration", barmode="group", height=380,
-                      margin=dict(t=50, b=40))
+    fig.update_layout(
+        title="Error on your points, before and after calibration", barmode="group", height=380, margin=dict(t=50, b=40)
+    )
     return fig

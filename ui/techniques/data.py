@@ -1,4 +1,5 @@
 """Cached computations behind the Techniques page: each reads only its arguments (the scenario as JSON)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -7,17 +8,17 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from planner.core.catalog import get_model
+from planner.core.scenario import Resolved, Scenario, resolve
+from planner.core.specs import Deployment
+from planner.latency.perf_model import PerfModel
+from planner.memory.plan import plan_memory
 from planner.techniques import flash_attention as fa
 from planner.techniques import prefix_cache as pc
 from planner.techniques import spec_decode as sd
-from planner.core.catalog import get_model
 from planner.techniques.lora import concurrency_vs_slots, lora_plan
-from planner.memory.plan import plan_memory
 from planner.techniques.paged_attention import compare, sample_lengths
-from planner.latency.perf_model import PerfModel
 from planner.techniques.quantization import compare_formats
-from planner.core.scenario import Resolved, Scenario, resolve
-from planner.core.specs import Deployment
 from planner.techniques.tensor_parallel import compare_tp
 from planner.traffic.traces import load_trace
 
@@ -31,13 +32,26 @@ def prepare_widget_state(prompt: int, output: int, batch: int, max_model_len: in
     Only the open tab draws its widgets, and Streamlit forgets the values of widgets it did not draw; re-assigning
     them each run keeps them. Widgets are then created without a default value (the session state holds it).
     """
-    defaults = {"tech_alpha": 0.8, "tech_k": 4, "tech_prefix": min(1500, max(prompt - 1, 0)), "tech_hit": 1.0,
-                "tech_sharing": 16, "tech_queue_ms": 40.0, "tech_prefill_rate": 10_000.0,
-                "tech_paged_prompt": f"lognormal:mean={prompt},sigma=0.8",
-                "tech_paged_output": f"lognormal:mean={output},sigma=0.8", "tech_reserve": max_model_len,
-                "tech_paged_seed": 0, "tech_flash_len": min(prompt, max_model_len), "tech_flash_batch": batch,
-                "tech_flash_block": 128, "tech_lora_rank": 16, "tech_lora_modules": ["q", "k", "v", "o"],
-                "tech_max_loras": 4, "tech_lora_keep": batch}
+    defaults = {
+        "tech_alpha": 0.8,
+        "tech_k": 4,
+        "tech_prefix": min(1500, max(prompt - 1, 0)),
+        "tech_hit": 1.0,
+        "tech_sharing": 16,
+        "tech_queue_ms": 40.0,
+        "tech_prefill_rate": 10_000.0,
+        "tech_paged_prompt": f"lognormal:mean={prompt},sigma=0.8",
+        "tech_paged_output": f"lognormal:mean={output},sigma=0.8",
+        "tech_reserve": max_model_len,
+        "tech_paged_seed": 0,
+        "tech_flash_len": min(prompt, max_model_len),
+        "tech_flash_batch": batch,
+        "tech_flash_block": 128,
+        "tech_lora_rank": 16,
+        "tech_lora_modules": ["q", "k", "v", "o"],
+        "tech_max_loras": 4,
+        "tech_lora_keep": batch,
+    }
     for key, value in defaults.items():
         st.session_state[key] = st.session_state.get(key, value)
     bounds = {"tech_prefix": max(prompt - 1, 0), "tech_flash_len": max_model_len, "tech_reserve": max_model_len}
@@ -80,13 +94,21 @@ def prefix(scenario_json: str, prompt: int, request: int, prefix_tokens: int, nu
     cached = pc.cacheable_tokens(prefix_tokens, bs)
     model = pc.ttft_model(pm, prompt, cached)
     saved_blocks = pc.kv_blocks_saved(prefix_tokens, bs, num_sharing)
-    return {"cached": cached, "model": model, "flops_saved": pc.prefill_flops_saved(pm, prompt, cached),
-            "flops_total": pc.prefill_flops(pm, prompt), "matmul_flops_per_token": pm.flops_per_token * pm.tp,
-            "attn_flops_per_pair": (pm.attn_flops_full + pm.attn_flops_window) * pm.tp,
-            "blocks_saved": saved_blocks, "bytes_saved": saved_blocks * bs * plan.kv_bytes_per_token_per_gpu,
-            "kv_tok": plan.kv_bytes_per_token_per_gpu, "pool_blocks": plan.num_gpu_blocks,
-            "pool_tokens": plan.kv_cache_tokens, "without": plan.num_gpu_blocks // -(-request // bs),
-            "with": pc.max_requests_shared(plan.num_gpu_blocks, request, prefix_tokens, bs)}
+    return {
+        "cached": cached,
+        "model": model,
+        "flops_saved": pc.prefill_flops_saved(pm, prompt, cached),
+        "flops_total": pc.prefill_flops(pm, prompt),
+        "matmul_flops_per_token": pm.flops_per_token * pm.tp,
+        "attn_flops_per_pair": (pm.attn_flops_full + pm.attn_flops_window) * pm.tp,
+        "blocks_saved": saved_blocks,
+        "bytes_saved": saved_blocks * bs * plan.kv_bytes_per_token_per_gpu,
+        "kv_tok": plan.kv_bytes_per_token_per_gpu,
+        "pool_blocks": plan.num_gpu_blocks,
+        "pool_tokens": plan.kv_cache_tokens,
+        "without": plan.num_gpu_blocks // -(-request // bs),
+        "with": pc.max_requests_shared(plan.num_gpu_blocks, request, prefix_tokens, bs),
+    }
 
 
 @st.cache_data(show_spinner="Reading the Mooncake trace…", max_entries=8)
@@ -94,9 +116,16 @@ def mooncake_hit_rate(pool_tokens: int) -> dict:
     w = load_trace("mooncake")
     blocks = pc.trace_cache_blocks(pool_tokens, w.prefix_block_tokens)
     h = pc.trace_hit_rate(w, blocks)
-    return {"requests": h.num_requests, "blocks": h.num_blocks, "block_tokens": h.block_tokens,
-            "infinite": h.hit_rate_infinite, "token_infinite": h.token_hit_rate_infinite, "lru": h.hit_rate_lru,
-            "lru_blocks": blocks, "mean_prompt": float(np.mean(w.prompt_tokens))}
+    return {
+        "requests": h.num_requests,
+        "blocks": h.num_blocks,
+        "block_tokens": h.block_tokens,
+        "infinite": h.hit_rate_infinite,
+        "token_infinite": h.token_hit_rate_infinite,
+        "lru": h.hit_rate_lru,
+        "lru_blocks": blocks,
+        "mean_prompt": float(np.mean(w.prompt_tokens)),
+    }
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -132,8 +161,9 @@ def lora(scenario_json: str, rank: int, modules: tuple[str, ...], max_loras: int
 
 
 def flash_sweep(batch: int, heads: int, tokens: int, bytes_per_value: float, max_len: int) -> pd.DataFrame:
-    lengths = sorted({n for n in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072) if n <= max_len}
-                     | {tokens})
+    lengths = sorted(
+        {n for n in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072) if n <= max_len} | {tokens}
+    )
     return pd.DataFrame(fa.sweep_lengths(batch, heads, lengths, bytes_per_value))
 
 

@@ -1,25 +1,34 @@
 """Techniques page, the tabs about memory: PagedAttention, FlashAttention and multi-LoRA."""
+
 from __future__ import annotations
 
 import streamlit as st
 
-from planner.techniques import flash_attention as fa
 from planner.core.errors import InputError
-from planner.techniques.lora import ALL_MODULES, module_dims
 from planner.core.scenario import Resolved
 from planner.core.units import fmt_bytes
+from planner.techniques import flash_attention as fa
+from planner.techniques.lora import ALL_MODULES, module_dims
 from ui.charts.techniques import flash_chart, lora_chart, paged_chart
-from ui.techniques.data import Request, flash_sweep, lora, paged
 from ui.labels import error_text
+from ui.techniques.data import Request, flash_sweep, lora, paged
 
 
 def paged_tab(sj: str, r: Resolved, q: Request) -> None:
     c = st.columns(4)
-    prompt_spec = c[0].text_input("Prompt lengths", key="tech_paged_prompt",
-                                  help="fixed:N | uniform:LO,HI | lognormal:mean=M,sigma=S[,max=X] | empirical:NAME")
+    prompt_spec = c[0].text_input(
+        "Prompt lengths",
+        key="tech_paged_prompt",
+        help="fixed:N | uniform:LO,HI | lognormal:mean=M,sigma=S[,max=X] | empirical:NAME",
+    )
     output_spec = c[1].text_input("Output lengths", key="tech_paged_output")
-    reserve = c[2].number_input("Contiguous reservation (tokens)", 1, r.max_model_len, key="tech_reserve",
-                                help="older engines reserved max_model_len per request")
+    reserve = c[2].number_input(
+        "Contiguous reservation (tokens)",
+        1,
+        r.max_model_len,
+        key="tech_reserve",
+        help="older engines reserved max_model_len per request",
+    )
     seed = c[3].number_input("Seed", 0, 2**31 - 1, key="tech_paged_seed")
     try:
         p = paged(sj, prompt_spec, output_spec, int(reserve), int(seed))
@@ -29,12 +38,23 @@ def paged_tab(sj: str, r: Resolved, q: Request) -> None:
     m = st.columns(4)
     m[0].metric("Contiguous: max requests", f"{p.contiguous_max_requests:,}")
     m[1].metric("Paged: max requests", f"{p.paged_max_requests:,}")
-    m[2].metric("Contiguous: memory wasted", f"{p.contiguous_waste_fraction:.1%}",
-                help=f"{p.contiguous_waste_bytes / 1e9:,.2f} GB per GPU at full concurrency")
-    m[3].metric("Paged: memory wasted", f"{p.paged_waste_fraction:.2%}",
-                help=f"{p.paged_waste_bytes / 1e9:,.2f} GB per GPU at full concurrency")
-    st.plotly_chart(paged_chart(p.contiguous_max_requests, p.paged_max_requests, p.contiguous_waste_fraction,
-                                p.paged_waste_fraction), width="stretch", key="tech_chart_paged")
+    m[2].metric(
+        "Contiguous: memory wasted",
+        f"{p.contiguous_waste_fraction:.1%}",
+        help=f"{p.contiguous_waste_bytes / 1e9:,.2f} GB per GPU at full concurrency",
+    )
+    m[3].metric(
+        "Paged: memory wasted",
+        f"{p.paged_waste_fraction:.2%}",
+        help=f"{p.paged_waste_bytes / 1e9:,.2f} GB per GPU at full concurrency",
+    )
+    st.plotly_chart(
+        paged_chart(
+            p.contiguous_max_requests, p.paged_max_requests, p.contiguous_waste_fraction, p.paged_waste_fraction
+        ),
+        width="stretch",
+        key="tech_chart_paged",
+    )
     with st.expander("Formula: paged vs contiguous, with your numbers"):
         st.markdown(f"""
 - {p.num_samples:,} requests drawn (seed {int(seed)}): prompt + output mean **{p.mean_tokens:,.0f}** tokens, p50
@@ -61,8 +81,11 @@ def flash_tab(r: Resolved, q: Request) -> None:
     m[1].metric("FlashAttention: HBM", fmt_bytes(a.flash_hbm_bytes), help="one fp32 log-sum-exp per query row")
     m[2].metric("FlashAttention: tile on-chip", fmt_bytes(a.flash_tile_bytes), help="per thread block, SRAM/registers")
     m[3].metric("Less HBM for scores", f"{a.ratio:,.0f}×")
-    st.plotly_chart(flash_chart(flash_sweep(int(batch), heads, int(tokens), r.kv_bytes, r.max_model_len), int(tokens)),
-                    width="stretch", key="tech_chart_flash")
+    st.plotly_chart(
+        flash_chart(flash_sweep(int(batch), heads, int(tokens), r.kv_bytes, r.max_model_len), int(tokens)),
+        width="stretch",
+        key="tech_chart_flash",
+    )
     with st.expander("Formula: attention scores, with your numbers"):
         st.markdown(f"""
 - Standard = batch × heads × L² × bytes = {int(batch)} × {heads} × {int(tokens):,}² × {r.kv_bytes:g}
@@ -89,10 +112,16 @@ def lora_tab(sj: str, r: Resolved, q: Request) -> None:
     m = st.columns(4)
     m[0].metric("One adapter", fmt_bytes(plan.adapter_bytes), help=f"{plan.adapter_bytes:,.0f} bytes")
     m[1].metric(f"{plan.max_loras} slots per GPU", fmt_bytes(plan.slots_bytes_per_gpu))
-    m[2].metric("Max requests", f"{plan.max_requests_without:,} → {plan.max_requests_with:,}",
-                help=f"requests of {q.tokens:,} tokens, without and with the slots")
-    m[3].metric("Adapters that fit", f"{plan.adapters_fit_keeping:,}",
-                help=f"in the KV pool while keeping room for {plan.keep_requests} requests")
+    m[2].metric(
+        "Max requests",
+        f"{plan.max_requests_without:,} → {plan.max_requests_with:,}",
+        help=f"requests of {q.tokens:,} tokens, without and with the slots",
+    )
+    m[3].metric(
+        "Adapters that fit",
+        f"{plan.adapters_fit_keeping:,}",
+        help=f"in the KV pool while keeping room for {plan.keep_requests} requests",
+    )
     st.plotly_chart(lora_chart(df, int(max_loras)), width="stretch", key="tech_chart_lora")
     dims = module_dims(r.model)
     terms = " + ".join(f"({dims[mod][0]:,} + {dims[mod][1]:,})" for mod in modules)
