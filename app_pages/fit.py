@@ -97,29 +97,33 @@ st.code("\n".join(f"INFO ... {line}" for line in plan.pool.log_lines), language=
 # --- where the memory goes -------------------------------------------------------------------------
 st.plotly_chart(stack_fig, width="stretch")
 with st.expander("Formula: the textbook fit, with your numbers"):
+    windowed = " (windowed layers capped)" if r.model.sliding_window else ""
     st.markdown(f"""
 - KV bytes per token = 2 × layers × KV heads × head dim × bytes = 2 × {r.model.num_layers} × {r.model.num_kv_heads}
   × {r.model.head_dim} × {r.kv_bytes:g} = **{plan.kv_bytes_per_token:,.0f} B**
   {"(MLA: layers × (kv_lora_rank + qk_rope_head_dim) × bytes)" if r.model.is_mla else ""}
-- KV per request = {plan.context_tokens:,} tokens × per-token bytes{" (windowed layers capped)" if r.model.sliding_window else ""}
+- KV per request = {plan.context_tokens:,} tokens × per-token bytes{windowed}
   = **{plan.kv_bytes_per_request / 1e9:,.3f} GB**
 - Weights = {plan.params:,} parameters × {r.weights.bits_per_weight:g} bits / 8 = **{plan.weight_bytes / 1e9:,.2f} GB**
   ({plan.weight_bytes_per_gpu / 1e9:,.2f} GB per GPU at TP {plan.tensor_parallel_size})
-- Fit = floor(({r.gpu.memory_gb:g} GB − {plan.weight_bytes_per_gpu / 1e9:,.2f} GB) / {plan.kv_bytes_per_request / plan.tensor_parallel_size / 1e9:,.3f} GB)
+- Fit = floor(({r.gpu.memory_gb:g} GB − {plan.weight_bytes_per_gpu / 1e9:,.2f} GB) /
+  {plan.kv_bytes_per_request / plan.tensor_parallel_size / 1e9:,.3f} GB)
   = **{plan.textbook_max_requests}** requests (per replica; an upper bound: no activations or runtime memory)
 """)
 with st.expander("Formula: vLLM's KV pool, with your numbers"):
     p, k = plan.pool, vllm_constants()
     st.markdown(f"""
-- Budget = gpu_memory_utilization × usable memory = {dep.gpu_memory_utilization} × {r.gpu.usable_memory_bytes / 2**30:,.2f} GiB
+- Budget = gpu_memory_utilization × usable memory =
+  {dep.gpu_memory_utilization} × {r.gpu.usable_memory_bytes / 2**30:,.2f} GiB
   = **{p.budget_bytes / 2**30:,.2f} GiB**
 - − weights {p.weights_bytes / 2**30:,.2f} GiB − activation peak {p.activation_bytes / 2**30:,.2f} GiB
   (max_num_batched_tokens {dep.max_num_batched_tokens:,} × ({k.activation_intermediate_factor:g} × intermediate / TP
   + {k.activation_hidden_factor:g} × hidden) × 2 B + max_num_seqs × vocab × {k.sampler_logit_bytes:g} B)
   − non-torch {p.non_torch_bytes / 2**30:,.2f} GiB − CUDA graphs {p.cuda_graph_bytes / 2**30:,.2f} GiB
   = **{max(p.kv_pool_bytes, 0) / 2**30:,.2f} GiB**
-- Blocks = floor(pool / (block_size {dep.block_size} × {plan.kv_bytes_per_token_per_gpu:,.0f} B)) = **{plan.num_gpu_blocks:,}**
-  → {plan.kv_cache_tokens:,} tokens; concurrency = {plan.kv_cache_tokens:,} / {r.max_model_len:,} = **{plan.max_concurrency:.2f}x**
+- Blocks = floor(pool / (block_size {dep.block_size} × {plan.kv_bytes_per_token_per_gpu:,.0f} B))
+  = **{plan.num_gpu_blocks:,}** → {plan.kv_cache_tokens:,} tokens;
+  concurrency = {plan.kv_cache_tokens:,} / {r.max_model_len:,} = **{plan.max_concurrency:.2f}x**
 - Assumptions (data/vllm_memory.yaml, fitted on published vLLM logs): non-torch 0.35 GiB + 0.25 GiB per extra TP GPU,
   CUDA graphs {k.cuda_graph_bytes / 2**30:.2f} GiB unless enforce_eager.
 """)
@@ -129,9 +133,10 @@ st.subheader("How many requests fit as the context grows")
 st.plotly_chart(concurrency_fig, width="stretch")
 with st.expander("Formula: paged blocks against contiguous reservation, with your numbers"):
     st.markdown(f"""
-- Textbook: floor(({r.gpu.memory_gb:g} GB − weights per GPU) / (tokens × {plan.kv_bytes_per_token_per_gpu:,.0f} B per token per GPU)).
-- vLLM paged: a request of T tokens holds ceil(T / {dep.block_size}) blocks; requests = floor({plan.num_gpu_blocks:,} blocks
-  / blocks per request). Sliding-window layers cap T at the window.
+- Textbook: floor(({r.gpu.memory_gb:g} GB − weights per GPU) /
+  (tokens × {plan.kv_bytes_per_token_per_gpu:,.0f} B per token per GPU)).
+- vLLM paged: a request of T tokens holds ceil(T / {dep.block_size}) blocks;
+  requests = floor({plan.num_gpu_blocks:,} blocks / blocks per request). Sliding-window layers cap T at the window.
 - Contiguous reservation (engines before PagedAttention): each request reserves max_model_len = {r.max_model_len:,}
   tokens up front however short it is: floor(pool / ({r.max_model_len:,} × {plan.kv_bytes_per_token_per_gpu:,.0f} B))
   = **{plan.contiguous_max_requests}** requests at any context.

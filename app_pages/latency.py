@@ -277,13 +277,22 @@ st.caption(
 
 b, e = est.step_time_breakdown, pm.eff
 with st.expander("Formula: the decode step, with your numbers"):
+    experts_touched = " + experts touched" if pm.num_experts else ""
+    moe_experts = (
+        f"(MoE: E × (1 − (1 − k/E)^b) = {pm.num_experts} × (1 − (1 − {pm.top_k}/{pm.num_experts})^{batch}) "
+        "experts per layer)"
+        if pm.num_experts
+        else ""
+    )
     st.markdown(f"""
-- Weights read per step (per GPU) = {pm.dense_weight_bytes / 1e9:,.2f} GB{" + experts touched" if pm.num_experts else ""}
-  {f"(MoE: E × (1 − (1 − k/E)^b) = {pm.num_experts} × (1 − (1 − {pm.top_k}/{pm.num_experts})^{batch}) experts per layer)" if pm.num_experts else ""}
-  at {r.gpu.hbm_bandwidth_gb_s:,.0f} GB/s × {e.memory_efficiency:.2f} → **{b["weights_read_s"] * 1e3:.2f} ms** when memory-bound
+- Weights read per step (per GPU) = {pm.dense_weight_bytes / 1e9:,.2f} GB{experts_touched}
+  {moe_experts}
+  at {r.gpu.hbm_bandwidth_gb_s:,.0f} GB/s × {e.memory_efficiency:.2f}
+  → **{b["weights_read_s"] * 1e3:.2f} ms** when memory-bound
 - KV read = batch × context × KV bytes per token per GPU = {batch} × {input_tokens + output_tokens // 2:,} ×
   {pm.kv_bytes_full + pm.kv_bytes_window:,.0f} B → **{b["kv_read_s"] * 1e3:.2f} ms**
-- Compute = 2 × active parameters × batch / (peak {pm.peak_flops / 1e12:,.0f} TFLOP/s {pm.compute_dtype} × {e.matmul_efficiency:.2f})
+- Compute = 2 × active parameters × batch /
+  (peak {pm.peak_flops / 1e12:,.0f} TFLOP/s {pm.compute_dtype} × {e.matmul_efficiency:.2f})
   + attention → **{df.loc[df.batch == batch, "compute_time_s"].iloc[0] * 1e3:.2f} ms** (memory side
   {df.loc[df.batch == batch, "memory_time_s"].iloc[0] * 1e3:.2f} ms): the step takes the larger → **{est.bound}-bound**
 - Communication (TP {pm.tp}) = {b["communication_s"] * 1e3:.2f} ms; fixed overhead = {b["overhead_s"] * 1e3:.2f} ms
@@ -296,8 +305,9 @@ with st.expander("Formula: TTFT, end-to-end and throughput, with your numbers"):
 - TTFT = queue wait + prefill = {queue_ms:,.0f} ms + {est.prefill_s * 1e3:,.1f} ms = **{est.ttft_s * 1e3:,.1f} ms**
 - End-to-end = TTFT + (N − 1) × TPOT = {est.ttft_s:.3f} + {output_tokens - 1} × {est.tpot_s:.4f} = **{est.e2e_s:.2f} s**
 - Tokens/s per user = 1 / TPOT = **{est.tokens_per_s_per_user:,.1f}**
-- Throughput = {r.deployment.num_replicas} replica(s) × B × N / (prefill + (N − 1) × TPOT) = {r.deployment.num_replicas} ×
-  {batch} × {output_tokens} / {est.e2e_s - queue_ms / 1e3:.2f} s = **{est.throughput_tokens_per_s:,.0f} tokens/s**
+- Throughput = {r.deployment.num_replicas} replica(s) × B × N / (prefill + (N − 1) × TPOT)
+  = {r.deployment.num_replicas} × {batch} × {output_tokens} / {est.e2e_s - queue_ms / 1e3:.2f} s
+  = **{est.throughput_tokens_per_s:,.0f} tokens/s**
 """)
 with st.expander("Assumptions: efficiency constants and how well they fit"):
     st.markdown(

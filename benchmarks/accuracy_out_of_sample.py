@@ -138,7 +138,10 @@ def main(argv=None) -> int:
     df["family"] = df["id"].map(lambda i: RESOLVED[i].gpu.family)
     pd.set_option("display.width", 220)
     pd.set_option("display.max_rows", 500)
-    fmt = lambda v: f"{v:.1f}"
+
+    def fmt(v):
+        return f"{v:.1f}"
+
     for by in ("group", "engine", "family"):
         print(f"\nabsolute % error by {by}: in-sample vs leave-one-family-out vs leave-one-engine-out")
         print(side_by_side(df, by).to_string(index=False, float_format=fmt))

@@ -92,7 +92,7 @@ def rows() -> list[dict]:
                 "raw_error_pct": err,
             }
         )
-    for engine, (req_s, tok_s) in OFFLINE.items():
+    for engine, (_req_s, tok_s) in OFFLINE.items():
         res = _run(engine, 1e6, OFFLINE_PROMPTS, costs[engine])
         r = res.requests
         span = float(np.nanmax(r.finish_s))

@@ -109,7 +109,10 @@ def objective(x, points, resolved, key_of) -> float:
 def fit_engine(pts: list, resolved: dict, key_of: dict, iters: int = ITERS) -> EfficiencyProfile:
     """Stage 1: one set of constants for all of an engine's points (all GPU families)."""
     x0 = np.log([p for p, _, _, _ in priors(pts[0].engine).values()])
-    f = lambda v: objective(v, pts, resolved, key_of)
+
+    def f(v):
+        return objective(v, pts, resolved, key_of)
+
     x = nelder_mead(f, x0, iters=iters)
     x = nelder_mead(f, x, step=0.1, iters=iters)  # restart: escape a flat simplex
     return clip_profile(x, len(pts), status="transferred")

@@ -1,5 +1,5 @@
-"""planner.capacity.replicas: the search brackets and converges, more hardware never lowers capacity, replicas and cost by
-hand, determinism."""
+"""planner.capacity.replicas: the search brackets and converges, more hardware never lowers capacity, replicas and cost
+by hand, determinism."""
 
 from __future__ import annotations
 

@@ -105,8 +105,8 @@ YAMLS = {
     "empty": "",
     "gpus_not_a_list": "gpus: H100\n",
     "entry_not_a_mapping": "gpus: [H100]\n",
-    "memory_not_a_number": "gpus:\n  - {id: X, name: X, vendor: nvidia, family: f, memory_gb: eighty, usable_memory_bytes: 1,"
-    " tflops_fp16: 1, hbm_bandwidth_gb_s: 1}\n",
+    "memory_not_a_number": "gpus:\n  - {id: X, name: X, vendor: nvidia, family: f, memory_gb: eighty,"
+    " usable_memory_bytes: 1, tflops_fp16: 1, hbm_bandwidth_gb_s: 1}\n",
     "negative_memory": "gpus:\n  - {id: X, name: X, vendor: nvidia, family: f, memory_gb: -80, usable_memory_bytes: 1,"
     " tflops_fp16: 1, hbm_bandwidth_gb_s: 1}\n",
     "nan_memory": "gpus:\n  - {id: X, name: X, vendor: nvidia, family: f, memory_gb: .nan, usable_memory_bytes: 1,"

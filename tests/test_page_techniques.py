@@ -1,4 +1,5 @@
-"""Headless test of app_pages/techniques.py: every tab runs and shows its key numbers; widgets rerun it; reruns are fast."""
+"""Headless test of app_pages/techniques.py: every tab runs and shows its key numbers; widgets rerun it; reruns are
+fast."""
 
 from __future__ import annotations
 

@@ -40,7 +40,8 @@ SETTINGS = settings(
 small_int = st.integers(-3, 5000).map(str)
 count = st.one_of(small_int, flag_value)  # a count a formula uses (never a loop or an allocation)
 real = st.one_of(st.floats(-10, 10).map(str), st.floats(0, 1).map(str), flag_value)
-# gamma arrivals: a cv whose square under/overflows (1e-300, 1e300) divides by zero: test_former_crashes_are_named_errors
+# gamma arrivals: a cv whose square under/overflows (1e-300, 1e300) divides by zero:
+# test_former_crashes_are_named_errors
 cv = st.one_of(st.floats(0.01, 100).map(str), st.sampled_from(["0", "-1", "nan", "inf", "x", ""]))
 fraction = st.one_of(st.floats(-0.5, 1.5).map(str), st.sampled_from(["0", "1", "nan", "inf", "-0"]), junk)
 engine = st.one_of(st.sampled_from(ENGINES), junk)

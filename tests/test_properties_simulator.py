@@ -1,4 +1,5 @@
-"""Property tests (hypothesis) over the replica simulator (planner.sim.simulator) and its traffic (planner.traffic.generators).
+"""Property tests (hypothesis) over the replica simulator (planner.sim.simulator) and its traffic
+(planner.traffic.generators).
 
 For any workload and scheduler configuration: every request is finished or rejected, never both, never lost;
 the tokens computed equal the prompts + outputs − prefix hits + recomputation (conservation); KV blocks, running
@@ -145,7 +146,7 @@ def test_traffic_inputs_raise_only_input_errors(n, rate, prompt, output):
         assert err.field in ("rate_per_s", "prompt", "output", "num_requests", "process", "cv"), err.field
 
 
-# --- the step cost the simulator runs on (planner.latency.perf_model): physics of batching -------------------------------
+# --- the step cost the simulator runs on (planner.latency.perf_model): physics of batching ----------------------------
 
 
 @st.composite

@@ -1,5 +1,5 @@
-"""planner.sim.serving and planner.capacity.load_sweep: scenario -> scheduler + step cost, the summary contract, the knee,
-traffic profiles, and open vs closed loop (the closed loop hides the queue)."""
+"""planner.sim.serving and planner.capacity.load_sweep: scenario -> scheduler + step cost, the summary contract, the
+knee, traffic profiles, and open vs closed loop (the closed loop hides the queue)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from planner.core.errors import InputError
 from planner.sim.block_pool import BlockPool
@@ -225,5 +226,5 @@ def test_bad_config_names_the_field(bad, field):
 
 def test_config_is_frozen():
     cfg = SchedulerConfig(num_gpu_blocks=10)
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         cfg.block_size = 32

@@ -2,8 +2,8 @@
 the request rate around the planner's predicted capacity, so the user can measure and upload the results.
 
 Capacity (requests/s) = replicas × B × N / (prefill + (N − 1) × TPOT) / N at B = min(max_num_seqs, requests that
-fit the KV pool): the static-batch throughput of planner.latency.metrics divided by output tokens. The sweep runs from 10%
-to 125% of it, so the knee where latency climbs shows up in the results. Commands use vLLM's CLI names
+fit the KV pool): the static-batch throughput of planner.latency.metrics divided by output tokens. The sweep runs
+from 10% to 125% of it, so the knee where latency climbs shows up in the results. Commands use vLLM's CLI names
 (`vllm serve`, `vllm bench serve`; older releases ship the latter as benchmarks/benchmark_serving.py with the same
 flags) and GuideLLM's `guidellm benchmark`.
 """

@@ -1,4 +1,5 @@
-"""The user's own load-test results, read into points the roofline model can predict (fitting: planner.accuracy.profile_fit).
+"""The user's own load-test results, read into points the roofline model can predict
+(fitting: planner.accuracy.profile_fit).
 
 Three upload formats:
 

@@ -2,8 +2,8 @@
 
 Two kinds of evidence (data/measurements):
 
-    published_points.csv      latency / throughput points  -> planner.accuracy.published_points.predict under the profile
-                                                               the point's (engine, GPU family) gets
+    published_points.csv      latency / throughput points  -> planner.accuracy.published_points.predict under the
+                                                               profile the point's (engine, GPU family) gets
     vllm_kv_observations.csv  vLLM "# GPU blocks" log lines -> planner.memory.plan.plan_memory(...).num_gpu_blocks
 
 error % = 100 × (predicted − measured) / measured. A row the model cannot predict (unknown model or GPU, a metric

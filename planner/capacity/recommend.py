@@ -239,8 +239,8 @@ def rank(rows: list[dict]) -> list[dict]:
 def pareto_front(points: list[tuple[float, float]]) -> list[bool]:
     """For each (cost, latency): True when no other point is <= in both and < in one (lower is better)."""
     flags = []
-    for i, (c, l) in enumerate(points):
-        dominated = any(c2 <= c and l2 <= l and (c2 < c or l2 < l) for j, (c2, l2) in enumerate(points) if j != i)
+    for i, (c, lat) in enumerate(points):
+        dominated = any(c2 <= c and l2 <= lat and (c2 < c or l2 < lat) for j, (c2, l2) in enumerate(points) if j != i)
         flags.append(not dominated)
     return flags
 

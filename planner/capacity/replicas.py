@@ -5,8 +5,8 @@ passes the steady-state verdict (planner/capacity/steady_state.py: warm-up and d
 does not grow by more than 5% of λ per second; p95 TTFT, p95 TPOT and p99 end-to-end within the SLO). The
 capacity `max_rate_per_replica` is the highest sustained rate, found by search:
 
-1. bracket from the analytic estimate (planner.capacity.load_sweep.estimate_capacity_rps): probe it, then step up ×1.5 (or
-   down ÷2) until the outcome flips;
+1. bracket from the analytic estimate (planner.capacity.load_sweep.estimate_capacity_rps): probe it, then step up
+   ×1.5 (or down ÷2) until the outcome flips;
 2. bisect geometrically until hi ≤ lo × (1 + rel_tol) (rel_tol 2% by default) and report lo (a sustained rate).
 
 Every probe reuses the same requests (same lengths, same unit-rate arrival gaps divided by λ, same simulator seed:

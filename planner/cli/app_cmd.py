@@ -2,7 +2,8 @@
 
 Runs `python -m streamlit run APP [streamlit options]` with this interpreter (exec'd in place on POSIX). APP is
 `app.py` at the repository root in a checkout (or an editable install); an installed wheel carries app.py and app_pages/
-as `ui/_app/` (setup.py maps them there), found without importing the UI. Options after `app` go to Streamlit, e.g. `servingplan app --server.port 8600`.
+as `ui/_app/` (setup.py maps them there), found without importing the UI. Options after `app` go to Streamlit,
+e.g. `servingplan app --server.port 8600`.
 """
 
 from __future__ import annotations

@@ -143,7 +143,10 @@ def llamacpp_slots(n_ctx: int, n_parallel: int = 1, unified: bool = False) -> tu
     (src/llama-context.cpp, GGML_PAD(n_ctx, 256); tools/server/server.cpp n_ctx_slot)."""
     if n_ctx <= 0 or n_parallel <= 0:
         raise InputError("n_ctx" if n_ctx <= 0 else "n_parallel", "must be a positive integer")
-    pad = lambda x: -(-x // 256) * 256
+
+    def pad(x: int) -> int:
+        return -(-x // 256) * 256
+
     total = pad(n_ctx)
     if unified or n_parallel == 1:
         return total, total

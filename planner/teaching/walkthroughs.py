@@ -2,8 +2,8 @@
 
 Each walkthrough is a pure function of its inputs (planner.teaching.inputs, defaults = the primer) and takes
 every number from the planner's own functions (planner.memory.sizes, planner.latency.metrics's given-rates mode,
-planner.batching.step_model), so a walkthrough can never disagree with the pages. `value` is in the unit printed (GB, ms, %),
-rounded only for display.
+planner.batching.step_model), so a walkthrough can never disagree with the pages. `value` is in the unit printed
+(GB, ms, %), rounded only for display.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Tensor parallelism as a what-if: memory per GPU, TPOT and throughput at TP 1/2/4/8 (primer §8, §10).
 
     weights per GPU = weights / TP;  KV heads per GPU = max(1, KV heads / TP) (replicated past the KV-head count)
-    TPOT(TP)        = max(memory, compute) / TP-sharded + 2 × layers all-reduces + overhead   (planner.latency.perf_model)
+    TPOT(TP)        = max(memory, compute) / TP-sharded + 2 × layers all-reduces + overhead
+                      (planner.latency.perf_model)
     throughput      = batch / TPOT per replica;  per GPU = throughput / TP
 
 Each TP degree is one replica of TP GPUs (the scenario's deployment copied with tensor_parallel_size = num_gpus

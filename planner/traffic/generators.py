@@ -265,7 +265,10 @@ def closed_loop(
     arrival_s = np.full(num_requests, np.nan)
     first = np.arange(min(num_users, num_requests))
     arrival_s[first] = think_s[first]
-    src = f"closed loop, {num_users} users, {think} think {think_time_s:g} s; prompt {prompt_d.spec}; output {output_d.spec}"
+    src = (
+        f"closed loop, {num_users} users, {think} think {think_time_s:g} s; "
+        f"prompt {prompt_d.spec}; output {output_d.spec}"
+    )
     return Workload(arrival_s, prompt_tokens, output_tokens, user_id=user_id, think_s=think_s, seed=seed, source=src)
 
 

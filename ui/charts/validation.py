@@ -1,4 +1,5 @@
-"""Charts for the "Validation" page: pure functions from planner.accuracy.validation / planner.accuracy.profile_fit tables to figures."""
+"""Charts for the "Validation" page: pure functions from planner.accuracy.validation /
+planner.accuracy.profile_fit tables to figures."""
 
 from __future__ import annotations
 

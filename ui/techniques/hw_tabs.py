@@ -56,8 +56,10 @@ def quant_tab(sj: str, r: Resolved, q: Request) -> None:
     with st.expander("Formula: weight formats, with your numbers"):
         st.markdown(f"""
 - Weights = quantized parameters × bits / 8 (+ 16-bit embeddings and lm_head for GPTQ/AWQ/FP8/INT8/NF4); GGUF
-  bits are llama.cpp's whole-file averages; GPTQ/AWQ g128 carry a scale and zero per 128 weights: 4 + 20/128 = 4.156 bits
-- KV per token = 2 × {r.model.num_layers} layers × {r.model.num_kv_heads} KV heads × {r.model.head_dim} × {r.kv_bytes:g} B:
+  bits are llama.cpp's whole-file averages; GPTQ/AWQ g128 carry a scale and zero per 128 weights:
+  4 + 20/128 = 4.156 bits
+- KV per token = 2 × {r.model.num_layers} layers × {r.model.num_kv_heads} KV heads
+  × {r.model.head_dim} × {r.kv_bytes:g} B:
   {"the same for every format below 32 bits" if same else "see the table"}: weights are quantized, activations and the
   cache stay 16-bit (use --kv-dtype fp8 to halve the cache)
 - KV headroom = vLLM's pool per GPU after weights, activations and runtime memory; max requests = pool blocks //
@@ -109,7 +111,8 @@ def tp_tab(sj: str, r: Resolved, q: Request) -> None:
     st.info(
         f"**70B at FP16 on one {r.gpu.name}:** Llama-2-70B weighs {c70.loc[1, 'weights_per_gpu_bytes'] / 1e9:,.0f} GB "
         f"(≈ 140 GB) > {r.gpu.memory_gb:g} GB, so TP 1 "
-        f"{'fits' if c70.loc[1, 'fits'] else 'does not fit'}; TP 2 puts {c70.loc[2, 'weights_per_gpu_bytes'] / 1e9:,.0f} "
+        f"{'fits' if c70.loc[1, 'fits'] else 'does not fit'}; TP 2 puts "
+        f"{c70.loc[2, 'weights_per_gpu_bytes'] / 1e9:,.0f} "
         f"GB on each GPU and {'fits' if c70.loc[2, 'fits'] else 'still does not fit'}"
         + (f" ({c70.loc[2, 'max_requests']:,} requests of 2,300 tokens)" if c70.loc[2, "fits"] else "")
         + "."

@@ -132,7 +132,7 @@ def lora_tab(sj: str, r: Resolved, q: Request) -> None:
 - vLLM keeps --max-loras = {plan.max_loras} slots in GPU memory: {fmt_bytes(plan.slots_bytes_per_gpu)} per GPU out of
   the KV pool ({plan.kv_pool_bytes_without / 1e9:,.2f} → {plan.kv_pool_bytes_with / 1e9:,.2f} GB); more adapters wait in
   CPU memory (--max-cpu-loras) and swap in per request
-- Adapters are small next to one request's KV cache: the slots cost {plan.max_requests_without - plan.max_requests_with:,}
-  request(s) of concurrency here
+- Adapters are small next to one request's KV cache:
+  the slots cost {plan.max_requests_without - plan.max_requests_with:,} request(s) of concurrency here
 - Assumptions: dense MLP dimensions (MoE experts and MLA projections not modelled); adapters shard with TP
 """)

@@ -118,15 +118,17 @@ def prefix_tab(sj: str, r: Resolved, q: Request) -> None:
         _mooncake(o["pool_tokens"])
     with st.expander("Formula: prefix caching, with your numbers"):
         st.markdown(f"""
-- Given rates (primer §5): TTFT = wait + (prompt − cached) / rate = {queue_ms:g} ms + ({q.prompt:,} − {int(prefix_tokens):,})
-  / {rate:,.0f} = **{given.after_s * 1e3:,.1f} ms** (was {given.before_s * 1e3:,.1f} ms); expected at hit rate {hit:.0%}:
-  **{expected_ms:,.1f} ms**
+- Given rates (primer §5): TTFT = wait + (prompt − cached) / rate
+  = {queue_ms:g} ms + ({q.prompt:,} − {int(prefix_tokens):,}) / {rate:,.0f} = **{given.after_s * 1e3:,.1f} ms**
+  (was {given.before_s * 1e3:,.1f} ms); expected at hit rate {hit:.0%}: **{expected_ms:,.1f} ms**
 - Roofline: vLLM caches whole blocks, so {o["cached"]:,} = floor({int(prefix_tokens):,} / {r.deployment.block_size})
   × {r.deployment.block_size} tokens are skipped; the remaining {q.prompt - o["cached"]:,} still attend to them
 - FLOPs saved = 2 × matmul params × cached + attention per pair × cached × (cached + 1) / 2 =
-  {o["matmul_flops_per_token"]:,.3g} × {o["cached"]:,} + {o["attn_flops_per_pair"]:,.3g} × {o["cached"] * (o["cached"] + 1) // 2:,}
+  {o["matmul_flops_per_token"]:,.3g} × {o["cached"]:,} +
+  {o["attn_flops_per_pair"]:,.3g} × {o["cached"] * (o["cached"] + 1) // 2:,}
   = **{o["flops_saved"] / 1e12:,.2f} TFLOP**
-- KV blocks saved = (requests sharing − 1) × prefix blocks = ({int(sharing)} − 1) × {int(prefix_tokens) // r.deployment.block_size}
+- KV blocks saved = (requests sharing − 1) × prefix blocks
+  = ({int(sharing)} − 1) × {int(prefix_tokens) // r.deployment.block_size}
   = **{o["blocks_saved"]:,}** ({o["kv_tok"]:,.0f} B per token per GPU); requests of {q.tokens:,} tokens that fit:
   {o["without"]:,} → **{o["with"]:,}** with one shared copy
 - Assumptions: the match must be exact from the first token; cached blocks stay until evicted (LRU)
