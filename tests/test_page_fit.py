@@ -29,7 +29,7 @@ def test_default_scenario_renders_the_key_numbers():
         resolve(
             Scenario(
                 context_tokens=ctx,
-                deployment=Deployment(max_model_len=8192, max_num_seqs=256, max_num_batched_tokens=8192),
+                deployment=Deployment(max_model_len=8192),  # batch limits: vLLM's default for the GPU
             )
         )
     )

@@ -58,6 +58,7 @@ def widget_values(s: Scenario, upload_choice: str) -> dict:
         "sb_util": d.gpu_memory_utilization,
         "sb_set_maxlen": d.max_model_len is not None,
         "sb_block": d.block_size,
+        "sb_set_batch": d.max_num_seqs is not None or d.max_num_batched_tokens is not None,
         "sb_max_seqs": d.max_num_seqs or engine_default.max_num_seqs,
         "sb_batched": d.max_num_batched_tokens or engine_default.max_num_batched_tokens,
         "sb_eager": d.enforce_eager,

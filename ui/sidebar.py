@@ -172,7 +172,7 @@ def _precision_note(gpu_id: str, weights: str) -> None:
         )
 
 
-def _engine() -> dict:
+def _engine(hw: dict | None = None) -> dict:
     with st.expander("Engine settings (vLLM names)"):
         util = st.slider("gpu_memory_utilization", 0.5, 0.99, 0.9, 0.01, key="sb_util")
         limit = st.checkbox(
@@ -185,35 +185,47 @@ def _engine() -> dict:
             st.number_input("max_model_len", 128, 10_000_000, 8192, step=1024, key="sb_max_len") if limit else None
         )
         block = st.selectbox("block_size", [8, 16, 32], index=1, key="sb_block")
-        seqs = st.number_input("max_num_seqs", 1, 4096, 256, key="sb_max_seqs")
-        batched = st.number_input("max_num_batched_tokens", 16, 1_000_000, 8192, step=512, key="sb_batched")
+        default = _batch_default(hw)
+        own = st.checkbox(
+            "Set max_num_seqs and max_num_batched_tokens",
+            value=False,
+            key="sb_set_batch",
+            help="Off: vLLM's default for this GPU and `vllm serve` (get_batch_defaults: 8,192 tokens and 1,024 "
+            "sequences on 70 GiB+ GPUs other than A100, else 2,048 and 256).",
+        )
+        if own:
+            seqs = st.number_input("max_num_seqs", 1, 4096, default.max_num_seqs, key="sb_max_seqs")
+            batched = st.number_input(
+                "max_num_batched_tokens", 16, 1_000_000, default.max_num_batched_tokens, step=512, key="sb_batched"
+            )
+        else:
+            seqs = batched = None
+            st.caption(
+                f"vLLM default for this GPU: max_num_seqs {default.max_num_seqs:,}, "
+                f"max_num_batched_tokens {default.max_num_batched_tokens:,}"
+            )
         eager = st.checkbox("enforce_eager (no CUDA graphs)", key="sb_eager")
     return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager)
 
 
-def _unset_if_engine_default(hw: dict, eng: dict) -> tuple[int | None, int | None]:
-    """max_num_seqs / max_num_batched_tokens as the scenario stores them: None where the widget shows vLLM's own
-    default for this GPU (planner.core.engine_defaults), so the scenario, its link and its JSON say "engine
-    default" and follow the GPU when it changes."""
-    gpu = gpus()[hw["gpu"]]
-    if hw["gpu_memory_gb"] is not None:
+def _batch_default(hw: dict | None):
+    """vLLM's get_batch_defaults for the sidebar's GPU (planner.core.engine_defaults)."""
+    ids = gpus()
+    gpu = ids[hw["gpu"]] if hw and hw["gpu"] in ids else ids[DEFAULT_GPU]
+    if hw and hw["gpu_memory_gb"] is not None:
         gpu = custom_gpu(hw["gpu_memory_gb"], like=gpu)
-    default = batch_defaults(gpu, "vllm")
-    return (
-        None if eng["seqs"] == default.max_num_seqs else eng["seqs"],
-        None if eng["batched"] == default.max_num_batched_tokens else eng["batched"],
-    )
+    return batch_defaults(gpu, "vllm")
 
 
 def _scenario_from_widgets() -> Scenario:
     try:
         choice, spec = _model_source()
     except InputError:
-        _hardware(), _engine(), render_workload(), parallelism_section(Deployment())  # still draw them: undrawn
-        # widgets lose their values
+        # still draw them: undrawn widgets lose their values
+        _engine(_hardware()), render_workload(), parallelism_section(Deployment())
         raise
-    hw, eng, work = _hardware(), _engine(), render_workload()
-    seqs, batched = _unset_if_engine_default(hw, eng)
+    hw = _hardware()
+    eng, work = _engine(hw), render_workload()
     dep = Deployment(
         num_gpus=hw["num_gpus"] // hw["tp"] * hw["tp"],
         tensor_parallel_size=hw["tp"],
@@ -222,8 +234,8 @@ def _scenario_from_widgets() -> Scenario:
         gpu_memory_utilization=eng["util"],
         max_model_len=eng["max_len"],
         block_size=eng["block"],
-        max_num_seqs=seqs,
-        max_num_batched_tokens=batched,
+        max_num_seqs=eng["seqs"],
+        max_num_batched_tokens=eng["batched"],
         enforce_eager=eng["eager"],
     )
     dep = parallelism_section(dep)  # issue 17: PP, DP attention, EP (ui/parallelism.py)
