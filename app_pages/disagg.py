@@ -15,6 +15,7 @@ from planner.memory.sizes import kv_bytes_per_token
 from planner.teaching.disagg_walkthrough import DisaggInputs
 from planner.teaching.walkthroughs import run_walkthrough
 from ui.charts import disagg as charts
+from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
 
 NUM_REQUESTS = 300  # per simulated probe: keeps the page within a few seconds
@@ -53,7 +54,7 @@ for key, value in (
     ("dg_context", 4000),
     ("dg_skew", 0.0),
     ("dg_target", 10.0),
-    ("dg_prompt", 8000),
+    ("dg_prompt", 4000),
     ("dg_output", 300),
     ("dg_ttft_ms", 2000),
     ("dg_tpot_ms", 50),
@@ -89,7 +90,27 @@ skew = c[3].slider(
 rows = _layouts(sj, n, batch, context, float(skew))
 st.plotly_chart(charts.layout_bars(rows), key="dg_layout_bars")
 st.plotly_chart(charts.step_parts(rows), key="dg_step_parts")
-st.dataframe(pd.DataFrame(rows), hide_index=True, key="dg_layout_table")
+NUM = st.column_config.NumberColumn
+st.dataframe(
+    pd.DataFrame(rows),
+    hide_index=True,
+    key="dg_layout_table",
+    column_config={
+        "layout": "layout",
+        "fits": st.column_config.CheckboxColumn("fits"),
+        "gpus": NUM("GPUs", format="%d"),
+        "weights_per_gpu_gb": NUM("weights per GPU (GB)", format="%.2f"),
+        "kv_bytes_per_token_per_gpu": NUM("KV per token per GPU (B)", format="localized"),
+        "max_concurrency": NUM("requests of max_model_len held", format="%d"),
+        "step_ms": NUM("decode step (ms)", format="%.2f"),
+        "tokens_per_s": NUM("decode tokens/s", format="localized"),
+        "all_to_all_ms": NUM("all-to-all (ms)", format="%.2f"),
+        "imbalance_ms": NUM("expert imbalance (ms)", format="%.2f"),
+        "pipeline_ms": NUM("pipeline hand-offs (ms)", format="%.2f"),
+        "cross_node_tp_ms": NUM("TP across nodes (ms)", format="%.2f"),
+        "note": "note",
+    },
+)
 st.markdown(
     "**What each rank holds** (vLLM; SGLang's `--tp 8 --dp 8 --ep 8 --enable-dp-attention` is vLLM's "
     "`--tp 1 --dp 8 --enable-expert-parallel`): attention and dense layers are split over TP inside each DP "
@@ -126,16 +147,28 @@ layerwise = c[2].toggle(
     "prefill (at least one layer's share) adds to TTFT.",
 )
 slo = SLO(ttft_p95_s=ttft_ms / 1e3, tpot_p95_s=tpot_ms / 1e3)
+# lognormal lengths (sigma 0.5) with their tails cut so that prompt + output fits max_model_len: a deployment's
+# clients send what its max_model_len admits (vLLM rejects longer requests)
+out_cap = max(1, r.max_model_len // 4)
+prompt_cap = max(1, r.max_model_len - min(output * 3, out_cap))
 traffic = TrafficSpec(
     profile="custom",
-    prompt=f"lognormal:mean={prompt},sigma=0.5",
-    output=f"lognormal:mean={output},sigma=0.5",
+    prompt=f"lognormal:mean={prompt},sigma=0.5,max={prompt_cap}",
+    output=f"lognormal:mean={output},sigma=0.5,max={min(output * 3, out_cap)}",
     num_requests=NUM_REQUESTS,
 )
+if prompt + output > r.max_model_len or prompt >= prompt_cap:
+    st.warning(
+        f"A mean request of {prompt:,} + {output:,} tokens does not fit max_model_len {r.max_model_len:,}: vLLM "
+        "rejects requests longer than that. Raise it in the sidebar under **Engine settings (vLLM names) → "
+        f"max_model_len** (or untick *Set max_model_len* for the model's {r.model.max_position_embeddings:,}), or "
+        "shorten the requests here."
+    )
+    st.stop()
 try:
     o = _disagg(sj, float(target), traffic, slo, link, bool(layerwise))
 except InputError as err:
-    st.error(f"{err.field}: {err.message}")
+    st.error(error_text(err))
     st.stop()
 p, d, a = o["prefill"], o["decode"], o["aggregated"]
 c = st.columns(4)

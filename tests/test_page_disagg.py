@@ -77,3 +77,21 @@ def test_an_unreachable_ttft_target_says_why_and_stays_aggregated():
     assert not at.exception
     assert any("Disaggregation cannot meet this SLO" in w.value for w in at.warning)
     assert metrics(at)["Verdict"] == "stay aggregated"
+
+
+def test_requests_over_max_model_len_name_the_setting_not_the_slo():
+    # a mean of 8,000 + 300 tokens against the sidebar's max_model_len 8,192: vLLM would reject them; the page says
+    # where to change it instead of reporting an unreachable TTFT (what it did before)
+    at = load(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment=Deployment(max_model_len=8192)))
+    at.session_state["dg_prompt"] = 8000
+    at.run()
+    assert not at.exception
+    warnings = " ".join(w.value for w in at.warning)
+    assert "max_model_len 8,192" in warnings and "Engine settings" in warnings
+    assert "cannot meet this SLO" not in warnings
+
+
+def test_the_default_long_prompts_get_a_prefill_pool():
+    at = load(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment=Deployment(max_model_len=8192)))
+    assert not at.exception
+    assert metrics(at)["Prefill pool"] != "infeasible" and metrics(at)["Decode pool"] != "infeasible"
