@@ -86,8 +86,8 @@ def ratio_lines(rows: list[dict]) -> go.Figure:
         height=340,
         margin=dict(t=50, b=40),
         legend=_TOP_LEGEND,
-        xaxis_type="log",
-        yaxis_type="log",
+        xaxis=dict(type="log", dtick=1, tickformat=",~g"),  # decade ticks: 1, 10, 100 …
+        yaxis=dict(type="log", dtick=1, tickformat=",~g"),
         xaxis_title="prompt tokens",
         yaxis_title="prefill : decode instances",
     )
