@@ -69,6 +69,24 @@ def _figures(source: str, seed: int, csv_text: str | None, spread: float, slots:
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
+def _summaries(source: str, seed: int, csv_text: str | None, spread: float, slots: int, max_wait: int) -> dict:
+    requests = with_spread(_requests(source, seed, csv_text), spread)
+    return {name: summarize(r) for name, r in _pair(requests, slots, max_wait).items()}
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _tables(source: str, seed: int, csv_text: str | None, spread: float, slots: int, max_wait: int) -> dict:
+    requests = with_spread(_requests(source, seed, csv_text), spread)
+    results = _pair(requests, slots, max_wait)
+    return {
+        "summary": comparison_frame(results),
+        "static": requests_frame(results["static"]).head(5000),
+        "continuous": requests_frame(results["continuous"]).head(5000),
+        "csv": to_csv(requests),
+    }
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
 def _dynamic(source: str, seed: int, csv_text: str | None, spread: float, slots: int, policy: tuple) -> tuple:
     """(variants, their summaries, the Gantt of the chosen one, the padding bars) for one dynamic-batcher setting."""
     max_batch, dyn_wait, queue_limit, hold, bucketing = policy
@@ -134,7 +152,7 @@ except InputError as err:
     st.stop()
 
 results = _pair(requests, slots, max_wait)
-summaries = {name: summarize(r) for name, r in results.items()}
+summaries = _summaries(source, int(seed), csv_text, float(spread), int(slots), int(max_wait))
 
 st.subheader(f"{len(requests):,} requests on {slots} slots")
 for name, s in summaries.items():
@@ -163,11 +181,13 @@ if "sweep" in figs:
 else:
     st.info(f"The spread sweep runs for up to {SWEEP_MAX_REQUESTS:,} requests; use the spread slider instead.")
 
-with st.expander("Per-request and summary tables"):
-    st.dataframe(comparison_frame(results), hide_index=True, key="batching_summary_table")
-    st.dataframe(requests_frame(results["static"]).head(5000), hide_index=True, key="batching_static_table")
-    st.dataframe(requests_frame(results["continuous"]).head(5000), hide_index=True, key="batching_cont_table")
-    st.download_button("These requests as CSV", to_csv(requests), "requests.csv", "text/csv", key="batching_csv")
+# drawn only on request: three tables of up to 5,000 rows each cost every rerun their Arrow conversion
+if st.toggle("Show the per-request and summary tables", key="batching_show_tables"):
+    tables = _tables(source, int(seed), csv_text, float(spread), int(slots), int(max_wait))
+    st.dataframe(tables["summary"], hide_index=True, key="batching_summary_table")
+    st.dataframe(tables["static"], hide_index=True, key="batching_static_table")
+    st.dataframe(tables["continuous"], hide_index=True, key="batching_cont_table")
+    st.download_button("These requests as CSV", tables["csv"], "requests.csv", "text/csv", key="batching_csv")
 
 st.header("One-GPU dynamic batcher")
 st.caption(

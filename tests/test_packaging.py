@@ -88,6 +88,9 @@ def test_app_runs_streamlit_on_the_app_script(monkeypatch):
             "streamlit",
             "run",
             str(ROOT / "app.py"),
+            "--client.toolbarMode=minimal",  # the server defaults of .streamlit/config.toml, from any directory
+            "--runner.postScriptGC=false",
+            "--server.fileWatcherType=none",
             "--server.port",
             "8600",
             "--server.headless",
@@ -115,3 +118,19 @@ def test_app_script_found_in_an_installed_layout(monkeypatch, tmp_path):
     )
     assert app_cmd.app_script() == tmp_path / "ui" / "_app" / "app.py"
     assert Path(app_cmd.app_script()).parent.name == "_app"
+
+
+def test_app_options_given_by_the_user_win_over_the_defaults(monkeypatch):
+    calls = []
+
+    def exec_or_call(*args):
+        calls.append(args[-1])
+        raise SystemExit(0)
+
+    monkeypatch.setattr(app_cmd.os, "execv", exec_or_call)
+    monkeypatch.setattr(app_cmd.subprocess, "call", exec_or_call)
+    with pytest.raises(SystemExit):
+        main(["app", "--server.fileWatcherType=auto"])
+    argv = calls[0]
+    assert "--server.fileWatcherType=auto" in argv and "--server.fileWatcherType=none" not in argv
+    assert "--runner.postScriptGC=false" in argv

@@ -23,6 +23,7 @@ utilisation (rate = capacity) is reported as `usd_per_million_output_tokens_at_c
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -48,9 +49,18 @@ UP_FACTOR, DOWN_FACTOR, MAX_BRACKET_STEPS = 1.5, 2.0, 9
 SECONDS_PER_HOUR = 3600.0
 
 
-@lru_cache(maxsize=16)
+_BASE_WORKLOAD_LOCK = threading.Lock()
+
+
 def base_workload(traffic: TrafficSpec) -> Workload:
-    """The spec's requests arriving at 1 request/s (cached: a trace is parsed once per process)."""
+    """The spec's requests arriving at 1 request/s (cached: a trace is parsed once per process, even when many
+    app sessions ask for it at the same moment)."""
+    with _BASE_WORKLOAD_LOCK:
+        return _base_workload(traffic)
+
+
+@lru_cache(maxsize=16)
+def _base_workload(traffic: TrafficSpec) -> Workload:
     trace = load_trace(traffic.trace_path) if traffic.profile == "upload" else None
     return profile_workload(
         traffic.profile,

@@ -17,6 +17,14 @@ from pathlib import Path
 
 from planner.core.errors import InputError
 
+# The settings of .streamlit/config.toml, passed as options so that they hold from any directory (an installed
+# wheel has no config file beside the user): no Deploy button, no gc.collect() after every run, no source watching.
+SERVER_DEFAULTS = {
+    "--client.toolbarMode": "minimal",
+    "--runner.postScriptGC": "false",
+    "--server.fileWatcherType": "none",
+}
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -45,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("streamlit") is None:
         raise InputError("app", "Streamlit is not installed: pip install 'streamlit>=1.40,<2'")
     script = app_script()
-    command = [sys.executable, "-m", "streamlit", "run", str(script), *args.unknown_args]
+    given = {a.split("=", 1)[0] for a in args.unknown_args if a.startswith("--")}
+    defaults = [f"{flag}={value}" for flag, value in SERVER_DEFAULTS.items() if flag not in given]
+    command = [sys.executable, "-m", "streamlit", "run", str(script), *defaults, *args.unknown_args]
     if os.name == "posix":  # become Streamlit: signals (Ctrl-C, a service manager's SIGTERM) reach the server itself
         os.execv(sys.executable, command)
     try:
