@@ -240,3 +240,11 @@ def test_an_unknown_engine_in_a_link_is_named():
     with pytest.raises(InputError) as err:
         from_query({"engine": "warp-drive"})
     assert err.value.field == "URL parameter engine"
+
+
+def test_a_shared_link_keeps_its_engine():
+    # the engine has no sidebar widget: before, the sidebar rebuilt the scenario with the default engine (vllm)
+    s = Scenario(engine="sglang")
+    at = _app_with_query(**to_query(s))
+    assert not at.exception and not at.error
+    assert at.session_state["scenario"].engine == "sglang"

@@ -62,6 +62,7 @@ def widget_values(s: Scenario, upload_choice: str) -> dict:
         "sb_max_seqs": d.max_num_seqs or engine_default.max_num_seqs,
         "sb_batched": d.max_num_batched_tokens or engine_default.max_num_batched_tokens,
         "sb_eager": d.enforce_eager,
+        "sb_engine": s.engine,  # no widget: the sidebar keeps it for the next scenario (the link's engine)
         **workload_values(s),
     }
     values.update(parallelism_values(d))  # issue 17: ui/parallelism.py

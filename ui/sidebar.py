@@ -249,6 +249,7 @@ def _scenario_from_widgets() -> Scenario:
         gpu=hw["gpu"],
         gpu_memory_gb=hw["gpu_memory_gb"],
         deployment=dep,
+        engine=st.session_state.get("sb_engine", "vllm"),  # from a link or saved JSON; no sidebar widget
         calibration=calibration_from_state(),
         **work,
     )
