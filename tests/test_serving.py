@@ -191,6 +191,6 @@ def test_closed_loop_hides_the_queue_open_loop_builds_near_saturation():
 
 
 def test_decode_run_cost_is_a_step_cost():
-    from planner.sim.config import StepCost
+    from planner.latency.perf_model import StepCost
 
     assert isinstance(step_cost_for(R), StepCost) and isinstance(step_cost_for(R), DecodeRunCost)
