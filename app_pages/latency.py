@@ -4,8 +4,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
-from planner.latency.efficiency import ENGINES, FIT_FIELDS, efficiency_summary
+from planner.latency.efficiency import FIT_FIELDS, efficiency_summary
 from planner.latency.metrics import batching_tradeoff, estimate, given_rates, memory_limit, ridge_batch, sweep, what_ifs
 from planner.latency.perf_model import PerfModel
 from ui.cached import continuous_cached

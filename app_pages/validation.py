@@ -20,9 +20,10 @@ from planner.accuracy.validation import (
     pair_status,
     points_table,
 )
+from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
-from planner.latency.efficiency import ENGINES, FIT_FIELDS, choose_profile
+from planner.latency.efficiency import FIT_FIELDS, choose_profile
 from planner.latency.metrics import memory_limit, sweep
 from planner.latency.perf_model import PerfModel
 from ui.charts.validation import before_after_chart, error_by_group_chart, parity_chart

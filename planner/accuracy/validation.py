@@ -29,11 +29,12 @@ import pandas as pd
 
 from planner.accuracy import published_points as cp
 from planner.core.catalog import DATA_DIR, _read_yaml, get_gpu, gpus, model_presets
+from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
 from planner.core.paths import measurements_dir
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
-from planner.latency.efficiency import ENGINES, EfficiencyProfile, choose_profile
+from planner.latency.efficiency import EfficiencyProfile, choose_profile
 from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
 

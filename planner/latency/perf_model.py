@@ -39,6 +39,7 @@ import numpy as np
 
 from planner.core.params import count_params, mlp_params
 from planner.core.scenario import Resolved
+from planner.latency.calibration import fitted_profile
 from planner.latency.efficiency import DEFAULT_ENGINE, EfficiencyProfile, ProfileChoice, choose_profile
 from planner.latency.engines import allreduce_s, engines
 from planner.latency.parallel import parallel_terms
@@ -110,7 +111,9 @@ class PerfModel:
             self.choice = ProfileChoice(
                 engine.lower(),
                 r.gpu.family,
-                cal.profile.model_copy(update={"status": "calibrated", "note": f"your calibration from {cal.source}"}),
+                fitted_profile(cal).model_copy(
+                    update={"status": "calibrated", "note": f"your calibration from {cal.source}"}
+                ),
                 f"{engine.lower()}/{r.gpu.family} (your calibration)",
             )
         elif profile is None:
