@@ -106,13 +106,13 @@ if mode.startswith("Given"):
                 [
                     f"batch of {batch}",
                     f"TPOT {batch_tpot_ms:g} ms",
-                    f"{t['per_user_tokens_per_s']:.0f} tokens/s per user; {t['e2e_s']:.1f} s end to end",
+                    f"{t.per_user_tokens_per_s:.0f} tokens/s per user; {t.e2e_s:.1f} s end to end",
                 ],
                 [
                     "server",
                     f"{batch} / {batch_tpot_ms / 1e3:g}",
-                    f"{t['server_tokens_per_s']:,.0f} tokens/s = "
-                    f"{t['throughput_gain']:.0f}× single, for {t['latency_factor']:.1f}× per-token latency",
+                    f"{t.server_tokens_per_s:,.0f} tokens/s = "
+                    f"{t.throughput_gain:.0f}× single, for {t.latency_factor:.1f}× per-token latency",
                 ],
             ],
             columns=["step", "quantity", "value"],
