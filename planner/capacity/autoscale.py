@@ -219,26 +219,26 @@ def _report(rates, cols, events, m: ReplicaModel, p: Policy, slo_ttft_s, usd, ti
     }
 
 
-def measure_replica(s, traffic, slo, plan: dict, engine: str | None = None) -> ReplicaModel:
-    """A ReplicaModel from a capacity plan (planner.capacity.replicas.capacity_plan) plus one light-load simulation."""
+def measure_replica(s, traffic, slo, plan, engine: str | None = None) -> ReplicaModel:
+    """A ReplicaModel from a CapacityPlan (planner.capacity.replicas.capacity_plan) plus one light-load simulation."""
     from planner.capacity.replicas import probe, replica_scenario
     from planner.core.scenario import resolve
     from planner.memory.plan import plan_memory
 
     r = resolve(replica_scenario(s))
-    mu = plan["max_rate_per_replica"]
+    mu = plan.max_rate_per_replica
     if not mu:
         raise InputError("slo", "one replica cannot meet the SLO at any load: nothing to autoscale")
     light_rho = 0.25
     light = probe(r, traffic, slo, light_rho * mu, engine or s.engine)
-    at_cap = plan["at_capacity"]
+    at_cap = plan.at_capacity
     return ReplicaModel(
         max_rate_per_replica=mu,
         ttft_light_s=light.ttft_p95_s or 0.0,
-        ttft_capacity_s=at_cap["ttft_p95_s"],
-        e2e_mean_s=at_cap["e2e_mean_s"],
-        tokens_per_request=plan["mean_prompt_tokens"] + plan["mean_output_tokens"],
+        ttft_capacity_s=at_cap.ttft_p95_s,
+        e2e_mean_s=at_cap.e2e_mean_s,
+        tokens_per_request=plan.mean_prompt_tokens + plan.mean_output_tokens,
         model_bytes=plan_memory(r).weight_bytes,
-        gpus_per_replica=plan["gpus_per_replica"],
+        gpus_per_replica=plan.gpus_per_replica,
         light_utilisation=light_rho,
     )

@@ -203,12 +203,12 @@ def aggregated_best(
             rel_tol,
             operating_point=True,
         )
-        op = plan.get("operating_point") or {}
-        ranks = plan["replicas"]
+        op = plan.operating_point
+        ranks = plan.cost.replicas if plan.cost else None
         instances = math.ceil(ranks / d.data_parallel_size) if ranks else None
         gpus = instances * d.gpus_per_replica if instances else None
-        usd_h = gpus * plan["usd_per_gpu_hour"] if gpus else None
-        per_m = usd_h / (target * plan["mean_output_tokens"] * SECONDS_PER_HOUR) * 1e6 if usd_h else None
+        usd_h = gpus * plan.usd_per_gpu_hour if gpus else None
+        per_m = usd_h / (target * plan.mean_output_tokens * SECONDS_PER_HOUR) * 1e6 if usd_h else None
         rows.append(
             {
                 "tp": d.tensor_parallel_size,
@@ -217,12 +217,12 @@ def aggregated_best(
                 "replicas": instances,
                 "gpus": gpus,
                 "gpus_per_replica": d.gpus_per_replica,
-                "max_rate_per_replica": plan["max_rate_per_replica"] * d.data_parallel_size,
+                "max_rate_per_replica": plan.max_rate_per_replica * d.data_parallel_size,
                 "usd_per_hour": usd_h,
                 "usd_per_million_output_tokens": per_m,
-                "ttft_p95_s": op.get("ttft_p95_s"),
-                "tpot_p95_s": op.get("tpot_p95_s"),
-                "feasible": plan["feasible"],
+                "ttft_p95_s": op.ttft_p95_s if op else None,
+                "tpot_p95_s": op.tpot_p95_s if op else None,
+                "feasible": plan.feasible,
             }
         )
     ok = [row for row in rows if row["feasible"] and row["replicas"]]

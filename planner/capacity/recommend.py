@@ -106,18 +106,19 @@ def evaluate(task: Task) -> dict:
     plan = capacity_plan(
         task.scenario, task.target_rps, task.traffic, task.slo, task.headroom, dict(task.prices), rel_tol=task.rel_tol
     )
-    op = plan["operating_point"] or {}
-    last = plan["probes"][-1] if plan["probes"] else {}
-    reason = "" if plan["feasible"] else f"SLO out of reach even at low load ({last.get('reason', '')})"
-    row = {k: plan.get(k) for k in ROW_KEYS if k in plan}
+    op = plan.operating_point
+    last = plan.probes[-1].reason if plan.probes else ""
+    reason = "" if plan.feasible else f"SLO out of reach even at low load ({last})"
+    flat = plan.to_dict()
+    row = {k: flat[k] for k in ROW_KEYS if k in flat}
     row.update(
-        id=f"{plan['gpu']} · {plan['weights']} · TP{plan['tp']}",
-        ttft_p95_s=op.get("ttft_p95_s"),
-        tpot_p95_s=op.get("tpot_p95_s"),
-        e2e_p95_s=op.get("e2e_p95_s"),
+        id=f"{plan.gpu} · {plan.weights} · TP{plan.tp}",
+        ttft_p95_s=op.ttft_p95_s if op else None,
+        tpot_p95_s=op.tpot_p95_s if op else None,
+        e2e_p95_s=op.e2e_p95_s if op else None,
         reason=reason,
-        operating_rate_per_replica=op.get("rate_per_s"),
-        price_date=plan["price_date"],
+        operating_rate_per_replica=op.rate_per_s if op else None,
+        price_date=plan.price_date,
     )
     return row
 
