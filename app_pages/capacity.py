@@ -281,20 +281,20 @@ day = simulate_day(rates, replica, policy, slo.ttft_p95_s, plan.usd_per_gpu_hour
 c = st.columns(4)
 c[0].metric(
     "Requests in SLO-violating minutes",
-    f"{day['violating_request_share']:.1%}",
-    help=f"{day['violating_ticks']} minutes with estimated p95 TTFT above {slo_ttft_ms:,} ms.",
+    f"{day.violating_request_share:.1%}",
+    help=f"{day.violating_ticks} minutes with estimated p95 TTFT above {slo_ttft_ms:,} ms.",
 )
 c[1].metric(
     "Replica-hours (autoscaled)",
-    f"{day['replica_hours']:,.0f}",
-    help=f"Starting replicas are billed too; scale-up delay {day['scale_up_delay_s']:,.0f} s = node start + "
+    f"{day.replica_hours:,.0f}",
+    help=f"Starting replicas are billed too; scale-up delay {day.scale_up_delay_s:,.0f} s = node start + "
     f"{replica.model_bytes / 1e9:,.1f} GB / download + load to GPU.",
 )
-c[2].metric("Cost per day (autoscaled)", _usd(day["usd"]), help=f"{len(day['events'])} scaling events")
+c[2].metric("Cost per day (autoscaled)", _usd(day.usd), help=f"{len(day.events)} scaling events")
 c[3].metric(
     "vs static peak",
-    _usd(day["static_usd"]),
-    delta=f"{day['savings']:.0%} saved" if day["savings"] >= 0 else f"{-day['savings']:.0%} more",
-    help=f"{day['static_replicas']} replicas all day = ceil(peak × headroom / capacity).",
+    _usd(day.static_usd),
+    delta=f"{day.savings:.0%} saved" if day.savings >= 0 else f"{-day.savings:.0%} more",
+    help=f"{day.static_replicas} replicas all day = ceil(peak × headroom / capacity).",
 )
-st.plotly_chart(charts.autoscale_day(day["series"], day["static_replicas"], slo.ttft_p95_s), key="cap_day_chart")
+st.plotly_chart(charts.autoscale_day(day.series, day.static_replicas, slo.ttft_p95_s), key="cap_day_chart")

@@ -109,8 +109,8 @@ def _run(server: Server, t: Traffic, rate: float):
 def _open_closed(server: Server, t: Traffic, rate: float, think_s: float):
     r = resolve(Scenario.model_validate_json(server.scenario_json))
     out = open_vs_closed(r, rate, t.num_requests, t.prompt, t.output, think_s, seed=t.seed, **_kw(server))
-    out["frames"] = {f"{k} loop": step_frame(v) for k, v in out.pop("results").items()}
-    return out
+    frames = {"open loop": step_frame(out.open_result), "closed loop": step_frame(out.closed_result)}
+    return {"open": out.open, "closed": out.closed}, out.num_users, frames  # the summaries: no runs in the cache
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -444,16 +444,13 @@ st.caption(
 c = st.columns(2)
 ovc_rate = c[0].slider("Target rate λ (requests/s)", _nice(cap / 50), rate_max, key="load_ovc_rate")
 think_s = c[1].slider("Think time (s, exponential)", 0.0, 60.0, step=0.5, key="load_think_s")
-ovc = _open_closed(server, traffic, ovc_rate, think_s)
-for name in ("open", "closed"):
-    s = ovc[name]
+summaries, num_users, frames = _open_closed(server, traffic, ovc_rate, think_s)
+for name, s in summaries.items():
     c = st.columns([1.2, 1, 1, 1, 1])
-    c[0].markdown(f"**{name.capitalize()} loop**" + (f"  \n{ovc['num_users']:,} users" if name == "closed" else ""))
+    c[0].markdown(f"**{name.capitalize()} loop**" + (f"  \n{num_users:,} users" if name == "closed" else ""))
     c[1].metric("Sent (req/s)", f"{s.offered_requests_per_s or 0:,.3g}")
     c[2].metric("p95 queue wait (ms)", _ms(s.queue_s.p95))
     c[3].metric("p95 TTFT (ms)", _ms(s.ttft_s.p95))
     c[4].metric("Longest queue", f"{s.max_waiting:,}")
-st.plotly_chart(
-    charts.compare_percentiles({"open loop": ovc["open"], "closed loop": ovc["closed"]}), key="load_ovc_bars"
-)
-st.plotly_chart(charts.time_series(ovc["frames"]), key="load_ovc_series")
+st.plotly_chart(charts.compare_percentiles({f"{name} loop": s for name, s in summaries.items()}), key="load_ovc_bars")
+st.plotly_chart(charts.time_series(frames), key="load_ovc_series")
