@@ -22,6 +22,7 @@ import csv
 import io
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -267,15 +268,23 @@ def summary_dict(df: pd.DataFrame) -> dict[str, dict]:
     }
 
 
-def overall(df: pd.DataFrame) -> dict[str, float]:
+@dataclass(frozen=True)
+class Overall:
+    n: int  # points predicted
+    unpredicted: int
+    median_abs_error_pct: float  # NaN when nothing was predicted
+    p90_abs_error_pct: float
+
+
+def overall(df: pd.DataFrame) -> Overall:
     """Points predicted, and the median and 90th-percentile absolute % error over all of them."""
     err = df["error_pct"].dropna().abs()
-    return {
-        "n": int(err.size),
-        "unpredicted": int(df["predicted"].isna().sum()),
-        "median_abs_error_pct": float(err.median()) if err.size else math.nan,
-        "p90_abs_error_pct": float(err.quantile(0.9)) if err.size else math.nan,
-    }
+    return Overall(
+        n=int(err.size),
+        unpredicted=int(df["predicted"].isna().sum()),
+        median_abs_error_pct=float(err.median()) if err.size else math.nan,
+        p90_abs_error_pct=float(err.quantile(0.9)) if err.size else math.nan,
+    )
 
 
 def coverage_table(engines: tuple[str, ...] = ENGINES) -> pd.DataFrame:
