@@ -99,55 +99,55 @@ except InputError as err:
 c = st.columns(4)
 c[0].metric(
     "Capacity per replica (req/s)",
-    f"{plan['max_rate_per_replica']:,.3g}",
+    f"{plan.max_rate_per_replica:,.3g}",
     help="Highest rate whose steady state (warm-up and drain discarded) meets every SLO with a waiting "
     f"queue growing by ≤ {MAX_QUEUE_GROWTH:.0%} of the rate per second and the rate ≤ "
-    f"{1 - STABILITY_MARGIN:.0%} of the saturated throughput; bisection to ±{plan['rel_tol']:.0%}, "
-    f"{len(plan['probes'])} simulations of "
-    f"{plan['num_requests']:,} requests (seed {plan['seed']}).",
+    f"{1 - STABILITY_MARGIN:.0%} of the saturated throughput; bisection to ±{plan.rel_tol:.0%}, "
+    f"{len(plan.probes)} simulations of "
+    f"{plan.num_requests:,} requests (seed {plan.seed}).",
 )
-if not plan["feasible"]:
+if not plan.feasible:
     st.warning(
         "One replica cannot meet this SLO at any load: "
-        + plan["probes"][-1]["reason"]
+        + plan.probes[-1].reason
         + ". Relax the targets, or try another GPU, precision or TP."
     )
     st.stop()
+cost = plan.cost  # feasible: a number of replicas meets the SLO
 c[1].metric(
     "Replicas",
-    f"{plan['replicas']}",
-    help=f"ceil({target:g} × {headroom:g} / capacity per replica); {plan['num_gpus']} GPUs in all",
+    f"{cost.replicas}",
+    help=f"ceil({target:g} × {headroom:g} / capacity per replica); {cost.num_gpus} GPUs in all",
 )
 c[2].metric(
     "$ per hour",
-    _usd(plan["usd_per_hour"]),
-    help=f"{plan['num_gpus']} GPUs × {_usd(plan['usd_per_gpu_hour'])} per GPU-hour; "
-    f"{_usd(plan['usd_per_day'])} per day",
+    _usd(cost.usd_per_hour),
+    help=f"{cost.num_gpus} GPUs × {_usd(plan.usd_per_gpu_hour)} per GPU-hour; {_usd(cost.usd_per_day)} per day",
 )
 c[3].metric(
     "$ per million output tokens",
-    _usd(plan["usd_per_million_output_tokens"]),
+    _usd(cost.usd_per_million_output_tokens),
     help="$/hour / (target rate × mean output tokens × 3600) × 1e6: at the target rate, headroom included. "
-    f"At full utilisation: {_usd(plan['usd_per_million_output_tokens_at_capacity'])}.",
+    f"At full utilisation: {_usd(plan.usd_per_million_output_tokens_at_capacity)}.",
 )
-op = plan["operating_point"] or {}
+op = plan.operating_point
 c = st.columns(4)
-c[0].metric("$ per million tokens (in + out)", _usd(plan["usd_per_million_tokens"]))
-c[1].metric("GPU-hours per day", f"{plan['gpu_hours_per_day'] or 0:,.0f}")
+c[0].metric("$ per million tokens (in + out)", _usd(cost.usd_per_million_tokens))
+c[1].metric("GPU-hours per day", f"{cost.gpu_hours_per_day:,.0f}")
 c[2].metric(
     "p95 TTFT at the operating point (ms)",
-    _ms(op.get("ttft_p95_s")),
-    help=f"Simulated at {op.get('rate_per_s', 0):,.3g} req/s per replica (target / replicas).",
+    _ms(op.ttft_p95_s if op else None),
+    help=f"Simulated at {op.rate_per_s if op else 0:,.3g} req/s per replica (target / replicas).",
 )
-c[3].metric("p95 TPOT at the operating point (ms)", _ms(op.get("tpot_p95_s")))
+c[3].metric("p95 TPOT at the operating point (ms)", _ms(op.tpot_p95_s if op else None))
 st.plotly_chart(
-    charts.search_probes(plan["probes"], plan["max_rate_per_replica"], slo.ttft_p95_s, plan.get("saturated_rps")),
+    charts.search_probes(plan.probes, plan.max_rate_per_replica, slo.ttft_p95_s, plan.saturated_rps),
     key="cap_probes_chart",
 )
 vllm_default = batch_defaults(r.gpu, scenario.engine)
 st.caption(
-    f"Analytic starting point {plan['estimate_rps']:,.3g} req/s; mean prompt {plan['mean_prompt_tokens']:,.0f} "
-    f"tokens, mean output {plan['mean_output_tokens']:,.0f}; search took {plan['search_wall_s']:.2f} s. "
+    f"Analytic starting point {plan.estimate_rps:,.3g} req/s; mean prompt {plan.mean_prompt_tokens:,.0f} "
+    f"tokens, mean output {plan.mean_output_tokens:,.0f}; search took {plan.search_wall_s:.2f} s. "
     f"Engine limits: max_num_seqs {dep.max_num_seqs}, max_num_batched_tokens {dep.max_num_batched_tokens:,} "
     f"(vLLM default for this GPU: {vllm_default.max_num_seqs} / {vllm_default.max_num_batched_tokens:,})."
 )
@@ -277,24 +277,24 @@ if shape == "diurnal":
 else:
     rates = trace_rates(base_workload(traffic.model_copy(update={"arrival": "trace"})).arrival_s, float(target))
 replica = _replica(scenario.model_dump_json(), traffic, slo, plan)
-day = simulate_day(rates, replica, policy, slo.ttft_p95_s, plan["usd_per_gpu_hour"], headroom=float(headroom))
+day = simulate_day(rates, replica, policy, slo.ttft_p95_s, plan.usd_per_gpu_hour, headroom=float(headroom))
 c = st.columns(4)
 c[0].metric(
     "Requests in SLO-violating minutes",
-    f"{day['violating_request_share']:.1%}",
-    help=f"{day['violating_ticks']} minutes with estimated p95 TTFT above {slo_ttft_ms:,} ms.",
+    f"{day.violating_request_share:.1%}",
+    help=f"{day.violating_ticks} minutes with estimated p95 TTFT above {slo_ttft_ms:,} ms.",
 )
 c[1].metric(
     "Replica-hours (autoscaled)",
-    f"{day['replica_hours']:,.0f}",
-    help=f"Starting replicas are billed too; scale-up delay {day['scale_up_delay_s']:,.0f} s = node start + "
+    f"{day.replica_hours:,.0f}",
+    help=f"Starting replicas are billed too; scale-up delay {day.scale_up_delay_s:,.0f} s = node start + "
     f"{replica.model_bytes / 1e9:,.1f} GB / download + load to GPU.",
 )
-c[2].metric("Cost per day (autoscaled)", _usd(day["usd"]), help=f"{len(day['events'])} scaling events")
+c[2].metric("Cost per day (autoscaled)", _usd(day.usd), help=f"{len(day.events)} scaling events")
 c[3].metric(
     "vs static peak",
-    _usd(day["static_usd"]),
-    delta=f"{day['savings']:.0%} saved" if day["savings"] >= 0 else f"{-day['savings']:.0%} more",
-    help=f"{day['static_replicas']} replicas all day = ceil(peak × headroom / capacity).",
+    _usd(day.static_usd),
+    delta=f"{day.savings:.0%} saved" if day.savings >= 0 else f"{-day.savings:.0%} more",
+    help=f"{day.static_replicas} replicas all day = ceil(peak × headroom / capacity).",
 )
-st.plotly_chart(charts.autoscale_day(day["series"], day["static_replicas"], slo.ttft_p95_s), key="cap_day_chart")
+st.plotly_chart(charts.autoscale_day(day.series, day.static_replicas, slo.ttft_p95_s), key="cap_day_chart")

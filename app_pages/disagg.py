@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from planner.capacity.disagg import disagg_plan
+from planner.capacity.disagg import DisaggPlan, disagg_plan
 from planner.capacity.layouts import layout_rows, ratio_rows
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario
@@ -27,10 +27,11 @@ def _layouts(scenario_json: str, num_gpus: int, batch: int, context: int, skew: 
 
 
 @st.cache_data(show_spinner="Sizing the prefill and decode pools and the aggregated replicas…", max_entries=16)
-def _disagg(scenario_json: str, target: float, traffic: TrafficSpec, slo: SLO, link: str, layerwise: bool) -> dict:
-    return disagg_plan(
-        Scenario.model_validate_json(scenario_json), target, traffic, slo, link=link, layerwise=layerwise
-    ).to_dict()
+def _disagg(
+    scenario_json: str, target: float, traffic: TrafficSpec, slo: SLO, link: str, layerwise: bool
+) -> DisaggPlan:
+    s = Scenario.model_validate_json(scenario_json)
+    return disagg_plan(s, target, traffic, slo, link=link, layerwise=layerwise)
 
 
 @st.cache_data(show_spinner="Sweeping prompt and output lengths…", max_entries=8)
@@ -170,53 +171,53 @@ try:
 except InputError as err:
     st.error(error_text(err))
     st.stop()
-p, d, a = o["prefill"], o["decode"], o["aggregated"]
+p, d, a = o.prefill, o.decode, o.aggregated
 c = st.columns(4)
 c[0].metric(
     "Prefill pool",
-    f"{p['instances']} × TP {p['tp']}" if p else "infeasible",
+    f"{p.instances} × TP {p.tp}" if p else "infeasible",
     help="Instances of the shape needing the fewest GPUs; each simulated with every output cut to one "
     "token, TTFT including its KV transfer.",
 )
 c[1].metric(
     "Decode pool",
-    f"{d['instances']} × TP {d['tp']}" if d else "infeasible",
+    f"{d.instances} × TP {d.tp}" if d else "infeasible",
     help="Analytic: Little's law on PerfModel decode steps, p95 TPOT at n + 1.645√n sequences.",
 )
-c[2].metric("GPUs: disaggregated / aggregated", f"{o['num_gpus'] or '–'} / {a['gpus'] if a else '–'}")
+c[2].metric("GPUs: disaggregated / aggregated", f"{o.num_gpus or '–'} / {a.gpus if a else '–'}")
 c[3].metric(
     "KV transfer share of TTFT",
-    f"{o['kv_transfer_share_of_ttft']:.1%}" if o.get("kv_transfer_share_of_ttft") is not None else "–",
-    help=f"{_ms(o['kv_transfer_visible_s'])} ms of {_ms(o['kv_transfer_s'])} ms for the mean prompt over "
-    f"{o['kv_link']} adds to TTFT, against the p95 TTFT at the target.",
+    f"{o.kv_transfer_share_of_ttft:.1%}" if o.kv_transfer_share_of_ttft is not None else "–",
+    help=f"{_ms(o.kv_transfer_visible_s)} ms of {_ms(o.kv_transfer_s)} ms for the mean prompt over "
+    f"{o.kv_link} adds to TTFT, against the p95 TTFT at the target.",
 )
 c = st.columns(4)
-c[0].metric("$ per hour, disaggregated", _usd(o["usd_per_hour"]))
+c[0].metric("$ per hour, disaggregated", _usd(o.usd_per_hour))
 c[1].metric(
     "$ per hour, aggregated",
-    _usd(a["usd_per_hour"]) if a else "–",
-    help=f"Best TP of capacity_plan (vLLM chunked prefill) at the same SLO: {a['replicas']} × TP {a['tp']}"
+    _usd(a.usd_per_hour) if a else "–",
+    help=f"Best TP of capacity_plan (vLLM chunked prefill) at the same SLO: {a.replicas} × TP {a.tp}"
     if a
     else "No TP meets the SLO aggregated.",
 )
 c[2].metric(
     "$ per million output tokens",
-    f"{_usd(o['usd_per_million_output_tokens'])} vs {_usd(a['usd_per_million_output_tokens']) if a else '–'}",
+    f"{_usd(o.usd_per_million_output_tokens)} vs {_usd(a.usd_per_million_output_tokens) if a else '–'}",
 )
-c[3].metric("Verdict", "disaggregate" if o["cheaper"] else "stay aggregated")
-if not o["feasible"]:
-    reasons = sorted({x["reason"] for x in o["prefill_options"] + o["decode_options"] if x["reason"]})
+c[3].metric("Verdict", "disaggregate" if o.cheaper else "stay aggregated")
+if not o.feasible:
+    reasons = sorted({x.reason for x in o.prefill_options + o.decode_options if x.reason})
     st.warning("Disaggregation cannot meet this SLO: " + "; ".join(reasons))
-st.plotly_chart(charts.cost_bars(o["usd_per_hour"], a["usd_per_hour"] if a else None), key="dg_cost")
+st.plotly_chart(charts.cost_bars(o.usd_per_hour, a.usd_per_hour if a else None), key="dg_cost")
 if p and d:
     st.markdown(
-        f"**With your numbers.** Prefill instances = ceil({target:g} × {o['headroom']:g} / "
-        f"{p['max_rate_per_instance']:,.3g}) = {p['instances']}; decode instances = ceil({target:g} × "
-        f"{o['headroom']:g} / {d['max_rate_per_instance']:,.3g}) = {d['instances']}; GPUs = {p['instances']} × "
-        f"{p['gpus_per_instance']} + {d['instances']} × {d['gpus_per_instance']} = {o['num_gpus']}; "
-        f"$/h = {o['num_gpus']} × {_usd(o['usd_per_gpu_hour'])} = {_usd(o['usd_per_hour'])}. KV transfer = "
-        f"{o['mean_prompt_tokens']:,.0f} tokens × {kv_bytes_per_token(r.model, r.kv_bytes):,.0f} B per token / "
-        f"{o['kv_link_gb_s']:,.4g} GB/s ({o['kv_link']}) + link latency = {_ms(o['kv_transfer_s'])} ms."
+        f"**With your numbers.** Prefill instances = ceil({target:g} × {o.headroom:g} / "
+        f"{p.max_rate_per_instance:,.3g}) = {p.instances}; decode instances = ceil({target:g} × "
+        f"{o.headroom:g} / {d.max_rate_per_instance:,.3g}) = {d.instances}; GPUs = {p.instances} × "
+        f"{p.gpus_per_instance} + {d.instances} × {d.gpus_per_instance} = {o.num_gpus}; "
+        f"$/h = {o.num_gpus} × {_usd(o.usd_per_gpu_hour)} = {_usd(o.usd_per_hour)}. KV transfer = "
+        f"{o.mean_prompt_tokens:,.0f} tokens × {kv_bytes_per_token(r.model, r.kv_bytes):,.0f} B per token / "
+        f"{o.kv_link_gb_s:,.4g} GB/s ({o.kv_link}) + link latency = {_ms(o.kv_transfer_s)} ms."
     )
 
 st.subheader("Prefill : decode instances as prompts and outputs change")
@@ -229,17 +230,17 @@ st.caption(
 
 with st.expander("Walkthrough: when would you disaggregate prefill and decode?", expanded=False):
     inputs = DisaggInputs()  # DistServe's Figure 1 until both pools and the aggregated replica are sized
-    if p and d and a and a.get("max_rate_per_replica"):
+    if p and d and a and a.max_rate_per_replica:
         inputs = DisaggInputs(
-            prompt_tokens=max(1, round(o["mean_prompt_tokens"])),
-            output_tokens=max(1, round(o["mean_output_tokens"])),
+            prompt_tokens=max(1, round(o.mean_prompt_tokens)),
+            output_tokens=max(1, round(o.mean_output_tokens)),
             kv_bytes_per_token=kv_bytes_per_token(r.model, r.kv_bytes),
-            link_gb_s=o["kv_link_gb_s"],
+            link_gb_s=o.kv_link_gb_s,
             ttft_target_s=slo.ttft_p95_s,
             target_rps=float(target),
-            prefill_rps_per_gpu=p["max_rate_per_instance"] / p["gpus_per_instance"],
-            decode_rps_per_gpu=d["max_rate_per_instance"] / d["gpus_per_instance"],
-            colocated_rps_per_gpu=a["max_rate_per_replica"] / a["tp"],
+            prefill_rps_per_gpu=p.max_rate_per_instance / p.gpus_per_instance,
+            decode_rps_per_gpu=d.max_rate_per_instance / d.gpus_per_instance,
+            colocated_rps_per_gpu=a.max_rate_per_replica / a.tp,
         )
         st.caption("With this page's numbers: per-GPU rates of the sized pools and of the best aggregated replica.")
     else:

@@ -4,8 +4,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
-from planner.latency.efficiency import ENGINES, FIT_FIELDS, efficiency_summary
+from planner.latency.efficiency import FIT_FIELDS, efficiency_summary
 from planner.latency.metrics import batching_tradeoff, estimate, given_rates, memory_limit, ridge_batch, sweep, what_ifs
 from planner.latency.perf_model import PerfModel
 from ui.cached import continuous_cached
@@ -105,13 +106,13 @@ if mode.startswith("Given"):
                 [
                     f"batch of {batch}",
                     f"TPOT {batch_tpot_ms:g} ms",
-                    f"{t['per_user_tokens_per_s']:.0f} tokens/s per user; {t['e2e_s']:.1f} s end to end",
+                    f"{t.per_user_tokens_per_s:.0f} tokens/s per user; {t.e2e_s:.1f} s end to end",
                 ],
                 [
                     "server",
                     f"{batch} / {batch_tpot_ms / 1e3:g}",
-                    f"{t['server_tokens_per_s']:,.0f} tokens/s = "
-                    f"{t['throughput_gain']:.0f}× single, for {t['latency_factor']:.1f}× per-token latency",
+                    f"{t.server_tokens_per_s:,.0f} tokens/s = "
+                    f"{t.throughput_gain:.0f}× single, for {t.latency_factor:.1f}× per-token latency",
                 ],
             ],
             columns=["step", "quantity", "value"],
@@ -186,32 +187,32 @@ if continuous_mode:
     m = st.columns(4) + st.columns(4)
     m[0].metric(
         "TTFT",
-        f"{ce['ttft_s'] * 1e3:,.1f} ms",
-        help=f"mean; p95 {ce['ttft_p95_s'] * 1e3:,.1f} ms. The new "
+        f"{ce.ttft_s * 1e3:,.1f} ms",
+        help=f"mean; p95 {ce.ttft_p95_s * 1e3:,.1f} ms. The new "
         "prompt is chunked into steps shared with the running decodes (max_num_batched_tokens "
         f"{r.deployment.max_num_batched_tokens:,} per step).",
     )
     m[1].metric(
         "TPOT",
-        f"{ce['tpot_s'] * 1e3:,.2f} ms",
+        f"{ce.tpot_s * 1e3:,.2f} ms",
         help=f"mean (e2e − TTFT) / (N − 1); p95 "
-        f"{ce['tpot_p95_s'] * 1e3:,.2f} ms; includes the prompt chunks its steps carry",
+        f"{ce.tpot_p95_s * 1e3:,.2f} ms; includes the prompt chunks its steps carry",
     )
-    m[2].metric("Tokens/s per user", f"{ce['tokens_per_s_per_user']:,.1f}")
-    m[3].metric("End-to-end", f"{ce['e2e_s']:,.2f} s")
-    m[4].metric("Server throughput", f"{ce['throughput_tokens_per_s']:,.0f} tok/s", help="output tokens, all replicas")
-    m[5].metric("Requests/s", f"{ce['requests_per_s']:,.2f}", help="all replicas; B / end-to-end per replica")
-    m[6].metric("Running per step", f"{ce['mean_running']:,.1f}", help="time-weighted; ≤ max_num_seqs")
+    m[2].metric("Tokens/s per user", f"{ce.tokens_per_s_per_user:,.1f}")
+    m[3].metric("End-to-end", f"{ce.e2e_s:,.2f} s")
+    m[4].metric("Server throughput", f"{ce.throughput_tokens_per_s:,.0f} tok/s", help="output tokens, all replicas")
+    m[5].metric("Requests/s", f"{ce.requests_per_s:,.2f}", help="all replicas; B / end-to-end per replica")
+    m[6].metric("Running per step", f"{ce.mean_running:,.1f}", help="time-weighted; ≤ max_num_seqs")
     m[7].metric(
         "Static batch TTFT",
         f"{est.ttft_s * 1e3:,.0f} ms",
         help="the primer's static batch of the same size: every prompt prefilled together (Static batch mode)",
     )
-    if ce["capped_by_max_num_seqs"]:
+    if ce.capped_by_max_num_seqs:
         st.warning(f"Concurrency {batch} > max_num_seqs {max_seqs}: the rest wait in the server's queue (in TTFT).")
-    if ce["preemptions"]:
+    if ce.preemptions:
         st.warning(
-            f"{ce['preemptions']:,} preemptions: {batch} requests of this length outgrow the KV pool ({limit:,} fit)."
+            f"{ce.preemptions:,} preemptions: {batch} requests of this length outgrow the KV pool ({limit:,} fit)."
         )
     cb = np.unique(np.r_[np.round(np.geomspace(1, top, 10)).astype(int), batch])
     cdf = pd.DataFrame([continuous_cached(sj, engine, int(b), int(input_tokens), int(output_tokens)) for b in cb])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import tempfile
 from pathlib import Path
@@ -108,8 +109,8 @@ def _run(server: Server, t: Traffic, rate: float):
 def _open_closed(server: Server, t: Traffic, rate: float, think_s: float):
     r = resolve(Scenario.model_validate_json(server.scenario_json))
     out = open_vs_closed(r, rate, t.num_requests, t.prompt, t.output, think_s, seed=t.seed, **_kw(server))
-    out["frames"] = {f"{k} loop": step_frame(v) for k, v in out.pop("results").items()}
-    return out
+    frames = {"open loop": step_frame(out.open_result), "closed loop": step_frame(out.closed_result)}
+    return {"open": out.open, "closed": out.closed}, out.num_users, frames  # the summaries: no runs in the cache
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -329,39 +330,39 @@ st.header("One load level")
 rate = st.slider("Arrival rate (requests/s)", _nice(cap / 50), rate_max, key="load_rate")
 summary, steps, requests = _run(server, traffic, rate)
 c = st.columns(4)
-c[0].metric("Completed", f"{summary['completed']:,}", help=f"of {summary['num_requests']:,} requests")
-c[1].metric("Rejected", f"{summary['rejected']:,}", help="Queue full (backpressure) or longer than the KV pool.")
+c[0].metric("Completed", f"{summary.completed:,}", help=f"of {summary.num_requests:,} requests")
+c[1].metric("Rejected", f"{summary.rejected:,}", help="Queue full (backpressure) or longer than the KV pool.")
 c[2].metric(
     "Throughput (tok/s)",
-    f"{summary['throughput_tokens_per_s'] or 0:,.0f}",
+    f"{summary.throughput_tokens_per_s or 0:,.0f}",
     help="Output tokens per second across all requests (primer §2).",
 )
 c[3].metric(
     "Goodput (req/s)",
-    f"{summary['goodput_requests_per_s'] or 0:,.2f}",
+    f"{summary.goodput_requests_per_s or 0:,.2f}",
     help=f"Requests per second meeting TTFT ≤ {slo_ttft_ms:,} ms and TPOT ≤ {slo_tpot_ms:,} ms "
-    f"({_pct(summary['slo_attainment'])} of completed).",
+    f"({_pct(summary.slo_attainment)} of completed).",
 )
 c = st.columns(4)
-c[0].metric("p95 TTFT (ms)", _ms(summary["ttft_s"]["p95"]), help="Queue wait + prefill.")
-c[1].metric("p95 TPOT (ms)", _ms(summary["tpot_s"]["p95"]), help="Time between streamed tokens.")
-c[2].metric("p95 end-to-end (ms)", _ms(summary["e2e_s"]["p95"]))
-c[3].metric("p95 queue wait (ms)", _ms(summary["queue_s"]["p95"]))
+c[0].metric("p95 TTFT (ms)", _ms(summary.ttft_s.p95), help="Queue wait + prefill.")
+c[1].metric("p95 TPOT (ms)", _ms(summary.tpot_s.p95), help="Time between streamed tokens.")
+c[2].metric("p95 end-to-end (ms)", _ms(summary.e2e_s.p95))
+c[3].metric("p95 queue wait (ms)", _ms(summary.queue_s.p95))
 c = st.columns(4)
-c[0].metric("Peak KV use", _pct(summary["peak_kv_use"]), help=f"of {summary['kv_pool_tokens']:,} tokens")
-c[1].metric("Longest queue", f"{summary['max_waiting']:,}", help="Most requests waiting at once.")
-c[2].metric("Preemptions", f"{summary['preemptions']:,}", help="Requests evicted when the KV pool ran out.")
-c[3].metric("Prefix hit rate", _pct(summary["prefix_hit_rate"]), help="Prompt tokens served from the prefix cache.")
+c[0].metric("Peak KV use", _pct(summary.peak_kv_use), help=f"of {summary.kv_pool_tokens:,} tokens")
+c[1].metric("Longest queue", f"{summary.max_waiting:,}", help="Most requests waiting at once.")
+c[2].metric("Preemptions", f"{summary.preemptions:,}", help="Requests evicted when the KV pool ran out.")
+c[3].metric("Prefix hit rate", _pct(summary.prefix_hit_rate), help="Prompt tokens served from the prefix cache.")
 table = pd.DataFrame(
     {
-        label: {k: (v or float("nan")) * 1e3 for k, v in summary[key].items()}
+        label: {k: (v or float("nan")) * 1e3 for k, v in dataclasses.asdict(getattr(summary, key)).items()}
         for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("end-to-end", "e2e_s"), ("queue wait", "queue_s"))
     }
 ).T
 st.dataframe(table.style.format("{:,.1f}"), key="load_latency_table")
 st.caption(
-    f"Milliseconds. {summary['source']}. Simulated {summary['simulated_s']:,.0f} s in "
-    f"{summary['wall_s']:.2f} s; seed {summary['seed']}."
+    f"Milliseconds. {summary.source}. Simulated {summary.simulated_s:,.0f} s in "
+    f"{summary.wall_s:.2f} s; seed {summary.seed}."
 )
 st.plotly_chart(charts.time_series({"run": steps}), key="load_time_series")
 with st.expander("Per-request records"):
@@ -443,16 +444,13 @@ st.caption(
 c = st.columns(2)
 ovc_rate = c[0].slider("Target rate λ (requests/s)", _nice(cap / 50), rate_max, key="load_ovc_rate")
 think_s = c[1].slider("Think time (s, exponential)", 0.0, 60.0, step=0.5, key="load_think_s")
-ovc = _open_closed(server, traffic, ovc_rate, think_s)
-for name in ("open", "closed"):
-    s = ovc[name]
+summaries, num_users, frames = _open_closed(server, traffic, ovc_rate, think_s)
+for name, s in summaries.items():
     c = st.columns([1.2, 1, 1, 1, 1])
-    c[0].markdown(f"**{name.capitalize()} loop**" + (f"  \n{ovc['num_users']:,} users" if name == "closed" else ""))
-    c[1].metric("Sent (req/s)", f"{s['offered_requests_per_s'] or 0:,.3g}")
-    c[2].metric("p95 queue wait (ms)", _ms(s["queue_s"]["p95"]))
-    c[3].metric("p95 TTFT (ms)", _ms(s["ttft_s"]["p95"]))
-    c[4].metric("Longest queue", f"{s['max_waiting']:,}")
-st.plotly_chart(
-    charts.compare_percentiles({"open loop": ovc["open"], "closed loop": ovc["closed"]}), key="load_ovc_bars"
-)
-st.plotly_chart(charts.time_series(ovc["frames"]), key="load_ovc_series")
+    c[0].markdown(f"**{name.capitalize()} loop**" + (f"  \n{num_users:,} users" if name == "closed" else ""))
+    c[1].metric("Sent (req/s)", f"{s.offered_requests_per_s or 0:,.3g}")
+    c[2].metric("p95 queue wait (ms)", _ms(s.queue_s.p95))
+    c[3].metric("p95 TTFT (ms)", _ms(s.ttft_s.p95))
+    c[4].metric("Longest queue", f"{s.max_waiting:,}")
+st.plotly_chart(charts.compare_percentiles({f"{name} loop": s for name, s in summaries.items()}), key="load_ovc_bars")
+st.plotly_chart(charts.time_series(frames), key="load_ovc_series")

@@ -20,9 +20,10 @@ from planner.accuracy.validation import (
     pair_status,
     points_table,
 )
+from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
-from planner.latency.efficiency import ENGINES, FIT_FIELDS, choose_profile
+from planner.latency.efficiency import FIT_FIELDS, choose_profile
 from planner.latency.metrics import memory_limit, sweep
 from planner.latency.perf_model import PerfModel
 from ui.charts.validation import before_after_chart, error_by_group_chart, parity_chart
@@ -77,15 +78,15 @@ with tab_pub:
     m = st.columns(4)
     m[0].metric(
         "Latency points predicted",
-        f"{o['n']} of {len(pts)}",
-        help=f"{o['unpredicted']} measured at a request rate or offline need the serving simulator",
+        f"{o.n} of {len(pts)}",
+        help=f"{o.unpredicted} measured at a request rate or offline need the serving simulator",
     )
-    m[1].metric("Median |error|", f"{o['median_abs_error_pct']:.1f}%", help="latency and throughput points")
-    m[2].metric("90th percentile |error|", f"{o['p90_abs_error_pct']:.1f}%")
+    m[1].metric("Median |error|", f"{o.median_abs_error_pct:.1f}%", help="latency and throughput points")
+    m[2].metric("90th percentile |error|", f"{o.p90_abs_error_pct:.1f}%")
     m[3].metric(
         "KV capacity: median |error|",
-        f"{ok['median_abs_error_pct']:.1f}%",
-        help=f"vLLM '# GPU blocks' log lines, {ok['n']} of {len(kv)} rebuilt as scenarios",
+        f"{ok.median_abs_error_pct:.1f}%",
+        help=f"vLLM '# GPU blocks' log lines, {ok.n} of {len(kv)} rebuilt as scenarios",
     )
     color = st.selectbox("Colour points by", ["metric", "gpu", "engine", "source"], key="val_color")
     parity, by_metric = published_figures(*files, color)

@@ -34,6 +34,8 @@ import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+from planner.cli.app_cmd import local_server_options, streamlit_command
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN_TIMEOUT_S = 60.0
 THINK_S = (0.2, 1.0)  # pause between two slider moves of one session (a person dragging, then reading)
@@ -197,23 +199,7 @@ def start_server(app_dir: Path = ROOT) -> tuple[subprocess.Popen, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-            "--server.fileWatcherType",
-            "none",
-        ],
+        streamlit_command("app.py", local_server_options(port)),
         cwd=app_dir,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

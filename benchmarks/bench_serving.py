@@ -25,10 +25,10 @@ def timed(label: str, r, workload) -> float:
     wall_s = time.perf_counter() - t0
     s = result_summary(res)
     print(
-        f"{label}: {workload.num_requests:,} requests, {s['num_steps']:,} steps, simulated {s['simulated_s']:,.0f} s "
-        f"in {wall_s:.2f} s wall | TTFT p50/p99 {s['ttft_s']['p50'] * 1e3:.0f}/{s['ttft_s']['p99'] * 1e3:.0f} ms, "
-        f"TPOT p50 {s['tpot_s']['p50'] * 1e3:.1f} ms, {s['throughput_tokens_per_s']:,.0f} tok/s, "
-        f"mean batch {s['mean_running']:.1f}, preemptions {s['preemptions']}"
+        f"{label}: {workload.num_requests:,} requests, {s.num_steps:,} steps, simulated {s.simulated_s:,.0f} s "
+        f"in {wall_s:.2f} s wall | TTFT p50/p99 {s.ttft_s.p50 * 1e3:.0f}/{s.ttft_s.p99 * 1e3:.0f} ms, "
+        f"TPOT p50 {s.tpot_s.p50 * 1e3:.1f} ms, {s.throughput_tokens_per_s:,.0f} tok/s, "
+        f"mean batch {s.mean_running:.1f}, preemptions {s.preemptions}"
     )
     return wall_s
 

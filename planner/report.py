@@ -17,7 +17,7 @@ import io
 import json
 from dataclasses import asdict
 
-from planner.capacity.replicas import capacity_plan
+from planner.capacity.replicas import CapacityPlan, capacity_plan
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.units import GB, GiB
@@ -212,10 +212,11 @@ def report_rows(
     scenario: Scenario,
     ranking: list[dict] | None = None,
     prices: dict[str, float] | None = None,
-    capacity: dict | None = None,
+    capacity: CapacityPlan | InputError | None = None,
 ) -> list[ReportRow]:
     """The plan, then every input and output of the scenario (module note); `ranking` = recommend()'s rows,
-    `capacity` = capacity_plan()'s result for this scenario when the caller already has it."""
+    `capacity` = capacity_plan()'s result for this scenario (or the InputError it raised) when the caller already
+    has it."""
     r = resolve(scenario)
     memory = plan_memory(r)
     cap = capacity if capacity is not None else _capacity(scenario, prices)
@@ -230,11 +231,12 @@ def report_rows(
     )
 
 
-def _capacity(s: Scenario, prices: dict[str, float] | None) -> dict | None:
+def _capacity(s: Scenario, prices: dict[str, float] | None) -> CapacityPlan | InputError:
+    """The capacity plan, or the InputError that stopped it (the report says why instead of the plan)."""
     try:
         return capacity_plan(s, s.target_rate, s.traffic, s.slo, s.headroom, prices)
     except InputError as err:
-        return {"error": f"{err.field}: {err.message}"}
+        return err
 
 
 def to_csv(rows: list[ReportRow]) -> str:

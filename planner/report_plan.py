@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.capacity.replicas import CapacityPlan
+from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario
 from planner.core.workload import PROFILES
 from planner.latency.perf_model import PerfModel
@@ -33,7 +35,7 @@ def deployment_id(gpu: str, weights: str, tp: int) -> str:
     return f"{gpu} · {weights} · TP{tp}"
 
 
-def _workload_rows(s: Scenario, cap: dict) -> list[ReportRow]:
+def _workload_rows(s: Scenario, cap: CapacityPlan | InputError) -> list[ReportRow]:
     t, slo = s.traffic, s.slo
     rows = [
         ReportRow(PLAN, "target_rate", s.target_rate, "req/s", "fleet traffic to serve"),
@@ -51,42 +53,42 @@ def _workload_rows(s: Scenario, cap: dict) -> list[ReportRow]:
     ]
     if slo.e2e_p99_s is not None:
         rows.append(ReportRow(PLAN, "slo_e2e_p99_s", slo.e2e_p99_s, "s", "p99 end-to-end, at most"))
-    if "mean_prompt_tokens" in cap:
+    if isinstance(cap, CapacityPlan):
         rows += [
             ReportRow(
                 PLAN,
                 "mean_prompt_tokens",
-                cap["mean_prompt_tokens"],
+                cap.mean_prompt_tokens,
                 "tokens",
-                f"mean of the {cap['num_requests']:,} simulated requests",
+                f"mean of the {cap.num_requests:,} simulated requests",
             ),
             ReportRow(
                 PLAN,
                 "mean_output_tokens",
-                cap["mean_output_tokens"],
+                cap.mean_output_tokens,
                 "tokens",
-                f"mean of the {cap['num_requests']:,} simulated requests",
+                f"mean of the {cap.num_requests:,} simulated requests",
             ),
         ]
     return rows
 
 
-def _verdict(cap: dict, slo) -> tuple[bool, str]:
-    op = cap.get("operating_point") or {}
+def _verdict(cap: CapacityPlan, slo) -> tuple[bool, str]:
+    op = cap.operating_point
     if not op:
-        return False, "no operating point: " + (cap.get("probes") or [{}])[-1].get("reason", "the SLO is out of reach")
+        return False, "no operating point: " + (cap.probes[-1].reason if cap.probes else "the SLO is out of reach")
     parts = [
-        f"p95 TTFT {op['ttft_p95_s'] * 1e3:,.0f} ms vs {slo.ttft_p95_s * 1e3:,.0f} ms",
-        f"p95 TPOT {op['tpot_p95_s'] * 1e3:,.1f} ms vs {slo.tpot_p95_s * 1e3:,.1f} ms",
+        f"p95 TTFT {op.ttft_p95_s * 1e3:,.0f} ms vs {slo.ttft_p95_s * 1e3:,.0f} ms",
+        f"p95 TPOT {op.tpot_p95_s * 1e3:,.1f} ms vs {slo.tpot_p95_s * 1e3:,.1f} ms",
     ]
-    if slo.e2e_p99_s is not None and op.get("e2e_p99_s") is not None:
-        parts.append(f"p99 end-to-end {op['e2e_p99_s']:,.2f} s vs {slo.e2e_p99_s:,.2f} s")
-    return bool(op["sustains"]), ("holds: " if op["sustains"] else "misses: ") + "; ".join(parts) + (
-        f" ({op['reason']})" if op.get("reason") else ""
+    if slo.e2e_p99_s is not None and op.e2e_p99_s is not None:
+        parts.append(f"p99 end-to-end {op.e2e_p99_s:,.2f} s vs {slo.e2e_p99_s:,.2f} s")
+    return bool(op.sustains), ("holds: " if op.sustains else "misses: ") + "; ".join(parts) + (
+        f" ({op.reason})" if op.reason else ""
     )
 
 
-def plan_rows(s: Scenario, r: Resolved, cap: dict) -> list[ReportRow]:
+def plan_rows(s: Scenario, r: Resolved, cap: CapacityPlan | InputError) -> list[ReportRow]:
     """Deployment, target, SLO, capacity per replica, replicas, $ and whether the SLO holds; the operating point."""
     d = r.deployment
     rows = [
@@ -99,54 +101,55 @@ def plan_rows(s: Scenario, r: Resolved, cap: dict) -> list[ReportRow]:
         )
     ]
     rows += _workload_rows(s, cap)
-    if "error" in cap:
-        return rows + [ReportRow(PLAN, "capacity", "", "", f"not searched: {cap['error']}")]
+    if isinstance(cap, InputError):
+        return rows + [ReportRow(PLAN, "capacity", "", "", f"not searched: {cap.field}: {cap.message}")]
     search = (
-        f"highest rate whose simulation meets the SLO; search ±{cap['rel_tol']:.0%}, {len(cap['probes'])} "
-        f"simulations of {cap['num_requests']:,} requests, seed {cap['seed']}"
+        f"highest rate whose simulation meets the SLO; search ±{cap.rel_tol:.0%}, {len(cap.probes)} "
+        f"simulations of {cap.num_requests:,} requests, seed {cap.seed}"
     )
-    rows.append(ReportRow(PLAN, "max_rate_per_replica", cap["max_rate_per_replica"], "req/s", search))
-    if not cap["feasible"]:
+    rows.append(ReportRow(PLAN, "max_rate_per_replica", cap.max_rate_per_replica, "req/s", search))
+    if not cap.feasible:
         return rows + [
             ReportRow(
                 PLAN,
                 "slo_holds",
                 False,
                 "",
-                "one replica cannot meet the SLO at any load: " + cap["probes"][-1]["reason"],
+                "one replica cannot meet the SLO at any load: " + cap.probes[-1].reason,
             )
         ]
-    price = f"price {cap['price_date']}" + (f", {cap['price_source']}" if cap.get("price_source") else "")
+    price = f"price {cap.price_date}" + (f", {cap.price_source}" if cap.price_source else "")
+    cost = cap.cost
     rows += [
         ReportRow(
             PLAN,
             "replicas",
-            cap["replicas"],
+            cost.replicas,
             "replicas",
-            f"ceil({s.target_rate:g} × {s.headroom:g} / {cap['max_rate_per_replica']:.4g})",
+            f"ceil({s.target_rate:g} × {s.headroom:g} / {cap.max_rate_per_replica:.4g})",
         ),
-        ReportRow(PLAN, "num_gpus", cap["num_gpus"], "GPUs", f"replicas × {cap['gpus_per_replica']} GPUs per replica"),
-        ReportRow(PLAN, "usd_per_gpu_hour", cap["usd_per_gpu_hour"], "USD/GPU-h", price),
-        ReportRow(PLAN, "usd_per_hour", cap["usd_per_hour"], "USD/h", "GPUs × $ per GPU-hour"),
-        ReportRow(PLAN, "usd_per_day", cap["usd_per_day"], "USD/day", "× 24 h"),
+        ReportRow(PLAN, "num_gpus", cost.num_gpus, "GPUs", f"replicas × {cap.gpus_per_replica} GPUs per replica"),
+        ReportRow(PLAN, "usd_per_gpu_hour", cap.usd_per_gpu_hour, "USD/GPU-h", price),
+        ReportRow(PLAN, "usd_per_hour", cost.usd_per_hour, "USD/h", "GPUs × $ per GPU-hour"),
+        ReportRow(PLAN, "usd_per_day", cost.usd_per_day, "USD/day", "× 24 h"),
         ReportRow(
             PLAN,
             "usd_per_million_output_tokens",
-            cap["usd_per_million_output_tokens"],
+            cost.usd_per_million_output_tokens,
             "USD/M tokens",
             "$/hour / (target × mean output tokens × 3600) × 1e6, headroom included",
         ),
         ReportRow(
             PLAN,
             "usd_per_million_tokens",
-            cap["usd_per_million_tokens"],
+            cost.usd_per_million_tokens,
             "USD/M tokens",
             "prompt + output tokens, at the target rate",
         ),
         ReportRow(
             PLAN,
             "usd_per_million_output_tokens_at_capacity",
-            cap["usd_per_million_output_tokens_at_capacity"],
+            cap.usd_per_million_output_tokens_at_capacity,
             "USD/M tokens",
             "every replica at its capacity (no headroom)",
         ),
@@ -156,12 +159,12 @@ def plan_rows(s: Scenario, r: Resolved, cap: dict) -> list[ReportRow]:
     return rows + _operating_rows(cap)
 
 
-def _operating_rows(cap: dict) -> list[ReportRow]:
-    op = cap.get("operating_point")
+def _operating_rows(cap: CapacityPlan) -> list[ReportRow]:
+    op = cap.operating_point
     if not op:
         return []
-    rate, e2e = op["rate_per_s"], op["e2e_mean_s"]
-    sim = f"simulated: {cap['num_requests']:,} requests at {rate:.4g} req/s, continuous batching (vLLM v1 scheduler)"
+    rate, e2e = op.rate_per_s, op.e2e_mean_s
+    sim = f"simulated: {cap.num_requests:,} requests at {rate:.4g} req/s, continuous batching (vLLM v1 scheduler)"
     rows = [
         ReportRow(OPERATING, "rate_per_replica", rate, "req/s", "target / replicas"),
         ReportRow(
@@ -180,9 +183,9 @@ def _operating_rows(cap: dict) -> list[ReportRow]:
         ("e2e_p95_s", "95th percentile"),
         ("e2e_p99_s", "99th percentile"),
     ):
-        if op.get(key) is not None:
-            rows.append(ReportRow(OPERATING, key, op[key], "s", note))
-    rows.append(ReportRow(OPERATING, "served_ratio", op["served_ratio"] or 0.0, "", "served / offered requests/s"))
+        if getattr(op, key) is not None:
+            rows.append(ReportRow(OPERATING, key, getattr(op, key), "s", note))
+    rows.append(ReportRow(OPERATING, "served_ratio", op.served_ratio or 0.0, "", "served / offered requests/s"))
     return rows
 
 
@@ -202,7 +205,9 @@ def _option_rows(label: str, row: dict, note: str) -> list[ReportRow]:
     ]
 
 
-def choice_rows(s: Scenario, r: Resolved, cap: dict, ranking: list[dict] | None) -> list[ReportRow]:
+def choice_rows(
+    s: Scenario, r: Resolved, cap: CapacityPlan | InputError, ranking: list[dict] | None
+) -> list[ReportRow]:
     """The chosen deployment (the scenario's) and the runner-up: the cheapest other deployment meeting the SLO."""
     chosen = deployment_id(r.gpu.id, r.weights.id, r.deployment.tensor_parallel_size)
     if not ranking:
@@ -230,7 +235,7 @@ def choice_rows(s: Scenario, r: Resolved, cap: dict, ranking: list[dict] | None)
     return rows
 
 
-def assumption_rows(s: Scenario, r: Resolved, cap: dict) -> list[ReportRow]:
+def assumption_rows(s: Scenario, r: Resolved, cap: CapacityPlan | InputError) -> list[ReportRow]:
     """Where the step times, prices and traffic come from, and how well the constants are calibrated."""
     pm = PerfModel(r, s.engine)
     c = pm.choice

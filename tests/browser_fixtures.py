@@ -13,13 +13,14 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+
+from planner.cli.app_cmd import local_server_options, streamlit_command
 
 ROOT = Path(__file__).resolve().parents[1]
 APP_DIR = Path(os.environ.get("SERVINGPLAN_APP_DIR", ROOT))  # another checkout, to try the tests against it
@@ -54,23 +55,7 @@ def free_port() -> int:
 def start_server(app_dir: Path, log_path: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
     """`streamlit run app.py` headless on a free port; returns (process, base URL) once /_stcore/health is 200."""
     port = port or free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.headless",
-        "true",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--browser.gatherUsageStats",
-        "false",
-        "--server.fileWatcherType",
-        "none",
-    ]
+    cmd = streamlit_command("app.py", local_server_options(port))
     with open(log_path, "w") as log:  # the child keeps its own handle
         proc = subprocess.Popen(cmd, cwd=app_dir, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

@@ -48,7 +48,7 @@ def test_trace_rates_keep_the_mean():
 
 def test_warm_minimum_is_respected_with_no_traffic():
     day = simulate_day(np.full(600, 1e-6), M, Policy(min_replicas=3, cooldown_s=0), slo_ttft_s=2.0)
-    assert day["series"]["replicas"].min() == 3 and day["min_replicas_seen"] == 3
+    assert day.series["replicas"].min() == 3 and day.min_replicas_seen == 3
 
 
 def test_hpa_rule():
@@ -63,24 +63,24 @@ def test_cooldown_spaces_scale_downs_and_new_replicas_wait_for_the_delay():
     rates = np.concatenate([np.full(60, 80.0), np.full(120, 5.0), np.full(60, 80.0)])
     p = Policy(min_replicas=1, cooldown_s=900)
     day = simulate_day(rates, M, p, slo_ttft_s=2.0)
-    downs = [t for t, kind, _ in day["events"] if kind == "down"]
-    ups = [t for t, kind, _ in day["events"] if kind == "up"]
+    downs = [t for t, kind, _ in day.events if kind == "down"]
+    ups = [t for t, kind, _ in day.events if kind == "up"]
     assert downs and all(b - a >= 900 for a, b in zip(downs, downs[1:]))
     last_up = ups[-1]
     k = int(last_up // 60)
     delay_ticks = int(np.ceil(scale_up_delay_s(M.model_bytes, p) / 60))
-    s = day["series"]
+    s = day.series
     assert s["replicas"][k + delay_ticks] > s["replicas"][k]  # ready after the delay
     assert s["replicas"][k + 1] == s["replicas"][k]  # not before
-    assert day["violating_ticks"] > 0  # the delay costs SLO minutes when traffic jumps
+    assert day.violating_ticks > 0  # the delay costs SLO minutes when traffic jumps
 
 
 def test_static_peak_costs_at_least_the_autoscaled_day():
     rates = diurnal_rates(50, 0.6)
     for metric in ("queue", "tokens", "ttft"):
         day = simulate_day(rates, M, Policy(metric=metric, min_replicas=2), slo_ttft_s=2.0, usd_per_gpu_hour=2.69)
-        assert day["static_replicas"] == static_peak_replicas(rates, M.max_rate_per_replica) == 8  # ceil(80 / 10)
+        assert day.static_replicas == static_peak_replicas(rates, M.max_rate_per_replica) == 8  # ceil(80 / 10)
         if metric != "ttft":  # TTFT is a late signal: it may over-provision
-            assert day["static_replica_hours"] >= day["replica_hours"]
-            assert day["violating_request_share"] < 0.01
-        assert day["usd"] == pytest.approx(day["replica_hours"] * 2.69)
+            assert day.static_replica_hours >= day.replica_hours
+            assert day.violating_request_share < 0.01
+        assert day.usd == pytest.approx(day.replica_hours * 2.69)

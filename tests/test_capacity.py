@@ -93,11 +93,13 @@ def test_cost_by_hand():
 
 
 def test_capacity_plan_contract_and_price_override():
-    out = capacity_plan(Scenario(), 50, TRAFFIC, prices={"H100-SXM": 2.0})
+    plan = capacity_plan(Scenario(), 50, TRAFFIC, prices={"H100-SXM": 2.0})
+    out = plan.to_dict()  # the `capacity --json` keys
+    assert (plan.cost.replicas, plan.operating_point.sustains) == (out["replicas"], out["operating_point"]["sustains"])
     for key in ("max_rate_per_replica", "replicas", "usd_per_hour", "usd_per_million_output_tokens"):
         assert out[key] is not None
     assert out["replicas"] == math.ceil(50 * 1.2 / out["max_rate_per_replica"])
     assert out["usd_per_hour"] == pytest.approx(out["replicas"] * 2.0)
     assert out["operating_point"]["sustains"]
     default = capacity_plan(Scenario(), 50, TRAFFIC, operating_point=False)
-    assert default["usd_per_gpu_hour"] == 2.69 and default["price_date"] == "2026-04"
+    assert default.usd_per_gpu_hour == 2.69 and default.price_date == "2026-04" and default.operating_point is None

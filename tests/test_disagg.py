@@ -94,9 +94,9 @@ def test_distserve_2p1d_goodput_per_gpu():
     # 5.6 rps, decode-only 10 rps per GPU; "2 GPUs for prefill and 1 GPU for decoding ... 10 rps, or equally 3.3
     # rps per GPU, which is 2.1x". Our rate matching picks the same 2P1D and reproduces 3.33 and 2.08×.
     m = rate_matched(10.0, prefill_rate=5.6, decode_rate=10.0)
-    assert (m["prefill_instances"], m["decode_instances"], m["gpus"]) == (2, 1, 3)
-    assert m["rps_per_gpu"] == pytest.approx(3.3, abs=0.05)  # the paper rounds to one decimal
-    assert m["rps_per_gpu"] / 1.6 == pytest.approx(2.1, abs=0.05)
+    assert (m.prefill_instances, m.decode_instances, m.gpus) == (2, 1, 3)
+    assert m.rps_per_gpu == pytest.approx(3.3, abs=0.05)  # the paper rounds to one decimal
+    assert m.rps_per_gpu / 1.6 == pytest.approx(2.1, abs=0.05)
 
 
 def test_opt13b_prefill_time_against_distserve_profile():

@@ -45,11 +45,11 @@ def test_step5_cached_prefix_cuts_ttft():
 
 def test_batch_of_32_at_40ms():
     t = batching_tradeoff(single_tpot_s=0.025, batch_tpot_s=0.040, batch=32, ttft_s=0.240, output_tokens=300)
-    assert t["per_user_tokens_per_s"] == pytest.approx(25)
-    assert round(t["e2e_s"], 1) == 12.2  # 0.240 + 299 × 0.040 = 12.2
-    assert t["server_tokens_per_s"] == pytest.approx(800)  # 32 / 0.040
-    assert t["throughput_gain"] == pytest.approx(20)  # 800 / 40
-    assert t["latency_factor"] == pytest.approx(1.6)  # 40 / 25 ms
+    assert t.per_user_tokens_per_s == pytest.approx(25)
+    assert round(t.e2e_s, 1) == 12.2  # 0.240 + 299 × 0.040 = 12.2
+    assert t.server_tokens_per_s == pytest.approx(800)  # 32 / 0.040
+    assert t.throughput_gain == pytest.approx(20)  # 800 / 40
+    assert t.latency_factor == pytest.approx(1.6)  # 40 / 25 ms
 
 
 def test_bad_rates_name_the_field():

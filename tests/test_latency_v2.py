@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 from planner.accuracy.published_points import load_points, parse_row
 from planner.accuracy.validation import points_table
+from planner.core.engine_defaults import ENGINES
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
-from planner.latency.efficiency import ENGINES, profiles
+from planner.latency.efficiency import profiles
 from planner.latency.engines import (
     allreduce_s,
     engine_supports,

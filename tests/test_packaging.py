@@ -134,3 +134,18 @@ def test_app_options_given_by_the_user_win_over_the_defaults(monkeypatch):
     argv = calls[0]
     assert "--server.fileWatcherType=auto" in argv and "--server.fileWatcherType=none" not in argv
     assert "--runner.postScriptGC=false" in argv
+
+
+def test_tests_and_benchmarks_start_the_server_servingplan_app_starts():
+    # tests/browser_fixtures.py and benchmarks/bench_app_sessions.py build their command with the same helper
+    argv = app_cmd.streamlit_command("app.py", app_cmd.local_server_options(8123))
+    assert argv[:5] == [sys.executable, "-m", "streamlit", "run", "app.py"]
+    assert set(argv[5:]) == {
+        "--client.toolbarMode=minimal",
+        "--runner.postScriptGC=false",
+        "--server.fileWatcherType=none",
+        "--server.headless=true",
+        "--server.port=8123",
+        "--server.address=127.0.0.1",
+        "--browser.gatherUsageStats=false",
+    }

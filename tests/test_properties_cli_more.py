@@ -23,7 +23,7 @@ from test_properties_cli import MEMORY_FLAGS, flag_value, junk, run_cli
 
 from planner.accuracy.validation import POINT_COLUMNS
 from planner.core.catalog import gpus, model_presets, weight_precisions
-from planner.latency.efficiency import ENGINES
+from planner.core.engine_defaults import ENGINES
 from planner.teaching.walkthroughs import WALKTHROUGHS
 from planner.techniques.lora import ALL_MODULES
 

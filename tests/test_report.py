@@ -126,7 +126,7 @@ PLAN_SCENARIO = Scenario(
 @pytest.fixture(scope="module")
 def plan_rows_and_capacity():
     s = PLAN_SCENARIO
-    return report_rows(s), capacity_plan(s, s.target_rate, s.traffic, s.slo, s.headroom)
+    return report_rows(s), capacity_plan(s, s.target_rate, s.traffic, s.slo, s.headroom).to_dict()  # flat names
 
 
 def test_the_plan_leads_the_report(plan_rows_and_capacity):

@@ -248,3 +248,11 @@ def test_a_shared_link_keeps_its_engine():
     at = _app_with_query(**to_query(s))
     assert not at.exception and not at.error
     assert at.session_state["scenario"].engine == "sglang"
+
+
+def test_a_link_with_impossible_fitted_constants_is_ignored_naming_the_constant():
+    # the core keeps the constants as a mapping; planner.latency.calibration checks them when the link is applied
+    bad = CALIBRATION.model_copy(update={"profile": {**CALIBRATION.profile, "memory_efficiency": 1.7}})
+    at = _app_with_query(**to_query(Scenario(calibration=bad)))
+    assert any("Shared link ignored" in e.value and "memory_efficiency" in e.value for e in at.error)
+    assert at.session_state["scenario"].calibration is None

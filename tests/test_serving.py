@@ -77,28 +77,29 @@ def test_one_request_alone_is_prefill_then_decode_steps():
     prefill = pm.step_time_s(100, 1, 100, 100 * 100)  # attention pairs: new tokens × context (simulator's count)
     d1, d2 = pm.step_time_s(1, 1, 101, 101), pm.step_time_s(1, 1, 102, 102)
     s = result_summary(res)
-    assert s["ttft_s"]["mean"] == pytest.approx(prefill)
-    assert s["tpot_s"]["mean"] == pytest.approx((d1 + d2) / 2)
-    assert s["e2e_s"]["p99"] == pytest.approx(prefill + d1 + d2)
-    assert s["queue_s"]["p50"] == 0.0 and s["completed"] == 1 and s["simulated_s"] == pytest.approx(prefill + d1 + d2)
+    assert s.ttft_s.mean == pytest.approx(prefill)
+    assert s.tpot_s.mean == pytest.approx((d1 + d2) / 2)
+    assert s.e2e_s.p99 == pytest.approx(prefill + d1 + d2)
+    assert s.queue_s.p50 == 0.0 and s.completed == 1 and s.simulated_s == pytest.approx(prefill + d1 + d2)
 
 
 def test_summary_has_contract_keys_and_is_strict_json():
-    s = result_summary(run_serving(R, open_loop(200, 5.0, "fixed:500", "fixed:50", seed=1)))
+    summary = result_summary(run_serving(R, open_loop(200, 5.0, "fixed:500", "fixed:50", seed=1)))
+    s = summary.to_dict()
     assert CONTRACT <= set(s)
     for key in ("ttft_s", "tpot_s", "e2e_s", "queue_s"):
         assert set(s[key]) == {"mean", "p50", "p95", "p99"}
         assert s[key]["p50"] <= s[key]["p95"] <= s[key]["p99"]
     json.dumps(s, allow_nan=False)
-    assert s["completed"] == 200 and s["rejected"] == 0 and s["seed"] == 0
+    assert summary.completed == 200 and summary.rejected == 0 and summary.seed == 0
 
 
 def test_queue_limit_rejects_under_overload_and_slo_sets_goodput():
     wl = open_loop(600, 200.0, "fixed:2000", "fixed:100", seed=0)  # far beyond one replica
     s = result_summary(run_serving(R, wl, max_queue=5, slo_ttft_s=0.5, slo_tpot_s=0.05))
-    assert s["rejected"] == s["rejected_queue_full"] > 0
-    assert s["completed"] + s["rejected"] == 600
-    assert s["goodput_requests_per_s"] <= s["throughput_requests_per_s"]
+    assert s.rejected == s.rejected_queue_full > 0
+    assert s.completed + s.rejected == 600
+    assert s.goodput_requests_per_s <= s.throughput_requests_per_s
 
 
 def test_steady_rates_show_an_overloaded_server_falling_behind():
@@ -162,8 +163,8 @@ def test_prefix_caching_hits_on_the_mooncake_profile():
     wl = profile_workload("rag", 1000, 0.5, seed=0)
     cached = result_summary(run_serving(R, wl, prefix_caching=True))
     plain = result_summary(run_serving(R, wl, prefix_caching=False))
-    assert 0.02 < cached["prefix_hit_rate"] < 0.217 and plain["prefix_hit_rate"] == 0.0
-    assert cached["ttft_s"]["mean"] < plain["ttft_s"]["mean"]
+    assert 0.02 < cached.prefix_hit_rate < 0.217 and plain.prefix_hit_rate == 0.0
+    assert cached.ttft_s.mean < plain.ttft_s.mean
 
 
 def test_profile_workload_custom_and_errors():
@@ -183,14 +184,14 @@ def test_users_sized_by_littles_law():
 
 def test_closed_loop_hides_the_queue_open_loop_builds_near_saturation():
     out = open_vs_closed(R, 22.0, 1500, "empirical:azure_conv", "empirical:azure_conv", think_time_s=5.0, seed=0)
-    op, cl = out["open"], out["closed"]
-    assert out["num_users"] == math.ceil(22.0 * (5.0 + out["single_reply_s"]))
-    assert cl["queue_s"]["p95"] < op["queue_s"]["p95"]
-    assert cl["max_waiting"] < op["max_waiting"]
-    assert cl["offered_requests_per_s"] < op["offered_requests_per_s"]  # the users slowed down with the server
+    op, cl = out.open, out.closed
+    assert out.num_users == math.ceil(22.0 * (5.0 + out.single_reply_s))
+    assert cl.queue_s.p95 < op.queue_s.p95
+    assert cl.max_waiting < op.max_waiting
+    assert cl.offered_requests_per_s < op.offered_requests_per_s  # the users slowed down with the server
 
 
 def test_decode_run_cost_is_a_step_cost():
-    from planner.sim.config import StepCost
+    from planner.latency.perf_model import StepCost
 
     assert isinstance(step_cost_for(R), StepCost) and isinstance(step_cost_for(R), DecodeRunCost)

@@ -78,11 +78,11 @@ def test_the_thrash_scenario_preempts_at_most_once_per_request_and_matches_the_h
     assert batch == 8 and hand_tok_s == pytest.approx(154, rel=0.02)
     wl = open_loop(200, 100_000.0, "fixed:20000", "fixed:2000", process="constant", seed=0)
     out = result_summary(run_serving(r, wl))
-    assert out["completed"] == 200
-    assert out["preemptions"] <= 200  # at most one per request
-    assert out["throughput_tokens_per_s"] == pytest.approx(hand_tok_s, rel=0.25)
+    assert out.completed == 200
+    assert out.preemptions <= 200  # at most one per request
+    assert out.throughput_tokens_per_s == pytest.approx(hand_tok_s, rel=0.25)
     off = result_summary(run_serving(r, wl, prefix_caching=False))  # without prefix caching it still thrashes
-    assert off["preemptions"] > 10 * out["preemptions"]
+    assert off.preemptions > 10 * out.preemptions
 
 
 def test_throughput_never_falls_as_the_offered_rate_rises_past_saturation():

@@ -61,7 +61,7 @@ def test_speedup_equation(seventy_b):
 def test_best_k_is_the_argmax_and_grows_with_alpha(seventy_b):
     _, _, target, draft = seventy_b
     k_low, rows = sd.best_k(target, draft, 0.5, 1, 1024)
-    assert k_low == max(rows, key=lambda row: row["speedup"])["k"]
+    assert k_low == max(rows, key=lambda row: row.speedup).k
     k_high, _ = sd.best_k(target, draft, 0.95, 1, 1024)
     assert k_high > k_low
 

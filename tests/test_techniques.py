@@ -34,6 +34,18 @@ def test_primer_ttft_240_to_90_ms():
     assert t.after_s * 1e3 == pytest.approx(90.0)
 
 
+def test_prefix_report_at_a_hit_rate_by_hand(r8b):
+    # the primer's 240 → 90 ms; half the requests hit: (240 + 90) / 2 = 165 ms expected
+    o = pc.prefix_report(r8b, 2000, 2300, 1500, hit_rate=0.5, num_sharing=16, queue_wait_s=0.040)
+    assert o.ttft_given.expected_s(0.5) * 1e3 == pytest.approx(165.0)
+    assert o.to_dict()["ttft_given_rates_ms"] == pytest.approx({"before": 240.0, "after": 90.0, "expected": 165.0})
+    # 1,500 tokens fill 93 whole blocks of 16 = 1,488 cached; 15 other requests reuse them: 15 × 93 = 1,395 blocks
+    assert (o.cached_tokens_on_hit, o.kv_blocks_saved) == (1488, 1395)
+    assert o.kv_bytes_saved == 1395 * 16 * 131_072  # Llama-3.1-8B: 131,072 B of KV per token
+    assert o.max_requests_without_sharing == o.pool_blocks // 144  # 2,300 tokens = 144 blocks
+    assert o.max_requests_with_sharing == (o.pool_blocks - 93) // (144 - 93)
+
+
 def test_model_mode_ttft_drops_with_the_cached_prefix(r8b):
     t = pc.ttft_model(PerfModel(r8b), 2000, pc.cacheable_tokens(1500, 16))
     assert 0 < t.after_s < t.before_s
@@ -57,7 +69,7 @@ def test_kv_blocks_saved_and_cacheable_tokens():
 
 def test_stable_text_first():
     ex = pc.stable_first_example(1500, 500, 16)
-    assert ex["stable_first"] == 1488 and ex["changing_first"] == 0
+    assert ex.stable_first == 1488 and ex.changing_first == 0
 
 
 def test_hit_rate_by_hand():
@@ -116,38 +128,38 @@ def test_flash_attention_memory_by_hand():
 
 # -- quantization formats -----------------------------------------------------------------------------------
 def test_weight_format_changes_weights_not_the_kv_cache(r8b):
-    rows = [row for row in compare_formats(r8b, 2300, 32) if row["id"] != "fp32"]  # FP32 activations: 4-byte cache
-    assert len({row["kv_bytes_per_token"] for row in rows}) == 1
-    assert rows[0]["kv_bytes_per_token"] == 2 * 32 * 8 * 128 * 2  # Llama-3.1-8B: 131,072 B
+    rows = [row for row in compare_formats(r8b, 2300, 32) if row.id != "fp32"]  # FP32 activations: 4-byte cache
+    assert len({row.kv_bytes_per_token for row in rows}) == 1
+    assert rows[0].kv_bytes_per_token == 2 * 32 * 8 * 128 * 2  # Llama-3.1-8B: 131,072 B
     formats = weight_precisions()
     for keeps_16bit in (
         True,
         False,
     ):  # GPTQ/AWQ/FP8 keep embeddings at 16 bits, GGUF averages cover them: compare alike
         alike = sorted(
-            (row for row in rows if formats[row["id"]].keeps_embeddings_16bit == keeps_16bit),
-            key=lambda row: row["bits_per_weight"],
+            (row for row in rows if formats[row.id].keeps_embeddings_16bit == keeps_16bit),
+            key=lambda row: row.bits_per_weight,
         )
-        weights = [row["weight_bytes"] for row in alike]
+        weights = [row.weight_bytes for row in alike]
         assert len(weights) > 2 and all(a <= b for a, b in zip(weights, weights[1:]))
-    fp16, int4 = (next(row for row in rows if row["id"] == pid) for pid in ("fp16", "awq-int4"))
-    assert int4["kv_pool_bytes_per_gpu"] > fp16["kv_pool_bytes_per_gpu"]
-    assert int4["max_requests"] > fp16["max_requests"]
-    assert int4["decode_tokens_per_s_batch1"] > fp16["decode_tokens_per_s_batch1"]
-    assert "llama.cpp" in next(row for row in rows if row["id"] == "q4_k_m")["engines"]
-    assert "vllm" in int4["engines"]
+    fp16, int4 = (next(row for row in rows if row.id == pid) for pid in ("fp16", "awq-int4"))
+    assert int4.kv_pool_bytes_per_gpu > fp16.kv_pool_bytes_per_gpu
+    assert int4.max_requests > fp16.max_requests
+    assert int4.decode_tokens_per_s_batch1 > fp16.decode_tokens_per_s_batch1
+    assert "llama.cpp" in next(row for row in rows if row.id == "q4_k_m").engines
+    assert "vllm" in int4.engines
 
 
 # -- tensor parallelism -------------------------------------------------------------------------------------
 def test_70b_fp16_on_80gb_needs_tp_2():
     r = resolve(Scenario(model="meta-llama/Llama-2-70b-hf", gpu="A100-80GB", deployment=Deployment(weights="fp16")))
     rows = compare_tp(r, batch=8, context_tokens=2150)
-    assert rows[0]["weights_per_gpu_bytes"] > 80e9 and not rows[0]["fits"]  # ~138 GB > 80 GB
-    assert rows[1]["fits"] and rows[1]["weights_per_gpu_bytes"] < 80e9
+    assert rows[0].weights_per_gpu_bytes > 80e9 and not rows[0].fits  # ~138 GB > 80 GB
+    assert rows[1].fits and rows[1].weights_per_gpu_bytes < 80e9
     assert min_fitting_tp(rows) == 2
-    tpot = [row["tpot_batch1_s"] for row in rows[1:]]
+    tpot = [row.tpot_batch1_s for row in rows[1:]]
     assert tpot[0] > tpot[1] > tpot[2]  # more GPUs read their shard in parallel
-    assert all(row["communication_s"] > 0 for row in rows[1:])
+    assert all(row.communication_s > 0 for row in rows[1:])
 
 
 # -- multi-LoRA ---------------------------------------------------------------------------------------------

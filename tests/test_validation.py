@@ -60,8 +60,8 @@ def test_summaries_count_every_predicted_point(published):
     for v in s.values():
         assert 0 <= v["median_abs_error_pct"] <= v["p90_abs_error_pct"]
     o = overall(published)
-    assert (o["n"], o["unpredicted"]) == (85, 16)
-    assert o["median_abs_error_pct"] < 15  # the calibration targets (decode 15%, prefill 20%) hold overall
+    assert (o.n, o.unpredicted) == (85, 16)
+    assert o.median_abs_error_pct < 15  # the calibration targets (decode 15%, prefill 20%) hold overall
     by = error_summary(published, ["source", "metric", "gpu"])
     assert by["n"].sum() == 85 and {"source", "metric", "gpu"} <= set(by.columns)
 

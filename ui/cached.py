@@ -2,27 +2,29 @@
 
 Streamlit's st.cache_data is shared by every session of the server process, so 20 users looking at the same
 scenario compute each result once. Cached functions read only their arguments (a scenario as JSON text, plain
-numbers) and return plain data.
+numbers) and return the engine's results (frozen dataclasses).
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from planner.capacity.replicas import capacity_plan
+from planner.capacity.replicas import CapacityPlan, capacity_plan
 from planner.core.scenario import Scenario, resolve
-from planner.latency.continuous import continuous
+from planner.latency.continuous import ContinuousEstimate, continuous
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def continuous_cached(scenario_json: str, engine: str, concurrency: int, input_tokens: int, output_tokens: int) -> dict:
-    """planner.latency.continuous.continuous for one scenario, as a dict."""
+def continuous_cached(
+    scenario_json: str, engine: str, concurrency: int, input_tokens: int, output_tokens: int
+) -> ContinuousEstimate:
+    """planner.latency.continuous.continuous for one scenario."""
     r = resolve(Scenario.model_validate_json(scenario_json))
-    return continuous(r, concurrency, input_tokens, output_tokens, engine).to_dict()
+    return continuous(r, concurrency, input_tokens, output_tokens, engine)
 
 
 @st.cache_data(show_spinner="Searching the capacity per replica…", max_entries=64)
-def capacity_cached(scenario_json: str, prices: tuple[tuple[str, float], ...] = ()) -> dict:
+def capacity_cached(scenario_json: str, prices: tuple[tuple[str, float], ...] = ()) -> CapacityPlan:
     """planner.capacity.replicas.capacity_plan at the scenario's own target, traffic, SLO and headroom."""
     s = Scenario.model_validate_json(scenario_json)
     return capacity_plan(s, s.target_rate, s.traffic, s.slo, s.headroom, dict(prices))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import streamlit as st
 
 from planner.capacity.autoscale import METRICS
-from planner.latency.efficiency import ENGINES
+from planner.core.engine_defaults import ENGINES
 
 LATENCY_MODES = ["Continuous batching (as vllm bench serve)", "Static batch (primer §5)", "Given rates (primer §5)"]
 # widget key -> int | float (lo, hi) | list of choices | bool

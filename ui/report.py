@@ -87,7 +87,7 @@ def plan_report_rows(scenario: Scenario) -> list:
     try:
         cap = capacity_cached(scenario.model_dump_json(), tuple(prices))
     except InputError as err:
-        cap = {"error": f"{err.field}: {err.message}"}
+        cap = err  # the report says why the capacity was not searched
     return report_rows(scenario, ranking, dict(prices), capacity=cap)
 
 

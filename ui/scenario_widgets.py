@@ -91,9 +91,10 @@ def _check_choices(values: dict) -> None:
 
 
 def _apply(s: Scenario, upload_choice: str) -> None:
-    for key, value in widget_values(s, upload_choice).items():
+    values = widget_values(s, upload_choice)
+    calibration_to_state(s.calibration)  # a saved file or a link carries the user's calibration (checked here)
+    for key, value in values.items():
         st.session_state[key] = value
-    calibration_to_state(s.calibration)  # a saved file or a link carries the user's calibration
     st.session_state.pop("scenario", None)  # the restored scenario replaces the last valid one
 
 

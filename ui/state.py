@@ -6,6 +6,7 @@ import streamlit as st
 
 from planner.core.errors import InputError
 from planner.core.scenario import Calibration, Resolved, Scenario, resolve
+from planner.latency.calibration import fitted_profile
 from ui.labels import error_text
 
 SCENARIO_KEY = "scenario"
@@ -56,7 +57,7 @@ def calibration_to_state(calibration: Calibration | None) -> None:
         st.session_state.pop(PROFILE_KEY, None)
         st.session_state.pop(TARGET_KEY, None)
     else:
-        st.session_state[PROFILE_KEY] = calibration.profile
+        st.session_state[PROFILE_KEY] = fitted_profile(calibration)
         st.session_state[TARGET_KEY] = {
             "engine": calibration.engine,
             "gpu_family": calibration.gpu_family,

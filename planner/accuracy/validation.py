@@ -22,6 +22,7 @@ import csv
 import io
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,11 +30,12 @@ import pandas as pd
 
 from planner.accuracy import published_points as cp
 from planner.core.catalog import DATA_DIR, _read_yaml, get_gpu, gpus, model_presets
+from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
 from planner.core.paths import measurements_dir
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
-from planner.latency.efficiency import ENGINES, EfficiencyProfile, choose_profile
+from planner.latency.efficiency import EfficiencyProfile, choose_profile
 from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
 
@@ -266,15 +268,23 @@ def summary_dict(df: pd.DataFrame) -> dict[str, dict]:
     }
 
 
-def overall(df: pd.DataFrame) -> dict[str, float]:
+@dataclass(frozen=True)
+class Overall:
+    n: int  # points predicted
+    unpredicted: int
+    median_abs_error_pct: float  # NaN when nothing was predicted
+    p90_abs_error_pct: float
+
+
+def overall(df: pd.DataFrame) -> Overall:
     """Points predicted, and the median and 90th-percentile absolute % error over all of them."""
     err = df["error_pct"].dropna().abs()
-    return {
-        "n": int(err.size),
-        "unpredicted": int(df["predicted"].isna().sum()),
-        "median_abs_error_pct": float(err.median()) if err.size else math.nan,
-        "p90_abs_error_pct": float(err.quantile(0.9)) if err.size else math.nan,
-    }
+    return Overall(
+        n=int(err.size),
+        unpredicted=int(df["predicted"].isna().sum()),
+        median_abs_error_pct=float(err.median()) if err.size else math.nan,
+        p90_abs_error_pct=float(err.quantile(0.9)) if err.size else math.nan,
+    )
 
 
 def coverage_table(engines: tuple[str, ...] = ENGINES) -> pd.DataFrame:

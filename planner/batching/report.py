@@ -6,7 +6,7 @@ over the admitted requests only (rejected ones have no wait or latency; they are
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,23 @@ def percentile(values, q: float) -> float:
     """The q-th percentile with the project's one convention (numpy 'linear'); 0.0 for no values."""
     values = np.asarray(values, dtype=float)
     return float(np.percentile(values, q, method=PERCENTILE_METHOD)) if values.size else 0.0
+
+
+CLI_KEYS = (  # Summary.to_dict: the `batching --json` keys of each policy, in order
+    "avg_wait",
+    "avg_latency",
+    "p50_latency",
+    "p95_latency",
+    "p99_latency",
+    "end_step",
+    "gpu_busy",
+    "p50_wait",
+    "p95_wait",
+    "p99_wait",
+    "num_requests",
+    "rejected",
+    "useful_slot_steps",
+)
 
 
 @dataclass(frozen=True)
@@ -47,8 +64,9 @@ class Summary:
     padding_tokens: int
     padding_share: float  # fraction 0..1 of padded prompt tokens that are filler
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+    def to_dict(self) -> dict:
+        """The CLI's JSON contract for one policy (all in steps; gpu_busy a fraction 0..1)."""
+        return {k: getattr(self, k) for k in CLI_KEYS}
 
 
 def waits(result: BatchingRun) -> np.ndarray:
@@ -100,27 +118,6 @@ def summarize(result: BatchingRun) -> Summary:
     )
 
 
-def cli_summary(result: BatchingRun) -> dict:
-    """The CLI's JSON contract for one policy (all in steps; gpu_busy a fraction 0..1)."""
-    s = summarize(result)
-    keys = (
-        "avg_wait",
-        "avg_latency",
-        "p50_latency",
-        "p95_latency",
-        "p99_latency",
-        "end_step",
-        "gpu_busy",
-        "p50_wait",
-        "p95_wait",
-        "p99_wait",
-        "num_requests",
-        "rejected",
-        "useful_slot_steps",
-    )
-    return {k: getattr(s, k) for k in keys}
-
-
 def requests_frame(result: BatchingRun) -> pd.DataFrame:
     """Per-request records: arrival, admitted, first token, token end, finish, wait, latency, slot."""
     req = result.requests
@@ -158,7 +155,7 @@ def steps_frame(result: BatchingRun) -> pd.DataFrame:
 
 def comparison_frame(results: dict[str, BatchingRun]) -> pd.DataFrame:
     """One row per policy with the headline numbers."""
-    return pd.DataFrame([summarize(r).as_dict() for r in results.values()])
+    return pd.DataFrame([summarize(r) for r in results.values()])
 
 
 def spread_sweep(

@@ -141,7 +141,7 @@ def simulate_day(
     usd_per_gpu_hour: float = 0.0,
     tick_s: float = TICK_S,
     headroom: float = 1.0,
-) -> dict:
+) -> DayReport:
     """Run the policy over `rates` (requests/s per tick); per-tick series and the day's totals."""
     rates = np.asarray(rates, dtype=float)
     delay = scale_up_delay_s(m.model_bytes, p)
@@ -191,7 +191,28 @@ def static_peak_replicas(rates: np.ndarray, mu: float, headroom: float = 1.0) ->
     return max(1, math.ceil(float(np.max(rates)) * headroom / mu - 1e-9))
 
 
-def _report(rates, cols, events, m: ReplicaModel, p: Policy, slo_ttft_s, usd, tick_s, headroom, delay) -> dict:
+@dataclass(frozen=True)
+class DayReport:
+    """A day under the autoscaler against static peak provisioning (simulate_day)."""
+
+    series: dict[str, np.ndarray]  # per tick: minute, rate_per_s and the simulated columns (a table for the chart)
+    events: list  # (time s, "up" | "down", replicas after)
+    scale_up_delay_s: float
+    policy: dict
+    violating_ticks: int  # ticks whose estimated p95 TTFT is above the SLO
+    violating_request_share: float  # share of the day's requests that arrived in them
+    replica_hours: float  # running + starting replicas, billed
+    usd: float
+    static_replicas: int  # ceil(peak × headroom / capacity), all day
+    static_replica_hours: float
+    static_usd: float
+    savings: float  # 1 − replica-hours / static replica-hours
+    peak_replicas: int
+    min_replicas_seen: int
+    requests: float
+
+
+def _report(rates, cols, events, m: ReplicaModel, p: Policy, slo_ttft_s, usd, tick_s, headroom, delay) -> DayReport:
     hours = len(rates) * tick_s / 3600.0
     arrivals = rates * tick_s
     violating = cols["ttft_p95_s"] > slo_ttft_s
@@ -200,45 +221,45 @@ def _report(rates, cols, events, m: ReplicaModel, p: Policy, slo_ttft_s, usd, ti
     static_hours = static * hours
     per_gpu_hour = m.gpus_per_replica * usd
     series = {"minute": np.arange(len(rates)) * tick_s / 60.0, "rate_per_s": rates, **cols}
-    return {
-        "series": series,
-        "events": events,
-        "scale_up_delay_s": delay,
-        "policy": p.model_dump(),
-        "violating_ticks": int(violating.sum()),
-        "violating_request_share": float(arrivals[violating].sum() / arrivals.sum()) if arrivals.sum() else 0.0,
-        "replica_hours": replica_hours,
-        "usd": replica_hours * per_gpu_hour,
-        "static_replicas": static,
-        "static_replica_hours": static_hours,
-        "static_usd": static_hours * per_gpu_hour,
-        "savings": 1.0 - replica_hours / static_hours if static_hours else 0.0,
-        "peak_replicas": int(np.max(cols["replicas"] + cols["starting"])),
-        "min_replicas_seen": int(np.min(cols["replicas"])),
-        "requests": float(arrivals.sum()),
-    }
+    return DayReport(
+        series=series,
+        events=events,
+        scale_up_delay_s=delay,
+        policy=p.model_dump(),
+        violating_ticks=int(violating.sum()),
+        violating_request_share=float(arrivals[violating].sum() / arrivals.sum()) if arrivals.sum() else 0.0,
+        replica_hours=replica_hours,
+        usd=replica_hours * per_gpu_hour,
+        static_replicas=static,
+        static_replica_hours=static_hours,
+        static_usd=static_hours * per_gpu_hour,
+        savings=1.0 - replica_hours / static_hours if static_hours else 0.0,
+        peak_replicas=int(np.max(cols["replicas"] + cols["starting"])),
+        min_replicas_seen=int(np.min(cols["replicas"])),
+        requests=float(arrivals.sum()),
+    )
 
 
-def measure_replica(s, traffic, slo, plan: dict, engine: str | None = None) -> ReplicaModel:
-    """A ReplicaModel from a capacity plan (planner.capacity.replicas.capacity_plan) plus one light-load simulation."""
+def measure_replica(s, traffic, slo, plan, engine: str | None = None) -> ReplicaModel:
+    """A ReplicaModel from a CapacityPlan (planner.capacity.replicas.capacity_plan) plus one light-load simulation."""
     from planner.capacity.replicas import probe, replica_scenario
     from planner.core.scenario import resolve
     from planner.memory.plan import plan_memory
 
     r = resolve(replica_scenario(s))
-    mu = plan["max_rate_per_replica"]
+    mu = plan.max_rate_per_replica
     if not mu:
         raise InputError("slo", "one replica cannot meet the SLO at any load: nothing to autoscale")
     light_rho = 0.25
     light = probe(r, traffic, slo, light_rho * mu, engine or s.engine)
-    at_cap = plan["at_capacity"]
+    at_cap = plan.at_capacity
     return ReplicaModel(
         max_rate_per_replica=mu,
         ttft_light_s=light.ttft_p95_s or 0.0,
-        ttft_capacity_s=at_cap["ttft_p95_s"],
-        e2e_mean_s=at_cap["e2e_mean_s"],
-        tokens_per_request=plan["mean_prompt_tokens"] + plan["mean_output_tokens"],
+        ttft_capacity_s=at_cap.ttft_p95_s,
+        e2e_mean_s=at_cap.e2e_mean_s,
+        tokens_per_request=plan.mean_prompt_tokens + plan.mean_output_tokens,
         model_bytes=plan_memory(r).weight_bytes,
-        gpus_per_replica=plan["gpus_per_replica"],
+        gpus_per_replica=plan.gpus_per_replica,
         light_utilisation=light_rho,
     )

@@ -92,6 +92,49 @@ def _best(caps: list[tuple[Resolved, PoolCapacity]], target: float, headroom: fl
 
 
 @dataclass(frozen=True)
+class PoolRow:
+    """The chosen shape of one pool: instances of it for the target, and what one instance sustains."""
+
+    gpus_per_instance: int
+    tp: int
+    dp: int
+    pp: int
+    ep: int
+    instances: int
+    gpus: int
+    max_rate_per_instance: float
+    p95_at_capacity_s: float | None
+
+
+@dataclass(frozen=True)
+class PrefillPool(PoolRow):
+    ttft_p95_s: float | None = None  # at target / instances, KV transfer included
+
+
+@dataclass(frozen=True)
+class DecodePool(PoolRow):
+    tpot_p95_s: float | None = None  # at target / instances
+
+
+@dataclass(frozen=True)
+class AggregatedOption:
+    """One aggregated (chunked-prefill) TP or DP layout at the same SLO, from capacity_plan."""
+
+    tp: int
+    dp: int
+    ep: int
+    replicas: int | None  # instances of TP × DP GPUs
+    gpus: int | None
+    gpus_per_replica: int
+    max_rate_per_replica: float
+    usd_per_hour: float | None
+    usd_per_million_output_tokens: float | None
+    ttft_p95_s: float | None
+    tpot_p95_s: float | None
+    feasible: bool
+
+
+@dataclass(frozen=True)
 class DisaggPlan:
     target_rate: float
     slo: SLO
@@ -103,12 +146,12 @@ class DisaggPlan:
     kv_link_gb_s: float  # total bandwidth of the prefill instance's link
     kv_transfer_s: float | None  # the mean prompt's transfer
     kv_transfer_visible_s: float | None  # what of it the user waits for (all of it unless layer-wise)
-    prefill: dict | None  # gpus_per_instance, tp, dp, instances, max_rate_per_instance, ...
-    decode: dict | None
+    prefill: PrefillPool | None
+    decode: DecodePool | None
     prefill_options: tuple[PoolCapacity, ...]
     decode_options: tuple[PoolCapacity, ...]
-    aggregated: dict | None  # replicas, gpus, tp, usd_per_hour, usd_per_million_output_tokens, ...
-    aggregated_options: tuple[dict, ...]
+    aggregated: AggregatedOption | None  # the cheapest feasible aggregated layout
+    aggregated_options: tuple[AggregatedOption, ...]
 
     @property
     def feasible(self) -> bool:
@@ -116,7 +159,7 @@ class DisaggPlan:
 
     @property
     def num_gpus(self) -> int | None:
-        return self.prefill["gpus"] + self.decode["gpus"] if self.feasible else None
+        return self.prefill.gpus + self.decode.gpus if self.feasible else None
 
     @property
     def usd_per_hour(self) -> float | None:
@@ -133,7 +176,18 @@ class DisaggPlan:
         """Strictly cheaper than the best feasible aggregated deployment (or aggregated cannot meet the SLO)."""
         if not self.feasible:
             return False
-        return self.aggregated is None or self.usd_per_hour < self.aggregated["usd_per_hour"]
+        return self.aggregated is None or self.usd_per_hour < self.aggregated.usd_per_hour
+
+    @property
+    def prefill_to_decode_instances(self) -> float | None:
+        return self.prefill.instances / self.decode.instances if self.feasible else None
+
+    @property
+    def kv_transfer_share_of_ttft(self) -> float | None:
+        """The visible KV transfer as a share of the prefill pool's p95 TTFT at the target."""
+        if not self.feasible or not self.prefill.ttft_p95_s:
+            return None
+        return self.kv_transfer_visible_s / self.prefill.ttft_p95_s
 
     def to_dict(self) -> dict:
         out = {k: v for k, v in asdict(self).items() if k not in ("prefill_options", "decode_options")}
@@ -146,29 +200,28 @@ class DisaggPlan:
             cheaper=self.cheaper,
             prefill_options=[asdict(c) for c in self.prefill_options],
             decode_options=[asdict(c) for c in self.decode_options],
-            aggregated_options=list(self.aggregated_options),
+            aggregated_options=[asdict(a) for a in self.aggregated_options],
         )
         if self.feasible:
-            out["prefill_to_decode_instances"] = self.prefill["instances"] / self.decode["instances"]
-            out["kv_transfer_share_of_ttft"] = (
-                self.kv_transfer_visible_s / self.prefill["ttft_p95_s"] if self.prefill.get("ttft_p95_s") else None
-            )
+            out["prefill_to_decode_instances"] = self.prefill_to_decode_instances
+            out["kv_transfer_share_of_ttft"] = self.kv_transfer_share_of_ttft
         return out
 
 
-def _pool_row(r: Resolved, cap: PoolCapacity, instances: int, gpus: int) -> dict:
+def _pool_row(kind: type[PoolRow], r: Resolved, cap: PoolCapacity, instances: int, gpus: int, **latency) -> PoolRow:
     d = r.deployment
-    return {
-        "gpus_per_instance": cap.gpus_per_instance,
-        "tp": cap.tp,
-        "dp": cap.dp,
-        "pp": d.pipeline_parallel_size,
-        "ep": d.expert_parallel_size,
-        "instances": instances,
-        "gpus": gpus,
-        "max_rate_per_instance": cap.max_rate_per_instance,
-        "p95_at_capacity_s": cap.latency_p95_s,
-    }
+    return kind(
+        gpus_per_instance=cap.gpus_per_instance,
+        tp=cap.tp,
+        dp=cap.dp,
+        pp=d.pipeline_parallel_size,
+        ep=d.expert_parallel_size,
+        instances=instances,
+        gpus=gpus,
+        max_rate_per_instance=cap.max_rate_per_instance,
+        p95_at_capacity_s=cap.latency_p95_s,
+        **latency,
+    )
 
 
 def aggregated_best(
@@ -181,7 +234,7 @@ def aggregated_best(
     engine: str,
     rel_tol: float,
     shapes: list[Resolved],
-) -> tuple[dict | None, list]:
+) -> tuple[AggregatedOption | None, list[AggregatedOption]]:
     """capacity_plan at each shape without PP; the cheapest feasible one (by $/h, then GPUs).
 
     capacity_plan simulates one DP rank on its TP GPUs, so for DP > 1 its replicas are DP ranks: instances =
@@ -203,30 +256,30 @@ def aggregated_best(
             rel_tol,
             operating_point=True,
         )
-        op = plan.get("operating_point") or {}
-        ranks = plan["replicas"]
+        op = plan.operating_point
+        ranks = plan.cost.replicas if plan.cost else None
         instances = math.ceil(ranks / d.data_parallel_size) if ranks else None
         gpus = instances * d.gpus_per_replica if instances else None
-        usd_h = gpus * plan["usd_per_gpu_hour"] if gpus else None
-        per_m = usd_h / (target * plan["mean_output_tokens"] * SECONDS_PER_HOUR) * 1e6 if usd_h else None
+        usd_h = gpus * plan.usd_per_gpu_hour if gpus else None
+        per_m = usd_h / (target * plan.mean_output_tokens * SECONDS_PER_HOUR) * 1e6 if usd_h else None
         rows.append(
-            {
-                "tp": d.tensor_parallel_size,
-                "dp": d.data_parallel_size,
-                "ep": d.expert_parallel_size,
-                "replicas": instances,
-                "gpus": gpus,
-                "gpus_per_replica": d.gpus_per_replica,
-                "max_rate_per_replica": plan["max_rate_per_replica"] * d.data_parallel_size,
-                "usd_per_hour": usd_h,
-                "usd_per_million_output_tokens": per_m,
-                "ttft_p95_s": op.get("ttft_p95_s"),
-                "tpot_p95_s": op.get("tpot_p95_s"),
-                "feasible": plan["feasible"],
-            }
+            AggregatedOption(
+                tp=d.tensor_parallel_size,
+                dp=d.data_parallel_size,
+                ep=d.expert_parallel_size,
+                replicas=instances,
+                gpus=gpus,
+                gpus_per_replica=d.gpus_per_replica,
+                max_rate_per_replica=plan.max_rate_per_replica * d.data_parallel_size,
+                usd_per_hour=usd_h,
+                usd_per_million_output_tokens=per_m,
+                ttft_p95_s=op.ttft_p95_s if op else None,
+                tpot_p95_s=op.tpot_p95_s if op else None,
+                feasible=plan.feasible,
+            )
         )
-    ok = [row for row in rows if row["feasible"] and row["replicas"]]
-    return (min(ok, key=lambda row: (row["usd_per_hour"], row["gpus"])) if ok else None), rows
+    ok = [row for row in rows if row.feasible and row.replicas]
+    return (min(ok, key=lambda row: (row.usd_per_hour, row.gpus)) if ok else None), rows
 
 
 def disagg_plan(
@@ -267,14 +320,14 @@ def disagg_plan(
     transfer = visible = None
     if best_p:
         r, cap, n, gpus = best_p
-        p_row = _pool_row(r, cap, n, gpus)
-        p_row["ttft_p95_s"] = prefill_probe(r, traffic, target_rps / n, links[id(r)], engine)[0]
+        ttft = prefill_probe(r, traffic, target_rps / n, links[id(r)], engine)[0]
+        p_row = _pool_row(PrefillPool, r, cap, n, gpus, ttft_p95_s=ttft)
         transfer = float(kv_transfer_s(r, mean_in, links[id(r)]))
         visible = float(visible_transfer_s(r, mean_in, links[id(r)], PerfModel(r, engine)))
     if best_d:
         r, cap, n, gpus = best_d
-        d_row = _pool_row(r, cap, n, gpus)
-        d_row["tpot_p95_s"] = decode_tpot_at(r, target_rps / n, mean_in, mean_out, engine)
+        tpot = decode_tpot_at(r, target_rps / n, mean_in, mean_out, engine)
+        d_row = _pool_row(DecodePool, r, cap, n, gpus, tpot_p95_s=tpot)
     chosen = links[id(best_p[0])] if best_p else links[id(shapes[0])]
     agg, agg_rows = (
         aggregated_best(s, target_rps, traffic, slo, headroom, prices, engine, rel_tol, shapes)
@@ -308,6 +361,14 @@ def pool_ratio(prefill_rate: float, decode_rate: float) -> float:
     return decode_rate / prefill_rate
 
 
+@dataclass(frozen=True)
+class RateMatch:
+    prefill_instances: int | None
+    decode_instances: int | None
+    gpus: int | None  # None when a pool cannot serve the target
+    rps_per_gpu: float
+
+
 def rate_matched(
     target_rps: float,
     prefill_rate: float,
@@ -315,12 +376,12 @@ def rate_matched(
     gpus_per_prefill: int = 1,
     gpus_per_decode: int = 1,
     headroom: float = 1.0,
-) -> dict:
+) -> RateMatch:
     """Instances of each pool for a target and the goodput per GPU: x = ceil(target × headroom / P), likewise y;
     goodput per GPU = target / (x × GPUs per prefill + y × GPUs per decode)."""
     x = replicas_for(target_rps, prefill_rate, headroom)
     y = replicas_for(target_rps, decode_rate, headroom)
     if not x or not y:
-        return {"prefill_instances": x, "decode_instances": y, "gpus": None, "rps_per_gpu": 0.0}
+        return RateMatch(x, y, None, 0.0)
     gpus = x * gpus_per_prefill + y * gpus_per_decode
-    return {"prefill_instances": x, "decode_instances": y, "gpus": gpus, "rps_per_gpu": target_rps / gpus}
+    return RateMatch(x, y, gpus, target_rps / gpus)

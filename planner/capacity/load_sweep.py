@@ -15,6 +15,7 @@ sending again, so the closed loop offers less than λ: it never builds the queue
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from planner.core.scenario import Resolved
 from planner.core.workload import PROFILES, SLO
 from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.latency.perf_model import PerfModel
+from planner.sim.records import ServingSummary, SimResult
 from planner.sim.serving import (
     flat_row,
     result_summary,
@@ -187,6 +189,20 @@ def users_for_rate(rate_per_s: float, think_time_s: float, reply_s: float) -> in
     return max(1, math.ceil(rate_per_s * (think_time_s + reply_s) - 1e-9))
 
 
+@dataclass(frozen=True)
+class OpenVsClosed:
+    """The same server under open-loop arrivals at λ and closed-loop users sized to offer λ."""
+
+    rate_per_s: float
+    num_users: int  # ⌈λ × (think + one quiet reply)⌉
+    think_time_s: float
+    single_reply_s: float  # one request's reply on a quiet server
+    open: ServingSummary
+    closed: ServingSummary
+    open_result: SimResult
+    closed_result: SimResult
+
+
 def open_vs_closed(
     r: Resolved,
     rate_per_s: float,
@@ -200,7 +216,7 @@ def open_vs_closed(
     slo_ttft_s: float | None = None,
     slo_tpot_s: float | None = None,
     seed: int = 0,
-) -> dict:
+) -> OpenVsClosed:
     """The same server under open-loop Poisson at λ and closed-loop users sized to offer λ (module note)."""
     cost = step_cost_for(r, engine)
     open_wl = open_loop(num_requests, rate_per_s, prompt, output, "poisson", 1.0, seed)
@@ -218,12 +234,5 @@ def open_vs_closed(
         cost=cost,
     )
     open_res, closed_res = run_serving(r, open_wl, **kw), run_serving(r, closed_wl, **kw)
-    return {
-        "rate_per_s": rate_per_s,
-        "num_users": users,
-        "think_time_s": think_time_s,
-        "single_reply_s": reply_s,
-        "open": result_summary(open_res),
-        "closed": result_summary(closed_res),
-        "results": {"open": open_res, "closed": closed_res},
-    }
+    open_summary, closed_summary = result_summary(open_res), result_summary(closed_res)
+    return OpenVsClosed(rate_per_s, users, think_time_s, reply_s, open_summary, closed_summary, open_res, closed_res)

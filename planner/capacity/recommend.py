@@ -21,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, capacity_plan
 from planner.core.catalog import gpus
@@ -29,6 +30,9 @@ from planner.core.scenario import Scenario, resolve
 from planner.core.specs import GPUSpec
 from planner.core.workload import SLO, TrafficSpec
 from planner.memory.plan import TP_DEGREES, plan_memory
+
+if TYPE_CHECKING:  # imported where used: the ranking alone never loads the disaggregated model
+    from planner.capacity.disagg import DisaggPlan
 
 Progress = Callable[[int, int], None]
 ROW_KEYS = (
@@ -106,18 +110,19 @@ def evaluate(task: Task) -> dict:
     plan = capacity_plan(
         task.scenario, task.target_rps, task.traffic, task.slo, task.headroom, dict(task.prices), rel_tol=task.rel_tol
     )
-    op = plan["operating_point"] or {}
-    last = plan["probes"][-1] if plan["probes"] else {}
-    reason = "" if plan["feasible"] else f"SLO out of reach even at low load ({last.get('reason', '')})"
-    row = {k: plan.get(k) for k in ROW_KEYS if k in plan}
+    op = plan.operating_point
+    last = plan.probes[-1].reason if plan.probes else ""
+    reason = "" if plan.feasible else f"SLO out of reach even at low load ({last})"
+    flat = plan.to_dict()
+    row = {k: flat[k] for k in ROW_KEYS if k in flat}
     row.update(
-        id=f"{plan['gpu']} · {plan['weights']} · TP{plan['tp']}",
-        ttft_p95_s=op.get("ttft_p95_s"),
-        tpot_p95_s=op.get("tpot_p95_s"),
-        e2e_p95_s=op.get("e2e_p95_s"),
+        id=f"{plan.gpu} · {plan.weights} · TP{plan.tp}",
+        ttft_p95_s=op.ttft_p95_s if op else None,
+        tpot_p95_s=op.tpot_p95_s if op else None,
+        e2e_p95_s=op.e2e_p95_s if op else None,
         reason=reason,
-        operating_rate_per_replica=op.get("rate_per_s"),
-        price_date=plan["price_date"],
+        operating_rate_per_replica=op.rate_per_s if op else None,
+        price_date=plan.price_date,
     )
     return row
 
@@ -310,18 +315,18 @@ def disaggregated_options(
     return rows
 
 
-def _disagg_row(gid: str, weights: str, plan) -> dict:
+def _disagg_row(gid: str, weights: str, plan: DisaggPlan) -> dict:
     p, d = plan.prefill, plan.decode
-    served = min(p["instances"] * p["max_rate_per_instance"], d["instances"] * d["max_rate_per_instance"])
+    served = min(p.instances * p.max_rate_per_instance, d.instances * d.max_rate_per_instance)
     out_tokens = plan.mean_output_tokens
-    e2e = p["ttft_p95_s"] + max(out_tokens - 1, 0) * d["tpot_p95_s"]
+    e2e = p.ttft_p95_s + max(out_tokens - 1, 0) * d.tpot_p95_s
     usd_h = plan.usd_per_hour
     return {
-        "id": f"{gid} · {weights} · {p['instances']}P×TP{p['tp']}+{d['instances']}D×TP{d['tp']}"
-        + (f"·DP{d['dp']}" if d["dp"] > 1 else ""),
+        "id": f"{gid} · {weights} · {p.instances}P×TP{p.tp}+{d.instances}D×TP{d.tp}"
+        + (f"·DP{d.dp}" if d.dp > 1 else ""),
         "gpu": gid,
         "weights": weights,
-        "tp": p["tp"],
+        "tp": p.tp,
         "num_gpus": plan.num_gpus,
         "gpus_per_replica": plan.num_gpus,
         "max_rate_per_replica": served,
@@ -332,8 +337,8 @@ def _disagg_row(gid: str, weights: str, plan) -> dict:
         "usd_per_million_output_tokens": plan.usd_per_million_output_tokens,
         "usd_per_million_tokens": usd_h / (plan.target_rate * (plan.mean_prompt_tokens + out_tokens) * 3600) * 1e6,
         "usd_per_million_output_tokens_at_capacity": usd_h / (served * out_tokens * 3600) * 1e6,
-        "ttft_p95_s": p["ttft_p95_s"],
-        "tpot_p95_s": d["tpot_p95_s"],
+        "ttft_p95_s": p.ttft_p95_s,
+        "tpot_p95_s": d.tpot_p95_s,
         "e2e_p95_s": e2e,
         "feasible": True,
         "reason": "",

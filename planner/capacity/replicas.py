@@ -291,6 +291,78 @@ def price_of(r: Resolved, prices: dict[str, float] | None = None) -> float:
     return float(r.gpu.usd_per_hour)
 
 
+@dataclass(frozen=True)
+class CapacityPlan:
+    """Capacity, replicas and cost of one deployment at a target rate (capacity_plan); to_dict is the CLI's
+    `capacity --json` contract."""
+
+    model: str
+    gpu: str
+    tp: int
+    weights: str
+    engine: str
+    target_rate: float
+    headroom: float
+    max_rate_per_replica: float
+    estimate_rps: float
+    rel_tol: float
+    slo: SLO
+    mean_prompt_tokens: float
+    mean_output_tokens: float
+    num_requests: int
+    seed: int
+    usd_per_gpu_hour: float
+    price_date: str
+    price_source: str
+    usd_per_million_output_tokens_at_capacity: float | None
+    at_capacity: Probe | None
+    probes: tuple[Probe, ...]
+    search_wall_s: float
+    saturated_rps: float | None
+    cost: Cost | None  # None when no number of replicas meets the SLO
+    operating_point: Probe | None  # one replica at target / replicas (None: infeasible or not asked)
+
+    @property
+    def feasible(self) -> bool:
+        return self.max_rate_per_replica > 0
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp
+
+    def to_dict(self) -> dict:
+        out = {
+            "model": self.model,
+            "gpu": self.gpu,
+            "tp": self.tp,
+            "weights": self.weights,
+            "engine": self.engine,
+            "target_rate": self.target_rate,
+            "headroom": self.headroom,
+            "feasible": self.feasible,
+            "max_rate_per_replica": self.max_rate_per_replica,
+            "estimate_rps": self.estimate_rps,
+            "rel_tol": self.rel_tol,
+            "slo": self.slo.model_dump(),
+            "mean_prompt_tokens": self.mean_prompt_tokens,
+            "mean_output_tokens": self.mean_output_tokens,
+            "num_requests": self.num_requests,
+            "seed": self.seed,
+            "usd_per_gpu_hour": self.usd_per_gpu_hour,
+            "price_date": self.price_date,
+            "price_source": self.price_source,
+            "usd_per_million_output_tokens_at_capacity": self.usd_per_million_output_tokens_at_capacity,
+            "at_capacity": asdict(self.at_capacity) if self.at_capacity else None,
+            "probes": [asdict(p) for p in self.probes],
+            "search_wall_s": self.search_wall_s,
+            "saturated_rps": self.saturated_rps,
+        }
+        out.update(asdict(self.cost) if self.cost else dict.fromkeys(Cost.__dataclass_fields__, None))
+        out.update(gpus_per_replica=self.tp, usd_per_gpu_hour=self.usd_per_gpu_hour)  # also without a cost
+        out["operating_point"] = asdict(self.operating_point) if self.operating_point else None
+        return out
+
+
 def capacity_plan(
     s: Scenario,
     target_rps: float,
@@ -301,9 +373,9 @@ def capacity_plan(
     engine: str | None = None,
     rel_tol: float = DEFAULT_REL_TOL,
     operating_point: bool = True,
-) -> dict:
-    """Capacity, replicas and cost of one deployment for `target_rps` (the CLI/JSON contract keys), plus the
-    latency at the operating point (target / replicas per replica) when `operating_point`."""
+) -> CapacityPlan:
+    """Capacity, replicas and cost of one deployment for `target_rps`, plus the latency at the operating point
+    (target / replicas per replica) when `operating_point`."""
     s = replica_scenario(s)
     r = resolve(s)
     engine = engine or s.engine
@@ -312,37 +384,32 @@ def capacity_plan(
     tp = r.deployment.tensor_parallel_size
     usd = price_of(r, prices)
     n = replicas_for(target_rps, cap.max_rate_per_replica, headroom)
-    out = {
-        "model": r.model.name,
-        "gpu": r.gpu.id,
-        "tp": tp,
-        "weights": r.weights.id,
-        "engine": engine,
-        "target_rate": target_rps,
-        "headroom": headroom,
-        "feasible": cap.feasible,
-        "max_rate_per_replica": cap.max_rate_per_replica,
-        "estimate_rps": cap.estimate_rps,
-        "rel_tol": rel_tol,
-        "slo": slo.model_dump(),
-        "mean_prompt_tokens": cap.mean_prompt_tokens,
-        "mean_output_tokens": cap.mean_output_tokens,
-        "num_requests": traffic.num_requests,
-        "seed": traffic.seed,
-        "usd_per_gpu_hour": usd,
-        "price_date": r.gpu.price_date,
-        "price_source": r.gpu.source.get("price", ""),
-        "usd_per_million_output_tokens_at_capacity": usd_per_million_output_at_capacity(cap, tp, usd),
-        "at_capacity": asdict(cap.at_capacity) if cap.at_capacity else None,
-        "probes": [asdict(p) for p in cap.probes],
-        "search_wall_s": cap.wall_s,
-        "saturated_rps": cap.saturated_rps,
-    }
     cost = cost_for(target_rps, n, tp, usd, cap.mean_prompt_tokens, cap.mean_output_tokens) if n else None
-    out.update(asdict(cost) if cost else dict.fromkeys(Cost.__dataclass_fields__, None))
-    out.update(gpus_per_replica=tp, usd_per_gpu_hour=usd)
-    out["operating_point"] = None
-    if n and operating_point:
-        op = probe(r, traffic, slo, target_rps / n, engine, saturated=cap.saturated_rps)
-        out["operating_point"] = asdict(op)
-    return out
+    op = probe(r, traffic, slo, target_rps / n, engine, saturated=cap.saturated_rps) if n and operating_point else None
+    return CapacityPlan(
+        model=r.model.name,
+        gpu=r.gpu.id,
+        tp=tp,
+        weights=r.weights.id,
+        engine=engine,
+        target_rate=target_rps,
+        headroom=headroom,
+        max_rate_per_replica=cap.max_rate_per_replica,
+        estimate_rps=cap.estimate_rps,
+        rel_tol=rel_tol,
+        slo=slo,
+        mean_prompt_tokens=cap.mean_prompt_tokens,
+        mean_output_tokens=cap.mean_output_tokens,
+        num_requests=traffic.num_requests,
+        seed=traffic.seed,
+        usd_per_gpu_hour=usd,
+        price_date=r.gpu.price_date,
+        price_source=r.gpu.source.get("price", ""),
+        usd_per_million_output_tokens_at_capacity=usd_per_million_output_at_capacity(cap, tp, usd),
+        at_capacity=cap.at_capacity,
+        probes=cap.probes,
+        search_wall_s=cap.wall_s,
+        saturated_rps=cap.saturated_rps,
+        cost=cost,
+        operating_point=op,
+    )

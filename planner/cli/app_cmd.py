@@ -49,13 +49,28 @@ def app_script() -> Path:
     raise InputError("app", "cannot find app.py: reinstall servingplan (pip install .) or run from a checkout")
 
 
+def streamlit_command(script: Path | str, options: list[str]) -> list[str]:
+    """`python -m streamlit run SCRIPT` with this interpreter: SERVER_DEFAULTS for the flags `options` leaves unset,
+    then `options` (`--flag=value` or `--flag value`)."""
+    given = {a.split("=", 1)[0] for a in options if a.startswith("--")}
+    defaults = [f"{flag}={value}" for flag, value in SERVER_DEFAULTS.items() if flag not in given]
+    return [sys.executable, "-m", "streamlit", "run", str(script), *defaults, *options]
+
+
+def local_server_options(port: int) -> list[str]:
+    """A server for tests and benchmarks: headless on 127.0.0.1:PORT, no usage statistics."""
+    return [
+        "--server.headless=true",
+        f"--server.port={port}",
+        "--server.address=127.0.0.1",
+        "--browser.gatherUsageStats=false",
+    ]
+
+
 def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("streamlit") is None:
         raise InputError("app", "Streamlit is not installed: pip install 'streamlit>=1.40,<2'")
-    script = app_script()
-    given = {a.split("=", 1)[0] for a in args.unknown_args if a.startswith("--")}
-    defaults = [f"{flag}={value}" for flag, value in SERVER_DEFAULTS.items() if flag not in given]
-    command = [sys.executable, "-m", "streamlit", "run", str(script), *defaults, *args.unknown_args]
+    command = streamlit_command(app_script(), args.unknown_args)
     if os.name == "posix":  # become Streamlit: signals (Ctrl-C, a service manager's SIGTERM) reach the server itself
         os.execv(sys.executable, command)
     try:

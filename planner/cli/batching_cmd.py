@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from planner.batching.report import cli_summary
+from planner.batching.report import Summary, summarize
 from planner.batching.requests import parse_requests_csv
 from planner.batching.step_model import MAX_SLOTS, run_pair
 from planner.cli import emit
@@ -44,19 +44,19 @@ def run(args: argparse.Namespace) -> int:
     except UnicodeDecodeError:
         raise InputError("--requests", f"{path} is not UTF-8 text (is it a binary file?)") from None
     requests = parse_requests_csv(text, source=str(path))
-    results = {name: cli_summary(r) for name, r in run_pair(requests, args.slots, args.max_wait).items()}
-    emit(results, args.json, _text(results, len(requests), args.slots))
+    results = {name: summarize(r) for name, r in run_pair(requests, args.slots, args.max_wait).items()}
+    emit({name: s.to_dict() for name, s in results.items()}, args.json, _text(results, len(requests), args.slots))
     return 0
 
 
-def _text(results: dict, num_requests: int, slots: int) -> str:
+def _text(results: dict[str, Summary], num_requests: int, slots: int) -> str:
     lines = [
         f"{num_requests} requests on {slots} slots (times in decode steps)",
         f"{'policy':<11} {'end step':>9} {'GPU busy':>9} {'avg wait':>9} {'avg lat':>9} {'p95 lat':>9} {'p99 lat':>9}",
     ]
     for name, s in results.items():
         lines.append(
-            f"{name:<11} {s['end_step']:>9,} {s['gpu_busy']:>9.1%} {s['avg_wait']:>9.2f} "
-            f"{s['avg_latency']:>9.2f} {s['p95_latency']:>9.2f} {s['p99_latency']:>9.2f}"
+            f"{name:<11} {s.end_step:>9,} {s.gpu_busy:>9.1%} {s.avg_wait:>9.2f} "
+            f"{s.avg_latency:>9.2f} {s.p95_latency:>9.2f} {s.p99_latency:>9.2f}"
         )
     return "\n".join(lines)

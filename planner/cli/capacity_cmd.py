@@ -10,7 +10,7 @@ import sys
 from pydantic import ValidationError
 
 from planner.capacity.recommend import disaggregated_options, recommend, with_disaggregated
-from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, capacity_plan
+from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, CapacityPlan, capacity_plan
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, scenario_from_args
 from planner.cli.traffic_args import add_traffic_args, traffic_from_args
@@ -128,42 +128,42 @@ def _check(args) -> None:
 def run_capacity(args: argparse.Namespace) -> int:
     _check(args)
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
-    out = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.engine, args.rel_tol)
-    emit(out, args.json, _capacity_text(out))
+    plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.engine, args.rel_tol)
+    emit(plan.to_dict(), args.json, _capacity_text(plan))
     return 0
 
 
-def _capacity_text(o: dict) -> str:
+def _capacity_text(o: CapacityPlan) -> str:
     head = (
-        f"{o['model']} on {o['gpu']} (TP={o['tp']}, {o['weights']}), SLO p95 TTFT ≤ {o['slo']['ttft_p95_s']:g} s, "
-        f"p95 TPOT ≤ {o['slo']['tpot_p95_s'] * 1e3:g} ms"
+        f"{o.model} on {o.gpu} (TP={o.tp}, {o.weights}), SLO p95 TTFT ≤ {o.slo.ttft_p95_s:g} s, "
+        f"p95 TPOT ≤ {o.slo.tpot_p95_s * 1e3:g} ms"
     )
-    if not o["feasible"]:
-        return head + "\n  one replica cannot meet the SLO at any load: " + o["probes"][-1]["reason"]
+    if not o.feasible:
+        return head + "\n  one replica cannot meet the SLO at any load: " + o.probes[-1].reason
+    c = o.cost
     return "\n".join(
         [
             head,
-            f"  capacity per replica: {o['max_rate_per_replica']:,.3g} req/s (±{o['rel_tol']:.0%}; analytic estimate "
-            f"{o['estimate_rps']:,.3g}); {len(o['probes'])} simulations of {o['num_requests']:,} requests",
+            f"  capacity per replica: {o.max_rate_per_replica:,.3g} req/s (±{o.rel_tol:.0%}; analytic estimate "
+            f"{o.estimate_rps:,.3g}); {len(o.probes)} simulations of {o.num_requests:,} requests",
             _next_probe_text(o),
-            f"  target {o['target_rate']:g} req/s × headroom {o['headroom']:g} → {o['replicas']} replicas = "
-            f"{o['num_gpus']} GPUs",
-            f"  ${o['usd_per_hour']:,.2f}/hour (${o['usd_per_gpu_hour']:g}/GPU-hour, price {o['price_date']}), "
-            f"${o['usd_per_day']:,.0f}/day",
-            f"  ${o['usd_per_million_output_tokens']:,.3f} per million output tokens, "
-            f"${o['usd_per_million_tokens']:,.3f} per million tokens in + out (at the target rate)",
+            f"  target {o.target_rate:g} req/s × headroom {o.headroom:g} → {c.replicas} replicas = {c.num_gpus} GPUs",
+            f"  ${c.usd_per_hour:,.2f}/hour (${o.usd_per_gpu_hour:g}/GPU-hour, price {o.price_date}), "
+            f"${c.usd_per_day:,.0f}/day",
+            f"  ${c.usd_per_million_output_tokens:,.3f} per million output tokens, "
+            f"${c.usd_per_million_tokens:,.3f} per million tokens in + out (at the target rate)",
         ]
     )
 
 
-def _next_probe_text(o: dict) -> str:
+def _next_probe_text(o: CapacityPlan) -> str:
     """Why the next rate up fails (steady-state verdict) and the saturated throughput."""
-    above = [p for p in o["probes"] if not p["sustains"] and p["rate_per_s"] > o["max_rate_per_replica"]]
-    sat = o.get("saturated_rps")
+    above = [p for p in o.probes if not p.sustains and p.rate_per_s > o.max_rate_per_replica]
+    sat = o.saturated_rps
     line = f"  saturated throughput {sat:,.3g} req/s" if sat else "  saturated throughput not reached"
     if above:
-        first = min(above, key=lambda p: p["rate_per_s"])
-        line += f"; at {first['rate_per_s']:,.3g} req/s: {first['reason']}"
+        first = min(above, key=lambda p: p.rate_per_s)
+        line += f"; at {first.rate_per_s:,.3g} req/s: {first.reason}"
     return line
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from planner.capacity.disagg import disagg_plan
+from planner.capacity.disagg import DisaggPlan, PoolRow, disagg_plan
 from planner.capacity.disagg_pools import DEFAULT_LINK_LATENCY_S, LINKS
 from planner.cli import emit
 from planner.cli.capacity_cmd import _add_common, _check, _prices, _slo
@@ -78,63 +78,62 @@ def run(args: argparse.Namespace) -> int:
         weights=s.deployment.weights,
         engine=args.engine,
     )
-    emit(out, args.json, _text(out))
+    emit(out, args.json, _text(plan, s, args.engine))
     return 0
 
 
-def _pool_line(name: str, p: dict | None, key: str, unit_ms: bool) -> str:
+def _pool_line(name: str, p: PoolRow | None, latency: float | None, unit_ms: bool) -> str:
     if p is None:
         return f"  {name:<8} cannot meet the SLO with any instance shape"
-    shape = f"TP={p['tp']}" + (f" DP={p['dp']}" if p["dp"] > 1 else "") + (f" EP={p['ep']}" if p["ep"] > 1 else "")
-    lat = p.get(key)
+    shape = f"TP={p.tp}" + (f" DP={p.dp}" if p.dp > 1 else "") + (f" EP={p.ep}" if p.ep > 1 else "")
     return (
-        f"  {name:<8} {p['instances']} × {shape} ({p['gpus_per_instance']} GPUs) = {p['gpus']} GPUs, "
-        f"{p['max_rate_per_instance']:,.3g} req/s per instance"
-        + (f", p95 {'TPOT' if unit_ms else 'TTFT'} {lat * 1e3:,.1f} ms at the target" if lat else "")
+        f"  {name:<8} {p.instances} × {shape} ({p.gpus_per_instance} GPUs) = {p.gpus} GPUs, "
+        f"{p.max_rate_per_instance:,.3g} req/s per instance"
+        + (f", p95 {'TPOT' if unit_ms else 'TTFT'} {latency * 1e3:,.1f} ms at the target" if latency else "")
     )
 
 
-def _text(o: dict) -> str:
-    slo = o["slo"]
+def _text(o: DisaggPlan, s, engine: str) -> str:
+    model = s.model_spec.name if s.model_spec else s.model
     lines = [
-        f"{o['model']} on {o['gpu']} ({o['weights']}), target {o['target_rate']:g} req/s × headroom "
-        f"{o['headroom']:g}, SLO p95 TTFT ≤ {slo['ttft_p95_s']:g} s, p95 TPOT ≤ {slo['tpot_p95_s'] * 1e3:g} ms",
-        f"  mean prompt {o['mean_prompt_tokens']:,.0f} tokens, mean output {o['mean_output_tokens']:,.0f}",
-        _pool_line("prefill", o["prefill"], "ttft_p95_s", False),
-        _pool_line("decode", o["decode"], "tpot_p95_s", True),
+        f"{model} on {s.gpu} ({s.deployment.weights}), target {o.target_rate:g} req/s × headroom "
+        f"{o.headroom:g}, SLO p95 TTFT ≤ {o.slo.ttft_p95_s:g} s, p95 TPOT ≤ {o.slo.tpot_p95_s * 1e3:g} ms",
+        f"  mean prompt {o.mean_prompt_tokens:,.0f} tokens, mean output {o.mean_output_tokens:,.0f}",
+        _pool_line("prefill", o.prefill, o.prefill and o.prefill.ttft_p95_s, False),
+        _pool_line("decode", o.decode, o.decode and o.decode.tpot_p95_s, True),
     ]
-    if o["kv_transfer_s"] is not None:
+    if o.kv_transfer_s is not None:
         lines.append(
-            f"  KV transfer {o['kv_transfer_s'] * 1e3:,.2f} ms for the mean prompt over {o['kv_link']}"
+            f"  KV transfer {o.kv_transfer_s * 1e3:,.2f} ms for the mean prompt over {o.kv_link}"
             + (
-                f" ({o['kv_transfer_visible_s'] * 1e3:,.2f} ms visible, sent layer by layer)"
-                if o["kv_transfer_visible_s"] != o["kv_transfer_s"]
+                f" ({o.kv_transfer_visible_s * 1e3:,.2f} ms visible, sent layer by layer)"
+                if o.kv_transfer_visible_s != o.kv_transfer_s
                 else ""
             )
         )
-    if o["feasible"]:
+    if o.feasible:
         lines.append(
-            f"  disaggregated: {o['num_gpus']} GPUs, ${o['usd_per_hour']:,.2f}/hour, "
-            f"${o['usd_per_million_output_tokens']:,.2f} per million output tokens"
+            f"  disaggregated: {o.num_gpus} GPUs, ${o.usd_per_hour:,.2f}/hour, "
+            f"${o.usd_per_million_output_tokens:,.2f} per million output tokens"
         )
     else:
-        reasons = {c["reason"] for c in o["prefill_options"] + o["decode_options"] if c["reason"]}
+        reasons = {c.reason for c in o.prefill_options + o.decode_options if c.reason}
         lines.append("  disaggregated: not feasible (" + "; ".join(sorted(reasons)) + ")")
-    a = o["aggregated"]
+    a = o.aggregated
     if a:
-        shape = f"TP={a['tp']}" + (f" DP={a['dp']} EP={a['ep']}" if a["dp"] > 1 else "")
+        shape = f"TP={a.tp}" + (f" DP={a.dp} EP={a.ep}" if a.dp > 1 else "")
         lines.append(
-            f"  aggregated:    {a['replicas']} × {shape} = {a['gpus']} GPUs, "
-            f"${a['usd_per_hour']:,.2f}/hour, "
-            f"${a['usd_per_million_output_tokens']:,.2f} per million output tokens"
+            f"  aggregated:    {a.replicas} × {shape} = {a.gpus} GPUs, "
+            f"${a.usd_per_hour:,.2f}/hour, "
+            f"${a.usd_per_million_output_tokens:,.2f} per million output tokens"
             + (
-                f", p95 TTFT {a['ttft_p95_s'] * 1e3:,.0f} ms, p95 TPOT {a['tpot_p95_s'] * 1e3:,.1f} ms"
-                if a.get("ttft_p95_s") and a.get("tpot_p95_s")
+                f", p95 TTFT {a.ttft_p95_s * 1e3:,.0f} ms, p95 TPOT {a.tpot_p95_s * 1e3:,.1f} ms"
+                if a.ttft_p95_s and a.tpot_p95_s
                 else ""
             )
         )
-    elif o["aggregated_options"]:
+    elif o.aggregated_options:
         lines.append("  aggregated:    no TP shape meets the SLO")
-    if o["feasible"] and (a or o["aggregated_options"]):
-        lines.append("  → disaggregation is " + ("cheaper" if o["cheaper"] else "not cheaper") + " here")
+    if o.feasible and (a or o.aggregated_options):
+        lines.append("  → disaggregation is " + ("cheaper" if o.cheaper else "not cheaper") + " here")
     return "\n".join(lines)

@@ -56,7 +56,7 @@ def run_quant(args) -> int:
         "tp": r.deployment.tensor_parallel_size,
         "request_tokens": request_tokens(args),
         "batch": args.batch,
-        "formats": rows,
+        "formats": [x.to_dict() for x in rows],
         "engine_loaders": ENGINE_LOADERS,
     }
     head = (
@@ -69,12 +69,12 @@ def run_quant(args) -> int:
         head,
     ]
     for x in rows:
-        b1 = f"{x['decode_tokens_per_s_batch1']:,.0f}" if x["fits"] else "no fit"
-        bb = f"{x['decode_tokens_per_s_batch']:,.0f}" if x["decode_tokens_per_s_batch"] else "—"
+        b1 = f"{x.decode_tokens_per_s_batch1:,.0f}" if x.fits else "no fit"
+        bb = f"{x.decode_tokens_per_s_batch:,.0f}" if x.decode_tokens_per_s_batch else "—"
         lines.append(
-            f"{x['label']:<32} {x['bits_per_weight']:>6.2f} {fmt_gb(x['weight_bytes']):>10} "
-            f"{x['kv_bytes_per_token']:>11,.0f} {fmt_gb(x['kv_pool_bytes_per_gpu']):>10} "
-            f"{x['max_requests']:>8,} {b1:>10} {bb:>12}  {', '.join(x['engines'])}"
+            f"{x.label:<32} {x.bits_per_weight:>6.2f} {fmt_gb(x.weight_bytes):>10} "
+            f"{x.kv_bytes_per_token:>11,.0f} {fmt_gb(x.kv_pool_bytes_per_gpu):>10} "
+            f"{x.max_requests:>8,} {b1:>10} {bb:>12}  {', '.join(x.engines)}"
         )
     lines.append(
         "KV bytes per token do not change with the weight format: quantizing weights does not shrink the cache."
@@ -94,23 +94,21 @@ def run_tp(args) -> int:
         "context_tokens": decode_context(args),
         "batch": args.batch,
         "min_tp": min_fitting_tp(rows),
-        "options": rows,
+        "options": [x.to_dict() for x in rows],
     }
     lines = [
         f"{r.model.name} ({r.weights.label}) on {r.gpu.name}, batch {args.batch}, context {decode_context(args):,}"
     ]
     for x in rows:
-        if x["fits"]:
+        if x.fits:
             lines.append(
-                f"  TP {x['tp']}: {fmt_gb(x['weights_per_gpu_bytes'])} weights per GPU, {x['max_requests']:,} "
-                f"requests fit; TPOT {x['tpot_batch1_s'] * 1e3:.2f} ms at batch 1, {x['tpot_s'] * 1e3:.2f} ms "
-                f"at batch {x['batch']} (communication {x['communication_s'] * 1e3:.2f} ms); "
-                f"{x['throughput_tokens_per_s']:,.0f} tok/s = {x['throughput_per_gpu_tokens_per_s']:,.0f} per GPU"
+                f"  TP {x.tp}: {fmt_gb(x.weights_per_gpu_bytes)} weights per GPU, {x.max_requests:,} "
+                f"requests fit; TPOT {x.tpot_batch1_s * 1e3:.2f} ms at batch 1, {x.tpot_s * 1e3:.2f} ms "
+                f"at batch {x.batch} (communication {x.communication_s * 1e3:.2f} ms); "
+                f"{x.throughput_tokens_per_s:,.0f} tok/s = {x.throughput_per_gpu_tokens_per_s:,.0f} per GPU"
             )
         else:
-            lines.append(
-                f"  TP {x['tp']}: {fmt_gb(x['weights_per_gpu_bytes'])} weights per GPU: {x['note'] or 'no room'}"
-            )
+            lines.append(f"  TP {x.tp}: {fmt_gb(x.weights_per_gpu_bytes)} weights per GPU: {x.note or 'no room'}")
     emit(out, args.json, "\n".join(lines))
     return 0
 

@@ -4,12 +4,14 @@ percentiles, throughput, goodput, preemptions, prefix hits and rejections (a con
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 
 from planner.cli import emit
 from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolved_from_args
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
 from planner.core.errors import InputError
+from planner.sim.records import LatencyStats, ServingSummary
 from planner.sim.serving import draft_cost_for, result_summary, run_serving
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, Workload, closed_loop, open_loop
 from planner.traffic.traces import load_trace, rescale, sample
@@ -155,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
     res = run_serving(
         r, wl, args.engine, True if args.prefix_caching else None, args.max_queue, slo_ttft, slo_tpot, args.seed, **spec
     )
-    out = result_summary(res)
+    summary = result_summary(res)
+    out = summary.to_dict()
     out.update(
         model=r.model.name,
         gpu=r.gpu.id,
@@ -167,38 +170,39 @@ def run(args: argparse.Namespace) -> int:
         spec_k=res.config.spec_k,
         spec_alpha=res.config.spec_alpha,
     )
-    emit(out, args.json, _text(out))
+    emit(out, args.json, _text(summary, r, args.engine))
     return 0
 
 
-def _ms(stat: dict) -> str:
-    return "  ".join(f"{k} {'–' if v is None else f'{v * 1e3:,.1f}':>9}" for k, v in stat.items())
+def _ms(stat: LatencyStats) -> str:
+    return "  ".join(f"{k} {'–' if v is None else f'{v * 1e3:,.1f}':>9}" for k, v in dataclasses.asdict(stat).items())
 
 
-def _text(s: dict) -> str:
+def _text(s: ServingSummary, r, engine: str) -> str:
     good = (
         ""
-        if s["slo_attainment"] is None or (s["slo_ttft_s"] is None and s["slo_tpot_s"] is None)
-        else f"; goodput {s['goodput_requests_per_s']:,.2f} req/s ({s['slo_attainment']:.1%} met the SLO)"
+        if s.slo_attainment is None or (s.slo_ttft_s is None and s.slo_tpot_s is None)
+        else f"; goodput {s.goodput_requests_per_s:,.2f} req/s ({s.slo_attainment:.1%} met the SLO)"
     )
     lines = [
-        f"{s['model']} on {s['gpu']} (TP={s['tp']}), engine {s['engine']}, one replica, seed {s['seed']}",
-        f"  traffic: {s['source']}",
-        f"  {s['completed']:,} of {s['num_requests']:,} completed, {s['rejected']:,} rejected "
-        f"({s['rejected_queue_full']:,} queue full, {s['rejected_too_long']:,} too long); "
-        f"{s['simulated_s']:,.1f} s simulated in {s['wall_s']:.2f} s",
+        f"{r.model.name} on {r.gpu.id} (TP={r.deployment.tensor_parallel_size}), engine {engine}, one replica, "
+        f"seed {s.seed}",
+        f"  traffic: {s.source}",
+        f"  {s.completed:,} of {s.num_requests:,} completed, {s.rejected:,} rejected "
+        f"({s.rejected_queue_full:,} queue full, {s.rejected_too_long:,} too long); "
+        f"{s.simulated_s:,.1f} s simulated in {s.wall_s:.2f} s",
         "  latency (ms)",
     ]
     for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("end-to-end", "e2e_s"), ("queue wait", "queue_s")):
-        lines.append(f"    {label:<11} {_ms(s[key])}")
-    tput = s["throughput_tokens_per_s"] or 0.0
+        lines.append(f"    {label:<11} {_ms(getattr(s, key))}")
+    tput = s.throughput_tokens_per_s or 0.0
     lines += [
-        f"  throughput {tput:,.0f} output tokens/s, {s['throughput_requests_per_s'] or 0:,.2f} req/s{good}",
-        f"  KV use mean {s['mean_kv_use']:.1%}, peak {s['peak_kv_use']:.1%} of {s['kv_pool_tokens']:,} tokens; "
-        f"mean batch {s['mean_running']:,.1f}, max queue {s['max_waiting']:,}",
-        f"  preemptions {s['preemptions']:,}, prefix hit rate {s['prefix_hit_rate']:.1%}",
-        f"  engine limits: max_num_seqs {s['max_num_seqs']:,}, max_num_batched_tokens "
-        f"{s['max_num_batched_tokens']:,}"
-        + (" (max_num_seqs reached: it capped the batch)" if s["max_running"] >= s["max_num_seqs"] else ""),
+        f"  throughput {tput:,.0f} output tokens/s, {s.throughput_requests_per_s or 0:,.2f} req/s{good}",
+        f"  KV use mean {s.mean_kv_use:.1%}, peak {s.peak_kv_use:.1%} of {s.kv_pool_tokens:,} tokens; "
+        f"mean batch {s.mean_running:,.1f}, max queue {s.max_waiting:,}",
+        f"  preemptions {s.preemptions:,}, prefix hit rate {s.prefix_hit_rate:.1%}",
+        f"  engine limits: max_num_seqs {s.max_num_seqs:,}, max_num_batched_tokens "
+        f"{s.max_num_batched_tokens:,}"
+        + (" (max_num_seqs reached: it capped the batch)" if s.max_running >= s.max_num_seqs else ""),
     ]
     return "\n".join(lines)

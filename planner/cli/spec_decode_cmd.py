@@ -9,7 +9,7 @@ from planner.cli.technique_args import add_request_args, decode_context, positiv
 from planner.core.catalog import get_model
 from planner.core.errors import InputError
 from planner.core.units import fmt_gb
-from planner.techniques.spec_decode import default_draft, resolve_draft, spec_decode_report
+from planner.techniques.spec_decode import SpecDecodeReport, default_draft, resolve_draft, spec_decode_report
 
 MAX_K = 32
 
@@ -54,7 +54,7 @@ def run(args) -> int:
         draft = get_model(draft_id)
     except InputError as err:
         raise InputError("--draft-model", err.message) from None
-    out = spec_decode_report(
+    report = spec_decode_report(
         r,
         resolve_draft(r, draft),
         args.alpha,
@@ -64,32 +64,32 @@ def run(args) -> int:
         args.engine,
         request_tokens(args),
     )
-    emit(out, args.json, _text(out))
+    emit(report.to_dict(), args.json, _text(report))
     return 0
 
 
-def _text(o: dict) -> str:
-    m = o["memory"]
-    ks = ", ".join(f"k={row['k']}: {row['speedup']:.2f}×" for row in o["speedup_by_k"])
+def _text(o: SpecDecodeReport) -> str:
+    m = o.memory
+    ks = ", ".join(f"k={row.k}: {row.speedup:.2f}×" for row in o.speedup_by_k)
     return "\n".join(
         [
-            f"{o['model']} with draft {o['draft_model']} on {o['gpu']}, α = {o['alpha']:g}, k = {o['k']}, "
-            f"batch {o['batch']}, context {o['context_tokens']:,}",
-            f"  expected tokens per target pass  (1 − α^(k+1)) / (1 − α) = {o['expected_tokens_per_pass']:.3f}",
-            f"  target decode step               {o['target_step_s'] * 1e3:.2f} ms ({o['target_bound']}-bound)",
-            f"  one pass                         {o['k']} × {o['draft_step_s'] * 1e3:.2f} ms draft + "
-            f"{o['verify_step_s'] * 1e3:.2f} ms verify = {o['pass_s'] * 1e3:.2f} ms",
-            f"  speed-up                         {o['speedup']:.2f}× ({o['tokens_per_s_per_user_without']:.1f} → "
-            f"{o['tokens_per_s_per_user_with']:.1f} tokens/s per user)",
-            f"  best k at this batch             {o['best_k']}  ({ks})",
-            f"  draft memory per GPU             {fmt_gb(m['draft_weight_bytes_per_gpu'])} weights + "
-            f"{m['draft_kv_bytes_per_token_per_gpu']:,.0f} B KV per token",
-            f"  KV pool                          {m['kv_pool_tokens_without']:,} → "
-            f"{m['kv_pool_tokens_with']:,} tokens; "
-            f"requests {m['max_requests_without']} → {m['max_requests_with']}",
+            f"{o.model} with draft {o.draft_model} on {o.gpu}, α = {o.alpha:g}, k = {o.k}, "
+            f"batch {o.batch}, context {o.context_tokens:,}",
+            f"  expected tokens per target pass  (1 − α^(k+1)) / (1 − α) = {o.expected_tokens_per_pass:.3f}",
+            f"  target decode step               {o.target_step_s * 1e3:.2f} ms ({o.target_bound}-bound)",
+            f"  one pass                         {o.k} × {o.draft_step_s * 1e3:.2f} ms draft + "
+            f"{o.verify_step_s * 1e3:.2f} ms verify = {o.pass_s * 1e3:.2f} ms",
+            f"  speed-up                         {o.speedup:.2f}× ({o.tokens_per_s_per_user_without:.1f} → "
+            f"{o.tokens_per_s_per_user_with:.1f} tokens/s per user)",
+            f"  best k at this batch             {o.best_k}  ({ks})",
+            f"  draft memory per GPU             {fmt_gb(m.draft_weight_bytes_per_gpu)} weights + "
+            f"{m.draft_kv_bytes_per_token_per_gpu:,.0f} B KV per token",
+            f"  KV pool                          {m.kv_pool_tokens_without:,} → "
+            f"{m.kv_pool_tokens_with:,} tokens; "
+            f"requests {m.max_requests_without} → {m.max_requests_with}",
             *(
                 []
-                if o["same_vocabulary"]
+                if o.same_vocabulary
                 else ["  warning: the draft's vocabulary differs from the target's: vLLM needs the same tokenizer"]
             ),
         ]

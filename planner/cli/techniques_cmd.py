@@ -9,7 +9,6 @@ from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.cli.technique_args import add_request_args, positive, request_tokens
 from planner.core.errors import InputError
 from planner.core.units import fmt_bytes, fmt_gb
-from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
 from planner.techniques import flash_attention as fa
 from planner.techniques import prefix_cache as pc
@@ -56,93 +55,48 @@ def run_prefix(args) -> int:
         raise InputError("--prefix-tokens", "must be between 0 and --input-tokens − 1")
     if not 0 <= args.hit_rate <= 1:
         raise InputError("--hit-rate", "must be between 0 and 1")
-    out = prefix_report(r, args)
-    if args.trace:
-        out["trace"] = trace_report(r, args.trace)
-    emit(out, args.json, _prefix_text(out))
+    report = pc.prefix_report(
+        r,
+        args.input_tokens,
+        request_tokens(args),
+        args.prefix_tokens,
+        args.hit_rate,
+        args.num_sharing,
+        args.queue_wait_ms / 1e3,
+        args.prefill_rate,
+        args.engine,
+    )
+    trace = _trace_report(r, args.trace) if args.trace else None
+    out = report.to_dict() | ({"trace": trace.to_dict()} if trace else {})
+    emit(out, args.json, _prefix_text(report, trace))
     return 0
 
 
-def prefix_report(r, args) -> dict:
-    pm = PerfModel(r, args.engine)
-    bs = r.deployment.block_size
-    cached = pc.cacheable_tokens(args.prefix_tokens, bs)
-    given = pc.ttft_given_rates(args.input_tokens, args.prefix_tokens, args.queue_wait_ms / 1e3, args.prefill_rate)
-    model = pc.ttft_model(pm, args.input_tokens, cached)
-    plan = plan_memory(r)
-    req = request_tokens(args)
-    h = args.hit_rate
-    return {
-        "model": r.model.name,
-        "gpu": r.gpu.id,
-        "prompt_tokens": args.input_tokens,
-        "prefix_tokens": args.prefix_tokens,
-        "cached_tokens_on_hit": cached,
-        "block_size": bs,
-        "hit_rate": h,
-        "ttft_given_rates_ms": {
-            "before": given.before_s * 1e3,
-            "after": given.after_s * 1e3,
-            "expected": (h * given.after_s + (1 - h) * given.before_s) * 1e3,
-        },
-        "ttft_model_ms": {
-            "before": model.before_s * 1e3,
-            "after": model.after_s * 1e3,
-            "expected": (h * model.after_s + (1 - h) * model.before_s) * 1e3,
-        },
-        "prefill_flops_saved_on_hit": pc.prefill_flops_saved(pm, args.input_tokens, cached),
-        "prefill_flops_without": pc.prefill_flops(pm, args.input_tokens),
-        "kv_blocks_saved": pc.kv_blocks_saved(args.prefix_tokens, bs, args.num_sharing),
-        "kv_bytes_saved": pc.kv_blocks_saved(args.prefix_tokens, bs, args.num_sharing)
-        * bs
-        * plan.kv_bytes_per_token_per_gpu,
-        "max_requests_without_sharing": plan.num_gpu_blocks // -(-req // bs),
-        "max_requests_with_sharing": pc.max_requests_shared(plan.num_gpu_blocks, req, args.prefix_tokens, bs),
-    }
-
-
-def trace_report(r, trace: str) -> dict:
+def _trace_report(r, trace: str) -> pc.TracePrefixReport:
     try:
-        w = load_trace(trace)
+        return pc.trace_prefix_report(load_trace(trace), plan_memory(r).kv_cache_tokens)
     except InputError as err:
         raise InputError("--trace", err.message) from None
-    if w.prefix_ids is None:
-        raise InputError("--trace", "this trace has no prefix hash ids (Mooncake has them)")
-    cache_blocks = pc.trace_cache_blocks(plan_memory(r).kv_cache_tokens, w.prefix_block_tokens)
-    h = pc.trace_hit_rate(w, cache_blocks)
-    return {
-        "source": w.source,
-        "requests": h.num_requests,
-        "blocks": h.num_blocks,
-        "block_tokens": h.block_tokens,
-        "hit_rate_infinite_cache": h.hit_rate_infinite,
-        "token_hit_rate_infinite_cache": h.token_hit_rate_infinite,
-        "lru_cache_blocks": cache_blocks,
-        "hit_rate_lru": h.hit_rate_lru,
-    }
 
 
-def _prefix_text(o: dict) -> str:
-    g, m = o["ttft_given_rates_ms"], o["ttft_model_ms"]
+def _prefix_text(o: pc.PrefixReport, t: pc.TracePrefixReport | None) -> str:
+    g, m, h = o.ttft_given, o.ttft_model, o.hit_rate
     lines = [
-        f"{o['model']} on {o['gpu']}: {o['prompt_tokens']:,}-token prompt, shared prefix {o['prefix_tokens']:,} "
-        f"({o['cached_tokens_on_hit']:,} cached in whole blocks of {o['block_size']}), hit rate {o['hit_rate']:.0%}",
-        f"  TTFT, given rates   {g['before']:,.0f} → {g['after']:,.0f} ms on a hit (expected {g['expected']:,.0f} ms)",
-        f"  TTFT, roofline      {m['before']:,.1f} → {m['after']:,.1f} ms on a hit (expected {m['expected']:,.1f} ms)",
-        f"  prefill FLOPs       {o['prefill_flops_saved_on_hit'] / 1e12:,.2f} "
-        f"of {o['prefill_flops_without'] / 1e12:,.2f} "
-        f"TFLOP saved per hit",
-        f"  KV blocks saved     {o['kv_blocks_saved']:,} ({fmt_gb(o['kv_bytes_saved'])} per GPU) "
-        "when requests share it",
-        f"  max requests        {o['max_requests_without_sharing']} → {o['max_requests_with_sharing']} "
-        "with one shared copy",
+        f"{o.model} on {o.gpu}: {o.prompt_tokens:,}-token prompt, shared prefix {o.prefix_tokens:,} "
+        f"({o.cached_tokens_on_hit:,} cached in whole blocks of {o.block_size}), hit rate {h:.0%}",
+        f"  TTFT, given rates   {g.before_s * 1e3:,.0f} → {g.after_s * 1e3:,.0f} ms on a hit "
+        f"(expected {g.expected_s(h) * 1e3:,.0f} ms)",
+        f"  TTFT, roofline      {m.before_s * 1e3:,.1f} → {m.after_s * 1e3:,.1f} ms on a hit "
+        f"(expected {m.expected_s(h) * 1e3:,.1f} ms)",
+        f"  prefill FLOPs       {o.prefill_flops_saved_on_hit / 1e12:,.2f} of {o.prefill_flops_without / 1e12:,.2f} "
+        "TFLOP saved per hit",
+        f"  KV blocks saved     {o.kv_blocks_saved:,} ({fmt_gb(o.kv_bytes_saved)} per GPU) when requests share it",
+        f"  max requests        {o.max_requests_without_sharing} → {o.max_requests_with_sharing} with one shared copy",
     ]
-    if "trace" in o:
-        t = o["trace"]
+    if t is not None:
         lines.append(
-            f"  {t['source']}: hit rate {t['hit_rate_infinite_cache']:.1%} of {t['blocks']:,} blocks with an "
-            f"infinite cache, {t['hit_rate_lru']:.1%} with an LRU of {t['lru_cache_blocks']:,} blocks "
-            f"(the KV pool)"
+            f"  {t.source}: hit rate {t.hits.hit_rate_infinite:.1%} of {t.hits.num_blocks:,} blocks with an "
+            f"infinite cache, {t.hits.hit_rate_lru:.1%} with an LRU of {t.lru_cache_blocks:,} blocks (the KV pool)"
         )
     return "\n".join(lines)
 
@@ -188,8 +142,7 @@ def run_paged(args) -> int:
 def run_flash(args) -> int:
     r = resolved_from_args(args)
     positive(args, "batch", "seq_len", "block")
-    heads = r.model.num_attention_heads // r.deployment.tensor_parallel_size
-    m = fa.attention_memory(args.batch, heads, args.seq_len, args.seq_len, r.kv_bytes, args.block, args.block)
+    m = fa.scenario_attention_memory(r, args.batch, args.seq_len, args.block)
     out = dataclasses.asdict(m) | {
         "model": r.model.name,
         "gpu": r.gpu.id,
@@ -198,7 +151,7 @@ def run_flash(args) -> int:
     }
     text = "\n".join(
         [
-            f"{r.model.name}: batch {m.batch} × {heads} heads per GPU × {m.q_tokens:,}² scores × "
+            f"{r.model.name}: batch {m.batch} × {m.heads} heads per GPU × {m.q_tokens:,}² scores × "
             f"{m.bytes_per_value:g} B",
             f"  standard attention   {fmt_bytes(m.standard_bytes)} per layer materialised in HBM "
             f"(~{fmt_bytes(m.standard_traffic_bytes)} of HBM traffic)",

@@ -59,7 +59,7 @@ def _clean(value):
 
 def _text(df, path: Path) -> str:
     o = overall(df)
-    lines = [f"{path}: {o['n']} of {len(df)} points predicted"]
+    lines = [f"{path}: {o.n} of {len(df)} points predicted"]
     for _, r in df.iterrows():
         if r["reason"]:
             lines.append(
@@ -77,8 +77,8 @@ def _text(df, path: Path) -> str:
         f"p90 {r['p90_abs_error_pct']:5.1f}%"
         for _, r in s.iterrows()
     ]
-    if o["n"]:
+    if o.n:
         lines.append(
-            f"  {'all':34s} n={o['n']:3d}  median {o['median_abs_error_pct']:5.1f}%  p90 {o['p90_abs_error_pct']:5.1f}%"
+            f"  {'all':34s} n={o.n:3d}  median {o.median_abs_error_pct:5.1f}%  p90 {o.p90_abs_error_pct:5.1f}%"
         )
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Engine batch defaults: what an engine picks for max_num_batched_tokens / max_num_seqs when the user sets neither.
+"""Engines: their names (a scenario's `engine`), and the batch defaults an engine picks for max_num_batched_tokens /
+max_num_seqs when the user sets neither.
 
 A small table keyed by engine; each entry maps (GPU, usage context) to the two limits.
 
@@ -20,10 +21,13 @@ throughput runs) is LLM_CLASS ("offline"). device_memory is the total memory the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
+from planner.core.catalog import DATA_DIR, _read_yaml
 from planner.core.errors import InputError
 from planner.core.units import GiB
 
+ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "lmdeploy")  # a user's choices (+ calibration-only ones)
 USAGE_CONTEXTS = ("serve", "offline")
 
 
@@ -58,3 +62,14 @@ def batch_defaults(gpu, engine: str = "vllm", usage: str = "serve") -> BatchDefa
     if usage not in USAGE_CONTEXTS:
         raise InputError("usage", f"use one of {', '.join(USAGE_CONTEXTS)}")
     return ENGINE_BATCH_DEFAULTS.get(engine, _vllm)(gpu, usage)
+
+
+@lru_cache(maxsize=1)
+def fitted_engines() -> tuple[str, ...]:
+    """Engines with fitted constants in data/efficiency.yaml: ENGINES plus calibration-only ones (splitwise)."""
+    return tuple(_read_yaml(DATA_DIR / "efficiency.yaml").get("profiles") or ())
+
+
+def is_known_engine(name: str) -> bool:
+    """A user's engine choice, or an engine of the published points that has its own fitted constants."""
+    return name.lower() in ENGINES or name.lower() in fitted_engines()

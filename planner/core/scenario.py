@@ -13,26 +13,33 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
-from planner.core.engine_defaults import batch_defaults
+from planner.core.engine_defaults import ENGINES, batch_defaults, is_known_engine
 from planner.core.errors import InputError
 from planner.core.precision import KVPrecision, WeightPrecision, resolve_kv_bytes
 from planner.core.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
 from planner.core.workload import SLO, TrafficSpec
-from planner.latency.efficiency import ENGINES, EfficiencyProfile, profiles
 
 DEFAULT_TARGET_RATE = 50.0  # requests/s the fleet must serve
 DEFAULT_HEADROOM = 1.2  # provision target × headroom (planner.capacity.replicas uses the same default)
 
 
 class Calibration(BaseModel):
-    """Efficiency constants the user fitted on their own benchmark results, for one engine and GPU family."""
+    """Efficiency constants the user fitted on their own benchmark results, for one engine and GPU family.
+
+    `profile` holds the constants by field name (an EfficiencyProfile's non-default fields): the core package does
+    not know the step-time model's constants, planner.latency.calibration validates them where they are used."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     engine: str
     gpu_family: str
-    profile: EfficiencyProfile
+    profile: dict[str, int | float | str]
     source: str = "your benchmark results"
+
+    @field_validator("profile", mode="before")
+    @classmethod
+    def profile_is_a_mapping_of_constants(cls, v):
+        return v.model_dump(exclude_defaults=True) if isinstance(v, BaseModel) else v  # a fitted profile as given
 
     def applies_to(self, engine: str, gpu_family: str) -> bool:
         return self.engine.lower() == engine.lower() and self.gpu_family.lower() == gpu_family.lower()
@@ -57,7 +64,7 @@ class Scenario(BaseModel):
     @field_validator("engine")
     @classmethod
     def engine_is_known(cls, v: str) -> str:
-        if v.lower() not in ENGINES and v.lower() not in profiles():  # + calibration-only profiles (splitwise)
+        if not is_known_engine(v):  # ENGINES + calibration-only profiles (splitwise)
             raise ValueError(f"unknown engine {v!r}; known: {', '.join(ENGINES)}")
         return v
 

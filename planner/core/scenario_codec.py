@@ -20,7 +20,6 @@ from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import Calibration, Scenario
 from planner.core.specs import Deployment, ModelSpec
 from planner.core.workload import SLO, TrafficSpec
-from planner.latency.efficiency import EfficiencyProfile
 
 MAX_SCENARIO_BYTES = 200_000
 MAX_CALIBRATION_BYTES = 4_000  # the fitted constants as JSON are ~300 bytes
@@ -128,7 +127,7 @@ def _workload_query(s: Scenario) -> dict[str, str]:
 
 def encode_calibration(c: Calibration) -> str:
     """engine~family~base64(zlib(JSON of the profile)): the user's fitted constants in ~150 URL-safe characters."""
-    packed = zlib.compress(c.profile.model_dump_json(exclude_defaults=True).encode(), 9)
+    packed = zlib.compress(json.dumps(c.profile, separators=(",", ":")).encode(), 9)
     return f"{c.engine}~{c.gpu_family}~{base64.urlsafe_b64encode(packed).decode().rstrip('=')}"
 
 
@@ -139,11 +138,10 @@ def decode_calibration(text: str) -> Calibration:
     try:
         packed = base64.urlsafe_b64decode(parts[2] + "=" * (-len(parts[2]) % 4))
         raw = zlib.decompressobj().decompress(packed, MAX_CALIBRATION_BYTES)  # never inflate more than this
-        profile = EfficiencyProfile.model_validate_json(raw)
+        return Calibration(engine=parts[0], gpu_family=parts[1], profile=json.loads(raw))
     except (binascii.Error, zlib.error, ValueError) as err:
         detail = from_validation_error(err).message if isinstance(err, ValidationError) else "cannot be decoded"
         raise InputError("URL parameter cal", f"the fitted constants {detail}") from None
-    return Calibration(engine=parts[0], gpu_family=parts[1], profile=profile)
 
 
 def _number(params: Mapping[str, str], name: str, kind: type):

@@ -25,10 +25,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.core.catalog import DATA_DIR, _read_yaml
+from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError, from_validation_error
 
 EFFICIENCY_PATH = DATA_DIR / "efficiency.yaml"
-ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "lmdeploy")  # a user's choices (+ calibration-only ones)
 DEFAULT_ENGINE = "vllm"
 FIT_FIELDS = (
     "matmul_efficiency",

@@ -55,18 +55,27 @@ def given_rates(
     return GivenRates(prefill_s=prefill, ttft_s=ttft, tokens_per_s=1 / tpot_s, e2e_s=e2e, decode_share=decode / e2e)
 
 
+@dataclass(frozen=True)
+class BatchingTradeoff:
+    per_user_tokens_per_s: float  # 1 / TPOT at batch B
+    e2e_s: float  # TTFT + (N − 1) × TPOT at batch B
+    server_tokens_per_s: float  # B / TPOT at batch B
+    throughput_gain: float  # server tokens/s against one request alone
+    latency_factor: float  # TPOT at batch B / TPOT alone
+
+
 def batching_tradeoff(
     single_tpot_s: float, batch_tpot_s: float, batch: int, ttft_s: float, output_tokens: int
-) -> dict[str, float]:
+) -> BatchingTradeoff:
     """What a shared batch does: each user slows to 1/TPOT_b, the server makes B/TPOT_b tokens/s (primer §5)."""
     server = batch / batch_tpot_s
-    return {
-        "per_user_tokens_per_s": 1 / batch_tpot_s,
-        "e2e_s": ttft_s + (output_tokens - 1) * batch_tpot_s,
-        "server_tokens_per_s": server,
-        "throughput_gain": server * single_tpot_s,
-        "latency_factor": batch_tpot_s / single_tpot_s,
-    }
+    return BatchingTradeoff(
+        per_user_tokens_per_s=1 / batch_tpot_s,
+        e2e_s=ttft_s + (output_tokens - 1) * batch_tpot_s,
+        server_tokens_per_s=server,
+        throughput_gain=server * single_tpot_s,
+        latency_factor=batch_tpot_s / single_tpot_s,
+    )
 
 
 def _positive(field: str, value: float) -> None:

@@ -33,12 +33,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from planner.core.params import count_params, mlp_params
 from planner.core.scenario import Resolved
+from planner.latency.calibration import fitted_profile
 from planner.latency.efficiency import DEFAULT_ENGINE, EfficiencyProfile, ProfileChoice, choose_profile
 from planner.latency.engines import allreduce_s, engines
 from planner.latency.parallel import parallel_terms
@@ -49,10 +50,19 @@ WEIGHT_ONLY_DEQUANT = 0.1  # FP8/INT8 weights on a GPU without that tensor-core 
 BREAKDOWN_KEYS = ("weights_read_s", "kv_read_s", "activations_s", "compute_s", "communication_s", "overhead_s")
 
 
+@runtime_checkable
 class StepCost(Protocol):
-    """What the serving simulator needs: the wall time of one engine step."""
+    """What the serving simulator needs: the wall time of one engine step (PerfModel implements it).
 
-    def step_time_s(self, new_tokens: int, num_seqs: int, kv_read_tokens: int, attn_pairs: int) -> float: ...
+    A cost may also offer `step_times_s(...)` taking numpy arrays for `kv_read_tokens` and `attn_pairs` (one entry
+    per step); the simulator then advances runs of pure-decode steps in one vectorised call instead of one per step.
+    """
+
+    def step_time_s(self, new_tokens: int, num_seqs: int, kv_read_tokens: int, attn_pairs: int) -> float:
+        """Seconds for one forward pass. new_tokens: tokens computed (prefill chunks + 1 per decode, or 1 + k
+        when verifying drafts); num_seqs: sequences in the pass; kv_read_tokens: sum of context lengths read;
+        attn_pairs: sum of new_tokens_i x context_len_i (attention FLOPs are proportional to it)."""
+        ...
 
 
 def expected_experts(num_experts: int, top_k: int, tokens):
@@ -101,7 +111,9 @@ class PerfModel:
             self.choice = ProfileChoice(
                 engine.lower(),
                 r.gpu.family,
-                cal.profile.model_copy(update={"status": "calibrated", "note": f"your calibration from {cal.source}"}),
+                fitted_profile(cal).model_copy(
+                    update={"status": "calibrated", "note": f"your calibration from {cal.source}"}
+                ),
                 f"{engine.lower()}/{r.gpu.family} (your calibration)",
             )
         elif profile is None:

@@ -1,27 +1,17 @@
 """What the simulator is told: the scheduler configuration and the step-cost interface (with two simple costs).
 
-The latency model implements `StepCost`; the simulator depends only on this protocol. A cost may also offer
-`step_times_s(...)` taking numpy arrays for `kv_read_tokens` and `attn_pairs` (one entry per step); the simulator
-then advances runs of pure-decode steps in one vectorised call instead of one call per step.
+The latency model implements `StepCost` (planner.latency.perf_model, where the protocol is defined); the simulator
+depends only on that protocol. ConstantStepCost and LinearStepCost are two simple costs for tests and teaching.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.core.errors import InputError, from_validation_error
-
-
-@runtime_checkable
-class StepCost(Protocol):
-    def step_time_s(self, new_tokens: int, num_seqs: int, kv_read_tokens: int, attn_pairs: int) -> float:
-        """Seconds for one forward pass. new_tokens: tokens computed (prefill chunks + 1 per decode, or 1 + k
-        when verifying drafts); num_seqs: sequences in the pass; kv_read_tokens: sum of context lengths read;
-        attn_pairs: sum of new_tokens_i x context_len_i (attention FLOPs are proportional to it)."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ throughput = output tokens / makespan; goodput = requests per second that met ev
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -123,6 +123,64 @@ class SimResult:
     peak_kv_blocks: int  # most blocks ever held by running requests (<= config.num_gpu_blocks)
     num_evicted_blocks: int  # cached blocks (prefix or a preempted request's own) reused for something else
     wall_s: float  # seconds the simulation took to run
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """mean, p50, p95, p99 of one latency in seconds (None where nothing was measured)."""
+
+    mean: float | None
+    p50: float | None
+    p95: float | None
+    p99: float | None
+
+
+@dataclass(frozen=True)
+class ServingSummary:
+    """Headline figures of one run (planner.sim.serving.result_summary): the `simulate --json` contract, in order.
+
+    Seconds, tokens and requests; fractions in 0..1; None where a figure is undefined (no finished request)."""
+
+    ttft_s: LatencyStats
+    tpot_s: LatencyStats
+    e2e_s: LatencyStats
+    queue_s: LatencyStats
+    throughput_tokens_per_s: float | None
+    throughput_requests_per_s: float | None
+    offered_requests_per_s: float | None
+    served_requests_per_s: float | None
+    goodput_requests_per_s: float | None
+    goodput_tokens_per_s: float | None
+    slo_attainment: float | None
+    slo_ttft_s: float | None
+    slo_tpot_s: float | None
+    num_requests: int
+    completed: int
+    rejected: int
+    rejected_queue_full: int
+    rejected_too_long: int
+    preemptions: int
+    prefix_hit_rate: float
+    simulated_s: float
+    makespan_s: float
+    num_steps: int
+    kv_pool_blocks: int
+    kv_pool_tokens: int
+    peak_kv_use: float
+    mean_kv_use: float | None
+    mean_running: float | None
+    mean_waiting: float | None
+    max_waiting: int
+    max_running: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    seed: int
+    workload_seed: int | None
+    source: str
+    wall_s: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 def latencies(res: SimResult) -> dict[str, np.ndarray]:

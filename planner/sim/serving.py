@@ -19,7 +19,7 @@ from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
 from planner.memory.sliding_window import sliding_window_blocks
 from planner.sim.config import SchedulerConfig, scheduler_config
-from planner.sim.records import SimResult, latencies, stats, summary
+from planner.sim.records import LatencyStats, ServingSummary, SimResult, latencies, stats, summary
 from planner.sim.simulator import simulate
 from planner.traffic.generators import Workload
 
@@ -177,16 +177,16 @@ def steady_rates(res: SimResult, lo_q: float = 0.1, hi_q: float = 0.9) -> tuple[
     return arrived / float(t1 - t0), completed / float(t1 - t0)
 
 
-def result_summary(res: SimResult, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> dict:
-    """Headline figures of one run: the CLI contract keys (latencies as {mean, p50, p95, p99} in seconds) + more."""
+def result_summary(res: SimResult, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> ServingSummary:
+    """Headline figures of one run: the CLI contract (latencies as mean, p50, p95, p99 in seconds) + more."""
     flat = summary(res, slo_ttft_s, slo_tpot_s)
-    out = {
-        key: {k: _clean(v) for k, v in stats(values).items()}
-        for key, values in ((k, latencies(res)[src]) for k, src in LATENCY_KEYS.items())
-    }
+    lat = latencies(res)
     cfg = res.config
     offered, served = steady_rates(res)
-    out.update(
+    out = dict(
+        **{
+            key: LatencyStats(**{k: _clean(v) for k, v in stats(lat[src]).items()}) for key, src in LATENCY_KEYS.items()
+        },
         throughput_tokens_per_s=flat["throughput_tokens_per_s"],
         throughput_requests_per_s=flat["throughput_requests_per_s"],
         offered_requests_per_s=offered,
@@ -221,13 +221,13 @@ def result_summary(res: SimResult, slo_ttft_s: float | None = None, slo_tpot_s: 
         source=res.workload.source,
         wall_s=res.wall_s,
     )
-    return {k: _clean(v) for k, v in out.items()}
+    return ServingSummary(**{k: _clean(v) for k, v in out.items()})
 
 
-def flat_row(s: dict) -> dict:
-    """A result_summary as one flat row (ttft_p95_s, ...), for sweep tables and charts."""
+def flat_row(s: ServingSummary) -> dict:
+    """A summary as one flat row (ttft_p95_s, ...), for sweep tables and charts."""
     row = {}
-    for key, value in s.items():
+    for key, value in s.to_dict().items():
         if isinstance(value, dict):
             base = key.removesuffix("_s")
             row.update({f"{base}_{stat}_s": value[stat] for stat in STAT_KEYS})

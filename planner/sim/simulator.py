@@ -52,9 +52,10 @@ from collections import deque
 import numpy as np
 
 from planner.core.errors import InputError
+from planner.latency.perf_model import StepCost
 from planner.sim import admission
 from planner.sim.block_pool import BlockPool
-from planner.sim.config import SchedulerConfig, StepCost, scheduler_config
+from planner.sim.config import SchedulerConfig, scheduler_config
 from planner.sim.lockstep import DecodeBatch, plan_decode_run
 from planner.sim.records import (
     REJECT_QUEUE_FULL,

@@ -87,7 +87,7 @@ def disaggregation(i: DisaggInputs) -> list:
             "Prefill GPUs",
             "ceil(target / prefill-only rate)",
             f"ceil({num(i.target_rps)} / {num(i.prefill_rps_per_gpu)})",
-            m["prefill_instances"],
+            m.prefill_instances,
             "GPUs",
         ),
         Step(
@@ -95,17 +95,17 @@ def disaggregation(i: DisaggInputs) -> list:
             "Decode GPUs",
             "ceil(target / decode-only rate)",
             f"ceil({num(i.target_rps)} / {num(i.decode_rps_per_gpu)})",
-            m["decode_instances"],
+            m.decode_instances,
             "GPUs",
-            note=f"ratio {m['prefill_instances']}:{m['decode_instances']}: long prompts need more prefill GPUs, "
+            note=f"ratio {m.prefill_instances}:{m.decode_instances}: long prompts need more prefill GPUs, "
             "long answers more decode GPUs",
         ),
         Step(
             "6",
             "Goodput per GPU, disaggregated",
             "target / (prefill GPUs + decode GPUs)",
-            f"{num(i.target_rps)} / {m['gpus']}",
-            m["rps_per_gpu"],
+            f"{num(i.target_rps)} / {m.gpus}",
+            m.rps_per_gpu,
             "req/s",
             2,
         ),
@@ -121,8 +121,8 @@ def disaggregation(i: DisaggInputs) -> list:
             "8",
             "Gain from disaggregating",
             "colocated GPUs / disaggregated GPUs",
-            f"{colocated} / {m['gpus']}",
-            colocated / m["gpus"],
+            f"{colocated} / {m.gpus}",
+            colocated / m.gpus,
             "×",
             2,
             "disaggregate when this is above 1 and step 3 is well below 100%: prefill interference is what the "

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.core.scenario import Resolved
+
 FP32_BYTES = 4
 SCORE_HBM_PASSES = 4  # write S, read S (softmax), write P, read P (P·V)
 
@@ -75,6 +77,16 @@ def attention_memory(
         flash_tile_bytes=tile_bytes(block_q, block_kv),
         ratio=std / flash,
     )
+
+
+def heads_per_gpu(r: Resolved) -> int:
+    """Attention heads on one GPU: heads / TP (tensor parallelism splits the heads)."""
+    return r.model.num_attention_heads // r.deployment.tensor_parallel_size
+
+
+def scenario_attention_memory(r: Resolved, batch: int, seq_len: int, block: int = 128) -> AttentionMemory:
+    """Score-matrix memory per layer of a prefill of `batch` × `seq_len` tokens on one GPU of the scenario."""
+    return attention_memory(batch, heads_per_gpu(r), seq_len, seq_len, r.kv_bytes, block, block)
 
 
 def sweep_lengths(batch: int, heads: int, lengths: list[int], bytes_per_value: float = 2) -> list[dict]:

@@ -19,9 +19,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.core.errors import InputError
+from planner.core.scenario import Resolved
 from planner.core.units import ceil_div
+from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.latency.metrics import given_rates
 from planner.latency.perf_model import PerfModel
+from planner.memory.plan import plan_memory
 from planner.traffic.generators import Workload
 
 
@@ -70,6 +74,14 @@ class TTFTPair:
     before_s: float
     after_s: float
 
+    def expected_s(self, hit_rate: float) -> float:
+        """TTFT at a hit rate: hit × after + (1 − hit) × before."""
+        return hit_rate * self.after_s + (1 - hit_rate) * self.before_s
+
+    def to_ms_dict(self, hit_rate: float) -> dict[str, float]:
+        """before, after (on a hit) and expected at the hit rate, in ms (the CLI's keys)."""
+        return {"before": self.before_s * 1e3, "after": self.after_s * 1e3, "expected": self.expected_s(hit_rate) * 1e3}
+
 
 def ttft_given_rates(
     prompt_tokens: int, cached_tokens: int, queue_wait_s: float, prefill_tokens_per_s: float
@@ -89,13 +101,103 @@ def ttft_model(pm: PerfModel, prompt_tokens: int, cached_tokens: int, queue_wait
     return TTFTPair(queue_wait_s + before, queue_wait_s + after)
 
 
-def stable_first_example(stable_tokens: int, changing_tokens: int, block_size: int) -> dict[str, int]:
+@dataclass(frozen=True)
+class StableFirstExample:
+    stable_first: int  # cached tokens per request with the stable text first
+    changing_first: int  # with a changing part (time, user message) first: nothing matches
+    prompt_tokens: int
+
+
+def stable_first_example(stable_tokens: int, changing_tokens: int, block_size: int) -> StableFirstExample:
     """Cached tokens per request when stable text leads vs when a changing part (time, user message) leads."""
-    return {
-        "stable_first": cacheable_tokens(stable_tokens, block_size),
-        "changing_first": 0,
-        "prompt_tokens": stable_tokens + changing_tokens,
-    }
+    return StableFirstExample(cacheable_tokens(stable_tokens, block_size), 0, stable_tokens + changing_tokens)
+
+
+@dataclass(frozen=True)
+class PrefixReport:
+    """Prefix caching on one scenario (the CLI's `prefix-cache` and the Techniques page): TTFT without and with a
+    hit (given rates and roofline), prefill FLOPs saved, KV blocks saved and requests that fit with one shared copy."""
+
+    model: str
+    gpu: str
+    prompt_tokens: int
+    prefix_tokens: int
+    cached_tokens_on_hit: int  # whole blocks of the prefix
+    block_size: int
+    hit_rate: float
+    ttft_given: TTFTPair  # queue wait + (prompt − prefix) / given prefill rate
+    ttft_model: TTFTPair  # roofline prefill, no queue
+    prefill_flops_saved_on_hit: float
+    prefill_flops_without: float
+    matmul_flops_per_token: float  # the FLOPs formula's terms, over the TP group
+    attn_flops_per_pair: float
+    kv_blocks_saved: int
+    kv_bytes_per_token_per_gpu: float
+    pool_blocks: int
+    pool_tokens: int
+    max_requests_without_sharing: int
+    max_requests_with_sharing: int
+
+    @property
+    def kv_bytes_saved(self) -> float:
+        """Blocks saved × block size × KV bytes per token per GPU."""
+        return self.kv_blocks_saved * self.block_size * self.kv_bytes_per_token_per_gpu
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model,
+            "gpu": self.gpu,
+            "prompt_tokens": self.prompt_tokens,
+            "prefix_tokens": self.prefix_tokens,
+            "cached_tokens_on_hit": self.cached_tokens_on_hit,
+            "block_size": self.block_size,
+            "hit_rate": self.hit_rate,
+            "ttft_given_rates_ms": self.ttft_given.to_ms_dict(self.hit_rate),
+            "ttft_model_ms": self.ttft_model.to_ms_dict(self.hit_rate),
+            "prefill_flops_saved_on_hit": self.prefill_flops_saved_on_hit,
+            "prefill_flops_without": self.prefill_flops_without,
+            "kv_blocks_saved": self.kv_blocks_saved,
+            "kv_bytes_saved": self.kv_bytes_saved,
+            "max_requests_without_sharing": self.max_requests_without_sharing,
+            "max_requests_with_sharing": self.max_requests_with_sharing,
+        }
+
+
+def prefix_report(
+    r: Resolved,
+    prompt_tokens: int,
+    request_tokens: int,
+    prefix_tokens: int,
+    hit_rate: float = 1.0,
+    num_sharing: int = 16,
+    queue_wait_s: float = 0.04,
+    prefill_tokens_per_s: float = 10_000.0,
+    engine: str = DEFAULT_ENGINE,
+) -> PrefixReport:
+    """Prefix caching for requests of `request_tokens` (KV held) whose `prompt_tokens` start with a shared prefix."""
+    pm, plan, bs = PerfModel(r, engine), plan_memory(r), r.deployment.block_size
+    cached = cacheable_tokens(prefix_tokens, bs)
+    return PrefixReport(
+        model=r.model.name,
+        gpu=r.gpu.id,
+        prompt_tokens=prompt_tokens,
+        prefix_tokens=prefix_tokens,
+        cached_tokens_on_hit=cached,
+        block_size=bs,
+        hit_rate=hit_rate,
+        ttft_given=ttft_given_rates(prompt_tokens, prefix_tokens, queue_wait_s, prefill_tokens_per_s),
+        ttft_model=ttft_model(pm, prompt_tokens, cached),
+        prefill_flops_saved_on_hit=prefill_flops_saved(pm, prompt_tokens, cached),
+        prefill_flops_without=prefill_flops(pm, prompt_tokens),
+        matmul_flops_per_token=pm.flops_per_token * pm.tp,
+        attn_flops_per_pair=(pm.attn_flops_full + pm.attn_flops_window) * pm.tp,
+        kv_blocks_saved=kv_blocks_saved(prefix_tokens, bs, num_sharing),
+        kv_bytes_per_token_per_gpu=plan.kv_bytes_per_token_per_gpu,
+        pool_blocks=plan.num_gpu_blocks,
+        pool_tokens=plan.kv_cache_tokens,
+        max_requests_without_sharing=plan.num_gpu_blocks // ceil_div(request_tokens, bs),
+        max_requests_with_sharing=max_requests_shared(plan.num_gpu_blocks, request_tokens, prefix_tokens, bs),
+    )
 
 
 # -- hit rate on a trace ------------------------------------------------------------------------------------
@@ -183,3 +285,32 @@ def trace_hit_rate(w: Workload, cache_blocks: int | None = None) -> TraceHitRate
 def trace_cache_blocks(kv_pool_tokens: int, block_tokens: int) -> int:
     """The scenario's KV pool in trace blocks: floor(pool tokens / tokens per trace block)."""
     return kv_pool_tokens // block_tokens
+
+
+@dataclass(frozen=True)
+class TracePrefixReport:
+    """The hit rate measured on a trace, with an infinite cache and with an LRU the size of the scenario's KV pool."""
+
+    source: str
+    hits: TraceHitRate
+    lru_cache_blocks: int
+
+    def to_dict(self) -> dict:
+        return {
+            "source": self.source,
+            "requests": self.hits.num_requests,
+            "blocks": self.hits.num_blocks,
+            "block_tokens": self.hits.block_tokens,
+            "hit_rate_infinite_cache": self.hits.hit_rate_infinite,
+            "token_hit_rate_infinite_cache": self.hits.token_hit_rate_infinite,
+            "lru_cache_blocks": self.lru_cache_blocks,
+            "hit_rate_lru": self.hits.hit_rate_lru,
+        }
+
+
+def trace_prefix_report(w: Workload, kv_pool_tokens: int) -> TracePrefixReport:
+    """Hit rates of a trace with prefix hash ids (Mooncake) against a KV pool of `kv_pool_tokens`."""
+    if w.prefix_ids is None:
+        raise InputError("trace", "this trace has no prefix hash ids (Mooncake has them)")
+    blocks = trace_cache_blocks(kv_pool_tokens, w.prefix_block_tokens)
+    return TracePrefixReport(w.source, trace_hit_rate(w, blocks), blocks)

@@ -15,6 +15,7 @@ dequantisation overhead; the KV cache does not shrink (use --kv-dtype fp8 for th
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from planner.core.catalog import weight_precisions
 from planner.core.precision import WeightPrecision, resolve_kv_bytes
@@ -46,7 +47,32 @@ def with_weights(r: Resolved, p: WeightPrecision) -> Resolved:
     return dataclasses.replace(r, deployment=dep, weights=p, kv_bytes=resolve_kv_bytes(r.kv, p))
 
 
-def format_row(r: Resolved, p: WeightPrecision, context_tokens: int, batch: int, engine: str = "vllm") -> dict:
+@dataclass(frozen=True)
+class FormatRow:
+    """Memory, concurrency and decode speed of one weight format for the scenario (a row of `quant`)."""
+
+    id: str
+    label: str
+    family: str
+    bits_per_weight: float
+    weight_bytes: float
+    weight_bytes_per_gpu: float
+    kv_bytes_per_token: float
+    kv_pool_bytes_per_gpu: float
+    kv_cache_tokens: int
+    max_requests: int
+    fits: bool
+    decode_tokens_per_s_batch1: float | None  # None: does not fit
+    batch: int  # the batch decoded, capped by max_requests (0 when it does not fit)
+    decode_tokens_per_s_batch: float | None
+    dequant_overhead: float
+    engines: list[str]
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def format_row(r: Resolved, p: WeightPrecision, context_tokens: int, batch: int, engine: str = "vllm") -> FormatRow:
     """Memory, concurrency and decode speed of one weight format for this scenario."""
     rq = dataclasses.replace(with_weights(r, p), context_tokens=context_tokens)
     plan = plan_memory(rq)
@@ -55,29 +81,29 @@ def format_row(r: Resolved, p: WeightPrecision, context_tokens: int, batch: int,
     b = min(batch, plan.paged_max_requests)
     fits = plan.fits and plan.paged_max_requests >= 1
     step_b = float(pm.decode(b, context_tokens).total_s) if fits and b >= 1 else None
-    return {
-        "id": p.id,
-        "label": p.label,
-        "family": format_family(p),
-        "bits_per_weight": p.bits_per_weight,
-        "weight_bytes": plan.weight_bytes,
-        "weight_bytes_per_gpu": plan.weight_bytes_per_gpu,
-        "kv_bytes_per_token": plan.kv_bytes_per_token,
-        "kv_pool_bytes_per_gpu": plan.kv_pool_bytes_per_gpu,
-        "kv_cache_tokens": plan.kv_cache_tokens,
-        "max_requests": plan.paged_max_requests,
-        "fits": fits,
-        "decode_tokens_per_s_batch1": 1 / one if fits else None,
-        "batch": b if fits else 0,
-        "decode_tokens_per_s_batch": b / step_b if step_b else None,
-        "dequant_overhead": p.dequant_overhead,
-        "engines": list(p.engines),
-    }
+    return FormatRow(
+        id=p.id,
+        label=p.label,
+        family=format_family(p),
+        bits_per_weight=p.bits_per_weight,
+        weight_bytes=plan.weight_bytes,
+        weight_bytes_per_gpu=plan.weight_bytes_per_gpu,
+        kv_bytes_per_token=plan.kv_bytes_per_token,
+        kv_pool_bytes_per_gpu=plan.kv_pool_bytes_per_gpu,
+        kv_cache_tokens=plan.kv_cache_tokens,
+        max_requests=plan.paged_max_requests,
+        fits=fits,
+        decode_tokens_per_s_batch1=1 / one if fits else None,
+        batch=b if fits else 0,
+        decode_tokens_per_s_batch=b / step_b if step_b else None,
+        dequant_overhead=p.dequant_overhead,
+        engines=list(p.engines),
+    )
 
 
 def compare_formats(
     r: Resolved, context_tokens: int, batch: int, engine: str = "vllm", ids: list[str] | None = None
-) -> list[dict]:
+) -> list[FormatRow]:
     """One row per weight format (all of data/precisions.yaml unless `ids` is given)."""
     formats = weight_precisions()
     chosen = ids or list(formats)

@@ -161,23 +161,26 @@ def timing(target: PerfModel, draft: PerfModel, alpha: float, k: int, batches, c
     )
 
 
+@dataclass(frozen=True)
+class KSpeedup:
+    """One k tried at the batch: tokens per pass, seconds per pass, speed-up."""
+
+    k: int
+    expected_tokens_per_pass: float
+    pass_s: float
+    speedup: float
+
+
 def best_k(
     target: PerfModel, draft: PerfModel, alpha: float, batch: int, context_tokens: int, ks=K_RANGE
-) -> tuple[int, list[dict]]:
+) -> tuple[int, list[KSpeedup]]:
     """The k with the highest speed-up at this batch, and the speed-up of every k tried."""
     rows = []
     for k in ks:
         t = timing(target, draft, alpha, k, [batch], context_tokens)
-        rows.append(
-            {
-                "k": k,
-                "expected_tokens_per_pass": t.expected_tokens_per_pass,
-                "pass_s": float(t.pass_s[0]),
-                "speedup": float(t.speedup[0]),
-            }
-        )
-    best = max(rows, key=lambda row: row["speedup"])
-    return int(best["k"]), rows
+        rows.append(KSpeedup(k, t.expected_tokens_per_pass, float(t.pass_s[0]), float(t.speedup[0])))
+    best = max(rows, key=lambda row: row.speedup)
+    return int(best.k), rows
 
 
 # -- memory --------------------------------------------------------------------------------------------------
@@ -211,6 +214,63 @@ def draft_memory(r: Resolved, d: Resolved, context_tokens: int) -> DraftMemory:
     )
 
 
+@dataclass(frozen=True)
+class SpecDecodeReport:
+    """Speculative decoding on one scenario (the CLI's `spec-decode` contract and the Techniques page)."""
+
+    model: str
+    draft_model: str
+    gpu: str
+    alpha: float
+    k: int
+    batch: int
+    context_tokens: int
+    expected_tokens_per_pass: float
+    target_step_s: float
+    draft_step_s: float
+    verify_step_s: float
+    pass_s: float
+    speedup: float
+    target_bound: str
+    best_k: int
+    speedup_by_k: list[KSpeedup]
+    same_vocabulary: bool
+    memory: DraftMemory
+
+    @property
+    def tokens_per_s_per_user_without(self) -> float:
+        return 1 / self.target_step_s
+
+    @property
+    def tokens_per_s_per_user_with(self) -> float:
+        return self.expected_tokens_per_pass / self.pass_s
+
+    def to_dict(self) -> dict:
+        """The CLI's keys: the fields up to target_bound, tokens/s per user without and with, then the rest."""
+        return {
+            "model": self.model,
+            "draft_model": self.draft_model,
+            "gpu": self.gpu,
+            "alpha": self.alpha,
+            "k": self.k,
+            "batch": self.batch,
+            "context_tokens": self.context_tokens,
+            "expected_tokens_per_pass": self.expected_tokens_per_pass,
+            "target_step_s": self.target_step_s,
+            "draft_step_s": self.draft_step_s,
+            "verify_step_s": self.verify_step_s,
+            "pass_s": self.pass_s,
+            "speedup": self.speedup,
+            "target_bound": self.target_bound,
+            "tokens_per_s_per_user_without": self.tokens_per_s_per_user_without,
+            "tokens_per_s_per_user_with": self.tokens_per_s_per_user_with,
+            "best_k": self.best_k,
+            "speedup_by_k": [dataclasses.asdict(row) for row in self.speedup_by_k],
+            "same_vocabulary": self.same_vocabulary,
+            "memory": dataclasses.asdict(self.memory),
+        }
+
+
 def spec_decode_report(
     r: Resolved,
     d: Resolved,
@@ -220,34 +280,31 @@ def spec_decode_report(
     context_tokens: int,
     engine: str = "vllm",
     request_tokens: int | None = None,
-) -> dict:
-    """The CLI's contract: expected tokens per pass, step times, speed-up at this batch, best k, memory.
+) -> SpecDecodeReport:
+    """Expected tokens per pass, step times, speed-up at this batch, best k and the draft's memory.
 
     `context_tokens` is the cached context a decode step reads; `request_tokens` (default the same) sizes a
     request's KV blocks for the memory figures."""
     target_pm, draft_pm = PerfModel(r, engine), PerfModel(d, engine)
     t = timing(target_pm, draft_pm, alpha, k, [batch], context_tokens)
     k_best, k_rows = best_k(target_pm, draft_pm, alpha, batch, context_tokens)
-    mem = draft_memory(r, d, request_tokens or context_tokens)
-    return {
-        "model": r.model.name,
-        "draft_model": d.model.name,
-        "gpu": r.gpu.id,
-        "alpha": alpha,
-        "k": k,
-        "batch": batch,
-        "context_tokens": context_tokens,
-        "expected_tokens_per_pass": t.expected_tokens_per_pass,
-        "target_step_s": float(t.target_step_s[0]),
-        "draft_step_s": float(t.draft_step_s[0]),
-        "verify_step_s": float(t.verify_step_s[0]),
-        "pass_s": float(t.pass_s[0]),
-        "speedup": float(t.speedup[0]),
-        "target_bound": str(t.bound[0]),
-        "tokens_per_s_per_user_without": 1 / float(t.target_step_s[0]),
-        "tokens_per_s_per_user_with": t.expected_tokens_per_pass / float(t.pass_s[0]),
-        "best_k": k_best,
-        "speedup_by_k": k_rows,
-        "same_vocabulary": r.model.vocab_size == d.model.vocab_size,
-        "memory": dataclasses.asdict(mem),
-    }
+    return SpecDecodeReport(
+        model=r.model.name,
+        draft_model=d.model.name,
+        gpu=r.gpu.id,
+        alpha=alpha,
+        k=k,
+        batch=batch,
+        context_tokens=context_tokens,
+        expected_tokens_per_pass=t.expected_tokens_per_pass,
+        target_step_s=float(t.target_step_s[0]),
+        draft_step_s=float(t.draft_step_s[0]),
+        verify_step_s=float(t.verify_step_s[0]),
+        pass_s=float(t.pass_s[0]),
+        speedup=float(t.speedup[0]),
+        target_bound=str(t.bound[0]),
+        best_k=k_best,
+        speedup_by_k=k_rows,
+        same_vocabulary=r.model.vocab_size == d.model.vocab_size,
+        memory=draft_memory(r, d, request_tokens or context_tokens),
+    )

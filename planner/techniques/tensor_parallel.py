@@ -13,6 +13,7 @@ the extra GPUs' cost beyond the count.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from planner.core.scenario import Resolved
 from planner.latency.perf_model import PerfModel
@@ -25,38 +26,56 @@ def at_tp(r: Resolved, tp: int) -> Resolved:
     return dataclasses.replace(r, deployment=dep)
 
 
+@dataclass(frozen=True)
+class TPRow:
+    """Memory, fit, TPOT and throughput at one TP degree (a row of `tp`); the speed fields are None without a fit."""
+
+    tp: int
+    gpus: int
+    weights_per_gpu_bytes: float
+    kv_pool_per_gpu_bytes: float
+    kv_cache_tokens: int
+    max_requests: int
+    fits: bool
+    note: str
+    batch: int = 0
+    tpot_batch1_s: float | None = None
+    tpot_s: float | None = None
+    communication_s: float | None = None
+    throughput_tokens_per_s: float | None = None
+    throughput_per_gpu_tokens_per_s: float | None = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
 def tp_row(
     r: Resolved, tp: int, batch: int, context_tokens: int, engine: str = "vllm", request_tokens: int | None = None
-) -> dict:
+) -> TPRow:
     """Memory, fit, TPOT (batch 1 and chosen batch) and throughput at one TP degree.
 
     Decode steps read `context_tokens` per sequence; a request holds `request_tokens` (default the same) of KV."""
     rt = dataclasses.replace(at_tp(r, tp), context_tokens=request_tokens or context_tokens)
     plan = plan_memory(rt)
     b = min(batch, plan.paged_max_requests)
-    row = {
-        "tp": tp,
-        "gpus": tp,
-        "weights_per_gpu_bytes": plan.weight_bytes_per_gpu,
-        "kv_pool_per_gpu_bytes": plan.kv_pool_bytes_per_gpu,
-        "kv_cache_tokens": plan.kv_cache_tokens,
-        "max_requests": plan.paged_max_requests,
-        "fits": plan.fits and b >= 1,
-        "note": "; ".join(plan.warnings),
-        "batch": 0,
-        "tpot_batch1_s": None,
-        "tpot_s": None,
-        "communication_s": None,
-        "throughput_tokens_per_s": None,
-        "throughput_per_gpu_tokens_per_s": None,
-    }
-    if not row["fits"]:
+    row = TPRow(
+        tp=tp,
+        gpus=tp,
+        weights_per_gpu_bytes=plan.weight_bytes_per_gpu,
+        kv_pool_per_gpu_bytes=plan.kv_pool_bytes_per_gpu,
+        kv_cache_tokens=plan.kv_cache_tokens,
+        max_requests=plan.paged_max_requests,
+        fits=plan.fits and b >= 1,
+        note="; ".join(plan.warnings),
+    )
+    if not row.fits:
         return row
     pm = PerfModel(rt, engine)
     one = pm.decode(1, context_tokens)
     dec = pm.decode(b, context_tokens)
     thr = b / float(dec.total_s)
-    row.update(
+    return dataclasses.replace(
+        row,
         batch=b,
         tpot_batch1_s=float(one.total_s),
         tpot_s=float(dec.total_s),
@@ -64,7 +83,6 @@ def tp_row(
         throughput_tokens_per_s=thr,
         throughput_per_gpu_tokens_per_s=thr / tp,
     )
-    return row
 
 
 def compare_tp(
@@ -74,11 +92,11 @@ def compare_tp(
     engine: str = "vllm",
     degrees=TP_DEGREES,
     request_tokens: int | None = None,
-) -> list[dict]:
+) -> list[TPRow]:
     """One row per TP degree."""
     return [tp_row(r, tp, batch, context_tokens, engine, request_tokens) for tp in degrees]
 
 
-def min_fitting_tp(rows: list[dict]) -> int | None:
+def min_fitting_tp(rows: list[TPRow]) -> int | None:
     """The smallest TP degree at which vLLM can start with at least one request."""
-    return next((row["tp"] for row in rows if row["fits"]), None)
+    return next((row.tp for row in rows if row.fits), None)

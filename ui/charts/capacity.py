@@ -23,9 +23,7 @@ def short_reason(reason: str) -> str:
     return reason.split(" (")[0].split(" > ")[0]
 
 
-def search_probes(
-    probes: list[dict], capacity: float, slo_ttft_s: float, saturated_rps: float | None = None
-) -> go.Figure:
+def search_probes(probes: list, capacity: float, slo_ttft_s: float, saturated_rps: float | None = None) -> go.Figure:
     """Each simulated rate of the capacity search: its p95 TTFT, green when sustained, a failed probe labelled
     with the criterion it failed (steady-state verdict); the capacity and the saturated throughput marked."""
     df = pd.DataFrame(probes).sort_values("rate_per_s")

@@ -6,6 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from planner.sim.records import ServingSummary
 from ui.charts.capacity import short_reason
 
 RUN_COLORS = {"open loop": "#d62728", "closed loop": "#1f77b4", "run": "#1f77b4"}
@@ -169,7 +170,7 @@ def time_series(frames: dict[str, pd.DataFrame]) -> go.Figure:
     return fig
 
 
-def compare_percentiles(summaries: dict[str, dict]) -> go.Figure:
+def compare_percentiles(summaries: dict[str, ServingSummary]) -> go.Figure:
     """Grouped bars: queue wait and TTFT at p50/p95/p99 for each run (ms)."""
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=("Queue wait (ms)", "TTFT (ms)"))
     for name, s in summaries.items():
@@ -178,7 +179,7 @@ def compare_percentiles(summaries: dict[str, dict]) -> go.Figure:
             fig.add_trace(
                 go.Bar(
                     x=list(stats),
-                    y=[(s[key][k] or 0.0) * 1e3 for k in stats],
+                    y=[(getattr(getattr(s, key), k) or 0.0) * 1e3 for k in stats],
                     name=name,
                     marker_color=RUN_COLORS.get(name, "#7f7f7f"),
                     legendgroup=name,

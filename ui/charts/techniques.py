@@ -71,9 +71,8 @@ def speedup_title(df: pd.DataFrame) -> str:
     return f"Speed-up holds across batch sizes (about {last:.2f}×)"
 
 
-def best_k_chart(rows: list[dict], best: int) -> go.Figure:
-    """Speed-up for each k at the chosen batch, the best one highlighted."""
-    df = pd.DataFrame(rows)
+def best_k_chart(df: pd.DataFrame, best: int) -> go.Figure:
+    """Speed-up for each k at the chosen batch (columns k, speedup), the best one highlighted."""
     colors = [GREEN if k == best else BLUE for k in df["k"]]
     fig = go.Figure(
         go.Bar(

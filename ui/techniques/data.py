@@ -12,7 +12,6 @@ from planner.core.catalog import get_model
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
-from planner.memory.plan import plan_memory
 from planner.techniques import flash_attention as fa
 from planner.techniques import prefix_cache as pc
 from planner.techniques import spec_decode as sd
@@ -72,60 +71,40 @@ def draft_options(scenario_json: str) -> list[str]:
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def spec_decode(scenario_json: str, draft: str, alpha: float, k: int, batch: int, context: int, request: int) -> dict:
-    """Speed-up at the batch, best k, the batch sweep for a few k, and the draft's memory."""
+def spec_decode(
+    scenario_json: str, draft: str, alpha: float, k: int, batch: int, context: int, request: int
+) -> tuple[sd.SpecDecodeReport, pd.DataFrame, float]:
+    """The report at the batch, the speed-up against batch for a few k, and the seeded Monte Carlo tokens per pass."""
     r = resolved(scenario_json)
     d = sd.resolve_draft(r, get_model(draft))
-    out = sd.spec_decode_report(r, d, alpha, k, batch, context, request_tokens=request)
+    report = sd.spec_decode_report(r, d, alpha, k, batch, context, request_tokens=request)
     tpm, dpm = PerfModel(r), PerfModel(d)
     rows = []
-    for kk in sorted({1, 2, k, out["best_k"], 8}):
+    for kk in sorted({1, 2, k, report.best_k, 8}):
         t = sd.timing(tpm, dpm, alpha, kk, SPEC_BATCHES, context)
         rows += [{"k": kk, "batch": int(b), "speedup": float(s)} for b, s in zip(t.batch, t.speedup)]
-    out["sweep"] = pd.DataFrame(rows)
-    out["monte_carlo"] = sd.simulate_tokens_per_pass(alpha, k, MONTE_CARLO_PASSES, seed=0)
-    return out
+    return report, pd.DataFrame(rows), sd.simulate_tokens_per_pass(alpha, k, MONTE_CARLO_PASSES, seed=0)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def prefix(scenario_json: str, prompt: int, request: int, prefix_tokens: int, num_sharing: int) -> dict:
-    r = resolved(scenario_json)
-    pm, plan, bs = PerfModel(r), plan_memory(r), r.deployment.block_size
-    cached = pc.cacheable_tokens(prefix_tokens, bs)
-    model = pc.ttft_model(pm, prompt, cached)
-    saved_blocks = pc.kv_blocks_saved(prefix_tokens, bs, num_sharing)
-    return {
-        "cached": cached,
-        "model": model,
-        "flops_saved": pc.prefill_flops_saved(pm, prompt, cached),
-        "flops_total": pc.prefill_flops(pm, prompt),
-        "matmul_flops_per_token": pm.flops_per_token * pm.tp,
-        "attn_flops_per_pair": (pm.attn_flops_full + pm.attn_flops_window) * pm.tp,
-        "blocks_saved": saved_blocks,
-        "bytes_saved": saved_blocks * bs * plan.kv_bytes_per_token_per_gpu,
-        "kv_tok": plan.kv_bytes_per_token_per_gpu,
-        "pool_blocks": plan.num_gpu_blocks,
-        "pool_tokens": plan.kv_cache_tokens,
-        "without": plan.num_gpu_blocks // -(-request // bs),
-        "with": pc.max_requests_shared(plan.num_gpu_blocks, request, prefix_tokens, bs),
-    }
+def prefix(
+    scenario_json: str,
+    prompt: int,
+    request: int,
+    prefix_tokens: int,
+    num_sharing: int,
+    hit_rate: float,
+    queue_wait_s: float,
+    prefill_rate: float,
+) -> pc.PrefixReport:
+    return pc.prefix_report(
+        resolved(scenario_json), prompt, request, prefix_tokens, hit_rate, num_sharing, queue_wait_s, prefill_rate
+    )
 
 
 @st.cache_data(show_spinner="Reading the Mooncake trace…", max_entries=8)
-def mooncake_hit_rate(pool_tokens: int) -> dict:
-    w = load_trace("mooncake")
-    blocks = pc.trace_cache_blocks(pool_tokens, w.prefix_block_tokens)
-    h = pc.trace_hit_rate(w, blocks)
-    return {
-        "requests": h.num_requests,
-        "blocks": h.num_blocks,
-        "block_tokens": h.block_tokens,
-        "infinite": h.hit_rate_infinite,
-        "token_infinite": h.token_hit_rate_infinite,
-        "lru": h.hit_rate_lru,
-        "lru_blocks": blocks,
-        "mean_prompt": float(np.mean(w.prompt_tokens)),
-    }
+def mooncake_hit_rate(pool_tokens: int) -> pc.TracePrefixReport:
+    return pc.trace_prefix_report(load_trace("mooncake"), pool_tokens)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -74,8 +74,8 @@ def flash_tab(r: Resolved, q: Request) -> None:
     tokens = c[0].number_input("Sequence length (tokens)", 1, r.max_model_len, step=256, key="tech_flash_len")
     batch = c[1].number_input("Sequences in the prefill batch", 1, 100_000, key="tech_flash_batch")
     block = c[2].selectbox("Tile size", [64, 128, 256], key="tech_flash_block")
-    heads = r.model.num_attention_heads // r.deployment.tensor_parallel_size
-    a = fa.attention_memory(int(batch), heads, int(tokens), int(tokens), r.kv_bytes, block, block)
+    a = fa.scenario_attention_memory(r, int(batch), int(tokens), block)
+    heads = a.heads
     m = st.columns(4)
     m[0].metric("Standard: scores per layer", fmt_bytes(a.standard_bytes), help="materialised in HBM")
     m[1].metric("FlashAttention: HBM", fmt_bytes(a.flash_hbm_bytes), help="one fp32 log-sum-exp per query row")
