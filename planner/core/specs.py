@@ -11,6 +11,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+# A part without its own microbenchmark takes the median of its vendor's measured parts in data/gpus.yaml (a test
+# recomputes these medians from the file): stream bandwidth and 16-bit large-GEMM fractions of the datasheet.
+ACHIEVED_DEFAULTS = {"nvidia": {"bandwidth": 0.885, "matmul": 0.8}, "amd": {"bandwidth": 0.77, "matmul": 0.51}}
 
 
 class ModelSpec(BaseModel):
@@ -114,6 +117,14 @@ class GPUSpec(BaseModel):
     gpus_per_node: PositiveInt = 8  # GPUs on one NVLink / Infinity Fabric board
     usd_per_hour: float = Field(default=0.0, ge=0)
     price_date: str = ""
+    # what kernels can move per streaming multiprocessor (AMD: compute unit) per clock bounds latency-bound kernels
+    sm_count: PositiveInt | None = None
+    boost_clock_mhz: PositiveFloat | None = None
+    tflops_fp16_acc16: PositiveFloat | None = None  # GeForce: FP16 tensor math with FP16 accumulate (2x FP32-acc.)
+    # measured on the part itself (stream-type copy/triad, large-GEMM sweeps), as a fraction of the datasheet figure;
+    # absent = the median of the measured parts of the same vendor (ACHIEVED_DEFAULTS, status "estimated")
+    achieved_bandwidth_fraction: float | None = Field(default=None, gt=0, le=1)
+    achieved_matmul_fraction: dict[str, float] = Field(default_factory=dict)  # compute dtype -> fraction
     source: dict[str, str] = Field(default_factory=dict)
 
     @property
@@ -128,6 +139,29 @@ class GPUSpec(BaseModel):
     @property
     def interconnect_bytes_per_s(self) -> float:
         return self.interconnect_bandwidth_gb_s * 1e9
+
+    @property
+    def sm_clocks_per_s(self) -> float | None:
+        """Streaming multiprocessors (compute units) x boost clock: SM-cycles per second, None if not catalogued."""
+        return self.sm_count * self.boost_clock_mhz * 1e6 if self.sm_count and self.boost_clock_mhz else None
+
+    def achieved_bandwidth(self) -> tuple[float, bool]:
+        """(fraction of the datasheet bandwidth a stream benchmark reaches, measured on this part?)."""
+        if self.achieved_bandwidth_fraction:
+            return self.achieved_bandwidth_fraction, True
+        return ACHIEVED_DEFAULTS[self._vendor_key]["bandwidth"], False
+
+    def achieved_matmul(self, dtype: str) -> tuple[float, bool]:
+        """(fraction of the datasheet dense FLOP/s a large-GEMM sweep reaches in `dtype`, measured?); a dtype without
+        its own measurement takes the part's 16-bit figure."""
+        for key in (dtype, "bf16", "fp16"):
+            if key in self.achieved_matmul_fraction:
+                return self.achieved_matmul_fraction[key], True
+        return ACHIEVED_DEFAULTS[self._vendor_key]["matmul"], False
+
+    @property
+    def _vendor_key(self) -> str:
+        return self.vendor if self.vendor in ACHIEVED_DEFAULTS else "nvidia"
 
     def peak_flops(self, dtype: str) -> float | None:
         """Dense tensor-core FLOP/s for a compute dtype, or None where the GPU lacks it."""
