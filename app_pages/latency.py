@@ -180,6 +180,7 @@ st.caption(
     f"(compute {pm.compute_dtype}) · KV {r.kv.label} · engine {engine}: {status[pm.choice.status]} "
     f"({pm.choice.source_key}) · {what} × ({input_tokens:,} in, {output_tokens:,} out)"
 )
+st.caption("Hardware basis: " + "; ".join(pm.hardware.notes) + " (data/gpus.yaml achieved_*, data/engines.yaml).")
 
 if continuous_mode:
     sj = current_scenario().model_dump_json()

@@ -12,6 +12,8 @@ published_points_2.csv:
   in-sample  data/efficiency.yaml as fitted: each point predicted by its own family's profile (status calibrated)
   LOFO       leave one GPU family out: refit the engine's shared constants without that family's points (same
              priors, objective and Nelder-Mead as the script) and predict them from the datasheet (transferred).
+             Where the remaining points never ran tensor-parallel, the all-reduce prior is the in-situ median of
+             the other engines, themselves refitted without the held-out family.
              Engines measured on one family only (LMDeploy, Splitwise) have no LOFO.
   LOEO       leave one engine out: predict an engine's points with the per-constant median of the OTHER user
              engines' shared constants (what an engine without points gets; status estimated). No refit: the
@@ -42,11 +44,28 @@ def lofo_job(task):
     t = time.time()
     train = [p for p in POINTS if p.engine == engine and RESOLVED[p.id].gpu.family != family]
     test = [p for p in POINTS if p.engine == engine and RESOLVED[p.id].gpu.family == family]
-    prof = fe.fit_engine(train, RESOLVED, KEY, iters)
+    overrides = None if fe.has_tensor_parallel(train) else in_situ_prior(engine, family, iters)
+    prof = fe.fit_engine(train, RESOLVED, KEY, iters, overrides)
     df = evaluate(test, {KEY[p.id]: prof for p in test}, RESOLVED)
     return df.assign(
         scheme="LOFO", held_out=f"{engine}/{family}", status="transferred", train_points=len(train)
     ), time.time() - t
+
+
+def in_situ_prior(engine: str, family: str, iters: int) -> dict:
+    """The all-reduce prior of an engine whose training points never ran tensor-parallel, as the fit script sets
+    it, from the other engines' constants fitted WITHOUT the held-out family (refitted where they have points on it)."""
+    table = load_efficiency()
+    fitted = {}
+    for other in sorted({p.engine for p in POINTS} - {engine}):
+        pts = [p for p in POINTS if p.engine == other]
+        train = [p for p in pts if RESOLVED[p.id].gpu.family != family]
+        if not fe.has_tensor_parallel(train):
+            continue
+        fitted[other] = (
+            table[other]["default"] if len(train) == len(pts) else fe.fit_engine(train, RESOLVED, KEY, iters)
+        )
+    return fe.in_situ_allreduce_prior(fitted)
 
 
 def lofo_tasks(iters: int) -> list:

@@ -29,12 +29,16 @@ import yaml
 from planner.accuracy.optimize import nelder_mead
 from planner.accuracy.published_points import error_summary, evaluate, load_points, predict, scenario
 from planner.latency.efficiency import EFFICIENCY_PATH, ENGINES, FIT_FIELDS, EfficiencyProfile
+from planner.latency.engines import engines
 from planner.latency.perf_model import PerfModel
 
 # constant -> (prior value, prior sd in natural log, lower bound, upper bound). Prior values: small all-reduce 5-10 µs
 # on H100 NVLink (vLLM PRs #24532, #24111; sglang PR #2904), kernel launch ~ µs per kernel (vLLM PR #1440), Marlin
 # near-ideal 4-bit bandwidth up to batch 16-32 (IST-DASLab/marlin README). matmul_half_tokens is capped at 128, the
 # M tile of Ampere/Hopper tensor-core GEMM kernels: a 1-row GEMM pads to at most one tile of rows.
+# sm_bytes_per_cycle (used only by engines with issue_bound_gemv in engines.yaml): 16 B per SM-cycle saturates the
+# stream bandwidth of every calibration part (A100: 1,700 GB/s / (108 SMs x 1.41 GHz) = 11 B; B200 needs 23), so the
+# prior says "no issue bound" unless the engine's points show one. Other engines: the prior, unused.
 PRIORS = {
     "matmul_efficiency": (0.6, 0.5, 0.05, 1.0),
     "attention_efficiency": (0.5, 0.7, 0.05, 1.0),
@@ -48,6 +52,8 @@ PRIORS = {
     "seq_overhead_s": (2e-5, 1.5, 1e-8, 1e-3),
     "token_overhead_s": (1e-6, 2.0, 1e-9, 1e-4),
     "quant_memory_efficiency": (0.7, 0.5, 0.1, 1.0),
+    "sm_bytes_per_cycle": (16.0, 1.0, 1.0, 64.0),
+    "request_overhead_s": (2e-4, 2.0, 1e-7, 0.02),
 }
 assert tuple(PRIORS) == FIT_FIELDS
 # engine-specific priors: TensorRT-LLM runs each step from its C++ executor with the whole forward pass compiled and
@@ -94,28 +100,61 @@ def _data_term(points, resolved, key_of, prof_of) -> float:
     return total
 
 
-def priors(engine: str) -> dict:
-    return {**PRIORS, **ENGINE_PRIORS.get(engine, {})}
+def priors(engine: str, overrides: dict | None = None) -> dict:
+    return {**PRIORS, **ENGINE_PRIORS.get(engine, {}), **(overrides or {})}
 
 
-def objective(x, points, resolved, key_of) -> float:
+def objective(x, points, resolved, key_of, pri: dict | None = None) -> float:
     prof = clip_profile(x, len(points))
     data = _data_term(points, resolved, key_of, lambda k: prof)
-    pri = priors(points[0].engine).values() if points else PRIORS.values()
-    prior = sum(((v - math.log(p)) / sd) ** 2 for v, (p, sd, _, _) in zip(x, pri))
+    pri = pri or (priors(points[0].engine) if points else PRIORS)
+    prior = sum(((v - math.log(p)) / sd) ** 2 for v, (p, sd, _, _) in zip(x, pri.values()))
     return data + PRIOR_WEIGHT * prior
 
 
-def fit_engine(pts: list, resolved: dict, key_of: dict, iters: int = ITERS) -> EfficiencyProfile:
+# A second start for the simplex: the SM issue bound active on every catalogued part (A100: 108 SMs x 1.41 GHz x 6 B
+# = 0.91 TB/s, below its stream bandwidth), since an inactive bound is flat and a start at the prior never tries it.
+# The fit keeps whichever start ends lower; the prior itself stays at "no bound".
+START = {"sm_bytes_per_cycle": 6.0}
+
+
+def has_tensor_parallel(points) -> bool:
+    return any(p.tp > 1 for p in points)
+
+
+def in_situ_allreduce_prior(fitted: dict[str, EfficiencyProfile]) -> dict:
+    """For an engine whose points never ran tensor-parallel: the all-reduce latency the user engines that did were
+    fitted to (their median, in situ: skew and synchronisation included), in place of the microbenchmark prior.
+    Calibration-only engines (splitwise) are left out, as in `estimated`."""
+    values = [
+        p.allreduce_latency_s for engine, p in fitted.items() if engine in ENGINES
+    ]  # user engines, as estimated()
+    _, sd, lo, hi = PRIORS["allreduce_latency_s"]
+    return {"allreduce_latency_s": (float(np.median(values)), sd, lo, hi)} if values else {}
+
+
+def fit_engine(
+    pts: list, resolved: dict, key_of: dict, iters: int = ITERS, prior_overrides: dict | None = None
+) -> EfficiencyProfile:
     """Stage 1: one set of constants for all of an engine's points (all GPU families)."""
-    x0 = np.log([p for p, _, _, _ in priors(pts[0].engine).values()])
+    pri = priors(pts[0].engine, prior_overrides)
 
     def f(v):
-        return objective(v, pts, resolved, key_of)
+        return objective(v, pts, resolved, key_of, pri)
 
-    x = nelder_mead(f, x0, iters=iters)
-    x = nelder_mead(f, x, step=0.1, iters=iters)  # restart: escape a flat simplex
-    return clip_profile(x, len(pts), status="transferred")
+    issue_bound = engines()[pts[0].engine].issue_bound_gemv if pts[0].engine in engines() else False
+    best = None
+    for start in ({}, START) if issue_bound else ({},):  # with the SM bound: a second start where it is active
+        x = nelder_mead(f, np.log([start.get(name, p) for name, (p, _, _, _) in pri.items()]), iters=iters)
+        x = nelder_mead(f, x, step=0.1, iters=iters)  # restart: escape a flat simplex
+        if best is None or f(x) < f(best):
+            best = x
+    prof = clip_profile(best, len(pts), status="transferred")
+    if not issue_bound:  # the constant does not act on this engine: record "no bound", not a flat optimum
+        prof = prof.model_copy(
+            update={"sm_bytes_per_cycle": EfficiencyProfile.model_fields["sm_bytes_per_cycle"].default}
+        )
+    return prof
 
 
 def fit_family(base: EfficiencyProfile, pts: list, resolved: dict, key_of: dict, iters: int = 300) -> np.ndarray:
@@ -150,8 +189,15 @@ def fit_all(points=None, resolved=None, key_of=None, iters: int = ITERS, verbose
     by_engine: dict[str, list] = {}
     for p in points:
         by_engine.setdefault(p.engine, []).append(p)
-    for engine, pts in sorted(by_engine.items()):
-        base = fit_engine(pts, resolved, key_of, iters)
+    # engines with tensor-parallel points first: the others take their in-situ all-reduce latency as prior
+    order = sorted(by_engine, key=lambda e: (not has_tensor_parallel(by_engine[e]), e))
+    with_tp: dict[str, EfficiencyProfile] = {}
+    for engine in order:
+        pts = by_engine[engine]
+        overrides = None if has_tensor_parallel(pts) else in_situ_allreduce_prior(with_tp)
+        base = fit_engine(pts, resolved, key_of, iters, overrides)
+        if has_tensor_parallel(pts):
+            with_tp[engine] = base
         fams = sorted({key_of[p.id] for p in pts})
         fitted[f"{engine}/default"] = base.model_copy(
             update={
@@ -224,6 +270,10 @@ HEADER = """\
 #   allreduce_latency_s                    one small (one-shot) all-reduce; algorithms in data/engines.yaml
 #   moe_efficiency                         fraction of matmul efficiency that routed experts' grouped GEMMs reach
 #   quant_memory_efficiency                bandwidth fraction of weight-only quantized kernels (Marlin, GGUF)
+#   sm_bytes_per_cycle                     weight bytes one SM streams per clock (engines with issue_bound_gemv in
+#                                          engines.yaml; 64 = no bound)
+#   request_overhead_s                     once per request with its first prefill chunk
+# Ceilings are fractions of what each part reaches in microbenchmarks (gpus.yaml achieved_*), not of its datasheet.
 # status: calibrated (the family's own points), transferred (engine default, fitted on other families), estimated
 # (an engine with no points: median of the user engines). measured_families: families with any point.
 # `splitwise` is the unnamed engine behind the Splitwise profiling data (A100, Llama-2-70B): calibration only.

@@ -88,8 +88,9 @@ def test_tp_adds_communication_and_splits_weights():
 
 def test_fp8_compute_only_where_the_gpu_has_it():
     hopper, ampere = PerfModel(resolved(weights="fp8")), PerfModel(resolved(gpu="A100-80GB", weights="fp8"))
-    assert hopper.compute_dtype == "fp8" and hopper.peak_flops == pytest.approx(1978.9e12)
-    assert ampere.compute_dtype == "bf16" and ampere.peak_flops == pytest.approx(312e12)
+    # datasheet dense FLOP/s x what a large-GEMM sweep reaches on the part (gpus.yaml: H100 FP8 70.9%, A100 BF16 86.9%)
+    assert hopper.compute_dtype == "fp8" and hopper.peak_flops == pytest.approx(1978.9e12 * 0.71)
+    assert ampere.compute_dtype == "bf16" and ampere.peak_flops == pytest.approx(312e12 * 0.87)
     assert ampere.dequant > hopper.dequant  # weight-only FP8 on Ampere pays a dequantisation cost
 
 

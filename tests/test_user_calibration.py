@@ -132,7 +132,9 @@ def test_fit_recovers_a_known_profile(h100):
     assert fit.fitted_fields == ("matmul_efficiency", "memory_efficiency", "step_overhead_s")
     assert fit.median_abs_after_pct < 1.0 < fit.median_abs_before_pct
     assert fit.profile.matmul_efficiency == pytest.approx(0.45, rel=0.05)
-    assert fit.profile.memory_efficiency == pytest.approx(0.7, rel=0.1)  # traded against the overhead a little
+    # traded against the overhead: the weak prior pulls towards the catalogue's vllm/hopper ceiling (1.0 since the
+    # v3 fit measures ceilings against the H100's stream bandwidth), 0.78 / 4.8 ms against the truth's 0.70 / 4.0 ms
+    assert fit.profile.memory_efficiency == pytest.approx(0.7, rel=0.15)
     for f in set(FIT_FIELDS) - set(fit.fitted_fields):
         assert getattr(fit.profile, f) == getattr(base, f)  # unpinned constants keep the planner's values
     assert (fit.profile.status, fit.profile.num_points) == ("calibrated", 5)

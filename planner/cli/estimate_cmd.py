@@ -122,5 +122,6 @@ def _text(e: Estimate, r) -> str:
             f"  efficiency             matmul {eff['matmul_efficiency']:.2f}, "
             f"attention {eff['attention_efficiency']:.2f}, "
             f"memory {eff['memory_efficiency']:.2f}, overhead {eff['step_overhead_s'] * 1e3:.2f} ms/step",
+            *(f"  hardware basis         {note}" for note in e.hardware_basis),
         ]
     )

@@ -1,13 +1,17 @@
-"""Engine efficiency profiles (data/efficiency.yaml): how close an engine gets to a GPU's datasheet roofline.
+"""Engine efficiency profiles (data/efficiency.yaml): how close an engine gets to a GPU's achievable roofline.
 
 A profile holds physical constants of one engine (planner.latency.perf_model uses them): the ceilings of achieved
-HBM bandwidth and dense FLOP/s as fractions of the datasheet and the work sizes at which half of each ceiling is
+HBM bandwidth and dense FLOP/s as fractions of what the part reaches and the work sizes at which half of each ceiling is
 reached (small GEMMs and small weight reads reach less of peak: eff = e_max × w / (w + w_half)), attention's
 fraction of 16-bit peak, the grouped-GEMM fraction of routed experts, the bandwidth fraction weight-only quantized
 kernels (Marlin, GGUF k-quants) keep, fixed costs per step, per layer (kernel launches), per sequence (sampling,
-attention metadata) and per token, and the latency of one all-reduce. scripts/fit_efficiency.py fits one set of
-constants per engine on all its published points (shared by every GPU), then, where a GPU family has its own points,
-two correction factors for it (bandwidth and compute) with a tight prior at 1.
+attention metadata) and per token, the latency of one all-reduce, and the weight bytes a streaming multiprocessor
+moves per clock (latency-bound matrix-vector kernels: SMs x clock x this caps their bandwidth). "What the part
+reaches" is the datasheet times its microbenchmarked fraction (data/gpus.yaml achieved_*: stream bandwidth, large
+GEMMs), so an engine's constants describe the engine, not the chip.
+scripts/fit_efficiency.py fits one set of constants per engine on all its published points (shared by every GPU),
+then, where a GPU family has its own points, two correction factors for it (bandwidth and compute) with a tight
+prior at 1.
 
 Status of a prediction: "calibrated" when the engine has points on the GPU's family (its own correction applies),
 "transferred" when the engine's shared constants come from other families but some engine was measured on this
@@ -43,6 +47,8 @@ FIT_FIELDS = (
     "seq_overhead_s",
     "token_overhead_s",
     "quant_memory_efficiency",
+    "sm_bytes_per_cycle",
+    "request_overhead_s",
 )
 STATUSES = ("calibrated", "transferred", "estimated")
 
@@ -65,6 +71,11 @@ class EfficiencyProfile(BaseModel):
     seq_overhead_s: float = Field(default=0.0, ge=0)  # per sequence per step: sampling, scheduling, attention metadata
     token_overhead_s: float = Field(default=0.0, ge=0)  # per new token per step: embedding, rotary, small kernels
     quant_memory_efficiency: float = Field(default=1.0, gt=0, le=1)  # weight-only int4/k-quant kernels' bandwidth
+    # weight bytes one SM (AMD: CU) streams per clock, for an engine whose GEMV kernels are issue-bound
+    # (engines.yaml issue_bound_gemv): they reach SMs x clock x this before the HBM ceiling (64: no bound)
+    sm_bytes_per_cycle: float = Field(default=64.0, gt=0)
+    # once per request, on the way to its first token: input processing, KV allocation, sampler set-up
+    request_overhead_s: float = Field(default=0.0, ge=0)
     status: Literal["calibrated", "transferred", "estimated", "partial"] = "calibrated"
     num_points: int = Field(default=0, ge=0)
     note: str = ""

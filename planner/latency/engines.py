@@ -49,6 +49,9 @@ class Engine:
     formats: tuple[str, ...]
     defaults: dict = field(default_factory=dict)
     eager_layer_overhead_s: float = 0.0
+    fp16_accumulate: bool = False  # 16-bit GEMMs accumulate in FP16 (GeForce parts run those at twice the rate)
+    hopper_wgmma: bool = True  # Hopper-native warpgroup MMA kernels; False = Ampere-style mma.sync only
+    issue_bound_gemv: bool = False  # batch-1 weight streaming limited per SM (profile sm_bytes_per_cycle applies)
     source: str = ""
 
 
@@ -66,6 +69,9 @@ def engines() -> dict[str, Engine]:
             formats=tuple(e["formats"]),
             defaults=dict(e.get("defaults") or {}),
             eager_layer_overhead_s=float(e.get("eager_layer_overhead_s", 0.0)),
+            fp16_accumulate=bool(e.get("fp16_accumulate", False)),
+            hopper_wgmma=bool(e.get("hopper_wgmma", True)),
+            issue_bound_gemv=bool(e.get("issue_bound_gemv", False)),
             source=" ".join(str(e.get("source", "")).split()),
         )
     return out

@@ -160,6 +160,7 @@ class Estimate:
     efficiency: dict
     efficiency_status: str
     efficiency_source: str
+    hardware_basis: list[str]  # what the part reaches (measured or estimated) and the engine's kernel path on it
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -222,6 +223,7 @@ def estimate(
         efficiency=pm.eff.model_dump(include=set(FIT_FIELDS)),
         efficiency_status=pm.choice.status,
         efficiency_source=pm.choice.source_key,
+        hardware_basis=list(pm.hardware.notes),
     )
 
 

@@ -2,12 +2,20 @@
 step-time formula of the planner (the simulator, the metrics and the fits all call it; `step` is vectorised over
 arrays of steps, `step_time_s` is the same expression on plain floats).
 
-A step runs every layer once over `new_tokens` (n) tokens of `num_seqs` (s) sequences. Per GPU of the TP group:
+A step runs every layer once over `new_tokens` (n) tokens of `num_seqs` (s) sequences. What the part reaches comes
+first: HBM B/s = datasheet × its stream-benchmark fraction, peak = datasheet dense FLOP/s × its large-GEMM fraction
+(data/gpus.yaml achieved_*; the vendor median where a part has none: "estimated"), × 35/75 on Hopper for an engine
+without wgmma kernels (HOPPER_MMA_SYNC_FRACTION); an engine that accumulates 16-bit GEMMs in FP16 gets a GeForce
+part's FP16-accumulate rate. Then, per GPU of the TP group:
 
-    memory    = weight bytes / (HBM B/s × e_w) + (KV bytes read and written + activation bytes) / (HBM B/s × e_max)
+    memory    = weight bytes / min(HBM B/s × e_w, SMs × clock × b × q)
+                + (KV bytes read and written + activation bytes) / (HBM B/s × e_max)
                 e_w = e_max × w / (w + w_half) × q     w = weight bytes per layer per GPU (small reads reach less of
                 peak); q = quant_memory_efficiency for quantized-weight kernels (Marlin GPTQ/AWQ, FP8-Marlin,
-                GGUF k-quants), 1 for 16-bit and native FP8/INT8
+                GGUF k-quants), 1 for 16-bit and native FP8/INT8; b = sm_bytes_per_cycle: for an engine whose
+                GEMV kernels are issue-bound (engines.yaml issue_bound_gemv: llama.cpp) at most b bytes per SM
+                per clock (llama.cpp's ~6.5: an A100's 108 SMs bind below its HBM ceiling, a 4090's 128 SMs at
+                2.5 GHz do not); other engines: no such bound
     compute   = matmul FLOPs / (peak × m)  + expert FLOPs / (peak × m × MoE eff) + attention FLOPs / (16-bit peak × a)
                 m = m_max × n / (n + n_half) / (1 + dequant)   (small GEMMs reach less of peak; quantized-weight
                 kernels dequantise on the tensor-core path: precisions.yaml dequant_overhead)
@@ -16,6 +24,9 @@ A step runs every layer once over `new_tokens` (n) tokens of `num_seqs` (s) sequ
     fixed     = per step + layers × (per layer + eager launch cost when enforce_eager) + s × per sequence
                 + n × per token
     step      = max(memory, compute) + comm + fixed                    (the bound is the larger side)
+
+A prefill also pays request_overhead_s once per prompt (input processing, KV allocation, sampler set-up); the
+simulator adds it to the step that schedules a request's first chunk.
 
 Weight bytes are those a step reads: attention, dense MLP, shared experts, norms and lm_head, plus for a
 mixture of experts the expected distinct experts its tokens touch, E × (1 − (1 − k/E)^tokens) (primer §10).
@@ -47,6 +58,10 @@ from planner.memory import sizes as memory
 
 ACT_BYTES = 2  # activations and all-reduce payloads run in 16 bits
 WEIGHT_ONLY_DEQUANT = 0.1  # FP8/INT8 weights on a GPU without that tensor-core dtype (precisions.yaml: "~0.1")
+# Ampere-style mma.sync kernels on Hopper reach about 35/75 of what its warpgroup MMA (wgmma) kernels reach:
+# FlashAttention-2 "only 35% utilization on the H100" vs FlashAttention-3 "up to 740 TFLOPs/s (75% utilization)"
+# (Shah et al., FlashAttention-3, arXiv 2407.08608, abstract); Azure's FA2 runs: H100 33%, A100 58% of dense peak.
+HOPPER_MMA_SYNC_FRACTION = 35 / 75
 BREAKDOWN_KEYS = ("weights_read_s", "kv_read_s", "activations_s", "compute_s", "communication_s", "overhead_s")
 
 
@@ -68,6 +83,46 @@ class StepCost(Protocol):
 def expected_experts(num_experts: int, top_k: int, tokens):
     """Distinct experts a batch of routed tokens touches, E × (1 − (1 − k/E)^tokens), for uniform routing."""
     return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
+
+
+@dataclass(frozen=True)
+class HardwareBasis:
+    """What the model takes the part to reach before any engine constant (shown with every prediction)."""
+
+    bandwidth_fraction: float  # stream bandwidth / datasheet
+    bandwidth_measured: bool  # False: the vendor median (estimated)
+    matmul_fraction: float  # large-GEMM FLOP/s / datasheet, in the compute dtype
+    matmul_measured: bool
+    attention_fraction: float  # the 16-bit figure (attention runs in 16 bits)
+    kernel_fraction: float  # < 1 where the engine's kernels cannot use the part's fastest tensor-core path
+    notes: tuple[str, ...] = ()
+
+
+def hardware_basis(r: Resolved, compute_dtype: str, eng) -> HardwareBasis:
+    """The part's measured fractions of its datasheet, and the engine's kernel path on it (data/engines.yaml)."""
+    bw, bw_measured = r.gpu.achieved_bandwidth()
+    mm, mm_measured = r.gpu.achieved_matmul(compute_dtype)
+    attn, _ = r.gpu.achieved_matmul("bf16")
+    notes = [
+        f"{r.gpu.id} reaches {bw:.0%} of its datasheet bandwidth ("
+        + ("measured" if bw_measured else f"estimated: median of measured {r.gpu.vendor} parts")
+        + f") and {mm:.0%} of its {compute_dtype} FLOP/s ("
+        + (
+            "measured"
+            if compute_dtype in r.gpu.achieved_matmul_fraction
+            else "its 16-bit measurement"
+            if mm_measured
+            else "estimated"
+        )
+        + ")"
+    ]
+    kernel = 1.0
+    if eng is not None and not eng.hopper_wgmma and r.gpu.family == "hopper":
+        kernel = HOPPER_MMA_SYNC_FRACTION
+        notes.append(f"{eng.label} kernels use mma.sync, not Hopper's wgmma: {kernel:.2f} of the tensor-core rate")
+    if eng is not None and eng.fp16_accumulate and r.gpu.tflops_fp16_acc16 and compute_dtype in ("fp16", "bf16"):
+        notes.append(f"{eng.label} accumulates 16-bit GEMMs in FP16: {r.gpu.tflops_fp16_acc16:g} TFLOPS on this part")
+    return HardwareBasis(bw, bw_measured, mm, mm_measured, attn, kernel, tuple(notes))
 
 
 def compute_peak_flops(r: Resolved) -> tuple[float, str]:
@@ -159,18 +214,26 @@ class PerfModel:
         full_layers = m.num_layers - self.window_layers
         self.attn_flops_full, self.attn_flops_window = pair_prefill * full_layers, pair_prefill * self.window_layers
         self.attn_decode_extra = (pair_decode - pair_prefill) / pair_prefill if pair_prefill else 0.0
+        eng = engines().get(self.choice.engine)
         peak, self.compute_dtype = compute_peak_flops(r)
+        if eng and eng.fp16_accumulate and self.compute_dtype in ("fp16", "bf16") and r.gpu.tflops_fp16_acc16:
+            peak = r.gpu.tflops_fp16_acc16 * 1e12  # GeForce: FP16-accumulate tensor math runs at twice the rate
+        self.hardware = hardware_basis(r, self.compute_dtype, eng)
         self.dequant = r.weights.dequant_overhead
         if self.compute_dtype != r.weights.compute_dtype and r.weights.compute_dtype in ("fp8", "int8"):
             self.dequant += WEIGHT_ONLY_DEQUANT
         # quantized-weight kernels: weight-only formats (fewer than 16 bits stored, 16-bit tensor-core math: Marlin
         # GPTQ/AWQ, FP8-Marlin on Ampere) and sub-byte GGUF k-quants (int8 dot products on unpacked blocks)
         self.weight_only = (bpw < ACT_BYTES and self.compute_dtype in ("fp16", "bf16")) or bpw < 1.0
-        self.peak_flops = peak
-        self.attn_peak_flops = r.gpu.peak_flops("bf16") or r.gpu.peak_flops("fp16")
-        self.hbm_bytes_per_s = r.gpu.hbm_bytes_per_s
+        hw = self.hardware
+        self.peak_flops = peak * hw.matmul_fraction * hw.kernel_fraction  # what the part reaches, then the engine
+        self.attn_peak_flops = (
+            (r.gpu.peak_flops("bf16") or r.gpu.peak_flops("fp16")) * hw.attention_fraction * hw.kernel_fraction
+        )
+        self.hbm_bytes_per_s = r.gpu.hbm_bytes_per_s * hw.bandwidth_fraction
+        # the SM issue bound applies to engines whose GEMV kernels are latency-bound per SM (data/engines.yaml)
+        self.sm_clocks_per_s = r.gpu.sm_clocks_per_s if (eng and eng.issue_bound_gemv) else None
         self.n_allreduce = 2 * m.num_layers if tp > 1 else 0  # after attention and after the MLP, every layer
-        eng = engines().get(self.choice.engine)
         self.allreduce_algorithm = eng.allreduce if eng else "custom"
         self.link_bytes_per_s, self.interconnect = r.gpu.interconnect_bytes_per_s, r.gpu.interconnect
         self.ar_bytes_per_token = m.hidden_size * ACT_BYTES
@@ -227,6 +290,10 @@ class PerfModel:
         w_layer = w / self.num_layers
         e_w = e.memory_efficiency * (w_layer / (w_layer + e.memory_half_bytes)) * self.weight_mem_factor
         weights_s = w / (self.hbm_bytes_per_s * e_w)
+        if self.sm_clocks_per_s:  # latency-bound GEMV kernels: SMs x clock x bytes per SM-cycle
+            weights_s = w / mn(
+                self.hbm_bytes_per_s * e_w, self.sm_clocks_per_s * e.sm_bytes_per_cycle * self.weight_mem_factor
+            )
         act_bytes = self.act_bytes_per_token * n + self.act_bytes_per_seq * s
         if self.window_layers:
             kv_w, pairs_w = mn(kv, s * self.window), mn(pairs, n * self.window)
@@ -307,12 +374,30 @@ class PerfModel:
         """One pass over `batch` prompts of `prompt_tokens` new tokens each (after `cached_tokens` of prefix)."""
         b, p, c = (np.asarray(x, dtype=float) for x in (batch, prompt_tokens, cached_tokens))
         pairs = b * (p * c + p * (p + 1) / 2)  # causal: new token t attends to c + t keys
-        return self.step(b * p, b, b * c, pairs)
+        return with_request_overhead(self.step(b * p, b, b * c, pairs), b * self.request_overhead_s)
+
+    @property
+    def request_overhead_s(self) -> float:
+        """Paid once per request with its first prefill chunk (the simulator adds it when a request starts)."""
+        return self.eff.request_overhead_s
 
     def decode(self, batch, context_tokens) -> StepBreakdown:
         """One decode step: `batch` sequences, each reading `context_tokens` cached tokens and adding one."""
         b, ctx = np.asarray(batch, dtype=float), np.asarray(context_tokens, dtype=float)
         return self.step(b, b, b * ctx, b * (ctx + 1))
+
+
+def with_request_overhead(b: StepBreakdown, extra) -> StepBreakdown:
+    """`b` with `extra` seconds of per-request cost added to its overhead part and its total."""
+    if not np.any(extra):
+        return b
+    parts = dict(b.parts)
+    parts["overhead_s"] = parts["overhead_s"] + extra
+    total = b.total_s + extra
+    if np.ndim(total) == 0:
+        parts = {k: float(v) for k, v in parts.items()}
+        total = float(total)
+    return dataclasses.replace(b, parts=parts, total_s=total)
 
 
 def _scalarise(b: StepBreakdown) -> StepBreakdown:

@@ -88,6 +88,9 @@ class Replica:
         self.wl, self.cfg, self.cost, self.seed, self.draft_cost = wl, cfg, cost, seed, draft_cost
         self.rng = np.random.default_rng(seed)
         self.spec = cfg.spec_k > 0
+        # once per request, with the step that schedules its first chunk (PerfModel.request_overhead_s)
+        self.request_overhead_s = float(getattr(cost, "request_overhead_s", 0.0))
+        self.requests_starting = 0
         n, bs = wl.num_requests, cfg.block_size
         self.prompt_tokens = wl.prompt_tokens.tolist()
         self.output_tokens = wl.output_tokens.tolist()
@@ -385,6 +388,7 @@ class Replica:
             if math.isnan(self.out.first_scheduled_s[i]):
                 self.out.first_scheduled_s[i] = self.now
                 self.num_waiting_new -= 1
+                self.requests_starting += 1
             budget -= num_new
             scheduled.append((i, num_new))
 
@@ -405,6 +409,8 @@ class Replica:
                 spec_seqs, spec_ctx = spec_seqs + 1, spec_ctx + ctx
         num_seqs = batch.count + len(scheduled)
         dt = float(self.cost.step_time_s(new_tokens, num_seqs, kv_read, pairs))
+        dt += self.request_overhead_s * self.requests_starting
+        self.requests_starting = 0
         if spec_seqs and self.spec:  # k sequential draft passes over the verifying sequences
             draft = self.draft_cost
             per_pass = (
