@@ -107,8 +107,8 @@ with tab_pub:
         st.dataframe(wide.round(1), hide_index=True, width="stretch", key="val_table_oos")
         st.caption(
             "Median |error| %. in-sample: the family's own profile (calibrated); LOFO: the engine's constants "
-            "refitted without that GPU family, predicted from the datasheet (transferred); LOEO: an engine "
-            "predicted with the median constants of the other engines (estimated)."
+            "refitted without that GPU family, predicted from the datasheet and the part's measured fractions "
+            "(transferred); LOEO: an engine predicted with the median constants of the other engines (estimated)."
         )
     st.subheader("Error by source, metric and GPU")
     table = error_summary(both, ["source", "metric", "gpu"]).round(1).rename(columns=ERROR_COLUMNS)

@@ -5,7 +5,8 @@ JSON: {"points": [{"id", "metric", "measured", "predicted", "error_pct", "reason
 `predicted` and `error_pct` are null, with a `reason`, for a row the model cannot predict (unknown model or GPU,
 a metric it does not compute, a free-text cell such as tp "mixed TP/PP/DP": the row is reported, the file goes on).
 `status` says where the constants come from: calibrated (the engine's own points on that GPU family), transferred
-(fitted on other families, predicted from the datasheet), estimated (no points for the family or the engine).
+(fitted on other families, predicted from the datasheet and measured fractions), estimated (no points for the
+family or the engine).
 A malformed CSV (missing column, a `value` that is not a positive number) exits 2 naming the row and column.
 """
 
