@@ -132,3 +132,25 @@ def _timed_run(at: AppTest) -> float:
     t0 = time.perf_counter()
     at.run()
     return time.perf_counter() - t0
+
+
+def test_the_page_prices_techniques_with_the_scenarios_engine_as_the_cli_does():
+    import pandas as pd
+
+    from planner.core.scenario import resolve
+    from planner.techniques import prefix_cache as pc
+    from planner.techniques.tensor_parallel import compare_tp
+    from ui.techniques import data
+
+    for engine in ("vllm", "tensorrt-llm"):
+        sj = Scenario(engine=engine).model_dump_json()
+        page = data.prefix(sj, 2000, 2300, 1500, 16, 0.5, 0.04, 10_000.0)
+        cli = pc.prefix_report(resolve(Scenario(engine=engine)), 2000, 2300, 1500, 0.5, 16, 0.04, 10_000.0, engine)
+        assert page == cli
+        tp_cli = pd.DataFrame(compare_tp(resolve(Scenario(engine=engine)), 8, 2150, engine, request_tokens=2300))
+        assert data.tp(sj, 8, 2150, 2300).equals(tp_cli)
+    vllm, trt = (
+        data.prefix(Scenario(engine=e).model_dump_json(), 2000, 2300, 1500, 16, 0.5, 0.04, 1e4)
+        for e in ("vllm", "tensorrt-llm")
+    )
+    assert vllm != trt  # the engine's profile moves the roofline TTFT

@@ -65,6 +65,11 @@ def resolved(scenario_json: str) -> Resolved:
     return resolve(Scenario.model_validate_json(scenario_json))
 
 
+def engine_of(scenario_json: str) -> str:
+    """The scenario's engine: its efficiency profile prices every technique, as `--engine` does in the CLI."""
+    return Scenario.model_validate_json(scenario_json).engine
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def draft_options(scenario_json: str) -> list[str]:
     return sd.draft_candidates(resolved(scenario_json).model)
@@ -77,8 +82,9 @@ def spec_decode(
     """The report at the batch, the speed-up against batch for a few k, and the seeded Monte Carlo tokens per pass."""
     r = resolved(scenario_json)
     d = sd.resolve_draft(r, get_model(draft))
-    report = sd.spec_decode_report(r, d, alpha, k, batch, context, request_tokens=request)
-    tpm, dpm = PerfModel(r), PerfModel(d)
+    engine = engine_of(scenario_json)
+    report = sd.spec_decode_report(r, d, alpha, k, batch, context, engine=engine, request_tokens=request)
+    tpm, dpm = PerfModel(r, engine), PerfModel(d, engine)
     rows = []
     for kk in sorted({1, 2, k, report.best_k, 8}):
         t = sd.timing(tpm, dpm, alpha, kk, SPEC_BATCHES, context)
@@ -98,7 +104,15 @@ def prefix(
     prefill_rate: float,
 ) -> pc.PrefixReport:
     return pc.prefix_report(
-        resolved(scenario_json), prompt, request, prefix_tokens, hit_rate, num_sharing, queue_wait_s, prefill_rate
+        resolved(scenario_json),
+        prompt,
+        request,
+        prefix_tokens,
+        hit_rate,
+        num_sharing,
+        queue_wait_s,
+        prefill_rate,
+        engine_of(scenario_json),
     )
 
 
@@ -116,12 +130,14 @@ def paged(scenario_json: str, prompt_spec: str, output_spec: str, reserve: int, 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def quant(scenario_json: str, request: int, batch: int) -> pd.DataFrame:
-    return pd.DataFrame(compare_formats(resolved(scenario_json), request, batch))
+    return pd.DataFrame(compare_formats(resolved(scenario_json), request, batch, engine_of(scenario_json)))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def tp(scenario_json: str, batch: int, context: int, request: int) -> pd.DataFrame:
-    return pd.DataFrame(compare_tp(resolved(scenario_json), batch, context, request_tokens=request))
+    return pd.DataFrame(
+        compare_tp(resolved(scenario_json), batch, context, engine_of(scenario_json), request_tokens=request)
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
