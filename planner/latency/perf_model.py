@@ -95,11 +95,16 @@ class HardwareBasis:
     matmul_measured: bool
     attention_fraction: float  # the 16-bit figure (attention runs in 16 bits)
     kernel_fraction: float  # < 1 where the engine's kernels cannot use the part's fastest tensor-core path
+    datasheet_flops: float  # dense FLOP/s of the compute dtype on the engine's path (GeForce FP16 accumulate: 2x)
     notes: tuple[str, ...] = ()
 
 
 def hardware_basis(r: Resolved, compute_dtype: str, eng) -> HardwareBasis:
     """The part's measured fractions of its datasheet, and the engine's kernel path on it (data/engines.yaml)."""
+    peak, _ = compute_peak_flops(r)
+    acc16 = eng is not None and eng.fp16_accumulate and r.gpu.tflops_fp16_acc16 and compute_dtype in ("fp16", "bf16")
+    if acc16:
+        peak = r.gpu.tflops_fp16_acc16 * 1e12  # GeForce: FP16-accumulate tensor math runs at twice the rate
     bw, bw_measured = r.gpu.achieved_bandwidth()
     mm, mm_measured = r.gpu.achieved_matmul(compute_dtype)
     attn, _ = r.gpu.achieved_matmul("bf16")
@@ -120,9 +125,9 @@ def hardware_basis(r: Resolved, compute_dtype: str, eng) -> HardwareBasis:
     if eng is not None and not eng.hopper_wgmma and r.gpu.family == "hopper":
         kernel = HOPPER_MMA_SYNC_FRACTION
         notes.append(f"{eng.label} kernels use mma.sync, not Hopper's wgmma: {kernel:.2f} of the tensor-core rate")
-    if eng is not None and eng.fp16_accumulate and r.gpu.tflops_fp16_acc16 and compute_dtype in ("fp16", "bf16"):
+    if acc16:
         notes.append(f"{eng.label} accumulates 16-bit GEMMs in FP16: {r.gpu.tflops_fp16_acc16:g} TFLOPS on this part")
-    return HardwareBasis(bw, bw_measured, mm, mm_measured, attn, kernel, tuple(notes))
+    return HardwareBasis(bw, bw_measured, mm, mm_measured, attn, kernel, peak, tuple(notes))
 
 
 def compute_peak_flops(r: Resolved) -> tuple[float, str]:
@@ -215,18 +220,15 @@ class PerfModel:
         self.attn_flops_full, self.attn_flops_window = pair_prefill * full_layers, pair_prefill * self.window_layers
         self.attn_decode_extra = (pair_decode - pair_prefill) / pair_prefill if pair_prefill else 0.0
         eng = engines().get(self.choice.engine)
-        peak, self.compute_dtype = compute_peak_flops(r)
-        if eng and eng.fp16_accumulate and self.compute_dtype in ("fp16", "bf16") and r.gpu.tflops_fp16_acc16:
-            peak = r.gpu.tflops_fp16_acc16 * 1e12  # GeForce: FP16-accumulate tensor math runs at twice the rate
-        self.hardware = hardware_basis(r, self.compute_dtype, eng)
+        _, self.compute_dtype = compute_peak_flops(r)
+        self.hardware = hw = hardware_basis(r, self.compute_dtype, eng)
         self.dequant = r.weights.dequant_overhead
         if self.compute_dtype != r.weights.compute_dtype and r.weights.compute_dtype in ("fp8", "int8"):
             self.dequant += WEIGHT_ONLY_DEQUANT
         # quantized-weight kernels: weight-only formats (fewer than 16 bits stored, 16-bit tensor-core math: Marlin
         # GPTQ/AWQ, FP8-Marlin on Ampere) and sub-byte GGUF k-quants (int8 dot products on unpacked blocks)
         self.weight_only = (bpw < ACT_BYTES and self.compute_dtype in ("fp16", "bf16")) or bpw < 1.0
-        hw = self.hardware
-        self.peak_flops = peak * hw.matmul_fraction * hw.kernel_fraction  # what the part reaches, then the engine
+        self.peak_flops = hw.datasheet_flops * hw.matmul_fraction * hw.kernel_fraction  # what the part reaches
         self.attn_peak_flops = (
             (r.gpu.peak_flops("bf16") or r.gpu.peak_flops("fp16")) * hw.attention_fraction * hw.kernel_fraction
         )
@@ -289,11 +291,10 @@ class PerfModel:
             w = w + self.parallel.expert_bytes_delta(n)  # issue 17 hook
         w_layer = w / self.num_layers
         e_w = e.memory_efficiency * (w_layer / (w_layer + e.memory_half_bytes)) * self.weight_mem_factor
-        weights_s = w / (self.hbm_bytes_per_s * e_w)
+        weight_rate = self.hbm_bytes_per_s * e_w
         if self.sm_clocks_per_s:  # latency-bound GEMV kernels: SMs x clock x bytes per SM-cycle
-            weights_s = w / mn(
-                self.hbm_bytes_per_s * e_w, self.sm_clocks_per_s * e.sm_bytes_per_cycle * self.weight_mem_factor
-            )
+            weight_rate = mn(weight_rate, self.sm_clocks_per_s * e.sm_bytes_per_cycle * self.weight_mem_factor)
+        weights_s = w / weight_rate
         act_bytes = self.act_bytes_per_token * n + self.act_bytes_per_seq * s
         if self.window_layers:
             kv_w, pairs_w = mn(kv, s * self.window), mn(pairs, n * self.window)
