@@ -14,7 +14,8 @@ from planner.core.catalog import gpus
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import ACHIEVED_DEFAULTS, Deployment
 from planner.latency.efficiency import profiles
-from planner.latency.perf_model import HOPPER_MMA_SYNC_FRACTION, PerfModel
+from planner.latency.hardware import HOPPER_MMA_SYNC_FRACTION
+from planner.latency.perf_model import PerfModel
 from planner.sim.config import ConstantStepCost
 from planner.sim.simulator import simulate
 from planner.traffic.generators import Workload

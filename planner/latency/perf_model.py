@@ -5,7 +5,7 @@ arrays of steps, `step_time_s` is the same expression on plain floats).
 A step runs every layer once over `new_tokens` (n) tokens of `num_seqs` (s) sequences. What the part reaches comes
 first: HBM B/s = datasheet × its stream-benchmark fraction, peak = datasheet dense FLOP/s × its large-GEMM fraction
 (data/gpus.yaml achieved_*; the vendor median where a part has none: "estimated"), × 35/75 on Hopper for an engine
-without wgmma kernels (HOPPER_MMA_SYNC_FRACTION); an engine that accumulates 16-bit GEMMs in FP16 gets a GeForce
+without wgmma kernels (planner.latency.hardware); an engine that accumulates 16-bit GEMMs in FP16 gets a GeForce
 part's FP16-accumulate rate. Then, per GPU of the TP group:
 
     memory    = weight bytes / min(HBM B/s × e_w, SMs × clock × b × q)
@@ -53,15 +53,12 @@ from planner.core.scenario import Resolved
 from planner.latency.calibration import fitted_profile
 from planner.latency.efficiency import DEFAULT_ENGINE, EfficiencyProfile, ProfileChoice, choose_profile
 from planner.latency.engines import allreduce_s, engines
+from planner.latency.hardware import compute_peak_flops, hardware_basis
 from planner.latency.parallel import parallel_terms
 from planner.memory import sizes as memory
 
 ACT_BYTES = 2  # activations and all-reduce payloads run in 16 bits
 WEIGHT_ONLY_DEQUANT = 0.1  # FP8/INT8 weights on a GPU without that tensor-core dtype (precisions.yaml: "~0.1")
-# Ampere-style mma.sync kernels on Hopper reach about 35/75 of what its warpgroup MMA (wgmma) kernels reach:
-# FlashAttention-2 "only 35% utilization on the H100" vs FlashAttention-3 "up to 740 TFLOPs/s (75% utilization)"
-# (Shah et al., FlashAttention-3, arXiv 2407.08608, abstract); Azure's FA2 runs: H100 33%, A100 58% of dense peak.
-HOPPER_MMA_SYNC_FRACTION = 35 / 75
 BREAKDOWN_KEYS = ("weights_read_s", "kv_read_s", "activations_s", "compute_s", "communication_s", "overhead_s")
 
 
@@ -83,60 +80,6 @@ class StepCost(Protocol):
 def expected_experts(num_experts: int, top_k: int, tokens):
     """Distinct experts a batch of routed tokens touches, E × (1 − (1 − k/E)^tokens), for uniform routing."""
     return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
-
-
-@dataclass(frozen=True)
-class HardwareBasis:
-    """What the model takes the part to reach before any engine constant (shown with every prediction)."""
-
-    bandwidth_fraction: float  # stream bandwidth / datasheet
-    bandwidth_measured: bool  # False: the vendor median (estimated)
-    matmul_fraction: float  # large-GEMM FLOP/s / datasheet, in the compute dtype
-    matmul_measured: bool
-    attention_fraction: float  # the 16-bit figure (attention runs in 16 bits)
-    kernel_fraction: float  # < 1 where the engine's kernels cannot use the part's fastest tensor-core path
-    datasheet_flops: float  # dense FLOP/s of the compute dtype on the engine's path (GeForce FP16 accumulate: 2x)
-    notes: tuple[str, ...] = ()
-
-
-def hardware_basis(r: Resolved, compute_dtype: str, eng) -> HardwareBasis:
-    """The part's measured fractions of its datasheet, and the engine's kernel path on it (data/engines.yaml)."""
-    peak, _ = compute_peak_flops(r)
-    acc16 = eng is not None and eng.fp16_accumulate and r.gpu.tflops_fp16_acc16 and compute_dtype in ("fp16", "bf16")
-    if acc16:
-        peak = r.gpu.tflops_fp16_acc16 * 1e12  # GeForce: FP16-accumulate tensor math runs at twice the rate
-    bw, bw_measured = r.gpu.achieved_bandwidth()
-    mm, mm_measured = r.gpu.achieved_matmul(compute_dtype)
-    attn, _ = r.gpu.achieved_matmul("bf16")
-    notes = [
-        f"{r.gpu.id} reaches {bw:.0%} of its datasheet bandwidth ("
-        + ("measured" if bw_measured else f"estimated: median of measured {r.gpu.vendor} parts")
-        + f") and {mm:.0%} of its {compute_dtype} FLOP/s ("
-        + (
-            "measured"
-            if compute_dtype in r.gpu.achieved_matmul_fraction
-            else "its 16-bit measurement"
-            if mm_measured
-            else "estimated"
-        )
-        + ")"
-    ]
-    kernel = 1.0
-    if eng is not None and not eng.hopper_wgmma and r.gpu.family == "hopper":
-        kernel = HOPPER_MMA_SYNC_FRACTION
-        notes.append(f"{eng.label} kernels use mma.sync, not Hopper's wgmma: {kernel:.2f} of the tensor-core rate")
-    if acc16:
-        notes.append(f"{eng.label} accumulates 16-bit GEMMs in FP16: {r.gpu.tflops_fp16_acc16:g} TFLOPS on this part")
-    return HardwareBasis(bw, bw_measured, mm, mm_measured, attn, kernel, peak, tuple(notes))
-
-
-def compute_peak_flops(r: Resolved) -> tuple[float, str]:
-    """(dense FLOP/s for the weights' compute dtype, dtype used); falls back to 16-bit where the GPU lacks it."""
-    for dtype in (r.weights.compute_dtype, "bf16", "fp16"):
-        peak = r.gpu.peak_flops(dtype)
-        if peak:
-            return peak, dtype
-    raise ValueError(f"{r.gpu.id} lists no 16-bit FLOP/s")
 
 
 @dataclass(frozen=True)
