@@ -4,7 +4,7 @@ and when it stops paying."""
 import streamlit as st
 
 from ui.state import current_scenario, resolved_or_stop
-from ui.techniques.data import Request, prepare_widget_state
+from ui.techniques.data import Request, engine_of, prepare_widget_state
 from ui.techniques.hw_tabs import quant_tab, tp_tab
 from ui.techniques.memory_tabs import flash_tab, lora_tab, paged_tab
 from ui.techniques.speed_tabs import prefix_tab, spec_decode_tab
@@ -17,7 +17,8 @@ sj = current_scenario().model_dump_json()
 dep = r.deployment
 st.caption(
     f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_parallel_size} · weights "
-    f"{r.weights.label} · KV {r.kv.label} · vLLM profile. Each tab changes one thing about this scenario."
+    f"{r.weights.label} · KV {r.kv.label} · {engine_of(sj)} efficiency profile. Each tab changes one thing about "
+    "this scenario."
 )
 req = scenario_lengths()
 prompt, output = req.prompt_tokens, req.output_tokens

@@ -9,7 +9,7 @@ from planner.core.scenario import Resolved
 from planner.techniques import prefix_cache as pc
 from planner.techniques import spec_decode as sd
 from ui.charts.techniques import best_k_chart, speedup_chart, ttft_chart
-from ui.techniques.data import Request, draft_options, mooncake_hit_rate, prefix, spec_decode
+from ui.techniques.data import Request, draft_options, engine_of, mooncake_hit_rate, prefix, spec_decode
 
 
 def spec_decode_tab(sj: str, r: Resolved, q: Request) -> None:
@@ -70,8 +70,9 @@ def spec_decode_tab(sj: str, r: Resolved, q: Request) -> None:
 - Speed-up = {o.expected_tokens_per_pass:.3f} × {o.target_step_s * 1e3:.2f} / {o.pass_s * 1e3:.2f}
   = **{o.speedup:.2f}×**
 - Assumptions: each draft accepted independently with probability α; the draft runs on the same GPUs at the same TP;
-  step times from the roofline (vLLM profile); the draft's prompt prefill, tree drafts and EAGLE/Medusa heads are
-  left out. The output distribution is unchanged: a wrong first guess still yields the target's own token.
+  step times from the roofline ({engine_of(sj)} efficiency profile); the draft's prompt prefill, tree drafts and
+  EAGLE/Medusa heads are left out. The output distribution is unchanged: a wrong first guess still yields the
+  target's own token.
 """)
 
 
