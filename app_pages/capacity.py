@@ -3,6 +3,8 @@ autoscaling (primer §9)."""
 
 from __future__ import annotations
 
+from concurrent.futures.process import BrokenProcessPool
+
 import pandas as pd
 import streamlit as st
 
@@ -163,17 +165,23 @@ st.caption(
 rank_key = (scenario.model_dump_json(), float(target), traffic, slo, float(headroom), prices)
 if st.button("Rank all deployments", type="primary", key="cap_rank"):
     bar = st.progress(0.0, text="Searching…")
-    rows = recommend(
-        scenario,
-        float(target),
-        traffic.model_copy(update={"num_requests": RANKING_NUM_REQUESTS}),
-        slo,
-        float(headroom),
-        dict(prices),
-        progress=lambda k, n: bar.progress(k / n, text=f"{k} of {n} deployments searched"),
-    )
-    bar.empty()
-    st.session_state["cap_ranking"] = (rank_key, rows)
+    try:
+        rows = recommend(
+            scenario,
+            float(target),
+            traffic.model_copy(update={"num_requests": RANKING_NUM_REQUESTS}),
+            slo,
+            float(headroom),
+            dict(prices),
+            progress=lambda k, n: bar.progress(k / n, text=f"{k} of {n} deployments searched"),
+        )
+        st.session_state["cap_ranking"] = (rank_key, rows)
+    except InputError as err:  # one bad candidate (its worker's error, pickled back) stops the ranking, not the page
+        st.error(f"Cannot rank: {error_text(err)}")
+    except BrokenProcessPool:  # a worker killed from outside (out of memory, a signal)
+        st.error("Cannot rank: a worker process stopped before the ranking finished; press the button again.")
+    finally:
+        bar.empty()
 stored = st.session_state.get("cap_ranking")
 if stored and stored[0] == rank_key:
     c = st.columns(2)
