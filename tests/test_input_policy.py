@@ -1,4 +1,4 @@
-"""One input policy at the edges (issue 22): numbers beyond float range, non-finite or subnormal stop where they
+"""One input policy at the edges: numbers beyond float range, non-finite or subnormal stop where they
 enter (CLI flags, config.json, model spec, share link, saved scenario, JSON uploads, trace lines) with one line
 naming the field; `--json` never prints Infinity or NaN."""
 

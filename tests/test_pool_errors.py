@@ -1,4 +1,4 @@
-"""One bad candidate stops `recommend` with one line, not a broken process pool (issue 22, item 2): InputError
+"""One bad candidate stops `recommend` with one line, not a broken process pool: InputError
 pickles as itself, a worker's error reaches the parent, the CLI exits 2 and the Capacity page shows an error."""
 
 from __future__ import annotations

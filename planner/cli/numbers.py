@@ -1,5 +1,5 @@
 """Numbers where they enter the CLI: every `type=float` flag finite and within float's comfortable range, every
-`type=int` flag within 2^53, so 10^400, 1e309, 5e-324, inf and nan stop at the flag with one line (issue 22).
+`type=int` flag within 2^53, so 10^400, 1e309, 5e-324, inf and nan stop at the flag with one line.
 
 `planner.cli._Parser` registers these as argparse's converters for `float` and `int`: every flag declared with
 `type=float` or `type=int` in any subcommand (now or later) gets them without naming them. A flag's own range

@@ -2,7 +2,7 @@
 
 Fields keep their own ranges (`PositiveInt`, `le=1`); this base adds the one rule they all share, so a value such
 as 10^400 (it overflows the first float() it meets), 1e309 (read as inf), nan or 5e-324 (dividing by it overflows)
-is refused where it enters, naming the field, whatever model or field a later change adds (issue 22).
+is refused where it enters, naming the field, whatever model or field a later change adds.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Which trace a web input may name: a bundled trace by name, or a file the user uploaded in this session.
 
 The CLI takes any trace path (its user owns the machine). A web input never does: `empirical:/etc/passwd` typed
-into a page would otherwise read a server file and show its first line in the error (issue 22). So the pages pass
+into a page would otherwise read a server file and show its first line in the error. So the pages pass
 every length spec and trace choice through here, with the session's own upload folder; a name is looked up in
 that folder only (no separators, no `..`, no absolute path), and the error names the field without echoing a
 server path or a file's content.
