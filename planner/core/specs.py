@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
 from planner.core.bounded import BoundedModel
+from planner.core.safe_text import SafeName
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 # A part without its own microbenchmark takes the median of its vendor's measured parts in data/gpus.yaml (a test
@@ -23,7 +24,7 @@ class ModelSpec(BoundedModel):
 
     model_config = _FROZEN
 
-    name: str = Field(min_length=1)
+    name: SafeName = Field(min_length=1)  # shown in captions and exports: Markdown/HTML/formula characters dropped
     model_type: str = "llama"
     hidden_size: PositiveInt
     num_layers: PositiveInt
