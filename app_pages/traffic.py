@@ -262,7 +262,7 @@ else:
             upload_path = str(save_upload(session_upload_dir(), upload.name, upload.getvalue()))
             _trace(upload_path)
         except InputError as err:
-            st.error(f"Cannot read this trace: {err}")
+            st.error(f"Cannot read this trace: {error_text(err)}")
             st.stop()
     trace_ref = upload_path or PROFILES[profile].trace
     prompt_spec = output_spec = f"empirical:{trace_ref}"

@@ -1,4 +1,4 @@
-"""A web input never reads a server file (issue 22, item 1): length specs on the Traffic and Techniques pages take
+"""A web input never reads a server file: length specs on the Traffic and Techniques pages take
 bundled traces by name or the session's own uploads; uploads live in a per-session folder removed with the session.
 """
 

@@ -15,6 +15,7 @@ from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, gpus, kv_precisions
 from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError, from_validation_error
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
+from planner.core.safe_text import inline_markdown
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment, ModelSpec, custom_gpu
 from ui.labels import error_text
@@ -55,7 +56,7 @@ def _uploaded_model() -> ModelSpec | None:
     )
     rejected = st.session_state.get("sb_upload_rejected")
     if rejected and up is None:
-        st.error(f"{rejected} (the file was not used; the last valid model stays in use)")
+        st.error(f"{inline_markdown(rejected)} (the file was not used; the last valid model stays in use)")
     text = st.text_area("…or paste its contents", key="sb_config_paste", height=120)
     raw = up.getvalue() if up is not None else text.strip()
     if not raw:
@@ -70,7 +71,7 @@ def _uploaded_model() -> ModelSpec | None:
             st.session_state["sb_upload_gen"] = gen + 1
             st.session_state["sb_upload_rejected"] = f"{err.field}: {err.message}"
             st.rerun()
-        st.error(f"{err.field}: {err.message}")
+        st.error(inline_markdown(f"{err.field}: {err.message}"))
         raise ShownError(err.field, err.message) from None
     st.session_state.pop("sb_upload_rejected", None)
     return _named(spec, raw)

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from dataclasses import dataclass
 
 from planner.core.errors import InputError
+from planner.core.json_input import load_json
 
 CSV_COLUMNS = ("batch", "input_tokens", "output_tokens", "tpot_ms", "ttft_ms")
 CSV_ALIASES = {
@@ -78,10 +78,7 @@ def parse_upload(name: str, data: bytes | str) -> UserData:
     if not text.strip():
         raise InputError(name or "upload", "is empty")
     if text.lstrip()[:1] in "{[":
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise InputError(name or "upload", f"is not valid JSON (line {err.lineno}: {err.msg})") from None
+        doc = load_json(text, name or "upload", check_numbers=False)  # depth and digits; _check names a bad number
         if isinstance(doc, dict) and "benchmarks" in doc:
             return parse_guidellm(doc)
         return parse_benchmark_serving(doc)
@@ -244,18 +241,24 @@ def _column(header: str) -> str:
 
 
 # -- numbers -------------------------------------------------------------------------------------------------------
+MAX_POINT_VALUE = 1e9  # 11 days in ms, 1e9 tokens or requests: beyond any benchmark; 1e300 only breaks the fit
+
+
 def _check(value, where: str) -> float:
     """A finite, positive number (bools and strings that are not numbers are rejected with the field named)."""
     if isinstance(value, bool):
         raise InputError(where, f"must be a number, got {value!r}")
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."  # never echo a whole field
     try:
         x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(where, f"not a number: {value!r}") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer such as 10^400
+        raise InputError(where, f"not a number: {shown}") from None
     if math.isnan(x) or math.isinf(x):
-        raise InputError(where, f"must be finite, got {value!r}")
+        raise InputError(where, f"must be finite, got {shown}")
     if x <= 0:
-        raise InputError(where, f"must be positive, got {value!r}")
+        raise InputError(where, f"must be positive, got {shown}")
+    if x > MAX_POINT_VALUE:
+        raise InputError(where, f"must be at most {MAX_POINT_VALUE:g} (ms, tokens or requests), got {shown}")
     return x
 
 

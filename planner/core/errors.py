@@ -15,7 +15,7 @@ class InputError(ValueError):
 
     def __reduce__(self):
         """Pickle as (field, message): a process-pool worker's InputError reaches the parent as itself (the default
-        pickles the one formatted argument, which __init__ cannot take back; issue 22)."""
+        pickles the one formatted argument, which __init__ cannot take back)."""
         return type(self), (self.field, self.message)
 
 

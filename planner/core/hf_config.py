@@ -8,13 +8,13 @@ is reported by its Hugging Face name.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from planner.core.errors import InputError, from_validation_error
+from planner.core.json_input import load_json
 from planner.core.specs import ModelSpec
 
 MAX_CONFIG_BYTES = 1_000_000
@@ -41,9 +41,8 @@ def _whole(value: Any, minimum: int) -> bool:
     return (
         not isinstance(value, bool)
         and isinstance(value, (int, float))
-        and math.isfinite(value)
+        and minimum <= value <= MAX_DIMENSION  # first: compares 10^400 exactly (isfinite would overflow), NaN fails
         and value == int(value)
-        and minimum <= value <= MAX_DIMENSION
     )
 
 
@@ -200,12 +199,7 @@ def parse_config_text(text: str | bytes, name: str | None = None, source: str = 
             text = text.decode("utf-8-sig")  # a byte-order mark is harmless
         except UnicodeDecodeError:
             raise InputError(source, "is not UTF-8 text (is it a binary file?)") from None
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(source, f"is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
-    except (ValueError, RecursionError) as err:  # e.g. a 5,000-digit number, or arrays nested 100,000 deep
-        raise InputError(source, f"is not a usable JSON document ({type(err).__name__}: {_show(str(err))})") from None
+    cfg = load_json(text, source, check_ints=False)  # finite floats, no nesting 100,000 deep; ints: _whole
     if isinstance(cfg, dict) and isinstance(cfg.get(SPEC_KEY), dict):  # a servingplan model spec (shared links)
         try:
             return ModelSpec(**cfg[SPEC_KEY])

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+
+from planner.core.bounded import BoundedModel
+from planner.core.safe_text import SafeName
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 # A part without its own microbenchmark takes the median of its vendor's measured parts in data/gpus.yaml (a test
@@ -16,12 +19,12 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 ACHIEVED_DEFAULTS = {"nvidia": {"bandwidth": 0.885, "matmul": 0.8}, "amd": {"bandwidth": 0.77, "matmul": 0.51}}
 
 
-class ModelSpec(BaseModel):
+class ModelSpec(BoundedModel):
     """A decoder-only transformer's architecture, as far as memory and FLOPs depend on it."""
 
     model_config = _FROZEN
 
-    name: str = Field(min_length=1)
+    name: SafeName = Field(min_length=1)  # shown in captions and exports: Markdown/HTML/formula characters dropped
     model_type: str = "llama"
     hidden_size: PositiveInt
     num_layers: PositiveInt
@@ -95,7 +98,7 @@ class ModelSpec(BaseModel):
         return self
 
 
-class GPUSpec(BaseModel):
+class GPUSpec(BoundedModel):
     """One accelerator as catalogued in data/gpus.yaml (every figure sourced there)."""
 
     model_config = _FROZEN
@@ -199,7 +202,7 @@ def custom_gpu(memory_gb: float, like: GPUSpec | None = None) -> GPUSpec:
     return GPUSpec(**base)
 
 
-class Deployment(BaseModel):
+class Deployment(BoundedModel):
     """How the model is served: GPU count, parallelism, precision and vLLM's own engine settings.
 
     Parallelism uses vLLM's names and rules. One engine instance (a "replica") spans

@@ -1,7 +1,7 @@
 """Which trace a web input may name: a bundled trace by name, or a file the user uploaded in this session.
 
 The CLI takes any trace path (its user owns the machine). A web input never does: `empirical:/etc/passwd` typed
-into a page would otherwise read a server file and show its first line in the error (issue 22). So the pages pass
+into a page would otherwise read a server file and show its first line in the error. So the pages pass
 every length spec and trace choice through here, with the session's own upload folder; a name is looked up in
 that folder only (no separators, no `..`, no absolute path), and the error names the field without echoing a
 server path or a file's content.
@@ -14,6 +14,7 @@ import hashlib
 from pathlib import Path
 
 from planner.core.errors import InputError
+from planner.core.safe_text import display_name
 from planner.traffic.generators import LengthDist
 from planner.traffic.traces import NAMED_TRACES
 
@@ -22,7 +23,8 @@ _NAME_HELP = f"a bundled trace ({', '.join(NAMED_TRACES)}) or the file name of a
 
 
 def upload_name(name: str, field: str = "trace upload") -> str:
-    """The base name an upload is saved under: no folder part, no NUL or control characters, at most 120 chars."""
+    """The base name an upload is saved under: no folder part, no NUL or control characters, at most 120 chars,
+    characters other than letters, digits and `-_./:+@(),` made spaces."""
     base = str(name).replace("\\", "/").rsplit("/", 1)[-1].strip()
     if any(ord(ch) < 32 for ch in base):
         raise InputError(field, "the file name contains a control character (NUL, newline, ...); rename the file")
@@ -30,7 +32,7 @@ def upload_name(name: str, field: str = "trace upload") -> str:
         raise InputError(field, "the file needs a name")
     if len(base) > MAX_UPLOAD_NAME_CHARS:
         raise InputError(field, f"the file name is longer than {MAX_UPLOAD_NAME_CHARS} characters; rename the file")
-    return base
+    return display_name(base)  # shown in captions and errors: no Markdown link or image can form from it
 
 
 def save_upload(folder: Path, name: str, data: bytes, field: str = "trace upload") -> Path:
