@@ -85,7 +85,7 @@ def test_ranking_runs_behind_the_button_on_a_subset():
 
 
 def test_a_used_deployment_lands_in_the_sidebar():
-    from ui.ranking import with_deployment
+    from planner.core.scenario import with_deployment
 
     chosen = with_deployment(Scenario(), "A100-80GB", "awq-int4", 2, 6)
     at = app(sb_pending_scenario=chosen, sb_pending_message="Loaded A100-80GB")

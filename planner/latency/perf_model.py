@@ -20,7 +20,7 @@ part's FP16-accumulate rate. Then, per GPU of the TP group:
                 m = m_max × n / (n + n_half) / (1 + dequant)   (small GEMMs reach less of peak; quantized-weight
                 kernels dequantise on the tensor-core path: precisions.yaml dequant_overhead)
     comm      = 2 × layers × all-reduce(n × hidden × 2 B) with the engine's algorithm and the GPU's link
-                (planner.latency.engines.allreduce_s: one-shot / two-shot custom all-reduce or an NCCL ring)
+                (planner.latency.allreduce.allreduce_s: one-shot / two-shot custom all-reduce or an NCCL ring)
     fixed     = per step + layers × (per layer + eager launch cost when enforce_eager) + s × per sequence
                 + n × per token
     step      = max(memory, compute) + comm + fixed                    (the bound is the larger side)
@@ -48,11 +48,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from planner.core.engine import engines
 from planner.core.params import count_params, mlp_params
 from planner.core.scenario import Resolved
+from planner.latency.allreduce import allreduce_s
 from planner.latency.calibration import fitted_profile
 from planner.latency.efficiency import DEFAULT_ENGINE, EfficiencyProfile, ProfileChoice, choose_profile
-from planner.latency.engines import allreduce_s, engines
 from planner.latency.hardware import compute_peak_flops, hardware_basis
 from planner.latency.parallel import parallel_terms
 from planner.memory import sizes as memory

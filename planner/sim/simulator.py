@@ -64,7 +64,7 @@ from planner.sim.records import (
     StepRecorder,
     request_records,
 )
-from planner.traffic.generators import Workload
+from planner.traffic.workload import Workload
 
 
 def simulate(

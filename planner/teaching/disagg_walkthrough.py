@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict
 
 from planner.capacity.disagg import rate_matched
 from planner.core.scenario import Resolved
-from planner.teaching.inputs import _f
+from planner.teaching.inputs import _f, split_context
+from planner.teaching.steps import Step, num
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -39,8 +40,6 @@ class DisaggInputs(BaseModel):
 
 def disaggregation(i: DisaggInputs) -> list:
     """The steps: what moves, how long it takes against the TTFT target, the pool sizes, the goodput per GPU."""
-    from planner.teaching.walkthroughs import Step, num  # imported here: walkthroughs registers this module
-
     kv = i.prompt_tokens * i.kv_bytes_per_token
     transfer_s = kv / (i.link_gb_s * 1e9) + i.link_latency_ms / 1e3
     share = transfer_s / i.ttft_target_s
@@ -135,7 +134,6 @@ def disaggregation(i: DisaggInputs) -> list:
 def fill_from_scenario(r: Resolved, base: DisaggInputs) -> dict:
     """The scenario's model KV bytes per token, its prompt/output split, and its GPU's NIC × sending GPUs."""
     from planner.memory import sizes as memory
-    from planner.teaching.from_scenario import split_context
 
     tp, m = r.deployment.tensor_parallel_size, r.model
     senders = tp if m.is_mla else min(tp, m.num_kv_heads)
