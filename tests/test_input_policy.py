@@ -128,3 +128,14 @@ def test_real_inputs_still_pass():
     assert parse_config_text(json.dumps(REAL), name="llama").hidden_size == 4096
     assert from_query({"rate": "2.5", "n": "2000"}).target_rate == 2.5
     assert load_json('{"a": [1, 2.5e-6, 9007199254740993]}', "x") == {"a": [1, 2.5e-6, 9007199254740993]}
+
+
+def test_published_configs_may_say_infinity_where_the_planner_reads_no_number():
+    # Nemotron-3-Super's config.json carries "time_step_limit": [0.0, Infinity] (Python's json.dumps); the planner
+    # reads no such field, so the config loads; a field it does read names itself
+    base = {"num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 10, "vocab_size": 100}
+    text = json.dumps({**base, "hidden_size": 64, "time_step_limit": [0.0, float("inf")]})
+    assert "Infinity" in text
+    assert parse_config_text(text).hidden_size == 64
+    with pytest.raises(InputError, match="hidden_size must be a whole number.*'Infinity'"):
+        parse_config_text(json.dumps({**base, "hidden_size": float("inf")}))

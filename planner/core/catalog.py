@@ -19,6 +19,7 @@ from planner.core.specs import GPUSpec, ModelSpec
 
 DATA_DIR = data_dir()
 MODELS_DIR = DATA_DIR / "models"
+QUANT_SUFFIX = ".hf_quant_config.json"  # a ModelOpt checkpoint's quantisation file beside its config (not a preset)
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"
 DEFAULT_GPU = "H100-SXM"
 
@@ -126,7 +127,8 @@ def preset_id(path: Path) -> str:
 @lru_cache(maxsize=1)
 def model_presets() -> dict[str, Path]:
     """Preset id -> config.json path, sorted by id."""
-    return {preset_id(p): p for p in sorted(MODELS_DIR.glob("*.json"), key=lambda p: preset_id(p).lower())}
+    configs = [p for p in MODELS_DIR.glob("*.json") if not p.name.endswith(QUANT_SUFFIX)]
+    return {preset_id(p): p for p in sorted(configs, key=lambda p: preset_id(p).lower())}
 
 
 @lru_cache(maxsize=64)

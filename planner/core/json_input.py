@@ -40,18 +40,35 @@ def _parse_constant(name: str) -> Any:
     raise _BadNumber(f"{name} is not a number JSON allows")
 
 
+def _constant_as_text(name: str) -> str:
+    return name  # "Infinity" stays a word: a field that needs a number then names itself
+
+
 _DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
 _DECODER_FREE_INTS = json.JSONDecoder(parse_float=_parse_float, parse_constant=_parse_constant)
+# published config.json files carry Python's Infinity where no limit applies (Nemotron-H's time_step_limit [0.0,
+# Infinity]); a reader that checks every field it uses can accept them as words
+_DECODER_FREE_INTS_WORDS = json.JSONDecoder(parse_float=_parse_float, parse_constant=_constant_as_text)
 _DECODER_LENIENT = json.JSONDecoder()
 
 
-def load_json(text: str | bytes, source: str, check_ints: bool = True, check_numbers: bool = True) -> Any:
+def load_json(
+    text: str | bytes,
+    source: str,
+    check_ints: bool = True,
+    check_numbers: bool = True,
+    constants_as_words: bool = False,
+) -> Any:
     """The parsed document, or InputError(source, one line) for bad syntax, non-finite or huge numbers, deep
     nesting or bytes that are not UTF-8. check_ints=False leaves integers to the caller (a hot loop over a trace's
     lines: a Python hook per integer triples its parse time; or a reader that names the key of a bad count);
     check_numbers=False leaves every number to the caller (it checks each field and names it). Python's
-    4,300-digit limit, the depth limit and the syntax are always checked."""
-    decoder = _DECODER_LENIENT if not check_numbers else _DECODER if check_ints else _DECODER_FREE_INTS
+    4,300-digit limit, the depth limit and the syntax are always checked. constants_as_words=True (with
+    check_ints=False) reads Infinity/NaN as the strings "Infinity"/"NaN" instead of refusing the document."""
+    if constants_as_words and not check_ints:
+        decoder = _DECODER_FREE_INTS_WORDS
+    else:
+        decoder = _DECODER_LENIENT if not check_numbers else _DECODER if check_ints else _DECODER_FREE_INTS
     try:
         if isinstance(text, (bytes, bytearray)):  # as json.loads does: UTF-8/16/32 by the first bytes
             text = text.decode(json.detect_encoding(text), "surrogatepass")

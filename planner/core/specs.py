@@ -19,6 +19,60 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 ACHIEVED_DEFAULTS = {"nvidia": {"bandwidth": 0.885, "matmul": 0.8}, "amd": {"bandwidth": 0.77, "matmul": 0.51}}
 
 
+LayerKind = Literal["full", "sliding", "chunked", "linear", "mamba"]
+ATTENTION_KINDS = ("full", "sliding", "chunked")  # kinds that cache keys/values per token
+
+
+class LayerGroup(BoundedModel):
+    """Token-mixing layers of one kind and one geometry (vLLM builds one KV-cache spec per such group).
+
+    Attention kinds (full, sliding window, chunked local) cache per token: K and V for each KV head, or MLA's latent
+    (one vector shared by all heads), plus DeepSeek Sparse Attention's indexer key. Linear attention (Gated DeltaNet,
+    KDA) and Mamba-2 hold a fixed state per request: a short convolution window plus a recurrent (SSM) matrix.
+    """
+
+    model_config = _FROZEN
+
+    kind: LayerKind
+    count: PositiveInt
+    window: PositiveInt | None = None  # sliding: tokens kept; chunked: attention chunk size
+    sinks: bool = False  # learned attention-sink logits per head (gpt-oss, MiMo SWA): no cached tokens
+    # attention geometry (also what the projections' parameters depend on)
+    num_heads: int = Field(default=0, ge=0)  # query heads
+    num_kv_heads: int = Field(default=0, ge=0)
+    head_dim: int = Field(default=0, ge=0)  # query/key head dim
+    v_head_dim: int = Field(default=0, ge=0)  # 0 = head_dim
+    kv_shared: bool = False  # K = V (Gemma-4 global layers, DeepSeek-V4): one tensor cached
+    output_gate: bool = False  # Qwen3-Next/3.5: q_proj also emits a sigmoid gate per head (2x its width)
+    latent_dim: int = Field(default=0, ge=0)  # MLA: kv_lora_rank + qk_rope_head_dim values per token, all heads
+    compress_ratio: int = Field(default=1, ge=1)  # DeepSeek-V4: one cached entry per `compress_ratio` tokens
+    indexer_head_dim: int = Field(default=0, ge=0)  # DSA lightning indexer: one key of this size per token
+    indexer_heads: int = Field(default=0, ge=0)  # the indexer's query heads (parameters only)
+    shares_layers: bool = False  # a second cache branch of layers counted in another group (DeepSeek-V4)
+    # recurrent state per request (linear attention, Mamba-2): TP splits the heads and the conv channels
+    state_heads: int = Field(default=0, ge=0)  # value heads (GDN) / Mamba heads
+    state_key_dim: int = Field(default=0, ge=0)  # key head dim (GDN) / ssm_state_size (Mamba-2)
+    state_value_dim: int = Field(default=0, ge=0)  # value head dim (GDN) / mamba_head_dim
+    conv_channels: int = Field(default=0, ge=0)  # channels of the causal conv1d
+    conv_kernel: int = Field(default=0, ge=0)  # conv state keeps kernel − 1 columns
+    state_dtype_bytes: float | None = Field(default=None, gt=0)  # recurrent state dtype (fp32 = 4); None = KV dtype
+    num_groups: int = Field(default=0, ge=0)  # key heads (GDN) / n_groups of B and C (Mamba-2), for parameters
+
+    @property
+    def caches_tokens(self) -> bool:
+        return self.kind in ATTENTION_KINDS
+
+    @property
+    def label(self) -> str:
+        return {
+            "full": "full attention",
+            "sliding": f"sliding window {self.window}",
+            "chunked": f"chunked attention {self.window}",
+            "linear": "linear attention",
+            "mamba": "Mamba-2",
+        }[self.kind]
+
+
 class ModelSpec(BoundedModel):
     """A decoder-only transformer's architecture, as far as memory and FLOPs depend on it."""
 
@@ -61,6 +115,24 @@ class ModelSpec(BoundedModel):
     # The checkpoint's own weight format (a data/precisions.yaml id) from config.json's quantization_config, e.g.
     # DeepSeek-V3 ships FP8 (block-scaled e4m3): the preset's default precision. None = the 16-bit torch_dtype.
     quantized_weights: str | None = None
+    # Per-group default weight formats of the checkpoint (e.g. gpt-oss: {"experts": "mxfp4"}, the rest 16-bit);
+    # tensor groups: experts, attention, dense, vocabulary. Empty = quantized_weights (or 16-bit) everywhere.
+    quantized_groups: dict[str, str] = Field(default_factory=dict)
+    kv_cache_quant: str | None = None  # a KV dtype the checkpoint ships scales for (hf_quant_config.json)
+    # Architectures beyond one layer kind (planner.core.hf_config reads them; empty = all layers as above):
+    layer_groups: tuple[LayerGroup, ...] = ()  # token-mixing layers by kind; counts sum to the mixer layers
+    num_mlp_layers: int | None = Field(default=None, ge=0)  # MLP blocks (Nemotron-H: not one per layer); None = layers
+    dense_intermediate_size: int = Field(default=0, ge=0)  # an MoE model's dense-layer width (0 = intermediate_size)
+    shared_expert_intermediate_size: int = Field(default=0, ge=0)  # 0 = moe_intermediate_size
+    moe_latent_size: int = Field(default=0, ge=0)  # Nemotron-3: experts run in a smaller latent width
+    dense_mlp_in_moe_layers: bool = False  # Gemma-4: every MoE layer also has a dense MLP
+    router_bias: bool = False
+    num_mtp_layers: int = Field(default=0, ge=0)  # multi-token-prediction modules (a decoder layer + projection)
+    mtp_shares_vocabulary: bool = True  # False: the checkpoint stores the MTP module's own embedding and head
+    vision_params: int = Field(default=0, ge=0)  # vision tower + projector the checkpoint carries
+    hyper_connections: int = Field(default=0, ge=0)  # DeepSeek-V4 hc_mult: residual streams per token
+    o_lora_rank: int = Field(default=0, ge=0)  # DeepSeek-V4: grouped low-rank output projection
+    o_groups: int = Field(default=0, ge=0)
 
     @property
     def is_moe(self) -> bool:
@@ -69,6 +141,15 @@ class ModelSpec(BoundedModel):
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank > 0
+
+    @property
+    def is_hybrid(self) -> bool:
+        """More than one token-mixing kind (or a state-holding kind): vLLM's hybrid KV cache manager applies."""
+        return len({g.kind for g in self.layer_groups}) > 1 or any(not g.caches_tokens for g in self.layer_groups)
+
+    @property
+    def mlp_layers(self) -> int:
+        return self.num_layers if self.num_mlp_layers is None else self.num_mlp_layers
 
     @model_validator(mode="after")
     def kv_heads_divide_query_heads(self) -> ModelSpec:
@@ -85,7 +166,7 @@ class ModelSpec(BoundedModel):
                 raise ValueError("num_experts_per_tok must be between 1 and num_experts")
             if self.moe_intermediate_size <= 0:
                 raise ValueError("moe_intermediate_size must be positive for a mixture-of-experts model")
-            if self.num_dense_layers > self.num_layers:
+            if self.num_dense_layers > self.mlp_layers:
                 raise ValueError("num_dense_layers must not exceed num_layers")
         return self
 
@@ -174,6 +255,7 @@ class GPUSpec(BoundedModel):
             "bf16": self.tflops_bf16,
             "fp8": self.tflops_fp8,
             "int8": self.tflops_int8,
+            "fp4": getattr(self, "tflops_fp4", None),  # issue 24 adds the field to GPUSpec and gpus.yaml
         }.get(dtype)
         return tflops * 1e12 if tflops else None
 

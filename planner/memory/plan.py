@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from planner.core.params import count_params
 from planner.core.scenario import Resolved
 from planner.memory import sizes as memory
+from planner.memory.layer_groups import GroupBytes, HybridFit, binding_limit, group_bytes, hybrid_fit
 from planner.memory.sliding_window import request_blocks
 from planner.memory.vllm_pool import VllmPool, vllm_pool
 
@@ -49,15 +50,28 @@ class MemoryPlan:
     deployment_max_concurrency: int  # requests of max_model_len the whole deployment holds
     warnings: tuple[str, ...]
     pool: VllmPool
+    # which limit binds per DP rank (planner.memory.layer_groups.BINDING_LIMITS) and the requests it allows
+    binding_limit: str = "kv_tokens"
+    binding_requests: int = 0
+    state_bytes_per_request_per_gpu: float = 0.0  # linear-attention / Mamba state, fixed per request
+    layer_kinds: tuple[GroupBytes, ...] = ()  # per layer kind on one GPU at context_tokens (hybrid models)
+    hybrid: HybridFit | None = None  # vLLM's hybrid layout (groups, unified pages) when the model mixes kinds
 
     def to_dict(self) -> dict:
         out = asdict(self)
         out.pop("pool")
+        out.pop("hybrid")
+        new = {k: out.pop(k) for k in ("binding_limit", "binding_requests", "state_bytes_per_request_per_gpu")}
+        out.pop("layer_kinds")
         out["warnings"] = list(self.warnings)
         out["vllm_log"] = list(self.pool.log_lines)
         out["breakdown_per_gpu"] = breakdown_per_gpu(self)
         out["textbook_max_requests_total"] = self.textbook_max_requests * self.num_replicas
         out["max_concurrency_total"] = self.max_concurrency * self.num_replicas * self.data_parallel_size
+        out.update(new)  # keys added by issue 23, after the older ones
+        out["layer_kinds"] = [g.to_dict() for g in self.layer_kinds]
+        out["kv_cache_groups"] = self.hybrid.pool.num_groups if self.hybrid else 1
+        out["vllm_hybrid_blocks"] = self.hybrid.pool.num_blocks if self.hybrid else self.num_gpu_blocks
         return out
 
 
@@ -87,10 +101,29 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
             r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
         )
         pool = replace(pool, max_concurrency=pool.num_gpu_blocks / per_request)
-    contiguous = max(0, int(max(pool.kv_pool_bytes, 0) // (r.max_model_len * kv_tok_gpu)))
+    hybrid = None
+    if r.model.layer_groups:  # vLLM's hybrid manager: groups per layer kind, unified pages, state slots
+        hybrid = hybrid_fit(
+            r.model,
+            r.kv_bytes,
+            pool.kv_pool_bytes / share,
+            tp,
+            dep.block_size,
+            ctx,
+            dep.max_num_batched_tokens,
+            r.max_model_len,
+        )
+        pool, paged = _hybrid_pool(pool, hybrid, dep.block_size, r.max_model_len), hybrid.paged_max_requests
+    contiguous = max(0, int(max(pool.kv_pool_bytes, 0) // (r.max_model_len * kv_tok_gpu))) if kv_tok_gpu else 0
     warnings = _warnings(r, tp, pool, w_gpu) + _parallel_warnings(r, dep)
     per_rank = pool.num_gpu_blocks // request_blocks(
         r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
+    )
+    if hybrid:
+        per_rank = int(hybrid.max_concurrency)
+    fits = not any(w.startswith("Does not fit") for w in warnings)
+    limit, limit_requests = binding_limit(
+        dep.max_num_seqs, paged, hybrid.pool_limit if hybrid else "kv_tokens", fits and pool.kv_pool_bytes > 0
     )
     return MemoryPlan(
         params=pc.total,
@@ -113,7 +146,7 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
         contiguous_max_requests=contiguous,
         num_replicas=dep.num_replicas,
         tensor_parallel_size=tp,
-        fits=not any(w.startswith("Does not fit") for w in warnings),
+        fits=fits,
         warnings=tuple(warnings),
         pool=pool,
         pipeline_parallel_size=pp,
@@ -121,7 +154,19 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
         expert_parallel_size=dep.expert_parallel_size,
         gpus_per_replica=dep.gpus_per_replica,
         deployment_max_concurrency=per_rank * dp * dep.num_replicas,
+        binding_limit=limit,
+        binding_requests=limit_requests,
+        state_bytes_per_request_per_gpu=memory.layer_groups.state_bytes_per_request(r.model, tp) * share,
+        layer_kinds=tuple(group_bytes(r.model, r.kv_bytes, ctx, tp)),
+        hybrid=hybrid,
     )
+
+
+def _hybrid_pool(pool: VllmPool, h: HybridFit, block_size: int, max_model_len: int) -> VllmPool:
+    """The pool in blocks of block_size full-attention tokens that give vLLM's hybrid concurrency at max_model_len
+    (what the simulator and the capacity search count in), with vLLM's own "Maximum concurrency"."""
+    blocks = int(h.max_concurrency * math.ceil(max_model_len / block_size))
+    return replace(pool, num_gpu_blocks=blocks, kv_cache_tokens=blocks * block_size, max_concurrency=h.max_concurrency)
 
 
 def _parallel_warnings(r: Resolved, dep) -> list[str]:
@@ -157,7 +202,7 @@ def _warnings(r: Resolved, tp: int, pool: VllmPool, w_gpu: float) -> list[str]:
             f"Does not fit: weights per GPU ({w_gpu / 1e9:.1f} GB) exceed the memory budget "
             f"({pool.budget_bytes / 1e9:.1f} GB = gpu_memory_utilization × usable memory)"
         )
-    elif pool.kv_cache_tokens < r.max_model_len:
+    elif pool.max_concurrency < 1 if r.model.layer_groups else pool.kv_cache_tokens < r.max_model_len:
         out.append(
             f"Does not fit: the KV pool holds {pool.kv_cache_tokens:,} tokens, fewer than one request of "
             f"max_model_len={r.max_model_len:,}; vLLM refuses to start (lower max_model_len or add GPUs)"

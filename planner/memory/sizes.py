@@ -21,6 +21,7 @@ import math
 from planner.core.params import count_params
 from planner.core.precision import WeightPrecision
 from planner.core.specs import ModelSpec
+from planner.memory import layer_groups
 
 BYTES_16BIT = 2
 
@@ -30,8 +31,26 @@ def weight_bytes_for_params(params: float, bits_per_weight: float) -> float:
     return params * bits_per_weight / 8
 
 
+def checkpoint_formats(model: ModelSpec, precision: WeightPrecision) -> dict[str, float] | None:
+    """Bits per weight of each tensor group when `precision` is the checkpoint's own mixed format (gpt-oss: MXFP4
+    experts, BF16 attention; NVIDIA's DeepSeek NVFP4: BF16 attention); None when one format covers every layer."""
+    if not model.quantized_groups or precision.id != model.quantized_weights:
+        return None
+    from planner.core.catalog import get_weight_precision  # the catalogue reads data/precisions.yaml
+
+    groups = model.quantized_groups
+    bits = {
+        k: get_weight_precision(groups[k]).bits_per_weight if k in groups else precision.bits_per_weight
+        for k in ("attention", "dense", "experts")
+    }
+    bits["vocabulary"] = 8 * BYTES_16BIT if precision.keeps_embeddings_16bit else precision.bits_per_weight
+    return bits
+
+
 def weight_bytes(model: ModelSpec, precision: WeightPrecision) -> float:
     """Bytes of all weights: quantized linear layers at the format's effective bits, embeddings where kept 16-bit."""
+    if checkpoint_formats(model, precision):
+        return sum(weight_bytes_by_part(model, precision).values())
     params = count_params(model)
     if precision.keeps_embeddings_16bit:
         quantized = params.total - params.embedding
@@ -59,12 +78,18 @@ def kv_values_per_token_per_layer(model: ModelSpec, tp: int = 1) -> int:
 
 
 def kv_bytes_per_token(model: ModelSpec, kv_bytes: float, tp: int = 1) -> float:
-    """KV bytes one token adds across all layers (on one GPU when tp > 1)."""
+    """KV bytes one token adds across all layers (on one GPU when tp > 1); a model with layer kinds counts its
+    token-caching layers only (planner.memory.layer_groups)."""
+    if model.layer_groups:
+        return layer_groups.kv_bytes_per_token(model, kv_bytes, tp)
     return model.num_layers * kv_values_per_token_per_layer(model, tp) * kv_bytes
 
 
 def kv_bytes_per_request(model: ModelSpec, kv_bytes: float, tokens: int, tp: int = 1) -> float:
-    """KV bytes of one request of `tokens` (prompt + output); sliding-window layers hold at most the window."""
+    """KV bytes of one request of `tokens` (prompt + output); sliding-window layers hold at most the window; with
+    layer kinds, chunked layers the chunk and linear-attention / Mamba layers their fixed state."""
+    if model.layer_groups:
+        return layer_groups.bytes_per_request(model, kv_bytes, tokens, tp)
     per_layer = kv_values_per_token_per_layer(model, tp) * kv_bytes
     windowed = model.num_sliding_layers
     window_tokens = min(tokens, model.sliding_window or tokens)
@@ -95,6 +120,16 @@ def weight_bytes_by_part(model: ModelSpec, precision: WeightPrecision) -> dict[s
     params = count_params(model)
     vocab_bits = 8 * BYTES_16BIT if precision.keeps_embeddings_16bit else precision.bits_per_weight
     experts = params.breakdown["experts_routed"]
+    mixed = checkpoint_formats(model, precision)
+    if mixed:  # attention at its own format, the rest of the layers (dense MLPs, shared experts) at theirs
+        attention = params.breakdown["attention"]
+        rest = params.total - params.embedding - experts - attention
+        return {
+            "layers": weight_bytes_for_params(attention, mixed["attention"])
+            + weight_bytes_for_params(rest, mixed["dense"]),
+            "experts": weight_bytes_for_params(experts, mixed["experts"]),
+            "vocabulary": weight_bytes_for_params(params.embedding, mixed["vocabulary"]),
+        }
     return {
         "layers": weight_bytes_for_params(params.total - params.embedding - experts, precision.bits_per_weight),
         "experts": weight_bytes_for_params(experts, precision.bits_per_weight),
