@@ -137,5 +137,5 @@ def test_published_configs_may_say_infinity_where_the_planner_reads_no_number():
     text = json.dumps({**base, "hidden_size": 64, "time_step_limit": [0.0, float("inf")]})
     assert "Infinity" in text
     assert parse_config_text(text).hidden_size == 64
-    with pytest.raises(InputError, match="hidden_size must be a whole number.*'Infinity'"):
+    with pytest.raises(InputError, match="hidden_size: must be a whole number.*'Infinity'"):
         parse_config_text(json.dumps({**base, "hidden_size": float("inf")}))
