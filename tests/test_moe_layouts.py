@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from planner.cli import main
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
-from planner.latency.parallel import collectives
+from planner.latency.collectives import collectives
 from planner.memory.plan import plan_memory
 
 V3 = "deepseek-ai/DeepSeek-V3"

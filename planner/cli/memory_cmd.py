@@ -5,7 +5,7 @@ from __future__ import annotations
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.core.units import GiB, fmt_gb
-from planner.latency.parallel import collectives
+from planner.latency.collectives import collectives
 from planner.memory.plan import plan_memory
 
 

@@ -101,7 +101,7 @@ KNOWN_FLAGS: dict[str, frozenset[str]] = {
     ),
     "llama.cpp": frozenset(
         {
-            "--hf-repo",
+            "--model",
             "--ctx-size",
             "--parallel",
             "--n-gpu-layers",
@@ -128,6 +128,9 @@ KNOWN_FLAGS: dict[str, frozenset[str]] = {
             "--enable-prefix-caching",
             "--eager-mode",
             "--role",
+            "--nnodes",
+            "--node-rank",
+            "--dist-init-addr",
             "--server-name",
             "--server-port",
         }

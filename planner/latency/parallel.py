@@ -5,8 +5,8 @@ step of one TP group; `ParallelTerms` adds what DP attention, EP, PP and multi-n
 Placement: an instance's GPUs are numbered TP fastest, then DP, then PP stage, and fill NVLink domains of
 `nvlink_domain_gpus` (data/gpus.yaml; None = `gpus_per_node`; GB200/GB300 NVL72 = 72) in that order, as vLLM and
 SGLang launch them; a group that fits inside one domain talks over NVLink, a larger one over the NIC.
-MoE layouts: the MoE layers span TP × DP GPUs as MoE-TP × EP (MoE-TP fastest); `collectives` lists what each step
-runs over which link.
+MoE layouts: the MoE layers span TP × DP GPUs as MoE-TP × EP (MoE-TP fastest); planner.latency.collectives lists
+what each step runs over which link.
 
 Expert all-to-all (EP > 1; DeepEP's dispatch and combine, deepseek-ai/DeepEP@dd758caf docs/legacy.md):
     per MoE layer, each GPU sends its T / TP tokens to the ranks holding their top-k experts and gets them back:
@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.core.scenario import Resolved
+from planner.latency.collectives import nvlink_domain
 
 A2A_EFFICIENCY = 0.9  # DeepEP normal kernels: 153-158 GB/s over H800's ~160 GB/s NVLink (docs/legacy.md)
 A2A_LATENCY_S = 10e-6  # per collective; aiconfigurator systems/h200_sxm.yaml p2p_latency 10 us
@@ -93,11 +94,6 @@ class Links:
     pp_crosses_nodes: bool
 
 
-def nvlink_domain(gpu) -> int:
-    """GPUs that share NVLink: the rack-scale domain where listed (NVL72), else one node."""
-    return gpu.nvlink_domain_gpus or gpu.gpus_per_node
-
-
 def links_for(r: Resolved) -> Links:
     d, g = r.deployment, r.gpu
     node = nvlink_domain(g)
@@ -113,59 +109,6 @@ def links_for(r: Resolved) -> Links:
         max(1, min(moe_group, node) // d.moe_tensor_parallel_size),  # EP ranks per domain (MoE-TP fastest)
         d.pipeline_parallel_size > 1 and d.gpus_per_replica > node,
     )
-
-
-@dataclass(frozen=True)
-class Collective:
-    """One communication a step runs: the operation, over which group of GPUs, on which link, how often."""
-
-    op: str  # all-reduce, all-gather, reduce-scatter, all-to-all, send/recv
-    group: str  # which ranks
-    size: int  # GPUs in the group
-    link: str  # NVLink or NIC
-    per: str  # when it runs
-
-    def to_dict(self) -> dict:
-        return dict(op=self.op, group=self.group, size=self.size, link=self.link, per=self.per)
-
-
-def collectives(r: Resolved) -> list[Collective]:
-    """The collectives one step runs under the layout (module note), each with the link its group spans.
-
-    Attention TP: all-reduce after attention and after each dense MLP. DP attention + MoE without EP: the DP
-    ranks' tokens all-gathered before each MoE layer and reduce-scattered after (SGLang DP attention; vLLM's
-    allgather_reducescatter backend). EP: all-to-all dispatch and combine (DeepEP). MoE-TP > 1 under EP: the
-    expert slices' partial sums all-reduced. PP: activations sent to the next stage.
-    """
-    d, m = r.deployment, r.model
-    domain = nvlink_domain(r.gpu)
-
-    def link(size: int) -> str:
-        return "NVLink" if size <= domain else "NIC"
-
-    tp, dp, ep = d.tensor_parallel_size, d.data_parallel_size, d.expert_parallel_size
-    moe_tp = d.moe_tensor_parallel_size
-    out = []
-    if tp > 1:
-        out.append(Collective("all-reduce", "attention TP", tp, link(tp), "attention and dense MLP of every layer"))
-    if m.is_moe and dp > 1 and ep == 1:
-        for op in ("all-gather", "reduce-scatter"):
-            out.append(Collective(op, "TP × DP (MoE)", tp * dp, link(tp * dp), "every MoE layer"))
-    if m.is_moe and ep > 1:
-        out.append(Collective("all-to-all", "EP (dispatch + combine)", ep, link(tp * dp), "every MoE layer"))
-        if moe_tp > 1:
-            out.append(Collective("all-reduce", "MoE-TP", moe_tp, link(moe_tp), "every MoE layer"))
-    if d.pipeline_parallel_size > 1:
-        out.append(
-            Collective(
-                "send/recv",
-                "PP stages",
-                d.pipeline_parallel_size,
-                link(d.gpus_per_replica),
-                "every stage boundary",
-            )
-        )
-    return out
 
 
 @dataclass(frozen=True)
