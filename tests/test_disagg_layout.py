@@ -1,4 +1,4 @@
-"""`disagg` evaluates a given xPyD layout (issue 25): TTFT = queueing + prefill + KV transfer + hand-off."""
+"""`disagg` evaluates a given xPyD layout: TTFT = queueing + prefill + KV transfer + hand-off."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _scenario(model=LLAMA8, gpu="H100-SXM", **dep):
 
 
 def test_1p1d_tp8_ttft_floor_is_prefill_transfer_and_the_hand_off():
-    # 1P1D, TP 8 + TP 8 over RDMA (NIXL). Before issue 25 the TTFT stopped at prefill + transfer (the issue's
+    # 1P1D, TP 8 + TP 8 over RDMA (NIXL). Before this the TTFT stopped at prefill + transfer (a prediction of
     # 13 ms against a measured floor of about 45 ms); the floor now adds the hand-off:
     #   floor = prefill(1 × 200 tokens) + 200 × KV bytes per token / link B/s + 10 us
     #           + 20 ms (proxy, second hop) + 1.5 × one decode step of one sequence

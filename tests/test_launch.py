@@ -1,4 +1,4 @@
-"""`servingplan launch` (issue 25): the layout as each engine launches it, every flag one its parser accepts."""
+"""`servingplan launch`: the layout as each engine launches it, every flag one its parser accepts."""
 
 from __future__ import annotations
 

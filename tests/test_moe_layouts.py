@@ -1,4 +1,4 @@
-"""Any MoE layout the engines accept (issue 25): attention TP × DP, MoE-TP × EP over the same GPUs, and what each
+"""Any MoE layout the engines accept: attention TP × DP, MoE-TP × EP over the same GPUs, and what each
 rank holds and which collectives it runs."""
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def test_ep_over_two_nodes_runs_its_all_to_all_on_the_nic_and_inside_nvl72_on_nv
 
 
 def test_capacity_prices_a_dp8_ep8_instance_as_8_gpus(capsys):
-    # issue 27 item 2: TP 1 × DP 8 + EP 8 is one engine instance of 1 × 8 GPUs; capacity priced it as 1 GPU.
+    # TP 1 × DP 8 + EP 8 is one engine instance of 1 × 8 GPUs; capacity priced it as 1 GPU.
     # The search runs one DP rank; an instance serves 8 ranks' rate, and costs 8 GPUs × $/GPU-hour.
     args = "capacity --model deepseek-ai/DeepSeek-V3 --gpu H200 --tp 1 --dp 8 --ep 8 --target-rate 20"
     assert main([*args.split(), "--num-requests", "100", "--json"]) == 0

@@ -93,7 +93,7 @@ def test_the_default_long_prompts_get_a_prefill_pool():
 
 
 def test_the_page_evaluates_a_given_1p1d_layout():
-    # issue 25: the layout the user runs (1P1D, TP 8 + TP 8 over NIXL), evaluated instead of searched
+    # the layout the user runs (1P1D, TP 8 + TP 8 over NIXL), evaluated instead of searched
     at = load(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment=Deployment(max_model_len=8192)))
     at.toggle(key="dg_given").set_value(True).run()
     assert not at.exception, at.exception

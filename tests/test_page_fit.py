@@ -201,7 +201,7 @@ def test_a_fitting_scenario_says_so_plainly():
 
 
 def test_page_offers_the_launch_commands_of_the_scenario():
-    # issue 25: the default scenario (vLLM, Llama-3.1-8B on one GPU) as `vllm serve`, with a download
+    # the default scenario (vLLM, Llama-3.1-8B on one GPU) as `vllm serve`, with a download
     at = app()
     assert not at.exception
     code = [c.value for c in at.code if "vllm serve" in c.value]

@@ -118,7 +118,7 @@ def test_dense_model_data_parallel_ranks_each_hold_their_requests():
 
 
 def test_expert_parallel_size_must_divide_tp_times_dp(capsys):
-    # issue 25: EP may be any divisor of TP × DP (MoE-TP × EP = TP × DP); 3 does not divide 4
+    # EP may be any divisor of TP × DP (MoE-TP × EP = TP × DP); 3 does not divide 4
     p = argparse.ArgumentParser()
     add_scenario_args(p)
     with pytest.raises(InputError) as err:
