@@ -14,6 +14,8 @@ from planner.cli import main
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.latency.collectives import collectives
+from planner.latency.parallel import links_for
+from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
 
 V3 = "deepseek-ai/DeepSeek-V3"
@@ -110,3 +112,17 @@ def test_capacity_prices_a_dp8_ep8_instance_as_8_gpus(capsys):
     assert out["usd_per_hour"] == pytest.approx(out["num_gpus"] * out["usd_per_gpu_hour"])
     # replicas = ceil(target × headroom / instance rate), the instance rate being 8 DP ranks' rate
     assert out["replicas"] == math.ceil(20 * out["headroom"] / out["max_rate_per_replica"] - 1e-9)
+
+
+def test_an_nvl72_domain_keeps_tp16_and_ep32_on_nvlink():
+    # GB200 NVL72: 72 GPUs share one NVLink domain across 18 trays of 4 (the field nvlink_domain_gpus). TP 16 spans
+    # four trays yet its all-reduces stay on NVLink, so the cross-node TP term is zero; on 8-GPU HGX nodes it pays
+    # the NVLink/NIC ratio. EP 32's all-to-all: no copy leaves the domain, so its NIC share is zero.
+    hgx = _resolved("B200", num_gpus=16, tensor_parallel_size=16)
+    nvl72 = dataclasses.replace(hgx, gpu=hgx.gpu.model_copy(update={"gpus_per_node": 4, "nvlink_domain_gpus": 72}))
+    assert PerfModel(hgx, "vllm").parallel.cross_node_tp_s(64) > 0
+    assert PerfModel(nvl72, "vllm").parallel.cross_node_tp_s(64) == 0
+    ep = _resolved("B200", num_gpus=32, tensor_parallel_size=1, data_parallel_size=32, enable_expert_parallel=True)
+    ep72 = dataclasses.replace(ep, gpu=ep.gpu.model_copy(update={"gpus_per_node": 4, "nvlink_domain_gpus": 72}))
+    assert links_for(ep).ep_ranks_per_node == 8 and links_for(ep72).ep_ranks_per_node == 32
+    assert PerfModel(ep72, "vllm").parallel.all_to_all_s(64) < PerfModel(ep, "vllm").parallel.all_to_all_s(64)
