@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
+from pydantic import ValidationError
+
 from planner.capacity.disagg_pools import (
     DEFAULT_LINK_LATENCY_S,
     decode_capacity,
@@ -38,7 +40,7 @@ from planner.capacity.disagg_pools import (
     visible_transfer_s,
 )
 from planner.capacity.replicas import DEFAULT_REL_TOL, mean_tokens, price_of
-from planner.core.errors import InputError
+from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment
 from planner.core.workload import SLO, TrafficSpec
@@ -121,7 +123,7 @@ class GivenLayoutPlan:
         return out
 
 
-def _instance(s: Scenario, pool: PoolLayout, field: str) -> Resolved:
+def instance(s: Scenario, pool: PoolLayout, field: str) -> Resolved:
     """The scenario as one instance of `pool` (validated like the CLI's own layout)."""
     dep = s.deployment.model_dump() | {
         "tensor_parallel_size": pool.tp,
@@ -135,8 +137,8 @@ def _instance(s: Scenario, pool: PoolLayout, field: str) -> Resolved:
         raise InputError(f"{field}_instances", f"must be at least 1, got {pool.instances}")
     try:
         return resolve(s.model_copy(update={"deployment": Deployment(**dep)}))
-    except ValueError as err:  # pydantic's ValidationError: the EP/TP rules of Deployment
-        raise InputError(f"{field}_ep", str(err).splitlines()[-1].strip()) from None
+    except ValidationError as err:  # the EP/TP rules of Deployment
+        raise InputError(f"{field}_ep", from_validation_error(err).message) from None
 
 
 def evaluate_layout(
@@ -160,7 +162,7 @@ def evaluate_layout(
     if not (target_rps > 0 and math.isfinite(target_rps)):
         raise InputError("target_rps", f"must be a number > 0, got {target_rps!r}")
     te = TRANSFER_ENGINES[transfer]
-    rp, rd = _instance(s, prefill, "prefill"), _instance(s, decode, "decode")
+    rp, rd = instance(s, prefill, "prefill"), instance(s, decode, "decode")
     base = kv_link(rp, link, None, link_latency_s)
     kv = replace(base, bytes_per_s=base.bytes_per_s * te.efficiency, label=f"{te.label} over {base.label}")
     mean_in, mean_out = mean_tokens(traffic)
