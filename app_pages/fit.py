@@ -3,6 +3,8 @@
 import pandas as pd
 import streamlit as st
 
+from planner.capacity.launch import launch_plan
+from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.memory.plan import breakdown_per_gpu, concurrency_vs_context, plan_memory, tp_options
 from planner.memory.vllm_pool import vllm_constants
@@ -177,3 +179,14 @@ with st.expander("Formula: tensor parallelism"):
         "GPU = max(1, KV heads / TP) (replicated beyond the KV-head count; MLA's latent is not split). "
         "Each extra GPU costs NCCL buffers (0.25 GiB assumed)."
     )
+
+st.subheader("Launch it")
+engine = current_scenario().engine
+try:
+    launch = launch_plan(r, engine)
+except InputError as err:
+    st.info(f"No launch command: {err.message}")
+else:
+    st.caption(f"{engine}: the layout, limits, KV dtype and prefix caching above under {engine}'s own flags")
+    st.code(launch.script, language="bash")
+    st.download_button("Download the launch commands", launch.script, file_name="launch.sh", mime="text/x-sh")

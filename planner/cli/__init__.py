@@ -44,6 +44,7 @@ COMMANDS = {
     "capacity": ("capacity_cmd", "replicas and $ for a target rate at a p95 SLO (one deployment)"),
     "recommend": ("capacity_cmd", "rank every GPU × precision × TP that fits by cost at the SLO"),
     "disagg": ("disagg_cmd", "disaggregated prefill/decode pools vs aggregated, at the SLO"),
+    "launch": ("launch_cmd", "the engine's launch command (and a Kubernetes manifest) for the layout"),
     "quant": ("quant_tp_lora_cmd", "every weight format: memory, KV headroom, concurrency, decode speed"),
     "tp": ("quant_tp_lora_cmd", "tensor parallelism 1/2/4/8: memory per GPU, TPOT, throughput"),
     "lora": ("quant_tp_lora_cmd", "multi-LoRA: adapter bytes and what GPU adapter slots cost"),

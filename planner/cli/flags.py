@@ -55,6 +55,14 @@ FIELD_FLAGS = {
     "kv_link": "--kv-link",
     "kv_link_latency_ms": "--kv-link-latency-ms",
     "kv_link_gb_s": "--kv-link-gb-s",
+    "ep_size": "--ep",
+    # a given xPyD layout (planner.capacity.disagg_layout)
+    "prefill_instances": "--prefill-instances",
+    "prefill_ep": "--prefill-ep",
+    "decode_instances": "--decode-instances",
+    "decode_ep": "--decode-ep",
+    "transfer_engine": "--transfer-engine",
+    "handoff_ms": "--handoff-ms",
 }
 
 

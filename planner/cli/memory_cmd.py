@@ -5,6 +5,7 @@ from __future__ import annotations
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.core.units import GiB, fmt_gb
+from planner.latency.collectives import collectives
 from planner.memory.plan import plan_memory
 
 
@@ -19,6 +20,9 @@ def run(args) -> int:
     plan = plan_memory(r)
     out = plan.to_dict()
     out.update(model=r.model.name, gpu=r.gpu.id, weights=r.weights.id, kv_dtype=r.kv.id)
+    out["requests_per_dp_rank"] = plan.requests_per_dp_rank  # × DP ranks × replicas = deployment_max_concurrency
+    out["moe_tensor_parallel_size"] = r.deployment.moe_tensor_parallel_size if r.model.is_moe else 1
+    out["collectives"] = [c.to_dict() for c in collectives(r)]
     par = f"TP={plan.tensor_parallel_size}" + "".join(
         f", {k}={v}"
         for k, v in (

@@ -40,6 +40,7 @@ _DEPLOYMENT = {
     "pp": "pipeline_parallel_size",
     "dp": "data_parallel_size",
     "ep": "enable_expert_parallel",
+    "eps": "ep_size",
     "pfx": "enable_prefix_caching",
     "lpt": "long_prefill_token_threshold",
 }

@@ -199,6 +199,9 @@ class GPUSpec(BoundedModel):
     interconnect_bandwidth_gb_s: PositiveFloat = 32.0
     scale_out_bandwidth_gb_s: PositiveFloat | None = None  # per-GPU NIC between nodes, one direction
     gpus_per_node: PositiveInt = 8  # GPUs on one NVLink / Infinity Fabric board
+    # GPUs sharing one NVLink domain at `interconnect_bandwidth` (GB200/GB300 NVL72: 72 across 18 trays); None = one
+    # node. A TP, EP or MoE group that fits inside it talks over NVLink, not the NIC.
+    nvlink_domain_gpus: PositiveInt | None = None
     usd_per_hour: float = Field(default=0.0, ge=0)
     price_date: str = ""
     # what kernels can move per streaming multiprocessor (AMD: compute unit) per clock bounds latency-bound kernels
@@ -295,6 +298,10 @@ class Deployment(BoundedModel):
       enable_expert_parallel (EP size = TP × DP, vLLM docs/serving/expert_parallel_deployment.md);
     - pipeline stages each hold a contiguous share of the layers.
     SGLang's `--tp 8 --dp 8 --ep 8 --enable-dp-attention` is vLLM's `--tp 1 --dp 8 --enable-expert-parallel`.
+    ep_size below TP × DP splits the MoE layers MoE-TP × EP with MoE-TP = TP × DP / EP (TensorRT-LLM's
+    moe_tensor_parallel_size × moe_expert_parallel_size, SGLang's --ep-size below --tp-size): each expert is
+    sliced over MoE-TP GPUs and the experts are spread over EP groups (planner.core.engine_flags has each
+    engine's names).
     """
 
     model_config = _FROZEN
@@ -304,6 +311,7 @@ class Deployment(BoundedModel):
     pipeline_parallel_size: PositiveInt = 1
     data_parallel_size: PositiveInt = 1  # attention data-parallel ranks inside one instance
     enable_expert_parallel: bool = False  # MoE experts split over EP = TP × DP ranks instead of TP-sharded
+    ep_size: PositiveInt | None = None  # EP ranks when below TP × DP (MoE-TP = TP × DP / EP); None = the default
     weights: str = "bf16"  # a weight precision id from data/precisions.yaml
     kv_cache_dtype: str = "auto"  # auto = the model's activation dtype
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
@@ -314,6 +322,28 @@ class Deployment(BoundedModel):
     enforce_eager: bool = False  # no CUDA graphs (saves their memory, costs per-step overhead)
     enable_prefix_caching: bool = True  # vLLM V1's default for generative models
     long_prefill_token_threshold: int = Field(default=0, ge=0)  # most prompt tokens per request per step; 0 = off
+
+    @model_validator(mode="before")
+    @classmethod
+    def ep_size_sets_expert_parallel(cls, values):
+        """ep_size > 1 turns expert parallelism on, 1 off; ep_size = TP × DP is the default layout (stored as None)."""
+        if not isinstance(values, dict) or values.get("ep_size") is None:
+            return values
+        values = dict(values)
+        ep, moe_group = values["ep_size"], values.get("tensor_parallel_size", 1) * values.get("data_parallel_size", 1)
+        if isinstance(ep, int) and isinstance(moe_group, int):
+            values["enable_expert_parallel"] = ep > 1
+            if ep == 1 or ep == moe_group:
+                values["ep_size"] = None
+        return values
+
+    @model_validator(mode="after")
+    def ep_divides_moe_group(self) -> Deployment:
+        if self.ep_size is not None and (self.ep_size > self.moe_shard_size or self.moe_shard_size % self.ep_size):
+            raise ValueError(
+                f"ep_size must divide TP × DP = {self.moe_shard_size} (MoE-TP = TP × DP / EP), got {self.ep_size}"
+            )
+        return self
 
     @model_validator(mode="after")
     def tp_divides_gpus(self) -> Deployment:
@@ -332,8 +362,15 @@ class Deployment(BoundedModel):
 
     @property
     def expert_parallel_size(self) -> int:
-        """EP = TP × DP when expert parallelism is on (vLLM's and SGLang's rule), else 1 (experts TP-sharded)."""
+        """EP: ep_size if given, else TP × DP when expert parallelism is on (vLLM's rule), else 1 (TP-sharded)."""
+        if self.ep_size is not None:
+            return self.ep_size
         return self.tensor_parallel_size * self.data_parallel_size if self.enable_expert_parallel else 1
+
+    @property
+    def moe_tensor_parallel_size(self) -> int:
+        """GPUs each expert is sliced over: MoE-TP = TP × DP / EP (TensorRT-LLM moe_tensor_parallel_size)."""
+        return max(1, self.moe_shard_size // self.expert_parallel_size)
 
     @property
     def moe_shard_size(self) -> int:

@@ -48,6 +48,7 @@ class MemoryPlan:
     expert_parallel_size: int
     gpus_per_replica: int
     deployment_max_concurrency: int  # requests of max_model_len the whole deployment holds
+    requests_per_dp_rank: int  # whole requests of max_model_len one DP rank holds (× DP × replicas = the line above)
     warnings: tuple[str, ...]
     pool: VllmPool
     # which limit binds per DP rank (planner.memory.layer_groups.BINDING_LIMITS) and the requests it allows
@@ -68,7 +69,8 @@ class MemoryPlan:
         out["breakdown_per_gpu"] = breakdown_per_gpu(self)
         out["textbook_max_requests_total"] = self.textbook_max_requests * self.num_replicas
         out["max_concurrency_total"] = self.max_concurrency * self.num_replicas * self.data_parallel_size
-        out.update(new)  # keys added by issue 23, after the older ones
+        out.pop("requests_per_dp_rank")  # the memory command prints it after its older keys
+        out.update(new)  # keys added later, after the older ones
         out["layer_kinds"] = [g.to_dict() for g in self.layer_kinds]
         out["kv_cache_groups"] = self.hybrid.pool.num_groups if self.hybrid else 1
         out["vllm_hybrid_blocks"] = self.hybrid.pool.num_blocks if self.hybrid else self.num_gpu_blocks
@@ -85,7 +87,8 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
     tp, pp, dp = dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size
     pc = count_params(r.model)
     weights = memory.weight_bytes(r.model, r.weights)
-    w_gpu = memory.weight_bytes_per_gpu_parallel(r.model, r.weights, tp, pp, dp)
+    ep = dep.expert_parallel_size if r.model.is_moe else 1
+    w_gpu = memory.weight_bytes_per_gpu_parallel(r.model, r.weights, tp, pp, dp, ep)
     share = memory.stage_layer_share(r.model.num_layers, pp)  # a pipeline stage caches its own layers only
     kv_tok = memory.kv_bytes_per_token(r.model, r.kv_bytes)
     kv_tok_gpu = memory.kv_bytes_per_token(r.model, r.kv_bytes, tp) * share
@@ -159,6 +162,7 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
         state_bytes_per_request_per_gpu=memory.layer_groups.state_bytes_per_request(r.model, tp) * share,
         layer_kinds=tuple(group_bytes(r.model, r.kv_bytes, ctx, tp)),
         hybrid=hybrid,
+        requests_per_dp_rank=per_rank,
     )
 
 
@@ -175,9 +179,14 @@ def _parallel_warnings(r: Resolved, dep) -> list[str]:
     m = r.model
     if dep.enable_expert_parallel and not m.is_moe:
         out.append("Expert parallelism has no effect: the model has no experts")
-    if m.is_moe and m.num_experts % dep.moe_shard_size and dep.enable_expert_parallel:
-        out.append(f"Does not fit: {m.num_experts} experts do not divide over EP={dep.expert_parallel_size} ranks")
-    node = r.gpu.gpus_per_node
+    ep = dep.expert_parallel_size
+    if m.is_moe and ep > 1 and m.num_experts % ep:
+        out.append(
+            f"Uneven experts: {m.num_experts} experts over EP={ep} ranks; vLLM gives the fullest rank "
+            f"{memory.experts_on_fullest_rank(m.num_experts, ep)} (memory counts it), which also sets the pace. "
+            "SGLang needs experts + --ep-num-redundant-experts divisible by EP"
+        )
+    node = r.gpu.nvlink_domain_gpus or r.gpu.gpus_per_node  # one NVLink domain (NVL72: 72)
     if dep.tensor_parallel_size > node:
         out.append(
             f"Slow: TP={dep.tensor_parallel_size} spans nodes of {node} GPUs, so every all-reduce crosses the "

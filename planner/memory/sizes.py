@@ -8,7 +8,11 @@
 Per GPU under TP × PP × DP (+ EP) (vLLM docs/serving/data_parallel_deployment.md, expert_parallel_deployment.md):
     weights per GPU    = stage share × (attention + dense + shared experts + norms) / TP
                          + vocabulary matrices on the stage / TP
-                         + stage share × routed experts / (TP × DP)     (EP: E / EP whole experts; else TP-sliced)
+                         + stage share × routed experts × ceil(E / EP) / E / MoE-TP
+                           (MoE-TP × EP = TP × DP; EP = 1: every expert sliced over TP × DP; EP = TP × DP: whole
+                           experts; E not divisible by EP: vLLM gives the first E mod EP ranks one more expert,
+                           vllm/model_executor/layers/fused_moe/layer.py `determine_expert_map`, so the fullest
+                           rank holds ceil(E / EP); equals routed experts / (TP × DP) whenever EP divides E)
     KV per token/GPU   = stage layers × (MLA: latent, whole on every TP rank; GQA: 2 × KV heads / TP × head dim)
     stage share        = ceil(layers / PP) / layers  (the largest stage)
 Each DP rank holds its own requests, so the instance holds DP × (requests per DP rank).
@@ -142,12 +146,19 @@ def stage_layer_share(num_layers: int, pp: int) -> float:
     return math.ceil(num_layers / pp) / num_layers
 
 
+def experts_on_fullest_rank(num_experts: int, ep: int) -> int:
+    """Routed experts the fullest EP rank holds: ceil(E / EP) (vLLM spreads the remainder one per rank)."""
+    return math.ceil(num_experts / ep)
+
+
 def weight_bytes_per_gpu_parallel(
-    model: ModelSpec, precision: WeightPrecision, tp: int, pp: int = 1, dp: int = 1
+    model: ModelSpec, precision: WeightPrecision, tp: int, pp: int = 1, dp: int = 1, ep: int = 1
 ) -> float:
-    """Weights on the fullest GPU of a TP × PP × DP instance (module note); equals weights / TP at PP = DP = 1."""
+    """Weights on the fullest GPU of a TP × PP × DP instance with EP expert groups (module note)."""
     parts = weight_bytes_by_part(model, precision)
+    moe_tp = tp * dp // ep  # each expert's matrices sliced over MoE-TP GPUs
+    expert_share = experts_on_fullest_rank(model.num_experts, ep) / model.num_experts if model.num_experts else 1.0
     share = stage_layer_share(model.num_layers, pp)
     # PP > 1: the first stage holds the embedding, the last the lm_head; the fullest holds one vocabulary matrix
     vocab = parts["vocabulary"] if pp == 1 else parts["vocabulary"] / (1 if model.tie_word_embeddings else 2)
-    return share * parts["layers"] / tp + vocab / tp + share * parts["experts"] / (tp * dp)
+    return share * parts["layers"] / tp + vocab / tp + share * parts["experts"] * expert_share / moe_tp
