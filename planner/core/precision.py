@@ -19,7 +19,7 @@ class WeightPrecision(BaseModel):
     bits_per_weight: PositiveFloat
     group_size: PositiveInt | None = None
     keeps_embeddings_16bit: bool = False  # GPTQ/AWQ/NF4 leave embeddings and lm_head at 16 bits
-    compute_dtype: Literal["fp32", "fp16", "bf16", "fp8", "int8"]
+    compute_dtype: Literal["fp32", "fp16", "bf16", "fp8", "int8", "fp4"]
     dequant_overhead: float = Field(default=0.0, ge=0, le=2)  # extra decode time fraction for dequant kernels
     engines: list[str]
     source: str

@@ -92,7 +92,7 @@ class Links:
 
 def links_for(r: Resolved) -> Links:
     d, g = r.deployment, r.gpu
-    node = g.gpus_per_node
+    node = g.nvlink_domain_gpus  # NVLink reaches the whole scale-up domain (72 on an NVL72 rack)
     nic = (g.scale_out_bandwidth_gb_s or 0) * 1e9
     moe_group = d.tensor_parallel_size * d.data_parallel_size
     return Links(

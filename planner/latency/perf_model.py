@@ -33,8 +33,9 @@ mixture of experts the expected distinct experts its tokens touch, E × (1 − (
 matmul FLOPs = 2 × active parameters per token (lm_head only for each sequence's last token); attention FLOPs =
 4 × heads × head dim per query-key pair; MLA decode runs with absorbed weights on the latent (per head and pair
 2 × (kv_lora_rank + qk_rope_head_dim) + 2 × kv_lora_rank), MLA prefill in expanded form (qk_nope + qk_rope, v).
-FP8/INT8 compute runs at its own peak only where the GPU has it (else weight-only at 16-bit peak). The constants
-come from data/efficiency.yaml (planner.latency.efficiency), the eager cost and all-reduce algorithm from
+FP8/INT8 compute runs at its own peak only where the GPU has it (else weight-only at 16-bit peak); NVFP4/MXFP4 at
+the part's tflops_fp4 where it has that format (planner.latency.hardware.fp4_native), else weight-only likewise.
+The constants come from data/efficiency.yaml (planner.latency.efficiency), the eager cost and all-reduce algorithm from
 data/engines.yaml. Pipeline, data-parallel attention, expert parallelism and multi-node links are added by
 planner.latency.parallel (one hook); speculative decoding and prefix-cache hits are handled elsewhere.
 """
@@ -166,11 +167,14 @@ class PerfModel:
         _, self.compute_dtype = compute_peak_flops(r)
         self.hardware = hw = hardware_basis(r, self.compute_dtype, eng)
         self.dequant = r.weights.dequant_overhead
-        if self.compute_dtype != r.weights.compute_dtype and r.weights.compute_dtype in ("fp8", "int8"):
-            self.dequant += WEIGHT_ONLY_DEQUANT
+        if self.compute_dtype != r.weights.compute_dtype and r.weights.compute_dtype in ("fp8", "int8", "fp4"):
+            self.dequant += WEIGHT_ONLY_DEQUANT  # FP4 on a part without that format: dequantised like FP8-Marlin
         # quantized-weight kernels: weight-only formats (fewer than 16 bits stored, 16-bit tensor-core math: Marlin
-        # GPTQ/AWQ, FP8-Marlin on Ampere) and sub-byte GGUF k-quants (int8 dot products on unpacked blocks)
-        self.weight_only = (bpw < ACT_BYTES and self.compute_dtype in ("fp16", "bf16")) or bpw < 1.0
+        # GPTQ/AWQ, FP8-Marlin on Ampere, FP4 on Hopper) and sub-byte GGUF k-quants (int8 dot products on unpacked
+        # blocks); native FP4 block-scaled MMA (Blackwell, CDNA4 MXFP4) reads its bytes as a native dtype does
+        self.weight_only = (bpw < ACT_BYTES and self.compute_dtype in ("fp16", "bf16")) or (
+            bpw < 1.0 and self.compute_dtype != "fp4"
+        )
         self.peak_flops = hw.datasheet_flops * hw.matmul_fraction * hw.kernel_fraction  # what the part reaches
         self.attn_peak_flops = (
             (r.gpu.peak_flops("bf16") or r.gpu.peak_flops("fp16")) * hw.attention_fraction * hw.kernel_fraction

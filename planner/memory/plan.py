@@ -132,7 +132,7 @@ def _parallel_warnings(r: Resolved, dep) -> list[str]:
         out.append("Expert parallelism has no effect: the model has no experts")
     if m.is_moe and m.num_experts % dep.moe_shard_size and dep.enable_expert_parallel:
         out.append(f"Does not fit: {m.num_experts} experts do not divide over EP={dep.expert_parallel_size} ranks")
-    node = r.gpu.gpus_per_node
+    node = r.gpu.nvlink_domain_gpus  # one NVLink domain (an NVL72 rack: 72)
     if dep.tensor_parallel_size > node:
         out.append(
             f"Slow: TP={dep.tensor_parallel_size} spans nodes of {node} GPUs, so every all-reduce crosses the "
