@@ -114,3 +114,25 @@ def test_published_points_resolve_common_names(tmp_path, capsys):
     assert main(["validate", "--points", str(tmp_path / "p.csv"), "--json"]) == 0
     point = json.loads(capsys.readouterr().out)["points"][0]
     assert point["reason"] == "" and point["predicted"] > 0 and "read as H100-SXM" in point["note"]
+
+
+def test_sglang_jsonl_is_read_run_by_run():
+    from planner.accuracy.user_points import parse_upload
+
+    data = parse_upload("s.jsonl", (FIXTURES / "sglang_bench_serving.jsonl").read_text())
+    assert data.kind == "sglang_bench_serving" and len(data.points) == 2
+    closed, rate = data.points
+    assert (closed.users, closed.request_rate, closed.input_tokens, closed.output_tokens) == (8, None, 1024, 256)
+    assert (rate.users, rate.request_rate, rate.batch) == (None, 2.0, 7.7)  # SGLang's measured mean concurrency
+
+
+@pytest.mark.parametrize("name", ["sglang_bench_serving.jsonl", "benchmark_serving.json", "guidellm.json"])
+def test_a_clients_result_file_is_predicted_on_the_replica_the_flags_name(name, capsys):
+    args = ["validate", "--points", str(FIXTURES / name), "--json", "--model", "meta-llama/Llama-3.1-8B-Instruct"]
+    assert main([*args, "--gpu", "H100 SXM 80GB"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rows_skipped"] == 0 and out["rows_predicted"] == out["rows"] >= 1
+    assert all(p["predicted"] > 0 and "read as H100-SXM" in p["note"] for p in out["points"])
+    assert main(args) == 0  # no --gpu: every run skipped, saying which flag is missing
+    out = json.loads(capsys.readouterr().out)
+    assert out["rows_predicted"] == 0 and list(out["skip_reasons"]) == ["no GPU: pass --gpu"]

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from planner.accuracy.names import resolve_gpu, resolve_model
+from planner.accuracy.user_points import UserData
 from planner.core.catalog import get_model
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
@@ -45,13 +46,14 @@ from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
 from planner.sim.records import latencies
 from planner.sim.serving import run_serving
-from planner.traffic.generators import closed_loop
+from planner.traffic.generators import closed_loop, open_loop
 
 AICONFIGURATOR_COLUMNS = ("backend", "model_path", "system", "mode", "isl", "osl", "batch_size", "silicon_ttft_ms")
 BACKENDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm", "tensorrt-llm": "tensorrt-llm"}
 WEIGHTS = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "bf16": "bf16", "fp16": "fp16"}
 _ID_LAYOUT = re.compile(r"_tp(\d+)_ep(\d+)_")
 _CONCURRENCY = (("silicon_data_source", re.compile(r"silicon_concurrency=(\d+)")), ("id", re.compile(r"_c(\d+)_")))
+OPEN_LOOP_REQUESTS = 300  # requests simulated for a run at a request rate (the mean settles within a few hundred)
 MEASURED_ROUNDS = 2  # requests per user measured after the warm-up round (aiperf measures 20; the mean settles by 2)
 WARMUP_ROUNDS = 1  # requests per user discarded first (aiperf: --warmup-request-count 2N)
 
@@ -75,10 +77,11 @@ class ServingPoint:
     isl: int
     osl: int
     concurrency: int
-    ttft_ms: float
-    tpot_ms: float
+    ttft_ms: float | None  # None: not measured
+    tpot_ms: float | None
     excluded: str = ""  # why the row is not predicted ("" when usable)
     notes: tuple[str, ...] = ()
+    request_rate: float | None = None  # arrivals per second (open loop); None = `concurrency` closed-loop users
 
     @property
     def model_class(self) -> str:
@@ -191,12 +194,16 @@ def predict(p: ServingPoint, seed: int = 0) -> ServingPrediction:
     """Mean TTFT and TPOT of the measured requests of N closed-loop users (`simulate --users N --think-time 0`):
     WARMUP_ROUNDS requests per user discarded, the next MEASURED_ROUNDS averaged."""
     r = resolved(p)
-    n = p.concurrency * (WARMUP_ROUNDS + MEASURED_ROUNDS)
-    wl = closed_loop(p.concurrency, n, 0.0, f"fixed:{p.isl}", f"fixed:{p.osl}", think="fixed", seed=seed)
+    if p.request_rate:  # a client sending at a rate: Poisson arrivals (vllm bench serve --request-rate default)
+        n, warmup = OPEN_LOOP_REQUESTS, 0
+        wl = open_loop(n, p.request_rate, f"fixed:{p.isl}", f"fixed:{p.osl}", "poisson", 1.0, seed=seed)
+    else:
+        n, warmup = p.concurrency * (WARMUP_ROUNDS + MEASURED_ROUNDS), p.concurrency * WARMUP_ROUNDS
+        wl = closed_loop(p.concurrency, n, 0.0, f"fixed:{p.isl}", f"fixed:{p.osl}", think="fixed", seed=seed)
     res = run_serving(r, wl, p.engine, seed=seed)
     lat = latencies(res)
     done = np.flatnonzero(res.requests.finished)
-    keep = done >= p.concurrency * WARMUP_ROUNDS  # request j is user j mod N's (j // N)-th request
+    keep = done >= warmup  # closed loop: request j is user j mod N's (j // N)-th request
     if not keep.any():
         raise InputError("concurrency", "no measured request finished in the simulation")
     ttft, tpot = lat["ttft_s"][keep], lat["tpot_s"][keep]
@@ -252,6 +259,8 @@ def serving_table(points: list[ServingPoint], seed: int = 0) -> pd.DataFrame:
                 reason = str(err)
         for metric, attr, group in METRICS:
             measured = getattr(p, attr)
+            if measured is None:
+                continue
             value = getattr(pred, attr) if pred is not None else np.nan
             rows.append(
                 {
@@ -276,3 +285,49 @@ def serving_table(points: list[ServingPoint], seed: int = 0) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+# -- a client's own result files (vllm bench serve, SGLang bench_serving, GuideLLM) ------------------------------
+def upload_points(
+    data: UserData, model: str | None, gpu: str | None, tp: int = 1, engine: str = "vllm", weights: str | None = None
+) -> list[ServingPoint]:
+    """The runs of an uploaded result file on the replica the flags name (the file records no GPU or layout):
+    the model from --model or the file's model id, the GPU from --gpu; a run without either is skipped, saying so."""
+    preset, note, fmt = resolve_model(model or data.model_id or "")
+    gpu_id, gpu_note = resolve_gpu(gpu or "")
+    points = []
+    for i, u in enumerate(data.points):
+        users = u.users or max(1, round(u.batch))
+        excluded = ""
+        if not preset:
+            excluded = f"unknown model {model or data.model_id!r}: pass --model (a preset id)"
+        elif not gpu_id:
+            excluded = f"unknown GPU {gpu!r}: pass --gpu (the file does not record it)" if gpu else "no GPU: pass --gpu"
+        elif u.request_rate is None and not u.users:
+            excluded = "neither a request rate nor a client concurrency (a batch of all requests at once)"
+        notes = tuple(x for x in (note, gpu_note, u.note) if x)
+        points.append(
+            ServingPoint(
+                id=f"{data.kind}[{i}] {u.label}",
+                engine=engine,
+                version="",
+                model=model or data.model_id,
+                gpu=gpu or "",
+                preset=preset or "",
+                gpu_id=gpu_id or "",
+                weights=weights or fmt or "bf16",
+                tp=tp,
+                pp=1,
+                dp=1,
+                expert_parallel=False,
+                isl=max(1, round(u.input_tokens)),
+                osl=max(1, round(u.output_tokens)),
+                concurrency=users,
+                ttft_ms=u.ttft_ms,
+                tpot_ms=u.tpot_ms,
+                excluded=excluded,
+                notes=notes,
+                request_rate=u.request_rate,
+            )
+        )
+    return points
