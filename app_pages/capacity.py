@@ -13,12 +13,12 @@ from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
 from planner.core.catalog import gpus
 from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError
-from planner.core.scenario import Scenario
+from planner.core.scenario import Scenario, with_deployment
 from planner.core.workload import PROFILES, SLO, TrafficSpec
 from ui.cached import capacity_cached
 from ui.charts import capacity as charts
 from ui.labels import error_text
-from ui.ranking import column_config, ranking_table, use_scenario, with_deployment
+from ui.ranking import column_config, ranking_table, use_scenario
 from ui.state import current_scenario, resolved_or_stop
 
 RANKING_NUM_REQUESTS = 600

@@ -317,7 +317,7 @@ with st.expander("Assumptions: efficiency constants and how well they fit"):
         "`data/efficiency.yaml`, fitted by `scripts/fit_efficiency.py` on published measurements; "
         "`benchmarks/accuracy.py` prints predicted against measured for every point. Equal requests, no "
         "prefix caching or speculative decoding; the memory limit is vLLM's paged pool. Continuous mode "
-        "runs the serving simulator (planner/latency/continuous.py: B clients in a closed loop, the first "
+        "runs the serving simulator (planner/sim/continuous.py: B clients in a closed loop, the first "
         "and last B requests left out) on these step times; static mode is the primer's one-batch model."
     )
     st.dataframe(pd.DataFrame([{"constant": f, "value": getattr(e, f)} for f in FIT_FIELDS]), hide_index=True)

@@ -11,14 +11,7 @@ from typing import NamedTuple
 import pandas as pd
 import streamlit as st
 
-from planner.capacity.load_sweep import (
-    estimate_capacity_rps,
-    find_knee,
-    mean_lengths,
-    open_vs_closed,
-    profile_workload,
-    rate_sweep,
-)
+from planner.capacity.load_sweep import estimate_capacity_rps, find_knee, open_vs_closed, rate_sweep
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
 from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError
@@ -27,6 +20,7 @@ from planner.core.workload import PROFILES
 from planner.sim.records import request_frame, step_frame
 from planner.sim.serving import result_summary, run_serving
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist
+from planner.traffic.profiles import mean_lengths, profile_workload
 from planner.traffic.traces import load_trace
 from ui.charts import load as charts
 from ui.labels import error_text

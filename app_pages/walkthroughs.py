@@ -6,10 +6,11 @@ import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
 from planner.core.errors import InputError
-from planner.teaching.from_scenario import LOADS
+from planner.teaching.from_scenario import LOADS, inputs_from_scenario
 from planner.teaching.inputs import build_inputs, field_unit
 from planner.teaching.practice import KINDS, check_answer, generate, parse_answer
-from planner.teaching.walkthroughs import WALKTHROUGHS, Step, inputs_from_scenario, run_walkthrough
+from planner.teaching.steps import Step
+from planner.teaching.walkthroughs import WALKTHROUGHS, run_walkthrough
 from ui.labels import error_text
 from ui.state import current_scenario
 

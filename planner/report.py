@@ -24,7 +24,7 @@ from planner.core.units import GB, GiB
 from planner.latency.metrics import estimate, memory_limit
 from planner.memory.plan import MemoryPlan, breakdown_per_gpu, plan_memory, tp_options
 from planner.report_plan import ReportRow, assumption_rows, choice_rows, plan_rows
-from planner.teaching.from_scenario import split_context
+from planner.teaching.inputs import split_context
 
 COLUMNS = ("section", "name", "value", "unit", "note")
 REPORT_OUTPUT_TOKENS = 300  # the one-request reference row splits tokens per request with the primer's 300-token answer

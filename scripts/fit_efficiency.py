@@ -28,8 +28,8 @@ import yaml
 
 from planner.accuracy.optimize import nelder_mead
 from planner.accuracy.published_points import error_summary, evaluate, load_points, predict, scenario
+from planner.core.engine import engines
 from planner.latency.efficiency import EFFICIENCY_PATH, ENGINES, FIT_FIELDS, EfficiencyProfile
-from planner.latency.engines import engines
 from planner.latency.perf_model import PerfModel
 
 # constant -> (prior value, prior sd in natural log, lower bound, upper bound). Prior values: small all-reduce 5-10 µs

@@ -1,4 +1,4 @@
-"""Continuous batching at concurrency B (planner.latency.continuous): what vllm bench serve --max-concurrency B
+"""Continuous batching at concurrency B (planner.sim.continuous): what vllm bench serve --max-concurrency B
 measures. Checks: B = 1 is the single request alone; the closed loop against a long open simulation of the same
 scheduler; mixed steps slow decodes; max_num_seqs binds; bad input names the flag."""
 
@@ -9,9 +9,9 @@ import pytest
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
-from planner.latency.continuous import continuous
 from planner.latency.metrics import estimate
 from planner.latency.perf_model import PerfModel
+from planner.sim.continuous import continuous
 
 R = resolve(Scenario(gpu="A100-80GB", deployment=Deployment(max_model_len=8192)))  # Llama-3.1-8B, BF16
 

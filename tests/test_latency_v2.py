@@ -11,20 +11,14 @@ from hypothesis import strategies as st
 
 from planner.accuracy.published_points import load_points, parse_row
 from planner.accuracy.validation import points_table
+from planner.core.engine import engine_supports, engines, scheduler_policy
 from planner.core.engine_defaults import ENGINES
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
+from planner.latency.allreduce import allreduce_s
 from planner.latency.efficiency import profiles
-from planner.latency.engines import (
-    allreduce_s,
-    engine_supports,
-    engines,
-    kv_pool_bytes,
-    llamacpp_slots,
-    scheduler_policy,
-    sglang_mem_fraction_static,
-)
 from planner.latency.perf_model import PerfModel
+from planner.memory.engine_pool import kv_pool_bytes, llamacpp_slots, sglang_mem_fraction_static
 
 GIB = 2**30
 

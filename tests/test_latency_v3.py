@@ -18,7 +18,7 @@ from planner.latency.hardware import HOPPER_MMA_SYNC_FRACTION
 from planner.latency.perf_model import PerfModel
 from planner.sim.config import ConstantStepCost
 from planner.sim.simulator import simulate
-from planner.traffic.generators import Workload
+from planner.traffic.workload import Workload
 from scripts.fit_efficiency import PRIORS
 
 

@@ -9,14 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.capacity.load_sweep import (
-    find_knee,
-    open_vs_closed,
-    profile_workload,
-    rate_sweep,
-    trace_window,
-    users_for_rate,
-)
+from planner.capacity.load_sweep import find_knee, open_vs_closed, rate_sweep, users_for_rate
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
@@ -30,8 +23,10 @@ from planner.sim.serving import (
     steady_rates,
     step_cost_for,
 )
-from planner.traffic.generators import Workload, open_loop
+from planner.traffic.generators import open_loop
+from planner.traffic.profiles import profile_workload, trace_window
 from planner.traffic.traces import load_trace
+from planner.traffic.workload import Workload
 
 R = resolve(Scenario())  # Llama-3.1-8B on one H100-SXM
 CONTRACT = {

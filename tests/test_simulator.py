@@ -11,7 +11,8 @@ from planner.sim.block_pool import BlockPool
 from planner.sim.config import ConstantStepCost, LinearStepCost, SchedulerConfig, scheduler_config
 from planner.sim.records import REJECT_QUEUE_FULL, REJECT_TOO_LONG, request_frame, step_frame, summary
 from planner.sim.simulator import simulate
-from planner.traffic.generators import Workload, closed_loop, open_loop
+from planner.traffic.generators import closed_loop, open_loop
+from planner.traffic.workload import Workload
 
 ONE_SECOND = ConstantStepCost(1.0)
 

@@ -8,7 +8,8 @@ import pytest
 from planner.sim.config import ConstantStepCost, LinearStepCost
 from planner.sim.records import latencies, summary, time_average
 from planner.sim.simulator import simulate
-from planner.traffic.generators import Workload, open_loop
+from planner.traffic.generators import open_loop
+from planner.traffic.workload import Workload
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -18,7 +18,8 @@ from planner.sim.config import ConstantStepCost, LinearStepCost
 from planner.sim.records import REJECT_QUEUE_FULL, REJECT_TOO_LONG, summary
 from planner.sim.serving import draft_cost_for, result_summary, run_serving, scheduler_config_for, step_cost_for
 from planner.sim.simulator import simulate
-from planner.traffic.generators import Workload, open_loop
+from planner.traffic.generators import open_loop
+from planner.traffic.workload import Workload
 
 ONE_SECOND = ConstantStepCost(1.0)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planner.core.catalog import get_model
-from planner.core.scenario import Scenario, resolve
+from planner.core.scenario import Scenario, resolve, resolve_draft
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
 from planner.techniques import spec_decode as sd
@@ -38,7 +38,7 @@ def test_primer_example_four_proposed_three_accepted_gives_four_tokens():
 @pytest.fixture(scope="module")
 def seventy_b():
     r = resolve(Scenario(model="meta-llama/Llama-3.1-70B", deployment=Deployment(tensor_parallel_size=4, num_gpus=4)))
-    d = sd.resolve_draft(r, get_model("meta-llama/Llama-3.1-8B"))
+    d = resolve_draft(r, get_model("meta-llama/Llama-3.1-8B"))
     return r, d, PerfModel(r), PerfModel(d)
 
 

@@ -17,8 +17,8 @@ from planner.techniques import prefix_cache as pc
 from planner.techniques.paged_attention import compare, paged_blocks, sample_lengths
 from planner.techniques.quantization import compare_formats
 from planner.techniques.tensor_parallel import compare_tp, min_fitting_tp
-from planner.traffic.generators import Workload
 from planner.traffic.traces import load_trace
+from planner.traffic.workload import Workload
 
 
 @pytest.fixture(scope="module")

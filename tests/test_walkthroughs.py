@@ -7,8 +7,9 @@ import pytest
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
+from planner.teaching.from_scenario import inputs_from_scenario
 from planner.teaching.inputs import KVCacheInputs, SixRequestsInputs, build_inputs
-from planner.teaching.walkthroughs import WALKTHROUGHS, inputs_from_scenario, run_walkthrough
+from planner.teaching.walkthroughs import WALKTHROUGHS, run_walkthrough
 
 
 def steps(name: str, **inputs) -> dict:

@@ -1,4 +1,4 @@
-"""Expensive results cached across sessions, keyed by the scenario's JSON (item 6 of issue 16).
+"""Expensive results cached across sessions, keyed by the scenario's JSON.
 
 Streamlit's st.cache_data is shared by every session of the server process, so 20 users looking at the same
 scenario compute each result once. Cached functions read only their arguments (a scenario as JSON text, plain
@@ -11,14 +11,14 @@ import streamlit as st
 
 from planner.capacity.replicas import CapacityPlan, capacity_plan
 from planner.core.scenario import Scenario, resolve
-from planner.latency.continuous import ContinuousEstimate, continuous
+from planner.sim.continuous import ContinuousEstimate, continuous
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def continuous_cached(
     scenario_json: str, engine: str, concurrency: int, input_tokens: int, output_tokens: int
 ) -> ContinuousEstimate:
-    """planner.latency.continuous.continuous for one scenario."""
+    """planner.sim.continuous.continuous for one scenario."""
     r = resolve(Scenario.model_validate_json(scenario_json))
     return continuous(r, concurrency, input_tokens, output_tokens, engine)
 

@@ -1,4 +1,5 @@
-""" "Does it fit?" in one sentence, and the nearest changes that make it fit, each one click from the scenario.
+""" "Does it fit?" in one sentence, and the nearest changes that make it fit (planner.memory.fixes), each one click
+from the scenario.
 
 A deployment fits when vLLM would start (weights, activations and runtime leave a KV pool) and at least one request
 of the scenario's length fits that pool. The nearest fixes change one thing, in the order a platform engineer
@@ -9,79 +10,11 @@ memory; for each kind, the first that fits (precisions by bits, TP upward, GPUs 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import streamlit as st
 
-from planner.core.catalog import gpus, weight_precisions
-from planner.core.errors import InputError
-from planner.core.scenario import Scenario, resolve
-from planner.memory.plan import TP_DEGREES, plan_memory
-from ui.ranking import use_scenario, with_deployment
-
-FIX_PRECISIONS = ("fp8", "int8", "awq-int4")  # smaller weights vLLM serves on every catalogue GPU (FP8: Marlin)
-
-
-@dataclass(frozen=True)
-class Fix:
-    kind: str  # "precision", "TP" or "GPU"
-    label: str
-    scenario: Scenario
-    requests: int  # requests of the scenario's length that then fit
-
-
-def requests_that_fit(s: Scenario) -> int:
-    """Requests of the scenario's length in vLLM's pool (0 when vLLM would not start or none fits)."""
-    try:
-        plan = plan_memory(resolve(s))
-    except InputError:
-        return 0
-    return plan.paged_max_requests if plan.fits and plan.num_gpu_blocks > 0 else 0
-
-
-def _first(kind: str, options: list[tuple[str, Scenario]]) -> Fix | None:
-    for label, s in options:
-        n = requests_that_fit(s)
-        if n >= 1:
-            return Fix(kind, label, s, n)
-    return None
-
-
-def nearest_fixes(s: Scenario) -> list[Fix]:
-    """At most one fix per kind (module note)."""
-    d, r = s.deployment, resolve(s)
-    bits = r.weights.bits_per_weight
-    catalogue = weight_precisions()
-    precisions = [p for p in FIX_PRECISIONS if p in catalogue and catalogue[p].bits_per_weight < bits]
-    precision = [
-        (f"{weight_precisions()[p].label} weights", with_deployment(s, s.gpu, p, d.tensor_parallel_size, d.num_gpus))
-        for p in precisions
-    ]
-    tps = [t for t in TP_DEGREES if t > d.tensor_parallel_size]
-    tp = [
-        (f"TP {t} ({t} GPUs per replica)", with_deployment(s, s.gpu, d.weights, t, max(t, d.num_gpus // t * t)))
-        for t in tps
-    ]
-    bigger = sorted(
-        (g for g in gpus().values() if g.memory_gb > r.gpu.memory_gb), key=lambda g: (g.memory_gb, g.usd_per_hour)
-    )
-    gpu = [
-        (f"{g.id} ({g.memory_gb:g} GB)", with_deployment(s, g.id, d.weights, d.tensor_parallel_size, d.num_gpus))
-        for g in bigger
-    ]
-    ctx = -(-r.context_tokens // 1024) * 1024  # the request, rounded up to whole 1,024-token steps
-    shorter = (
-        [
-            (
-                f"max_model_len {ctx:,} (vLLM refuses a pool smaller than one max_model_len request)",
-                s.model_copy(update={"deployment": d.model_copy(update={"max_model_len": ctx})}),
-            )
-        ]
-        if ctx < r.max_model_len
-        else []
-    )
-    found = [_first("max_model_len", shorter), _first("precision", precision), _first("TP", tp), _first("GPU", gpu)]
-    return [f for f in found if f is not None]
+from planner.core.scenario import Scenario
+from planner.memory.fixes import nearest_fixes
+from ui.ranking import use_scenario
 
 
 def render_verdict(s: Scenario, requests: int, context_tokens: int, reason: str = "") -> None:

@@ -13,7 +13,6 @@ import streamlit as st
 from planner.core.scenario import Scenario
 
 PENDING_KEY = "sb_pending_scenario"
-MAX_SIDEBAR_GPUS = 1024  # the sidebar's GPUs field
 # row key -> (column name, scale); None scale = as is
 COLUMNS = {
     "rank": ("#", None),
@@ -65,13 +64,6 @@ def ranking_table(rows: list[dict]) -> pd.DataFrame:
 
 def column_config() -> dict:
     return {name: st.column_config.NumberColumn(name, format=fmt) for name, fmt in FORMATS.items()}
-
-
-def with_deployment(s: Scenario, gpu: str, weights: str, tp: int, num_gpus: int | None = None) -> Scenario:
-    """The scenario on another GPU, precision and TP (all replicas' GPUs when they fit the sidebar's field)."""
-    gpus = num_gpus if num_gpus and num_gpus <= MAX_SIDEBAR_GPUS else tp
-    dep = s.deployment.model_copy(update={"weights": weights, "tensor_parallel_size": tp, "num_gpus": gpus})
-    return s.model_copy(update={"gpu": gpu, "gpu_memory_gb": None, "deployment": dep})
 
 
 def use_scenario(s: Scenario, message: str) -> None:

@@ -40,7 +40,7 @@ from planner.memory.plan import plan_memory
 from planner.memory.vllm_pool import blocks_per_request
 from planner.sim.records import latencies
 from planner.sim.serving import run_serving, steady_rates, step_cost_for
-from planner.traffic.generators import Workload
+from planner.traffic.workload import Workload
 
 MIN_SERVED = 0.95
 Z95 = 1.645  # one-sided 95% normal quantile

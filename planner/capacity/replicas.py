@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
-from planner.capacity.load_sweep import estimate_capacity_rps, profile_workload
+from planner.capacity.load_sweep import estimate_capacity_rps
 from planner.capacity.steady_state import (
     SATURATION_RATE_PER_S,
     Verdict,
@@ -40,8 +40,9 @@ from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
 from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.sim.serving import run_serving, step_cost_for
-from planner.traffic.generators import Workload
+from planner.traffic.profiles import profile_workload
 from planner.traffic.traces import load_trace
+from planner.traffic.workload import Workload
 
 DEFAULT_REL_TOL = 0.02  # the search stops when hi <= lo × 1.02
 DEFAULT_HEADROOM = 1.2  # provision 20% above the target rate (bursts, a replica down)

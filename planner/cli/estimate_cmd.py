@@ -1,14 +1,14 @@
 """`servingplan estimate`: TTFT, TPOT, end-to-end and throughput for a static batch (the default; its JSON
 keys are a contract) or, with `--mode continuous`, for B concurrent requests under continuous batching (what
-`vllm bench serve --max-concurrency B` measures; planner.latency.continuous)."""
+`vllm bench serve --max-concurrency B` measures; planner.sim.continuous)."""
 
 from __future__ import annotations
 
 from planner.cli import emit
 from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolved_from_args
 from planner.core.errors import InputError
-from planner.latency.continuous import ContinuousEstimate, continuous
 from planner.latency.metrics import Estimate, estimate
+from planner.sim.continuous import ContinuousEstimate, continuous
 
 
 def register(subparsers) -> None:

@@ -13,8 +13,9 @@ from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_a
 from planner.core.errors import InputError
 from planner.sim.records import LatencyStats, ServingSummary
 from planner.sim.serving import draft_cost_for, result_summary, run_serving
-from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, Workload, closed_loop, open_loop
+from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, closed_loop, open_loop
 from planner.traffic.traces import load_trace, rescale, sample
+from planner.traffic.workload import Workload
 
 DEFAULT_NUM_REQUESTS = 1000
 

@@ -8,8 +8,9 @@ from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.cli.technique_args import add_request_args, decode_context, positive, request_tokens
 from planner.core.catalog import get_model
 from planner.core.errors import InputError
+from planner.core.scenario import resolve_draft
 from planner.core.units import fmt_gb
-from planner.techniques.spec_decode import SpecDecodeReport, default_draft, resolve_draft, spec_decode_report
+from planner.techniques.spec_decode import SpecDecodeReport, default_draft, spec_decode_report
 
 MAX_K = 32
 

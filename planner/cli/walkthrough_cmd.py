@@ -5,7 +5,8 @@ from __future__ import annotations
 from planner.cli import emit
 from planner.core.errors import InputError
 from planner.teaching.inputs import build_inputs
-from planner.teaching.walkthroughs import WALKTHROUGHS, Step, run_walkthrough
+from planner.teaching.steps import Step
+from planner.teaching.walkthroughs import WALKTHROUGHS, run_walkthrough
 
 
 def register(subparsers) -> None:

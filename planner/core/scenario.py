@@ -8,6 +8,7 @@ ids into specs (raising InputError naming the field when an id is unknown).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
@@ -119,3 +120,18 @@ def resolve(s: Scenario) -> Resolved:
         context_tokens=s.context_tokens or max_len,
         calibration=s.calibration,
     )
+
+
+def resolve_draft(r: Resolved, draft: ModelSpec) -> Resolved:
+    """The draft as a second scenario: same GPUs, deployment and KV dtype, its own architecture."""
+    return dataclasses.replace(r, model=draft, max_model_len=min(r.max_model_len, draft.max_position_embeddings))
+
+
+MAX_SIDEBAR_GPUS = 1024  # the sidebar's GPUs field
+
+
+def with_deployment(s: Scenario, gpu: str, weights: str, tp: int, num_gpus: int | None = None) -> Scenario:
+    """The scenario on another GPU, precision and TP (all replicas' GPUs when they fit the sidebar's field)."""
+    gpus = num_gpus if num_gpus and num_gpus <= MAX_SIDEBAR_GPUS else tp
+    dep = s.deployment.model_copy(update={"weights": weights, "tensor_parallel_size": tp, "num_gpus": gpus})
+    return s.model_copy(update={"gpu": gpu, "gpu_memory_gb": None, "deployment": dep})

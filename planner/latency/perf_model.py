@@ -20,7 +20,7 @@ part's FP16-accumulate rate. Then, per GPU of the TP group:
                 m = m_max × n / (n + n_half) / (1 + dequant)   (small GEMMs reach less of peak; quantized-weight
                 kernels dequantise on the tensor-core path: precisions.yaml dequant_overhead)
     comm      = 2 × layers × all-reduce(n × hidden × 2 B) with the engine's algorithm and the GPU's link
-                (planner.latency.engines.allreduce_s: one-shot / two-shot custom all-reduce or an NCCL ring)
+                (planner.latency.allreduce.allreduce_s: one-shot / two-shot custom all-reduce or an NCCL ring)
     fixed     = per step + layers × (per layer + eager launch cost when enforce_eager) + s × per sequence
                 + n × per token
     step      = max(memory, compute) + comm + fixed                    (the bound is the larger side)
@@ -49,11 +49,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from planner.core.engine import engines
 from planner.core.params import count_params, mlp_params
 from planner.core.scenario import Resolved
+from planner.latency.allreduce import allreduce_s
 from planner.latency.calibration import fitted_profile
 from planner.latency.efficiency import DEFAULT_ENGINE, EfficiencyProfile, ProfileChoice, choose_profile
-from planner.latency.engines import allreduce_s, engines
 from planner.latency.hardware import compute_peak_flops, hardware_basis
 from planner.latency.parallel import parallel_terms
 from planner.memory import sizes as memory
@@ -206,7 +207,7 @@ class PerfModel:
         self.comm_fixed_s = self.comm_s(0.0)
         self.comm_s_per_token = self.comm_s(1.0) - self.comm_fixed_s
         self.expert_flops_per_s = self.matmul_flops_per_s * eff.moe_efficiency
-        # issue 17 hook: DP attention, EP all-to-all, PP and multi-node terms live in planner.latency.parallel
+        # parallel layouts: DP attention, EP all-to-all, PP and multi-node terms live in planner.latency.parallel
         self.parallel = parallel_terms(self._resolved, self)
 
     def with_profile(self, profile: EfficiencyProfile) -> PerfModel:
@@ -235,7 +236,7 @@ class PerfModel:
         w = self.dense_weight_bytes
         if self.num_experts:
             w = w + self.expert_bytes * self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** n)
-            w = w + self.parallel.expert_bytes_delta(n)  # issue 17 hook
+            w = w + self.parallel.expert_bytes_delta(n)  # EP: experts read per step
         w_layer = w / self.num_layers
         e_w = e.memory_efficiency * (w_layer / (w_layer + e.memory_half_bytes)) * self.weight_mem_factor
         weight_rate = self.hbm_bytes_per_s * e_w
@@ -285,7 +286,7 @@ class PerfModel:
         comm = self._comm_cache.get(new_tokens)
         if comm is None:
             comm = self._comm_cache[new_tokens] = float(self.comm_s(float(new_tokens)))
-        return (mem if mem > cmp else cmp) + comm + fixed + self.parallel.extra_s(new_tokens)  # issue 17 hook
+        return (mem if mem > cmp else cmp) + comm + fixed + self.parallel.extra_s(new_tokens)  # EP/DP/PP terms
 
     # -- vectorised, with the breakdown -------------------------------------------------------------------
     def step(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> StepBreakdown:

@@ -21,7 +21,7 @@ from planner.memory.sliding_window import sliding_window_blocks
 from planner.sim.config import SchedulerConfig, scheduler_config
 from planner.sim.records import LatencyStats, ServingSummary, SimResult, latencies, stats, summary
 from planner.sim.simulator import simulate
-from planner.traffic.generators import Workload
+from planner.traffic.workload import Workload
 
 LATENCY_KEYS = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "e2e_s": "e2e_s", "queue_s": "queue_wait_s"}
 STAT_KEYS = ("mean", "p50", "p95", "p99")
@@ -109,7 +109,7 @@ class DraftStepCost:
 def draft_cost_for(r: Resolved, draft_model: str, engine: str = DEFAULT_ENGINE) -> DraftStepCost:
     """The draft model (a preset id or config.json path) on the target's GPUs, TP and precision."""
     from planner.core.catalog import get_model
-    from planner.techniques.spec_decode import resolve_draft
+    from planner.core.scenario import resolve_draft
 
     try:
         draft = get_model(draft_model)

@@ -1,4 +1,4 @@
-"""Walkthrough "When would you disaggregate prefill and decode?" (issue 17), on DistServe's own example.
+"""Walkthrough "When would you disaggregate prefill and decode?", on DistServe's own example.
 
 Defaults are DistServe's Figure 1 (Zhong et al., OSDI'24, arXiv 2401.09670 §1): a 13B model (OPT-13B: 40 layers,
 hidden 5,120, 16-bit KV: 2 × 40 × 5,120 × 2 = 819,200 B per token) on A100s, 512-token prompts and 64-token
@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict
 
 from planner.capacity.disagg import rate_matched
 from planner.core.scenario import Resolved
-from planner.teaching.inputs import _f
+from planner.teaching.inputs import _f, split_context
+from planner.teaching.steps import Step, num
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -39,8 +40,6 @@ class DisaggInputs(BaseModel):
 
 def disaggregation(i: DisaggInputs) -> list:
     """The steps: what moves, how long it takes against the TTFT target, the pool sizes, the goodput per GPU."""
-    from planner.teaching.walkthroughs import Step, num  # imported here: walkthroughs registers this module
-
     kv = i.prompt_tokens * i.kv_bytes_per_token
     transfer_s = kv / (i.link_gb_s * 1e9) + i.link_latency_ms / 1e3
     share = transfer_s / i.ttft_target_s
@@ -135,7 +134,6 @@ def disaggregation(i: DisaggInputs) -> list:
 def fill_from_scenario(r: Resolved, base: DisaggInputs) -> dict:
     """The scenario's model KV bytes per token, its prompt/output split, and its GPU's NIC × sending GPUs."""
     from planner.memory import sizes as memory
-    from planner.teaching.from_scenario import split_context
 
     tp, m = r.deployment.tensor_parallel_size, r.model
     senders = tp if m.is_mla else min(tp, m.num_kv_heads)

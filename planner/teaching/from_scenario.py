@@ -23,6 +23,7 @@ from planner.teaching.inputs import (
     ThroughputInputs,
     TokenPositionsInputs,
     WeightsInputs,
+    split_context,
 )
 
 GB = 1e9
@@ -37,12 +38,6 @@ LOADS = {
     "disaggregation": "KV bytes per token, tokens per request split into prompt and output, the GPU's NIC × "
     "sending GPUs (the per-GPU rates stay DistServe's: the Disaggregation page simulates yours)",
 }
-
-
-def split_context(context_tokens: int, output_tokens: int) -> tuple[int, int]:
-    """(prompt, output) of a request of `context_tokens`: keep the output length, at most half the context."""
-    output = max(1, min(output_tokens, context_tokens // 2))
-    return max(1, context_tokens - output), output
 
 
 def _kv_cache(r: Resolved, base: KVCacheInputs) -> dict:

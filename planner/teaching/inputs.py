@@ -149,3 +149,9 @@ def build_inputs(cls: type[BaseModel], values: dict) -> BaseModel:
 def field_unit(cls: type[BaseModel], name: str) -> str:
     extra = cls.model_fields[name].json_schema_extra or {}
     return extra.get("unit", "")
+
+
+def split_context(context_tokens: int, output_tokens: int) -> tuple[int, int]:
+    """(prompt, output) of a request of `context_tokens`: keep the output length, at most half the context."""
+    output = max(1, min(output_tokens, context_tokens // 2))
+    return max(1, context_tokens - output), output

@@ -23,7 +23,8 @@ from planner.teaching.inputs import (
     TokenPositionsInputs,
     WeightsInputs,
 )
-from planner.teaching.walkthroughs import Step, run_walkthrough
+from planner.teaching.steps import Step
+from planner.teaching.walkthroughs import run_walkthrough
 
 RELATIVE_TOLERANCE = 0.02  # an answer within 2% of the exact value counts; whole-number answers must be exact
 EXACT_UNITS = ("requests", "steps", "GPUs")

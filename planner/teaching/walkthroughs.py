@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from pydantic import BaseModel
 
@@ -21,7 +21,7 @@ from planner.batching.step_model import run_pair
 from planner.core.specs import ModelSpec
 from planner.latency.metrics import batching_tradeoff, given_rates
 from planner.memory import sizes as memory
-from planner.teaching.from_scenario import inputs_from_scenario  # noqa: F401  (re-exported: the page's load button)
+from planner.teaching.disagg_walkthrough import DisaggInputs, disaggregation
 from planner.teaching.inputs import (
     KVCacheInputs,
     LatencyInputs,
@@ -30,34 +30,9 @@ from planner.teaching.inputs import (
     TokenPositionsInputs,
     WeightsInputs,
 )
+from planner.teaching.steps import Step, num
 
 GB = 1e9  # the primer's worked examples use decimal units
-
-
-@dataclass(frozen=True)
-class Step:
-    number: str  # the primer's step number ("4a", "4b" where it lists two results under one number)
-    title: str
-    formula: str
-    substituted: str
-    value: float  # in `unit`
-    unit: str
-    digits: int = 0  # decimals shown
-    note: str = ""
-
-    @property
-    def result(self) -> str:
-        """The value as printed, with its unit: '524,288 B', '2.10 GB', '97%'."""
-        gap = "" if self.unit in ("%", "×") else " "
-        return f"{self.value:,.{self.digits}f}{gap}{self.unit}".rstrip()
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "result": self.result}
-
-
-def num(x: float) -> str:
-    """A number as substituted into a formula: whole numbers with thousands separators, else 4 significant digits."""
-    return f"{int(x):,}" if float(x).is_integer() else f"{x:,.4g}"
 
 
 # -- §3 KV cache ----------------------------------------------------------------------------------------------
@@ -471,9 +446,6 @@ def run_walkthrough(name: str, inputs: BaseModel | None = None) -> list[Step]:
     w = WALKTHROUGHS[name]
     return w.run(inputs if inputs is not None else w.inputs())
 
-
-# issue 17: "when would you disaggregate prefill and decode?" (its own module; imported last, it uses Step above)
-from planner.teaching.disagg_walkthrough import DisaggInputs, disaggregation  # noqa: E402
 
 WALKTHROUGHS["disaggregation"] = Walkthrough(
     "When to disaggregate prefill and decode", "§9", DisaggInputs, disaggregation

@@ -26,7 +26,7 @@ from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.latency.metrics import given_rates
 from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
-from planner.traffic.generators import Workload
+from planner.traffic.workload import Workload
 
 
 def cacheable_tokens(prefix_tokens: int, block_size: int) -> int:

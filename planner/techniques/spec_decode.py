@@ -109,11 +109,6 @@ def default_draft(target: ModelSpec) -> str | None:
     return options[0] if options else None
 
 
-def resolve_draft(r: Resolved, draft: ModelSpec) -> Resolved:
-    """The draft as a second scenario: same GPUs, deployment and KV dtype, its own architecture."""
-    return dataclasses.replace(r, model=draft, max_model_len=min(r.max_model_len, draft.max_position_embeddings))
-
-
 # -- timing --------------------------------------------------------------------------------------------------
 def verify_step_s(pm: PerfModel, batch, context_tokens, k: int):
     """Target pass over k + 1 new tokens per sequence, each reading `context_tokens` cached tokens."""

@@ -22,7 +22,7 @@ import pandas as pd
 
 from planner.core.errors import InputError
 from planner.core.paths import traces_dir
-from planner.traffic.generators import Workload
+from planner.traffic.workload import Workload
 
 TRACES_DIR = traces_dir()
 NAMED_TRACES = {

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.core.catalog import get_model
-from planner.core.scenario import Resolved, Scenario, resolve
+from planner.core.scenario import Resolved, Scenario, resolve, resolve_draft
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
 from planner.techniques import flash_attention as fa
@@ -81,7 +81,7 @@ def spec_decode(
 ) -> tuple[sd.SpecDecodeReport, pd.DataFrame, float]:
     """The report at the batch, the speed-up against batch for a few k, and the seeded Monte Carlo tokens per pass."""
     r = resolved(scenario_json)
-    d = sd.resolve_draft(r, get_model(draft))
+    d = resolve_draft(r, get_model(draft))
     engine = engine_of(scenario_json)
     report = sd.spec_decode_report(r, d, alpha, k, batch, context, engine=engine, request_tokens=request)
     tpm, dpm = PerfModel(r, engine), PerfModel(d, engine)
