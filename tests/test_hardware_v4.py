@@ -1,4 +1,4 @@
-"""Latency model v4, part 1 (issue 24): the Blackwell, Blackwell Ultra, NVL72, export-variant Hopper and CDNA3/4
+"""Latency model v4, hardware: the Blackwell, Blackwell Ultra, NVL72, export-variant Hopper and CDNA3/4
 parts, the dense FP4 rate and the NVLink domain, and how an FP4 checkpoint runs on parts with and without FP4."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from planner.core.paths import published_points_csv
 
 FIXTURES = ROOT / "tests" / "fixtures"
 POINT_KEYS = {"id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group", "note"}
-ROW_KEYS = {"format", "rows", "rows_predicted", "rows_skipped", "skip_reasons"}  # added by issue 24
+ROW_KEYS = {"format", "rows", "rows_predicted", "rows_skipped", "skip_reasons"}  # keys added later (never renamed)
 SUMMARY_KEYS = {"n", "median_abs_error_pct", "p90_abs_error_pct"}
 
 

@@ -1,4 +1,4 @@
-"""`validate` reads real files as they are (issue 24): aiconfigurator's silicon CSV predicted by the closed-loop
+"""`validate` reads real files as they are: aiconfigurator's silicon CSV predicted by the closed-loop
 simulator, common GPU and checkpoint names resolved (and said), and every skipped row counted with its reason."""
 
 from __future__ import annotations
