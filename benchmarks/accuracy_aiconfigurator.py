@@ -58,15 +58,15 @@ def reason_kind(reason: str) -> str:
 
 def report(df: pd.DataFrame, label: str) -> list[str]:
     used = df[df["predicted"].notna()].assign(abs_err=lambda d: d["error_pct"].abs())
-    lines = [f"\n{label}: median |error| of mean TTFT / mean TPOT (rows)"]
+    lines = [f"\n{label}: median |error| (median signed error) of mean TTFT / mean TPOT (rows)"]
     for by in (None, "engine", "model_class", "gpu", "model"):
         groups = [("all", used)] if by is None else sorted(used.groupby(by), key=lambda kv: str(kv[0]))
         for name, g in groups:
-            ttft = g.loc[g["metric"] == "mean_ttft_ms", "abs_err"]
-            tpot = g.loc[g["metric"] == "mean_tpot_ms", "abs_err"]
+            ttft, tpot = (g[g["metric"] == m] for m in ("mean_ttft_ms", "mean_tpot_ms"))
             lines.append(
-                f"  {(by or ''):11s} {str(name)[:34]:34s} TTFT {ttft.median():6.1f}%  TPOT {tpot.median():6.1f}%"
-                f"  ({len(ttft)} rows)"
+                f"  {(by or ''):11s} {str(name)[:34]:34s} TTFT {ttft['abs_err'].median():6.1f}% "
+                f"({ttft['error_pct'].median():+6.1f}%)  TPOT {tpot['abs_err'].median():6.1f}% "
+                f"({tpot['error_pct'].median():+6.1f}%)  ({len(ttft)} rows)"
             )
     return lines
 

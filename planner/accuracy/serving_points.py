@@ -45,8 +45,8 @@ from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
 from planner.sim.records import latencies
-from planner.sim.serving import run_serving
-from planner.traffic.generators import closed_loop, open_loop
+from planner.sim.serving import benchmark_clients, run_serving
+from planner.traffic.generators import open_loop
 
 AICONFIGURATOR_COLUMNS = ("backend", "model_path", "system", "mode", "isl", "osl", "batch_size", "silicon_ttft_ms")
 BACKENDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm", "tensorrt-llm": "tensorrt-llm"}
@@ -191,15 +191,16 @@ class ServingPrediction:
 
 
 def predict(p: ServingPoint, seed: int = 0) -> ServingPrediction:
-    """Mean TTFT and TPOT of the measured requests of N closed-loop users (`simulate --users N --think-time 0`):
-    WARMUP_ROUNDS requests per user discarded, the next MEASURED_ROUNDS averaged."""
+    """Mean TTFT and TPOT of the measured requests of N benchmark clients (`simulate --users N --think-time 0`:
+    planner.sim.serving.benchmark_clients): WARMUP_ROUNDS requests per user discarded, the next MEASURED_ROUNDS
+    averaged."""
     r = resolved(p)
     if p.request_rate:  # a client sending at a rate: Poisson arrivals (vllm bench serve --request-rate default)
         n, warmup = OPEN_LOOP_REQUESTS, 0
         wl = open_loop(n, p.request_rate, f"fixed:{p.isl}", f"fixed:{p.osl}", "poisson", 1.0, seed=seed)
     else:
         n, warmup = p.concurrency * (WARMUP_ROUNDS + MEASURED_ROUNDS), p.concurrency * WARMUP_ROUNDS
-        wl = closed_loop(p.concurrency, n, 0.0, f"fixed:{p.isl}", f"fixed:{p.osl}", think="fixed", seed=seed)
+        wl = benchmark_clients(r, p.concurrency, n, f"fixed:{p.isl}", f"fixed:{p.osl}", p.engine, seed)
     res = run_serving(r, wl, p.engine, seed=seed)
     lat = latencies(res)
     done = np.flatnonzero(res.requests.finished)
