@@ -103,3 +103,24 @@ def test_a_part_without_microbenchmarks_says_estimated():
     for gid in NEW_PARTS:
         pm = PerfModel(resolved(gid))
         assert not pm.hardware.bandwidth_measured and "estimated" in pm.hardware.notes[0], gid
+
+
+# -- per-layer kernels by architecture ----------------------------------------------------------------------------
+def test_layer_kernels_are_counted_by_architecture():
+    from planner.core.catalog import get_model
+    from planner.latency.perf_model import layer_kernels
+
+    assert layer_kernels(get_model("meta-llama/Llama-3.1-8B")) == 9  # 2 norms + qkv, rope, attn, o + gate_up, act, down
+    assert layer_kernels(get_model("Qwen/Qwen3-32B")) == 11  # + RMSNorm over q and over k
+    assert layer_kernels(get_model("Qwen/Qwen3-235B-A22B")) == 2 + 6 + 7  # routed experts: router .. weighted sum
+    # DeepSeek-V3: MLA (10) + shared expert (3) + routed (7) on 58 layers, a dense MLP on the first 3 of 61
+    assert layer_kernels(get_model("deepseek-ai/DeepSeek-V3")) == pytest.approx(2 + 10 + (58 * 10 + 3 * 3) / 61)
+
+
+def test_fixed_cost_per_layer_scales_with_kernels_for_vllm_and_sglang_only():
+    r = resolved("H200", "fp8", model="deepseek-ai/DeepSeek-V3", num_gpus=8, tensor_parallel_size=8)
+    for engine in ("vllm", "sglang", "tensorrt-llm"):
+        pm = PerfModel(r, engine)
+        e = pm.eff
+        ratio = (2 + 10 + (58 * 10 + 3 * 3) / 61) / 9 if engine != "tensorrt-llm" else 1.0
+        assert pm.overhead_s == pytest.approx(e.step_overhead_s + 61 * e.layer_overhead_s * ratio), engine
