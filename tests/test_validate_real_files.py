@@ -74,9 +74,10 @@ def test_aiconfigurator_rows_map_onto_a_replica_or_give_their_reason():
     assert "disaggregated" in pts["dsr1_gb200_trtllm_fp8_disagg_1024x8192_c"].excluded
     assert "unknown model" in pts["openai_gpt_oss_120b"].excluded
     assert "tensor (2) and by expert (2)" in pts["qwen_qwen3_235b_a22b_fp8"].excluded
-    # batch_size 56 is per rank; the run's concurrency is silicon_concurrency=224 (and c224 in the id)
+    # batch_size 56 per replica; the run's 224 clients (silicon_concurrency=224, c224 in the id) over 4 replicas
     r1 = pts["nvidia_deepseek_r1_nvfp4"]
-    assert r1.concurrency == 224 and r1.weights == "nvfp4" and r1.expert_parallel and r1.tp == 4
+    assert r1.concurrency == 56 and r1.weights == "nvfp4" and r1.expert_parallel and r1.tp == 4
+    assert "224 clients over 4 replicas" in r1.notes[-1]
     # the id says tp8_ep8 on one 8-GPU node; the columns say tp_size 64 with moe 8 x 8 (their square)
     sq = pts["2026_04_06_deepseek_r1_b200_sxm_sglang_f"]
     assert (sq.tp, sq.dp, sq.expert_parallel, sq.excluded) == (8, 1, True, "")

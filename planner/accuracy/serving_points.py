@@ -16,9 +16,10 @@ over the 20N measured requests, after 2N warm-up requests.
 - tp_size -> TP, pp_size -> PP, attention_dp_size -> DP (blank or 0 = 1); the MoE layers span TP × DP GPUs, by
   expert when moe_ep_size = TP × DP (EP on), by tensor slice when moe_tp_size = TP × DP; a mix of both
   (moe_tp_size > 1 and moe_ep_size > 1) is not a layout the planner models and the row says so;
-- N users = the client concurrency the run was launched with: `silicon_concurrency=` in silicon_data_source (or
-  `_cN_` in the id); batch_size is that only for vLLM and SGLang rows (for some TensorRT-LLM rows it is the batch
-  per attention-DP rank or per GPU: c256 with 64 DP ranks has batch_size 4), and stands in where neither is given;
+- N users of ONE replica = batch_size × attention-DP ranks (aiconfigurator's batch is per DP rank: c256 with 64
+  DP ranks has batch_size 4). That is the run's whole client concurrency (`silicon_concurrency=` in
+  silicon_data_source, `_cN_` in the id) on 2,647 of the 2,710 aggregated rows; on the other 63 (TensorRT-LLM) the
+  clients were 2 to 32 times more, spread over as many replicas, and the row's note says so;
 - rows of `source_file=2026-04-06.csv` name their launch layout in the id (`_tp8_ep8_`) while the columns hold its
   square (tp_size 64 or attention_dp_size 64 with moe_tp_size 8 × moe_ep_size 8 on one 8-GPU node): there the id
   wins (8 GPUs; DP attention when attention_dp_size > 1, TP otherwise; experts by EP when ep = tp), said in a note;
@@ -120,9 +121,10 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
         tp, dp = (1, gpus) if dp > 1 else (gpus, 1)
         moe_tp, moe_ep = (1, gpus) if ep == gpus else (gpus, 1)
         notes.append(f"layout read from the id (_tp{gpus}_ep{ep}_: {gpus} GPUs); its columns hold the square")
-    concurrency = _concurrency(row)
-    if concurrency != _int(row, "batch_size", 0):
-        notes.append(f"concurrency {concurrency} from the run's source (batch_size {row.get('batch_size')})")
+    clients = _concurrency(row)
+    concurrency = _int(row, "batch_size", 0) * dp or clients
+    if clients > concurrency and clients % concurrency == 0:
+        notes.append(f"{clients} clients over {clients // concurrency} replicas: {concurrency} per replica")
     weights = WEIGHTS.get((row.get("gemm_quant_mode") or row.get("precision") or "").strip().lower(), "")
     weights = weights or fmt or "bf16"
     point = ServingPoint(
@@ -212,7 +214,7 @@ def predict(p: ServingPoint, seed: int = 0) -> ServingPrediction:
 
 
 def _concurrency(row: dict) -> int:
-    """The client concurrency of the run: its source's silicon_concurrency, the id's _cN_, else batch_size."""
+    """The run's whole client concurrency: its source's silicon_concurrency, the id's _cN_, else batch_size."""
     for key, pattern in _CONCURRENCY:
         found = pattern.search(row.get(key) or "")
         if found and int(found[1]) > 0:
