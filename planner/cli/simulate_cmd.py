@@ -12,7 +12,7 @@ from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolve
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
 from planner.core.errors import InputError
 from planner.sim.records import LatencyStats, ServingSummary
-from planner.sim.serving import draft_cost_for, result_summary, run_serving
+from planner.sim.serving import benchmark_clients, draft_cost_for, result_summary, run_serving
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, closed_loop, open_loop
 from planner.traffic.traces import load_trace, rescale, sample
 from planner.traffic.workload import Workload
@@ -37,7 +37,12 @@ def register(subparsers) -> None:
     g = p.add_argument_group("traffic options")
     g.add_argument("--arrival", default="poisson", choices=ARRIVAL_PROCESSES, help="open-loop arrival process")
     g.add_argument("--cv", type=float, default=None, help="gamma arrivals: coefficient of variation (1 = Poisson)")
-    g.add_argument("--think-time", type=float, default=None, help="closed loop: mean think time, seconds")
+    g.add_argument(
+        "--think-time",
+        type=float,
+        default=None,
+        help="closed loop: mean think time, seconds (0: benchmark clients, as --max-concurrency runs them)",
+    )
     g.add_argument("--time-scale", type=float, default=1.0, help="trace: speed-up (2 = twice the arrival rate)")
     g.add_argument(
         "--num-requests",
@@ -122,7 +127,7 @@ def _length(tokens: int | None, spec: str | None, default: str, flag: str) -> Le
     return LengthDist.parse(spec or default, flag)
 
 
-def workload_from_args(args: argparse.Namespace) -> Workload:
+def workload_from_args(args: argparse.Namespace, r=None) -> Workload:
     """The traffic the flags describe (flags already checked)."""
     n = args.num_requests
     if args.trace is not None:
@@ -136,6 +141,9 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     prompt = _length(args.input_tokens, args.input_dist, DEFAULT_INPUT, "--input-dist")
     output = _length(args.output_tokens, args.output_dist, DEFAULT_OUTPUT, "--output-dist")
     n = n or DEFAULT_NUM_REQUESTS
+    if args.users is not None and not args.think_time and r is not None:
+        # zero think time = benchmark clients: a client turnaround, started as they drift apart (planner.sim.serving)
+        return benchmark_clients(r, args.users, n, prompt, output, args.engine, args.seed)
     if args.users is not None:
         return closed_loop(args.users, n, args.think_time, prompt, output, seed=args.seed)
     cv = args.cv if args.cv is not None else 1.0
@@ -145,7 +153,7 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
 def run(args: argparse.Namespace) -> int:
     _check_flags(args)
     r = resolved_from_args(args)
-    wl = workload_from_args(args)
+    wl = workload_from_args(args, r)
     slo_ttft = args.slo_ttft_ms / 1e3 if args.slo_ttft_ms else None
     slo_tpot = args.slo_tpot_ms / 1e3 if args.slo_tpot_ms else None
     spec = {}

@@ -194,14 +194,14 @@ class GPUSpec(BoundedModel):
     tflops_bf16: PositiveFloat | None = None
     tflops_fp8: PositiveFloat | None = None
     tflops_int8: PositiveFloat | None = None
+    tflops_fp4: PositiveFloat | None = None  # dense FP4 tensor cores (Blackwell NVFP4/MXFP4, CDNA4 MXFP4)
     hbm_bandwidth_gb_s: PositiveFloat
     interconnect: str = "PCIe"
     interconnect_bandwidth_gb_s: PositiveFloat = 32.0
     scale_out_bandwidth_gb_s: PositiveFloat | None = None  # per-GPU NIC between nodes, one direction
     gpus_per_node: PositiveInt = 8  # GPUs on one NVLink / Infinity Fabric board
-    # GPUs sharing one NVLink domain at `interconnect_bandwidth` (GB200/GB300 NVL72: 72 across 18 trays); None = one
-    # node. A TP, EP or MoE group that fits inside it talks over NVLink, not the NIC.
-    nvlink_domain_gpus: PositiveInt | None = None
+    # GPUs in one NVLink scale-up domain: 72 on a GB200/GB300 NVL72 rack (4 per host); None in the file = gpus_per_node
+    nvlink_domain_gpus: PositiveInt | None = None  # always set: nvlink_domain_defaults_to_node
     usd_per_hour: float = Field(default=0.0, ge=0)
     price_date: str = ""
     # what kernels can move per streaming multiprocessor (AMD: compute unit) per clock bounds latency-bound kernels
@@ -213,6 +213,13 @@ class GPUSpec(BoundedModel):
     achieved_bandwidth_fraction: float | None = Field(default=None, gt=0, le=1)
     achieved_matmul_fraction: dict[str, float] = Field(default_factory=dict)  # compute dtype -> fraction
     source: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def nvlink_domain_defaults_to_node(cls, data):
+        if isinstance(data, dict) and data.get("nvlink_domain_gpus") is None:
+            data = {**data, "nvlink_domain_gpus": data.get("gpus_per_node", 8)}
+        return data
 
     @property
     def marketed_bytes(self) -> float:
@@ -258,7 +265,7 @@ class GPUSpec(BoundedModel):
             "bf16": self.tflops_bf16,
             "fp8": self.tflops_fp8,
             "int8": self.tflops_int8,
-            "fp4": getattr(self, "tflops_fp4", None),  # issue 24 adds the field to GPUSpec and gpus.yaml
+            "fp4": self.tflops_fp4,
         }.get(dtype)
         return tflops * 1e12 if tflops else None
 

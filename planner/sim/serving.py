@@ -21,6 +21,7 @@ from planner.memory.sliding_window import sliding_window_blocks
 from planner.sim.config import SchedulerConfig, scheduler_config
 from planner.sim.records import LatencyStats, ServingSummary, SimResult, latencies, stats, summary
 from planner.sim.simulator import simulate
+from planner.traffic.generators import closed_loop
 from planner.traffic.workload import Workload
 
 LATENCY_KEYS = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "e2e_s": "e2e_s", "queue_s": "queue_wait_s"}
@@ -121,6 +122,47 @@ def draft_cost_for(r: Resolved, draft_model: str, engine: str = DEFAULT_ENGINE) 
 def step_cost_for(r: Resolved, engine: str = DEFAULT_ENGINE) -> DecodeRunCost:
     """The latency model (PerfModel) of one replica under `engine`'s efficiency profile, as a StepCost."""
     return DecodeRunCost(PerfModel(r, engine))
+
+
+# A benchmark client's turnaround: the last token of one reply is detokenised and streamed, the client sends the next
+# request and the API server tokenises it before the engine sees it (a few ms on one host). Any positive value
+# shorter than a step has the same effect: the next request reaches the engine DURING the step that follows the
+# reply's last token, so it waits for that step to end before its prefill is scheduled (the engine admits new
+# requests only between steps: vLLM v1 EngineCore's busy loop polls its input queue once per step).
+CLIENT_TURNAROUND_S = 0.002
+
+
+def benchmark_clients(
+    r: Resolved, users: int, num_requests: int, prompt, output, engine: str = DEFAULT_ENGINE, seed: int = 0
+) -> Workload:
+    """N benchmark clients (`--max-concurrency N`, aiperf `--concurrency N`): a closed loop whose next request
+    follows a reply after CLIENT_TURNAROUND_S, the clients started spread over one request (drifted_start_s)."""
+    first = closed_loop(users, num_requests, CLIENT_TURNAROUND_S, prompt, output, "fixed", seed)
+    mean_in, mean_out = float(first.prompt_tokens.mean()), float(first.output_tokens.mean())
+    spread = drifted_start_s(r, users, mean_in, mean_out, engine)
+    return closed_loop(users, num_requests, CLIENT_TURNAROUND_S, prompt, output, "fixed", seed, spread)
+
+
+def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens: float, engine: str) -> float:
+    """Seconds over which N zero-think closed-loop users' first requests are spread (generators.closed_loop
+    stagger_s): one request's duration with N in flight, prefill(1 prompt) + (output − 1) × decode(N at mid context).
+
+    What benchmark clients do: `vllm bench serve --max-concurrency N` (vllm-project/vllm vllm/benchmarks/serve.py)
+    creates every request task at once (request rate inf) behind an asyncio.Semaphore(N), so N requests start
+    together and each later one the moment a slot frees; aiperf `--concurrency N --warmup-request-count 2N` (as
+    aiconfigurator runs it: ai-dynamo/aiconfigurator@095f58a5 bench_run.sh.j2) issues a new request per finished
+    one, after 2N warm-up requests. On a server the N streams drift apart within the first rounds (prompts chunked
+    over several steps under the token budget, HTTP and detokenisation jitter of a step or more), and the mean over
+    the measured requests is that of spread-out streams: each TTFT is one prompt's prefill in a step shared with the
+    others' decodes, each TPOT carries the others' prefill chunks. With equal lengths and no think time a
+    deterministic simulation started together would stay in lockstep instead (Llama-3.1-70B FP8 on 2 x H200, 4
+    users, 1024/1024 tokens: 388 ms TTFT in lockstep, 106 ms spread; vLLM measured 121 ms, aiconfigurator's split).
+    The simulator therefore assumes the drifted state: starts spread evenly over one request's duration, the first
+    request of each user discarded as warm-up by the callers that compare with a benchmark."""
+    pm = PerfModel(r, engine)
+    prefill = float(pm.prefill(1, prompt_tokens).total_s)
+    decode = float(pm.decode(users, prompt_tokens + output_tokens / 2).total_s)
+    return prefill + max(output_tokens - 1, 0) * decode
 
 
 def run_serving(
