@@ -63,7 +63,6 @@ def run(args: argparse.Namespace) -> int:
         slo,
         args.headroom,
         prices,
-        args.engine,
         args.kv_link,
         args.kv_link_gb_s,
         args.kv_link_latency_ms / 1e3,

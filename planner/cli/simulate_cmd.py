@@ -151,12 +151,12 @@ def run(args: argparse.Namespace) -> int:
     spec = {}
     if args.spec_model is not None:
         try:
-            draft = draft_cost_for(r, args.spec_model, args.engine)
+            draft = draft_cost_for(r, args.spec_model)
         except InputError as err:
             raise InputError("--spec-model", err.message) from None
         spec = dict(draft_cost=draft, spec_k=args.spec_k, spec_alpha=args.spec_alpha)
     res = run_serving(
-        r, wl, args.engine, True if args.prefix_caching else None, args.max_queue, slo_ttft, slo_tpot, args.seed, **spec
+        r, wl, True if args.prefix_caching else None, args.max_queue, slo_ttft, slo_tpot, args.seed, **spec
     )
     summary = result_summary(res)
     out = summary.to_dict()

@@ -14,7 +14,6 @@ import numpy as np
 
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
-from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
 from planner.memory.sliding_window import sliding_window_blocks
@@ -106,7 +105,7 @@ class DraftStepCost:
         return self.pm.step_time_s(new_tokens, num_seqs, kv_read_tokens, attn_pairs) - self.pm.overhead_s
 
 
-def draft_cost_for(r: Resolved, draft_model: str, engine: str = DEFAULT_ENGINE) -> DraftStepCost:
+def draft_cost_for(r: Resolved, draft_model: str) -> DraftStepCost:
     """The draft model (a preset id or config.json path) on the target's GPUs, TP and precision."""
     from planner.core.catalog import get_model
     from planner.core.scenario import resolve_draft
@@ -115,18 +114,17 @@ def draft_cost_for(r: Resolved, draft_model: str, engine: str = DEFAULT_ENGINE) 
         draft = get_model(draft_model)
     except InputError as err:
         raise InputError("spec_model", err.message) from None
-    return DraftStepCost(PerfModel(resolve_draft(r, draft), engine))
+    return DraftStepCost(PerfModel(resolve_draft(r, draft)))
 
 
-def step_cost_for(r: Resolved, engine: str = DEFAULT_ENGINE) -> DecodeRunCost:
-    """The latency model (PerfModel) of one replica under `engine`'s efficiency profile, as a StepCost."""
-    return DecodeRunCost(PerfModel(r, engine))
+def step_cost_for(r: Resolved) -> DecodeRunCost:
+    """The latency model (PerfModel) of one replica under the scenario engine's efficiency profile, as a StepCost."""
+    return DecodeRunCost(PerfModel(r))
 
 
 def run_serving(
     r: Resolved,
     workload: Workload,
-    engine: str = DEFAULT_ENGINE,
     prefix_caching: bool | None = None,
     max_queue: int | None = None,
     slo_ttft_s: float | None = None,
@@ -146,7 +144,7 @@ def run_serving(
         slo_tpot_s=slo_tpot_s,
         **overrides,
     )
-    return simulate(workload, cfg, cost or step_cost_for(r, engine), seed=seed, draft_cost=draft_cost)
+    return simulate(workload, cfg, cost or step_cost_for(r), seed=seed, draft_cost=draft_cost)
 
 
 def _clean(value):
