@@ -12,7 +12,7 @@ from planner.capacity.load_sweep import estimate_capacity_rps, find_knee, open_v
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
 from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError
-from planner.core.scenario import Scenario, resolve
+from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.workload import PROFILES
 from planner.sim.records import request_frame, step_frame
 from planner.sim.serving import result_summary, run_serving
@@ -70,9 +70,13 @@ def _workload(t: Traffic, rate: float):
     )
 
 
+def _resolved(s: Server):
+    """The sidebar's scenario run by the page's engine."""
+    return with_engine(resolve(Scenario.model_validate_json(s.scenario_json)), s.engine)
+
+
 def _kw(s: Server) -> dict:
     return dict(
-        engine=s.engine,
         prefix_caching=s.prefix_caching,
         max_queue=s.max_queue,
         slo_ttft_s=s.slo_ttft_s,
@@ -82,15 +86,13 @@ def _kw(s: Server) -> dict:
 
 @st.cache_data(show_spinner="Simulating…", max_entries=32)
 def _run(server: Server, t: Traffic, rate: float):
-    res = run_serving(
-        resolve(Scenario.model_validate_json(server.scenario_json)), _workload(t, rate), seed=t.seed, **_kw(server)
-    )
+    res = run_serving(_resolved(server), _workload(t, rate), seed=t.seed, **_kw(server))
     return result_summary(res), step_frame(res), request_frame(res)
 
 
 @st.cache_data(show_spinner="Simulating open and closed loop…", max_entries=16)
 def _open_closed(server: Server, t: Traffic, rate: float, think_s: float):
-    r = resolve(Scenario.model_validate_json(server.scenario_json))
+    r = _resolved(server)
     out = open_vs_closed(r, rate, t.num_requests, t.prompt, t.output, think_s, seed=t.seed, **_kw(server))
     frames = {"open loop": step_frame(out.open_result), "closed loop": step_frame(out.closed_result)}
     return {"open": out.open, "closed": out.closed}, out.num_users, frames  # the summaries: no runs in the cache
@@ -98,12 +100,12 @@ def _open_closed(server: Server, t: Traffic, rate: float, think_s: float):
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _capacity(server: Server, t: Traffic) -> tuple[float, float, float]:
-    r = resolve(Scenario.model_validate_json(server.scenario_json))
+    r = _resolved(server)
     if t.profile == "custom":  # a fixed sample, so the seed does not move the rate sliders
         prompt, output = mean_lengths(_workload(t._replace(num_requests=2000, seed=0), 1.0))
     else:
         prompt, output = mean_lengths(_trace(t.upload_path or PROFILES[t.profile].trace))
-    return estimate_capacity_rps(r, prompt, output, server.engine), prompt, output
+    return estimate_capacity_rps(r, prompt, output), prompt, output
 
 
 def _nice(x: float) -> float:
@@ -373,7 +375,7 @@ sweep_key = (server, traffic, tuple(rates))
 if run_clicked:
     bar = st.progress(0.0, text="Sweeping…")
     rows = rate_sweep(
-        r,
+        _resolved(server),
         rates,
         lambda x: _workload(traffic, x),
         seed=seed,

@@ -63,7 +63,7 @@ def _run(engine: str, rate: float, num_prompts: int, cost, seed: int = 0):
     kw = {"enable_chunked_prefill": engine != "vllm"}
     if engine == "sglang":
         kw["admission_policy"] = "sglang"
-    return run_serving(r, wl, "vllm", cost=cost, **kw)
+    return run_serving(r, wl, cost=cost, **kw)
 
 
 def rows() -> list[dict]:

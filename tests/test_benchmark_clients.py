@@ -36,7 +36,7 @@ def test_the_spread_is_one_request_at_n_in_flight():
     r = llama70b_on_two_h200()
     pm = PerfModel(r)
     expected = pm.prefill(1, 1024).total_s + 1023 * pm.decode(4, 1024 + 512).total_s
-    assert drifted_start_s(r, 4, 1024, 1024, "vllm") == pytest.approx(expected)
+    assert drifted_start_s(r, 4, 1024, 1024) == pytest.approx(expected)
 
 
 def test_drifted_clients_wait_for_one_prefill_not_a_wave():

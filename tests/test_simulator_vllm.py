@@ -9,7 +9,7 @@ import pytest
 
 from planner.core.catalog import get_gpu
 from planner.core.engine_defaults import batch_defaults
-from planner.core.scenario import Scenario, resolve
+from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
@@ -70,7 +70,7 @@ def test_the_thrash_scenario_preempts_at_most_once_per_request_and_matches_the_h
     # (the simulator: 139 tok/s, 64 preemptions).
     r = resolve(LLAMA70_H200_FP8)
     cfg = scheduler_config_for(r)
-    pm = PerfModel(r, "vllm")
+    pm = PerfModel(with_engine(r, "vllm"))
     batch = cfg.kv_pool_tokens // 22_000
     chunk = cfg.max_num_batched_tokens
     prefill_s = 200 * 20_000 / chunk * pm.step_time_s(chunk, 1, 10_000 + chunk, chunk * (10_000 + chunk / 2))
@@ -215,7 +215,7 @@ def test_speculative_decoding_step_is_charged_the_drafts_own_roofline_step():
     )
     wl = workload([0], [1000], [401])
     res = run_serving(r, wl, draft_cost=draft, spec_k=4, spec_alpha=1.0)
-    target = PerfModel(r, "vllm")
+    target = PerfModel(with_engine(r, "vllm"))
     ctx = 1200  # mid-answer context
     step = target.step_time_s(5, 1, ctx + 5, 5 * ctx) + 4 * draft.step_time_s(1, 1, ctx, ctx)
     tpot = summary(res)["tpot_mean_s"]

@@ -12,7 +12,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, gpus, kv_precisions, model_presets, weight_precisions
-from planner.core.engine_defaults import batch_defaults
+from planner.core.engine_defaults import DEFAULT_ENGINE, batch_defaults
 from planner.core.errors import InputError, from_validation_error
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
 from planner.core.safe_text import inline_markdown
@@ -209,13 +209,18 @@ def _engine(hw: dict | None = None) -> dict:
     return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager)
 
 
+def _engine_id() -> str:
+    """The scenario's engine: from a link or saved JSON (no sidebar widget), else the default of a new Scenario."""
+    return st.session_state.get("sb_engine", DEFAULT_ENGINE)
+
+
 def _batch_default(hw: dict | None):
-    """vLLM's get_batch_defaults for the sidebar's GPU (planner.core.engine_defaults)."""
+    """The scenario engine's batch defaults for the sidebar's GPU (planner.core.engine_defaults)."""
     ids = gpus()
     gpu = ids[hw["gpu"]] if hw and hw["gpu"] in ids else ids[DEFAULT_GPU]
     if hw and hw["gpu_memory_gb"] is not None:
         gpu = custom_gpu(hw["gpu_memory_gb"], like=gpu)
-    return batch_defaults(gpu, "vllm")
+    return batch_defaults(gpu, _engine_id())
 
 
 def _scenario_from_widgets() -> Scenario:
@@ -250,7 +255,7 @@ def _scenario_from_widgets() -> Scenario:
         gpu=hw["gpu"],
         gpu_memory_gb=hw["gpu_memory_gb"],
         deployment=dep,
-        engine=st.session_state.get("sb_engine", "vllm"),  # from a link or saved JSON; no sidebar widget
+        engine=_engine_id(),
         calibration=calibration_from_state(),
         **work,
     )

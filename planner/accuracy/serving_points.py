@@ -202,8 +202,8 @@ def predict(p: ServingPoint, seed: int = 0) -> ServingPrediction:
         wl = open_loop(n, p.request_rate, f"fixed:{p.isl}", f"fixed:{p.osl}", "poisson", 1.0, seed=seed)
     else:
         n, warmup = p.concurrency * (WARMUP_ROUNDS + MEASURED_ROUNDS), p.concurrency * WARMUP_ROUNDS
-        wl = benchmark_clients(r, p.concurrency, n, f"fixed:{p.isl}", f"fixed:{p.osl}", p.engine, seed)
-    res = run_serving(r, wl, p.engine, seed=seed)
+        wl = benchmark_clients(r, p.concurrency, n, f"fixed:{p.isl}", f"fixed:{p.osl}", seed)
+    res = run_serving(r, wl, seed=seed)
     lat = latencies(res)
     done = np.flatnonzero(res.requests.finished)
     keep = done >= warmup  # closed loop: request j is user j mod N's (j // N)-th request

@@ -176,7 +176,7 @@ def _predict_row(p: cp.Point, profiles: dict[str, EfficiencyProfile]) -> dict:
     try:
         r = cp.scenario(p)
         key = f"{p.engine}/{r.gpu.family}"
-        pm = PerfModel(r, p.engine, profile=profiles.get(key))
+        pm = PerfModel(r, profile=profiles.get(key))
         pred = cp.predict(p, pm)
     except (InputError, ValueError) as err:
         return {"reason": str(err)}

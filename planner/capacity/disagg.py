@@ -238,7 +238,6 @@ def aggregated_best(
     slo: SLO,
     headroom: float,
     prices: dict | None,
-    engine: str,
     rel_tol: float,
     shapes: list[Resolved],
 ) -> tuple[AggregatedOption | None, list[AggregatedOption]]:
@@ -258,7 +257,6 @@ def aggregated_best(
             slo,
             headroom,
             prices,
-            engine,
             rel_tol,
             operating_point=True,
         )
@@ -294,7 +292,6 @@ def disagg_plan(
     slo: SLO = SLO(),
     headroom: float = DEFAULT_HEADROOM,
     prices: dict | None = None,
-    engine: str | None = None,
     link: str = "nic",
     link_gb_s: float | None = None,
     link_latency_s: float = DEFAULT_LINK_LATENCY_S,
@@ -304,7 +301,6 @@ def disagg_plan(
     layerwise: bool = False,
 ) -> DisaggPlan:
     """Size both pools for `target_rps` under `slo`, and the best aggregated deployment to compare (module note)."""
-    engine = engine or s.engine
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
     shapes = instance_shapes(s, tps)
     if not shapes:
@@ -317,27 +313,25 @@ def disagg_plan(
         raise InputError("model", f"no TP, DP or PP shape of this model starts on this GPU (see `memory`){hint}")
     mean_in, mean_out = mean_tokens(traffic)
     links = {id(r): kv_link(r, link, link_gb_s, link_latency_s, layerwise) for r in shapes}
-    prefill = [(r, prefill_capacity(r, traffic, slo, links[id(r)], engine, rel_tol)) for r in shapes]
-    decode = [(r, decode_capacity(r, mean_in, mean_out, slo, engine)) for r in shapes]
+    prefill = [(r, prefill_capacity(r, traffic, slo, links[id(r)], rel_tol)) for r in shapes]
+    decode = [(r, decode_capacity(r, mean_in, mean_out, slo)) for r in shapes]
     best_p, best_d = _best(prefill, target_rps, headroom), _best(decode, target_rps, headroom)
     usd = price_of(shapes[0], prices)
     p_row = d_row = None
     transfer = visible = None
     if best_p:
         r, cap, n, gpus = best_p
-        ttft = prefill_probe(r, traffic, target_rps / n, links[id(r)], engine)[0]
+        ttft = prefill_probe(r, traffic, target_rps / n, links[id(r)])[0]
         p_row = _pool_row(PrefillPool, r, cap, n, gpus, ttft_p95_s=ttft)
         transfer = float(kv_transfer_s(r, mean_in, links[id(r)]))
-        visible = float(visible_transfer_s(r, mean_in, links[id(r)], PerfModel(r, engine)))
+        visible = float(visible_transfer_s(r, mean_in, links[id(r)], PerfModel(r)))
     if best_d:
         r, cap, n, gpus = best_d
-        tpot = decode_tpot_at(r, target_rps / n, mean_in, mean_out, engine)
+        tpot = decode_tpot_at(r, target_rps / n, mean_in, mean_out)
         d_row = _pool_row(DecodePool, r, cap, n, gpus, tpot_p95_s=tpot)
     chosen = links[id(best_p[0])] if best_p else links[id(shapes[0])]
     agg, agg_rows = (
-        aggregated_best(s, target_rps, traffic, slo, headroom, prices, engine, rel_tol, shapes)
-        if compare
-        else (None, [])
+        aggregated_best(s, target_rps, traffic, slo, headroom, prices, rel_tol, shapes) if compare else (None, [])
     )
     return DisaggPlan(
         target_rps,

@@ -54,14 +54,12 @@ def closed_loop(
     input_tokens: int,
     output_tokens: int,
     decode_batch: int,
-    engine: str | None = None,
     transfer: str = "nixl",
     handoff_fixed_s: float = HANDOFF_FIXED_S,
 ) -> ClosedLoop:
     """Mean TTFT and TPOT of the layout with `concurrency` clients (module note)."""
-    engine = engine or s.engine
     rp, rd = instance(s, prefill, "prefill"), instance(s, decode, "decode")
-    pm_p, pm_d = PerfModel(rp, engine), PerfModel(rd, engine)
+    pm_p, pm_d = PerfModel(rp), PerfModel(rd)
     base = kv_link(rp, "nic")
     link = type(base)(base.bytes_per_s * TRANSFER_ENGINES[transfer].efficiency, base.latency_s, base.label)
     t_p = float(pm_p.prefill(1, float(input_tokens)).total_s)

@@ -148,7 +148,6 @@ def evaluate_layout(
     decode: PoolLayout,
     traffic: TrafficSpec = TrafficSpec(),
     slo: SLO = SLO(),
-    engine: str | None = None,
     transfer: str = "nixl",
     link: str = "nic",
     link_latency_s: float = DEFAULT_LINK_LATENCY_S,
@@ -156,7 +155,6 @@ def evaluate_layout(
     rel_tol: float = DEFAULT_REL_TOL,
 ) -> GivenLayoutPlan:
     """TTFT, TPOT and capacity of the given xPyD layout at `target_rps` (module note)."""
-    engine = engine or s.engine
     if transfer not in TRANSFER_ENGINES:
         raise InputError("transfer_engine", f"must be one of {', '.join(TRANSFER_ENGINES)}, got {transfer!r}")
     if not (target_rps > 0 and math.isfinite(target_rps)):
@@ -167,14 +165,14 @@ def evaluate_layout(
     kv = replace(base, bytes_per_s=base.bytes_per_s * te.efficiency, label=f"{te.label} over {base.label}")
     mean_in, mean_out = mean_tokens(traffic)
     fixed = HANDOFF_FIXED_S if handoff_fixed_s is None else handoff_fixed_s
-    d_cap = decode_capacity(rd, mean_in, mean_out, slo, engine)
-    tpot = decode_tpot_at(rd, target_rps / decode.instances, mean_in, mean_out, engine)
+    d_cap = decode_capacity(rd, mean_in, mean_out, slo)
+    tpot = decode_tpot_at(rd, target_rps / decode.instances, mean_in, mean_out)
     handoff = fixed + DECODE_STEPS_TO_FIRST_TOKEN * tpot
     # a prefill instance meets the TTFT target when its own part leaves room for the hand-off
     p_slo = slo.model_copy(update={"ttft_p95_s": max(slo.ttft_p95_s - handoff, 1e-6)})
-    p_cap = prefill_capacity(rp, traffic, p_slo, kv, engine, rel_tol)
-    p_ttft = prefill_probe(rp, traffic, target_rps / prefill.instances, kv, engine)[0]
-    pm_p, pm_d = PerfModel(rp, engine), PerfModel(rd, engine)
+    p_cap = prefill_capacity(rp, traffic, p_slo, kv, rel_tol)
+    p_ttft = prefill_probe(rp, traffic, target_rps / prefill.instances, kv)[0]
+    pm_p, pm_d = PerfModel(rp), PerfModel(rd)
     floor = (
         float(pm_p.prefill(1, mean_in).total_s)
         + float(visible_transfer_s(rp, mean_in, kv, pm_p))

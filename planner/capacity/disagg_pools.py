@@ -126,12 +126,12 @@ def _prefill_workload(traffic: TrafficSpec, rate: float) -> Workload:
     )
 
 
-def prefill_probe(r: Resolved, traffic: TrafficSpec, rate: float, link: KVLink, engine: str, cost=None):
+def prefill_probe(r: Resolved, traffic: TrafficSpec, rate: float, link: KVLink, cost=None):
     """(p95 TTFT incl. KV transfer, served / offered) of one instance at `rate` requests/s."""
     dp = r.deployment.data_parallel_size
-    cost = cost or step_cost_for(r, engine)
+    cost = cost or step_cost_for(r)
     wl = _prefill_workload(traffic, rate / dp)
-    res = run_serving(r, wl, engine, traffic.prefix_caching, seed=traffic.seed, cost=cost)
+    res = run_serving(r, wl, traffic.prefix_caching, seed=traffic.seed, cost=cost)
     done = res.requests.finished
     ttft = latencies(res)["ttft_s"] + visible_transfer_s(r, wl.prompt_tokens[done], link, cost.pm)
     offered, served = steady_rates(res)
@@ -140,7 +140,7 @@ def prefill_probe(r: Resolved, traffic: TrafficSpec, rate: float, link: KVLink, 
 
 
 def prefill_capacity(
-    r: Resolved, traffic: TrafficSpec, slo: SLO, link: KVLink, engine: str, rel_tol: float = DEFAULT_REL_TOL
+    r: Resolved, traffic: TrafficSpec, slo: SLO, link: KVLink, rel_tol: float = DEFAULT_REL_TOL
 ) -> PoolCapacity:
     """Highest rate one prefill instance sustains with p95 (TTFT + transfer) ≤ the TTFT target (module note)."""
     d = r.deployment
@@ -157,13 +157,13 @@ def prefill_capacity(
             None,
             f"p95 KV transfer {transfer95 * 1e3:,.0f} ms ≥ TTFT target {slo.ttft_p95_s * 1e3:,.0f} ms",
         )
-    pm = PerfModel(r, engine)
-    cost = step_cost_for(r, engine)
+    pm = PerfModel(r)
+    cost = step_cost_for(r)
     start = d.data_parallel_size / float(pm.prefill(1, float(prompts.mean())).total_s)
     seen: dict[float, tuple[float, float]] = {}
 
     def sustains(rate: float) -> bool:
-        seen[rate] = prefill_probe(r, traffic, rate, link, engine, cost)
+        seen[rate] = prefill_probe(r, traffic, rate, link, cost)
         return seen[rate][0] <= slo.ttft_p95_s and seen[rate][1] >= MIN_SERVED
 
     best = bracket_and_bisect(sustains, start, rel_tol)
@@ -183,10 +183,10 @@ def decode_step_s(pm: PerfModel, batch: float, context: float) -> float:
     return float(pm.decode(max(batch, 1.0), context).total_s)
 
 
-def decode_capacity(r: Resolved, mean_prompt: float, mean_output: float, slo: SLO, engine: str) -> PoolCapacity:
+def decode_capacity(r: Resolved, mean_prompt: float, mean_output: float, slo: SLO) -> PoolCapacity:
     """Highest rate one decode instance sustains with p95 TPOT ≤ the target (analytic, module note)."""
     d = r.deployment
-    pm = PerfModel(r, engine)
+    pm = PerfModel(r)
     plan = plan_memory(r)
     context = mean_prompt + mean_output / 2
     per_request_blocks = blocks_per_request(max(1, math.ceil(mean_prompt + mean_output)), d.block_size)
@@ -210,9 +210,9 @@ def decode_capacity(r: Resolved, mean_prompt: float, mean_output: float, slo: SL
     )
 
 
-def decode_tpot_at(r: Resolved, rate: float, mean_prompt: float, mean_output: float, engine: str) -> float:
+def decode_tpot_at(r: Resolved, rate: float, mean_prompt: float, mean_output: float) -> float:
     """p95 TPOT of one decode instance at `rate`: the fixed point n = λ/DP × (O − 1) × t(n), then t(n + 1.645√n)."""
-    pm = PerfModel(r, engine)
+    pm = PerfModel(r)
     context, steps = mean_prompt + mean_output / 2, max(mean_output - 1.0, 1.0)
     lam = rate / r.deployment.data_parallel_size
     n = lam * steps * decode_step_s(pm, 1, context)

@@ -73,7 +73,7 @@ def layout_rows(s: Scenario, num_gpus: int, batch: int, context: int, skew: floa
             rows.append({"layout": label, "fits": False, "note": err.message})
             continue
         plan = plan_memory(r)
-        pm = PerfModel(r, s.engine)
+        pm = PerfModel(r)
         terms = parallel_terms(r, pm, skew)
         pm.parallel = terms  # the skew knob: the page's what-if, not the scenario's default
         step = pm.decode(batch, context)
@@ -126,9 +126,9 @@ def ratio_rows(
         traffic = TrafficSpec(
             profile="custom", prompt=f"fixed:{p}", output="fixed:1", num_requests=num_requests, seed=seed
         )
-        pre = prefill_capacity(r, traffic, slo, lk, s.engine, rel_tol=0.05)
+        pre = prefill_capacity(r, traffic, slo, lk, rel_tol=0.05)
         for o in [o for o in outputs if p + o <= max_len]:
-            dec = decode_capacity(r, p, o, slo, s.engine)
+            dec = decode_capacity(r, p, o, slo)
             ratio = (
                 dec.max_rate_per_instance / pre.max_rate_per_instance
                 if pre.max_rate_per_instance > 0 and dec.max_rate_per_instance > 0

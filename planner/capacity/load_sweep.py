@@ -25,7 +25,6 @@ from planner.capacity.steady_state import (
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
 from planner.core.workload import SLO
-from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.latency.perf_model import PerfModel
 from planner.sim.records import ServingSummary, SimResult
 from planner.sim.serving import (
@@ -46,12 +45,10 @@ def single_request_s(pm: PerfModel, prompt_tokens: float, output_tokens: float) 
     return prefill + max(output_tokens - 1, 0) * decode
 
 
-def estimate_capacity_rps(
-    r: Resolved, prompt_tokens: float, output_tokens: float, engine: str = DEFAULT_ENGINE
-) -> float:
+def estimate_capacity_rps(r: Resolved, prompt_tokens: float, output_tokens: float) -> float:
     """Rough requests/s one replica sustains: batch b = min(max_num_seqs, KV pool / tokens per request); each
     request costs its prefill plus (output / b) batch-b decode steps. Only a starting point for the sweep range."""
-    pm = PerfModel(r, engine)
+    pm = PerfModel(r)
     cfg = scheduler_config_for(r)
     per_request = max(prompt_tokens + output_tokens, 1.0)
     b = max(1, min(cfg.max_num_seqs, int(cfg.kv_pool_tokens // per_request)))
@@ -64,7 +61,6 @@ def rate_sweep(
     r: Resolved,
     rates,
     workload_for_rate,
-    engine: str = DEFAULT_ENGINE,
     prefix_caching: bool | None = None,
     max_queue: int | None = None,
     slo_ttft_s: float | None = None,
@@ -81,9 +77,8 @@ def rate_sweep(
         raise InputError("rates", "need one or more rates > 0")
     if slo is None:
         slo = SLO(**{k: v for k, v in (("ttft_p95_s", slo_ttft_s), ("tpot_p95_s", slo_tpot_s)) if v})
-    cost = step_cost_for(r, engine)  # built once, shared by every point
+    cost = step_cost_for(r)  # built once, shared by every point
     kw = dict(
-        engine=engine,
         prefix_caching=prefix_caching,
         max_queue=max_queue,
         slo_ttft_s=slo_ttft_s,
@@ -147,7 +142,6 @@ def open_vs_closed(
     prompt: str,
     output: str,
     think_time_s: float = 5.0,
-    engine: str = DEFAULT_ENGINE,
     prefix_caching: bool | None = None,
     max_queue: int | None = None,
     slo_ttft_s: float | None = None,
@@ -155,14 +149,13 @@ def open_vs_closed(
     seed: int = 0,
 ) -> OpenVsClosed:
     """The same server under open-loop Poisson at λ and closed-loop users sized to offer λ (module note)."""
-    cost = step_cost_for(r, engine)
+    cost = step_cost_for(r)
     open_wl = open_loop(num_requests, rate_per_s, prompt, output, "poisson", 1.0, seed)
     mean_prompt, mean_output = mean_lengths(open_wl)
     reply_s = single_request_s(cost.pm, mean_prompt, mean_output)
     users = users_for_rate(rate_per_s, think_time_s, reply_s)
     closed_wl = closed_loop(users, num_requests, think_time_s, prompt, output, seed=seed)
     kw = dict(
-        engine=engine,
         prefix_caching=prefix_caching,
         max_queue=max_queue,
         slo_ttft_s=slo_ttft_s,

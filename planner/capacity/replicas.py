@@ -38,7 +38,6 @@ from planner.capacity.steady_state import (
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
-from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.sim.serving import run_serving, step_cost_for
 from planner.traffic.profiles import profile_workload
 from planner.traffic.traces import load_trace
@@ -100,15 +99,15 @@ def mean_tokens(traffic: TrafficSpec) -> tuple[float, float]:
 Probe = Verdict
 
 
-def _run(r: Resolved, traffic: TrafficSpec, rate_per_s: float, engine: str, cost=None):
+def _run(r: Resolved, traffic: TrafficSpec, rate_per_s: float, cost=None):
     return run_serving(
-        r, workload_at(traffic, rate_per_s), engine, traffic.prefix_caching or None, seed=traffic.seed, cost=cost
+        r, workload_at(traffic, rate_per_s), traffic.prefix_caching or None, seed=traffic.seed, cost=cost
     )
 
 
-def saturated_rps(r: Resolved, traffic: TrafficSpec, engine: str = DEFAULT_ENGINE, cost=None) -> float | None:
+def saturated_rps(r: Resolved, traffic: TrafficSpec, cost=None) -> float | None:
     """The replica's saturated throughput on these requests (planner.capacity.steady_state)."""
-    return saturated_throughput_rps(_run(r, traffic, SATURATION_RATE_PER_S, engine, cost))
+    return saturated_throughput_rps(_run(r, traffic, SATURATION_RATE_PER_S, cost))
 
 
 def probe(
@@ -116,12 +115,11 @@ def probe(
     traffic: TrafficSpec,
     slo: SLO,
     rate_per_s: float,
-    engine: str = DEFAULT_ENGINE,
     cost=None,
     saturated: float | None = None,
 ) -> Probe:
     """Simulate one replica at `rate_per_s` and judge its steady state against the SLO."""
-    return judge(_run(r, traffic, rate_per_s, engine, cost), slo, rate_per_s, saturated)
+    return judge(_run(r, traffic, rate_per_s, cost), slo, rate_per_s, saturated)
 
 
 @dataclass(frozen=True)
@@ -187,19 +185,18 @@ def find_capacity(
     r: Resolved,
     traffic: TrafficSpec = TrafficSpec(),
     slo: SLO = SLO(),
-    engine: str = DEFAULT_ENGINE,
     rel_tol: float = DEFAULT_REL_TOL,
 ) -> CapacityResult:
     """The highest arrival rate one replica sustains under `slo` (module note): a pure function of its inputs."""
     t0 = time.perf_counter()
     mean_in, mean_out = mean_tokens(traffic)
-    estimate = estimate_capacity_rps(r, mean_in, mean_out, engine)
-    cost = step_cost_for(r, engine)  # built once, shared by every probe
-    saturated = saturated_rps(r, traffic, engine, cost)
+    estimate = estimate_capacity_rps(r, mean_in, mean_out)
+    cost = step_cost_for(r)  # built once, shared by every probe
+    saturated = saturated_rps(r, traffic, cost)
     probes: dict[float, Probe] = {}
 
     def sustains(rate: float) -> bool:
-        probes[rate] = probe(r, traffic, slo, rate, engine, cost, saturated)
+        probes[rate] = probe(r, traffic, slo, rate, cost, saturated)
         return probes[rate].sustains
 
     best = bracket_and_bisect(sustains, estimate, rel_tol)
@@ -371,7 +368,6 @@ def capacity_plan(
     slo: SLO = SLO(),
     headroom: float = DEFAULT_HEADROOM,
     prices: dict[str, float] | None = None,
-    engine: str | None = None,
     rel_tol: float = DEFAULT_REL_TOL,
     operating_point: bool = True,
 ) -> CapacityPlan:
@@ -379,9 +375,8 @@ def capacity_plan(
     (target / replicas per replica) when `operating_point`."""
     s = replica_scenario(s)
     r = resolve(s)
-    engine = engine or s.engine
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
-    cap = find_capacity(r, traffic, slo, engine, rel_tol)  # one DP rank: each runs its own requests
+    cap = find_capacity(r, traffic, slo, rel_tol)  # one DP rank: each runs its own requests
     tp, dp, gpus = r.deployment.tensor_parallel_size, r.deployment.data_parallel_size, r.deployment.gpus_per_replica
     rank_saturated = cap.saturated_rps
     if dp > 1:  # an instance of DP ranks serves DP × one rank's rate on TP × PP × DP GPUs
@@ -395,13 +390,13 @@ def capacity_plan(
     n = replicas_for(target_rps, cap.max_rate_per_replica, headroom)
     cost = cost_for(target_rps, n, gpus, usd, cap.mean_prompt_tokens, cap.mean_output_tokens) if n else None
     rank_rate = target_rps / n / dp if n else 0.0
-    op = probe(r, traffic, slo, rank_rate, engine, saturated=rank_saturated) if n and operating_point else None
+    op = probe(r, traffic, slo, rank_rate, saturated=rank_saturated) if n and operating_point else None
     return CapacityPlan(
         model=r.model.name,
         gpu=r.gpu.id,
         tp=tp,
         weights=r.weights.id,
-        engine=engine,
+        engine=r.engine.id,
         target_rate=target_rps,
         headroom=headroom,
         max_rate_per_replica=cap.max_rate_per_replica,

@@ -133,7 +133,7 @@ def _check(args) -> None:
 def run_capacity(args: argparse.Namespace) -> int:
     _check(args)
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
-    plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.engine, args.rel_tol)
+    plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol)
     emit(plan.to_dict(), args.json, _capacity_text(plan))
     return 0
 
@@ -205,7 +205,7 @@ def run_recommend(args: argparse.Namespace) -> int:
         gpu_ids = [known[g.lower()] for g in gpu_ids]
     progress = None if args.json else _stderr_progress
     rows = recommend(
-        s.model_copy(update={"engine": args.engine}),
+        s,
         args.target_rate,
         traffic,
         slo,
@@ -223,7 +223,7 @@ def run_recommend(args: argparse.Namespace) -> int:
         rows = with_disaggregated(
             rows,
             disaggregated_options(
-                s.model_copy(update={"engine": args.engine}),
+                s,
                 args.target_rate,
                 traffic,
                 slo,

@@ -55,14 +55,14 @@ def run(args) -> int:
         num_replicas=r.deployment.num_replicas,
     )
     if args.mode == "continuous":
-        c = continuous(r, args.batch, args.input_tokens, args.output_tokens, args.engine)
+        c = continuous(r, args.batch, args.input_tokens, args.output_tokens)
         ranks = r.deployment.data_parallel_size * r.deployment.num_replicas
         counts = dict(concurrency_per_dp_rank=args.batch, concurrency_per_deployment=args.batch * ranks)
         emit({"mode": "continuous", **c.to_dict(), **head, **counts}, args.json, _continuous_text(c, r))
         return 0
     max_seqs = r.deployment.max_num_seqs
     batch = min(args.batch, max_seqs)  # vLLM never runs more than max_num_seqs sequences in one step
-    est = estimate(r, batch, args.input_tokens, args.output_tokens, args.engine, args.queue_wait_ms / 1e3)
+    est = estimate(r, batch, args.input_tokens, args.output_tokens, args.queue_wait_ms / 1e3)
     out = est.to_dict()
     out.update(head, requested_batch=args.batch, batch_capped_by_max_num_seqs=batch < args.batch)
     dp = r.deployment.data_parallel_size

@@ -48,7 +48,6 @@ def scenario_for_report(args):
             "slo": _slo(args),
             "target_rate": args.target_rate,
             "headroom": args.headroom,
-            "engine": args.engine,
         }
     )
 

@@ -7,11 +7,10 @@ import argparse
 from pydantic import ValidationError
 
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_model
-from planner.core.engine_defaults import ENGINES
+from planner.core.engine_defaults import DEFAULT_ENGINE, ENGINES
 from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment
-from planner.latency.efficiency import DEFAULT_ENGINE
 
 # CLI flag for each Deployment field, so that a validation error names the flag the user typed.
 _FLAG = {
@@ -149,6 +148,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         gpu_memory_gb=args.gpu_memory_gb,
         deployment=dep,
         context_tokens=args.context,
+        engine=getattr(args, "engine", DEFAULT_ENGINE),
     )
 
 

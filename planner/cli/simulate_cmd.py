@@ -143,7 +143,7 @@ def workload_from_args(args: argparse.Namespace, r=None) -> Workload:
     n = n or DEFAULT_NUM_REQUESTS
     if args.users is not None and not args.think_time and r is not None:
         # zero think time = benchmark clients: a client turnaround, started as they drift apart (planner.sim.serving)
-        return benchmark_clients(r, args.users, n, prompt, output, args.engine, args.seed)
+        return benchmark_clients(r, args.users, n, prompt, output, args.seed)
     if args.users is not None:
         return closed_loop(args.users, n, args.think_time, prompt, output, seed=args.seed)
     cv = args.cv if args.cv is not None else 1.0
@@ -159,12 +159,12 @@ def run(args: argparse.Namespace) -> int:
     spec = {}
     if args.spec_model is not None:
         try:
-            draft = draft_cost_for(r, args.spec_model, args.engine)
+            draft = draft_cost_for(r, args.spec_model)
         except InputError as err:
             raise InputError("--spec-model", err.message) from None
         spec = dict(draft_cost=draft, spec_k=args.spec_k, spec_alpha=args.spec_alpha)
     res = run_serving(
-        r, wl, args.engine, True if args.prefix_caching else None, args.max_queue, slo_ttft, slo_tpot, args.seed, **spec
+        r, wl, True if args.prefix_caching else None, args.max_queue, slo_ttft, slo_tpot, args.seed, **spec
     )
     summary = result_summary(res)
     out = summary.to_dict()

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, f
 
 from planner.core.bounded import BoundedModel
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
-from planner.core.engine_defaults import ENGINES, batch_defaults, is_known_engine
+from planner.core.engine import Engine, engine_for
+from planner.core.engine_defaults import DEFAULT_ENGINE, ENGINES, is_known_engine
 from planner.core.errors import InputError
 from planner.core.precision import KVPrecision, WeightPrecision, resolve_kv_bytes
 from planner.core.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
@@ -56,7 +57,7 @@ class Scenario(BoundedModel):
     gpu_memory_gb: float | None = Field(default=None, ge=0.1, le=100_000)  # a custom GPU of this many decimal GB
     deployment: Deployment = Field(default_factory=Deployment)
     context_tokens: PositiveInt | None = None  # tokens per request (prompt + output); None = max_model_len
-    engine: str = "vllm"
+    engine: str = DEFAULT_ENGINE  # runs the scenario: memory rule, scheduler, efficiency profile (Resolved.engine)
     calibration: Calibration | None = None  # the user's fitted constants (Validation page); None = data/efficiency.yaml
     traffic: TrafficSpec = Field(default_factory=TrafficSpec)  # profile, lengths, arrival process, seed
     slo: SLO = Field(default_factory=SLO)
@@ -73,7 +74,10 @@ class Scenario(BoundedModel):
 
 @dataclass(frozen=True)
 class Resolved:
-    """A scenario with its ids looked up: the specs every calculation needs."""
+    """A scenario with its ids looked up: the specs every calculation needs, its engine and its traffic.
+
+    Nothing below the CLI and UI assumes an engine: a calculation reads `engine` (memory rule, scheduler policy,
+    efficiency profile, kernel path). `with_engine` gives the same scenario under another engine."""
 
     model: ModelSpec
     gpu: GPUSpec
@@ -83,6 +87,11 @@ class Resolved:
     kv_bytes: float  # bytes per cached value
     max_model_len: int
     context_tokens: int
+    engine: Engine
+    traffic: TrafficSpec
+    slo: SLO
+    target_rate: float  # fleet traffic to serve, requests/s
+    headroom: float  # provision target × headroom
     calibration: Calibration | None = None
 
 
@@ -102,8 +111,9 @@ def resolve(s: Scenario) -> Resolved:
     weights = get_weight_precision(dep.weights)
     kv = get_kv_precision(dep.kv_cache_dtype)
     max_len = dep.max_model_len or model.max_position_embeddings
-    defaults = batch_defaults(gpu, s.engine)
-    if dep.max_num_seqs is None or dep.max_num_batched_tokens is None:  # vLLM's get_batch_defaults for this GPU
+    engine = engine_for(s.engine)
+    defaults = engine.batch_defaults(gpu)
+    if dep.max_num_seqs is None or dep.max_num_batched_tokens is None:  # the engine's defaults for this GPU
         dep = dep.model_copy(
             update={
                 "max_num_seqs": dep.max_num_seqs or defaults.max_num_seqs,
@@ -119,8 +129,19 @@ def resolve(s: Scenario) -> Resolved:
         kv_bytes=resolve_kv_bytes(kv, weights),
         max_model_len=max_len,
         context_tokens=s.context_tokens or max_len,
+        engine=engine,
+        traffic=s.traffic,
+        slo=s.slo,
+        target_rate=s.target_rate,
+        headroom=s.headroom,
         calibration=s.calibration,
     )
+
+
+def with_engine(r: Resolved, engine: str) -> Resolved:
+    """The same resolved scenario run by another engine (a page's own engine choice, a published point's engine).
+    The batch limits stay as resolved: set them on the Scenario to get the other engine's defaults."""
+    return dataclasses.replace(r, engine=engine_for(engine))
 
 
 def resolve_draft(r: Resolved, draft: ModelSpec) -> Resolved:

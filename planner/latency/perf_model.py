@@ -50,12 +50,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from planner.core.engine import engines
 from planner.core.params import count_params, mlp_params
 from planner.core.scenario import Resolved
 from planner.latency.allreduce import allreduce_s
 from planner.latency.calibration import fitted_profile
-from planner.latency.efficiency import DEFAULT_ENGINE, EfficiencyProfile, ProfileChoice, choose_profile
+from planner.latency.efficiency import EfficiencyProfile, ProfileChoice, choose_profile
 from planner.latency.hardware import compute_peak_flops, hardware_basis
 from planner.latency.parallel import parallel_terms
 from planner.memory import sizes as memory
@@ -143,8 +142,11 @@ class PerfModel:
     `step_time_s` evaluates the same expression (`_terms`) on plain floats for the simulator.
     """
 
-    def __init__(self, r: Resolved, engine: str = DEFAULT_ENGINE, profile: EfficiencyProfile | None = None):
+    def __init__(self, r: Resolved, profile: EfficiencyProfile | None = None):
+        """The scenario's engine (`r.engine`) picks the efficiency profile and the kernel path; `profile` replaces
+        the profile (a fit under test)."""
         self.resolved = r
+        engine = r.engine.id
         cal = r.calibration
         if profile is None and cal is not None and cal.applies_to(engine, r.gpu.family):
             # the user's own fit (Validation page) replaces the catalogue's constants for its engine and family
@@ -199,7 +201,7 @@ class PerfModel:
         full_layers = m.num_layers - self.window_layers
         self.attn_flops_full, self.attn_flops_window = pair_prefill * full_layers, pair_prefill * self.window_layers
         self.attn_decode_extra = (pair_decode - pair_prefill) / pair_prefill if pair_prefill else 0.0
-        eng = engines().get(self.choice.engine)
+        eng = r.engine
         _, self.compute_dtype = compute_peak_flops(r)
         self.hardware = hw = hardware_basis(r, self.compute_dtype, eng)
         self.dequant = r.weights.dequant_overhead
@@ -217,12 +219,12 @@ class PerfModel:
         )
         self.hbm_bytes_per_s = r.gpu.hbm_bytes_per_s * hw.bandwidth_fraction
         # the SM issue bound applies to engines whose GEMV kernels are latency-bound per SM (data/engines.yaml)
-        self.sm_clocks_per_s = r.gpu.sm_clocks_per_s if (eng and eng.issue_bound_gemv) else None
+        self.sm_clocks_per_s = r.gpu.sm_clocks_per_s if eng.issue_bound_gemv else None
         self.n_allreduce = 2 * m.num_layers if tp > 1 else 0  # after attention and after the MLP, every layer
-        self.allreduce_algorithm = eng.allreduce if eng else "custom"
+        self.allreduce_algorithm = eng.allreduce
         self.link_bytes_per_s, self.interconnect = r.gpu.interconnect_bytes_per_s, r.gpu.interconnect
         self.ar_bytes_per_token = m.hidden_size * ACT_BYTES
-        self.eager_layer_s = eng.eager_layer_overhead_s if (eng and r.deployment.enforce_eager) else 0.0
+        self.eager_layer_s = eng.eager_layer_overhead_s if r.deployment.enforce_eager else 0.0
         counted = self.choice.engine in KERNEL_COUNTED_ENGINES
         self.kernel_ratio = layer_kernels(m) / DENSE_LAYER_KERNELS if counted else 1.0
         self._resolved = r

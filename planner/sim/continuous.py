@@ -30,7 +30,6 @@ import numpy as np
 
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
-from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.latency.metrics import memory_limit, validate_request
 from planner.sim.records import latencies
 from planner.sim.serving import benchmark_clients, run_serving, step_cost_for
@@ -71,9 +70,7 @@ def _steady(values: np.ndarray, b: int) -> np.ndarray:
     return values[b:-b] if len(values) > 3 * b else values
 
 
-def continuous(
-    r: Resolved, concurrency: int, input_tokens: int, output_tokens: int, engine: str = DEFAULT_ENGINE
-) -> ContinuousEstimate:
+def continuous(r: Resolved, concurrency: int, input_tokens: int, output_tokens: int) -> ContinuousEstimate:
     """Simulate B clients with one request each in flight (module note) and report the steady state."""
     if concurrency < 1:
         raise InputError("concurrency", "must be at least 1")
@@ -82,9 +79,9 @@ def continuous(
         raise InputError("input_tokens", f"not one request of {input_tokens + output_tokens:,} tokens fits the KV pool")
     b = concurrency
     n = max(WAVES * b, 2 * b + MIN_STEADY_REQUESTS)
-    wl = benchmark_clients(r, b, n, f"fixed:{input_tokens}", f"fixed:{output_tokens}", engine)  # not in lockstep
-    cost = step_cost_for(r, engine)
-    res = run_serving(r, wl, engine, cost=cost)
+    wl = benchmark_clients(r, b, n, f"fixed:{input_tokens}", f"fixed:{output_tokens}")  # not in lockstep
+    cost = step_cost_for(r)
+    res = run_serving(r, wl, cost=cost)
     order = np.argsort(res.requests.arrival_s[res.requests.finished], kind="stable")
     lat = {k: _steady(v[order], b) for k, v in latencies(res).items()}
     rps = b / float(lat["e2e_s"].mean())  # Little's law: B requests always in the system (closed loop, no think)
@@ -113,8 +110,6 @@ def continuous(
     )
 
 
-def continuous_sweep(
-    r: Resolved, concurrencies, input_tokens: int, output_tokens: int, engine: str = DEFAULT_ENGINE
-) -> list[ContinuousEstimate]:
+def continuous_sweep(r: Resolved, concurrencies, input_tokens: int, output_tokens: int) -> list[ContinuousEstimate]:
     """`continuous` at each concurrency (for the latency/throughput trade-off curve)."""
-    return [continuous(r, int(b), input_tokens, output_tokens, engine) for b in concurrencies]
+    return [continuous(r, int(b), input_tokens, output_tokens) for b in concurrencies]

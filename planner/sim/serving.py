@@ -14,7 +14,6 @@ import numpy as np
 
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
-from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
 from planner.memory.sliding_window import sliding_window_blocks
@@ -107,7 +106,7 @@ class DraftStepCost:
         return self.pm.step_time_s(new_tokens, num_seqs, kv_read_tokens, attn_pairs) - self.pm.overhead_s
 
 
-def draft_cost_for(r: Resolved, draft_model: str, engine: str = DEFAULT_ENGINE) -> DraftStepCost:
+def draft_cost_for(r: Resolved, draft_model: str) -> DraftStepCost:
     """The draft model (a preset id or config.json path) on the target's GPUs, TP and precision."""
     from planner.core.catalog import get_model
     from planner.core.scenario import resolve_draft
@@ -116,12 +115,12 @@ def draft_cost_for(r: Resolved, draft_model: str, engine: str = DEFAULT_ENGINE) 
         draft = get_model(draft_model)
     except InputError as err:
         raise InputError("spec_model", err.message) from None
-    return DraftStepCost(PerfModel(resolve_draft(r, draft), engine))
+    return DraftStepCost(PerfModel(resolve_draft(r, draft)))
 
 
-def step_cost_for(r: Resolved, engine: str = DEFAULT_ENGINE) -> DecodeRunCost:
-    """The latency model (PerfModel) of one replica under `engine`'s efficiency profile, as a StepCost."""
-    return DecodeRunCost(PerfModel(r, engine))
+def step_cost_for(r: Resolved) -> DecodeRunCost:
+    """The latency model (PerfModel) of one replica under the scenario engine's efficiency profile, as a StepCost."""
+    return DecodeRunCost(PerfModel(r))
 
 
 # A benchmark client's turnaround: the last token of one reply is detokenised and streamed, the client sends the next
@@ -132,18 +131,16 @@ def step_cost_for(r: Resolved, engine: str = DEFAULT_ENGINE) -> DecodeRunCost:
 CLIENT_TURNAROUND_S = 0.002
 
 
-def benchmark_clients(
-    r: Resolved, users: int, num_requests: int, prompt, output, engine: str = DEFAULT_ENGINE, seed: int = 0
-) -> Workload:
+def benchmark_clients(r: Resolved, users: int, num_requests: int, prompt, output, seed: int = 0) -> Workload:
     """N benchmark clients (`--max-concurrency N`, aiperf `--concurrency N`): a closed loop whose next request
     follows a reply after CLIENT_TURNAROUND_S, the clients started spread over one request (drifted_start_s)."""
     first = closed_loop(users, num_requests, CLIENT_TURNAROUND_S, prompt, output, "fixed", seed)
     mean_in, mean_out = float(first.prompt_tokens.mean()), float(first.output_tokens.mean())
-    spread = drifted_start_s(r, users, mean_in, mean_out, engine)
+    spread = drifted_start_s(r, users, mean_in, mean_out)
     return closed_loop(users, num_requests, CLIENT_TURNAROUND_S, prompt, output, "fixed", seed, spread)
 
 
-def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens: float, engine: str) -> float:
+def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens: float) -> float:
     """Seconds over which N zero-think closed-loop users' first requests are spread (generators.closed_loop
     stagger_s): one request's duration with N in flight, prefill(1 prompt) + (output − 1) × decode(N at mid context).
 
@@ -159,7 +156,7 @@ def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens
     users, 1024/1024 tokens: 388 ms TTFT in lockstep, 106 ms spread; vLLM measured 121 ms, aiconfigurator's split).
     The simulator therefore assumes the drifted state: starts spread evenly over one request's duration, the first
     request of each user discarded as warm-up by the callers that compare with a benchmark."""
-    pm = PerfModel(r, engine)
+    pm = PerfModel(r)
     prefill = float(pm.prefill(1, prompt_tokens).total_s)
     decode = float(pm.decode(users, prompt_tokens + output_tokens / 2).total_s)
     return prefill + max(output_tokens - 1, 0) * decode
@@ -168,7 +165,6 @@ def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens
 def run_serving(
     r: Resolved,
     workload: Workload,
-    engine: str = DEFAULT_ENGINE,
     prefix_caching: bool | None = None,
     max_queue: int | None = None,
     slo_ttft_s: float | None = None,
@@ -188,7 +184,7 @@ def run_serving(
         slo_tpot_s=slo_tpot_s,
         **overrides,
     )
-    return simulate(workload, cfg, cost or step_cost_for(r, engine), seed=seed, draft_cost=draft_cost)
+    return simulate(workload, cfg, cost or step_cost_for(r), seed=seed, draft_cost=draft_cost)
 
 
 def _clean(value):

@@ -273,14 +273,13 @@ def spec_decode_report(
     k: int,
     batch: int,
     context_tokens: int,
-    engine: str = "vllm",
     request_tokens: int | None = None,
 ) -> SpecDecodeReport:
     """Expected tokens per pass, step times, speed-up at this batch, best k and the draft's memory.
 
     `context_tokens` is the cached context a decode step reads; `request_tokens` (default the same) sizes a
     request's KV blocks for the memory figures."""
-    target_pm, draft_pm = PerfModel(r, engine), PerfModel(d, engine)
+    target_pm, draft_pm = PerfModel(r), PerfModel(d)  # the draft runs on the target's engine
     t = timing(target_pm, draft_pm, alpha, k, [batch], context_tokens)
     k_best, k_rows = best_k(target_pm, draft_pm, alpha, batch, context_tokens)
     return SpecDecodeReport(
