@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from planner.core.catalog import get_gpu, gpus, weight_precisions
-from planner.core.scenario import Scenario, resolve
+from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.specs import Deployment
 from planner.latency.hardware import compute_peak_flops, fp4_native
 from planner.latency.parallel import links_for
@@ -120,7 +120,7 @@ def test_layer_kernels_are_counted_by_architecture():
 def test_fixed_cost_per_layer_scales_with_kernels_for_vllm_and_sglang_only():
     r = resolved("H200", "fp8", model="deepseek-ai/DeepSeek-V3", num_gpus=8, tensor_parallel_size=8)
     for engine in ("vllm", "sglang", "tensorrt-llm"):
-        pm = PerfModel(r, engine)
+        pm = PerfModel(with_engine(r, engine))
         e = pm.eff
         ratio = (2 + 10 + (58 * 10 + 3 * 3) / 61) / 9 if engine != "tensorrt-llm" else 1.0
         assert pm.overhead_s == pytest.approx(e.step_overhead_s + 61 * e.layer_overhead_s * ratio), engine

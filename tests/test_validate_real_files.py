@@ -47,11 +47,11 @@ def test_gpu_names_as_benchmark_files_write_them(text, gpu_id):
     [
         ("meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-3.1-70B", None),  # same config.json dimensions
         ("nvidia/Llama-3.1-8B-Instruct-FP8", "meta-llama/Llama-3.1-8B", "fp8"),
-        ("Qwen/Qwen3-235B-A22B-FP8", "Qwen/Qwen3-235B-A22B", "fp8"),
-        ("nvidia/DeepSeek-R1-NVFP4", "deepseek-ai/DeepSeek-V3", "nvfp4"),
-        ("deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-V3", None),
+        ("Qwen/Qwen3-235B-A22B-FP8", "Qwen/Qwen3-235B-A22B-FP8", None),  # a preset itself (its checkpoint is FP8)
+        ("nvidia/DeepSeek-R1-NVFP4", "deepseek-ai/DeepSeek-R1", "nvfp4"),
+        ("deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-R1", None),
         ("Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-30B-A3B-Instruct-2507", None),  # a preset itself
-        ("openai/gpt-oss-120b", None, None),
+        ("openai/gpt-oss-120b", "openai/gpt-oss-120b", None),  # a preset since the current families were added
     ],
 )
 def test_checkpoint_names_map_to_the_preset_of_the_same_architecture(text, preset, fmt):
@@ -72,7 +72,7 @@ def test_aiconfigurator_rows_map_onto_a_replica_or_give_their_reason():
     )
     assert (llama.tp, llama.dp, llama.concurrency, llama.isl, llama.osl, llama.excluded) == (2, 1, 4, 1024, 1024, "")
     assert "disaggregated" in pts["dsr1_gb200_trtllm_fp8_disagg_1024x8192_c"].excluded
-    assert "unknown model" in pts["openai_gpt_oss_120b"].excluded
+    assert pts["openai_gpt_oss_120b"].preset == "openai/gpt-oss-120b"  # readable since the current families
     assert "tensor (2) and by expert (2)" in pts["qwen_qwen3_235b_a22b_fp8"].excluded
     # batch_size 56 per replica; the run's 224 clients (silicon_concurrency=224, c224 in the id) over 4 replicas
     r1 = pts["nvidia_deepseek_r1_nvfp4"]
@@ -96,7 +96,9 @@ def test_validate_predicts_the_aiconfigurator_file_and_counts_what_it_skipped(ca
     assert main(["validate", "--points", str(ROWS), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["format"] == "aiconfigurator" and out["rows"] == 6
-    assert (out["rows_predicted"], out["rows_skipped"]) == (3, 3) and sum(out["skip_reasons"].values()) == 3
+    assert (out["rows_predicted"], out["rows_skipped"]) == (4, 2) and sum(
+        out["skip_reasons"].values()
+    ) == 2  # gpt-oss readable
     assert set(out["summary"]) == {"mean_ttft_ms", "mean_tpot_ms"}
     by_id = {p["id"]: p for p in out["points"]}
     llama = by_id["2026_04_06_llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x1024_c4_tp2_ep1_913:tpot"]

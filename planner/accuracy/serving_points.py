@@ -256,7 +256,7 @@ def serving_table(points: list[ServingPoint], seed: int = 0) -> pd.DataFrame:
         if not reason:
             try:
                 pred = predict(p, seed)
-                pm = PerfModel(resolved(p), p.engine)
+                pm = PerfModel(resolved(p))
                 status, profile, family = pm.choice.status, pm.choice.source_key, pm.resolved.gpu.family
             except (InputError, ValueError) as err:
                 reason = str(err)
@@ -292,7 +292,7 @@ def serving_table(points: list[ServingPoint], seed: int = 0) -> pd.DataFrame:
 
 # -- a client's own result files (vllm bench serve, SGLang bench_serving, GuideLLM) ------------------------------
 def upload_points(
-    data: UserData, model: str | None, gpu: str | None, tp: int = 1, engine: str = "vllm", weights: str | None = None
+    data: UserData, model: str | None, gpu: str | None, tp: int, engine: str, weights: str | None = None
 ) -> list[ServingPoint]:
     """The runs of an uploaded result file on the replica the flags name (the file records no GPU or layout):
     the model from --model or the file's model id, the GPU from --gpu; a run without either is skipped, saying so."""
