@@ -171,8 +171,8 @@ if st.button("Rank all deployments", type="primary", key="cap_rank"):
             float(target),
             traffic.model_copy(update={"num_requests": RANKING_NUM_REQUESTS}),
             slo,
-            float(headroom),
-            dict(prices),
+            headroom=float(headroom),
+            prices=dict(prices),
             progress=lambda k, n: bar.progress(k / n, text=f"{k} of {n} deployments searched"),
         )
         st.session_state["cap_ranking"] = (rank_key, rows)

@@ -10,7 +10,7 @@ from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
 from planner.sim.records import latencies
-from planner.sim.serving import CLIENT_TURNAROUND_S, benchmark_clients, drifted_start_s, run_serving
+from planner.sim.serving import CLIENT_TURNAROUND_S, Replica, benchmark_clients, drifted_start_s, run_serving
 from planner.traffic.generators import closed_loop
 
 
@@ -20,7 +20,7 @@ def llama70b_on_two_h200():
 
 
 def measured_means(r, wl, users):
-    res = run_serving(r, wl)
+    res = run_serving(Replica(r), wl)
     lat = latencies(res)
     keep = np.flatnonzero(res.requests.finished) >= users  # first request of each user: warm-up
     return 1e3 * float(np.mean(lat["ttft_s"][keep])), 1e3 * float(np.nanmean(lat["tpot_s"][keep]))

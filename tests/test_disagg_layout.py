@@ -14,7 +14,7 @@ from planner.capacity.disagg_layout import (
     PoolLayout,
     evaluate_layout,
 )
-from planner.capacity.disagg_pools import decode_step_s, kv_link, prefill_probe
+from planner.capacity.disagg_pools import decode_step_s, kv_link, pool_replica, prefill_probe
 from planner.cli import main
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
@@ -78,7 +78,7 @@ def test_prefill_p95_without_the_hand_off_is_the_search_figure():
     r = resolve(_scenario(num_gpus=8, tensor_parallel_size=8))
     base = kv_link(r, "nic")
     link = replace(base, bytes_per_s=base.bytes_per_s * 0.87)
-    assert plan.prefill.latency_p95_s == pytest.approx(prefill_probe(r, TRAFFIC, 1.0, link, "vllm")[0])
+    assert plan.prefill.latency_p95_s == pytest.approx(prefill_probe(pool_replica(r, TRAFFIC), TRAFFIC, 1.0, link)[0])
 
 
 def test_decode_pool_of_dp8_ep8_and_bad_ep_names_the_flag(capsys):

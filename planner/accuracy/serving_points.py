@@ -46,7 +46,8 @@ from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
 from planner.sim.records import latencies
-from planner.sim.serving import benchmark_clients, run_serving
+from planner.sim.serving import Replica, benchmark_clients, run_serving
+from planner.sim.settings import ServerSettings
 from planner.traffic.generators import open_loop
 
 AICONFIGURATOR_COLUMNS = ("backend", "model_path", "system", "mode", "isl", "osl", "batch_size", "silicon_ttft_ms")
@@ -203,7 +204,7 @@ def predict(p: ServingPoint, seed: int = 0) -> ServingPrediction:
     else:
         n, warmup = p.concurrency * (WARMUP_ROUNDS + MEASURED_ROUNDS), p.concurrency * WARMUP_ROUNDS
         wl = benchmark_clients(r, p.concurrency, n, f"fixed:{p.isl}", f"fixed:{p.osl}", seed)
-    res = run_serving(r, wl, seed=seed)
+    res = run_serving(Replica(r, ServerSettings.of(r, seed=seed)), wl)
     lat = latencies(res)
     done = np.flatnonzero(res.requests.finished)
     keep = done >= warmup  # closed loop: request j is user j mod N's (j // N)-th request

@@ -29,6 +29,7 @@ from planner.capacity.disagg_pools import (
     decode_tpot_at,
     kv_link,
     kv_transfer_s,
+    pool_replica,
     prefill_capacity,
     prefill_probe,
     visible_transfer_s,
@@ -45,7 +46,6 @@ from planner.capacity.replicas import (
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
-from planner.latency.perf_model import PerfModel
 from planner.memory.plan import TP_DEGREES, plan_memory
 
 
@@ -313,21 +313,22 @@ def disagg_plan(
         raise InputError("model", f"no TP, DP or PP shape of this model starts on this GPU (see `memory`){hint}")
     mean_in, mean_out = mean_tokens(traffic)
     links = {id(r): kv_link(r, link, link_gb_s, link_latency_s, layerwise) for r in shapes}
-    prefill = [(r, prefill_capacity(r, traffic, slo, links[id(r)], rel_tol)) for r in shapes]
-    decode = [(r, decode_capacity(r, mean_in, mean_out, slo)) for r in shapes]
+    replicas = {id(r): pool_replica(r, traffic) for r in shapes}  # each shape's derived values, once
+    prefill = [(r, prefill_capacity(replicas[id(r)], traffic, slo, links[id(r)], rel_tol)) for r in shapes]
+    decode = [(r, decode_capacity(replicas[id(r)], mean_in, mean_out, slo)) for r in shapes]
     best_p, best_d = _best(prefill, target_rps, headroom), _best(decode, target_rps, headroom)
     usd = price_of(shapes[0], prices)
     p_row = d_row = None
     transfer = visible = None
     if best_p:
         r, cap, n, gpus = best_p
-        ttft = prefill_probe(r, traffic, target_rps / n, links[id(r)])[0]
+        ttft = prefill_probe(replicas[id(r)], traffic, target_rps / n, links[id(r)])[0]
         p_row = _pool_row(PrefillPool, r, cap, n, gpus, ttft_p95_s=ttft)
         transfer = float(kv_transfer_s(r, mean_in, links[id(r)]))
-        visible = float(visible_transfer_s(r, mean_in, links[id(r)], PerfModel(r)))
+        visible = float(visible_transfer_s(r, mean_in, links[id(r)], replicas[id(r)].step_cost.pm))
     if best_d:
         r, cap, n, gpus = best_d
-        tpot = decode_tpot_at(r, target_rps / n, mean_in, mean_out)
+        tpot = decode_tpot_at(replicas[id(r)], target_rps / n, mean_in, mean_out)
         d_row = _pool_row(DecodePool, r, cap, n, gpus, tpot_p95_s=tpot)
     chosen = links[id(best_p[0])] if best_p else links[id(shapes[0])]
     agg, agg_rows = (

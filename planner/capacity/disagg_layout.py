@@ -35,6 +35,7 @@ from planner.capacity.disagg_pools import (
     decode_tpot_at,
     kv_link,
     kv_transfer_s,
+    pool_replica,
     prefill_capacity,
     prefill_probe,
     visible_transfer_s,
@@ -165,13 +166,14 @@ def evaluate_layout(
     kv = replace(base, bytes_per_s=base.bytes_per_s * te.efficiency, label=f"{te.label} over {base.label}")
     mean_in, mean_out = mean_tokens(traffic)
     fixed = HANDOFF_FIXED_S if handoff_fixed_s is None else handoff_fixed_s
-    d_cap = decode_capacity(rd, mean_in, mean_out, slo)
-    tpot = decode_tpot_at(rd, target_rps / decode.instances, mean_in, mean_out)
+    p_rep, d_rep = pool_replica(rp, traffic), pool_replica(rd, traffic)
+    d_cap = decode_capacity(d_rep, mean_in, mean_out, slo)
+    tpot = decode_tpot_at(d_rep, target_rps / decode.instances, mean_in, mean_out)
     handoff = fixed + DECODE_STEPS_TO_FIRST_TOKEN * tpot
     # a prefill instance meets the TTFT target when its own part leaves room for the hand-off
     p_slo = slo.model_copy(update={"ttft_p95_s": max(slo.ttft_p95_s - handoff, 1e-6)})
-    p_cap = prefill_capacity(rp, traffic, p_slo, kv, rel_tol)
-    p_ttft = prefill_probe(rp, traffic, target_rps / prefill.instances, kv)[0]
+    p_cap = prefill_capacity(p_rep, traffic, p_slo, kv, rel_tol)
+    p_ttft = prefill_probe(p_rep, traffic, target_rps / prefill.instances, kv)[0]
     pm_p, pm_d = PerfModel(rp), PerfModel(rd)
     floor = (
         float(pm_p.prefill(1, mean_in).total_s)

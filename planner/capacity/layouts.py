@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from planner.capacity.disagg import instance_shapes
-from planner.capacity.disagg_pools import decode_capacity, kv_link, prefill_capacity
+from planner.capacity.disagg_pools import decode_capacity, kv_link, pool_replica, prefill_capacity
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
@@ -126,9 +126,10 @@ def ratio_rows(
         traffic = TrafficSpec(
             profile="custom", prompt=f"fixed:{p}", output="fixed:1", num_requests=num_requests, seed=seed
         )
-        pre = prefill_capacity(r, traffic, slo, lk, rel_tol=0.05)
+        replica = pool_replica(r, traffic)
+        pre = prefill_capacity(replica, traffic, slo, lk, rel_tol=0.05)
         for o in [o for o in outputs if p + o <= max_len]:
-            dec = decode_capacity(r, p, o, slo)
+            dec = decode_capacity(replica, p, o, slo)
             ratio = (
                 dec.max_rate_per_instance / pre.max_rate_per_instance
                 if pre.max_rate_per_instance > 0 and dec.max_rate_per_instance > 0

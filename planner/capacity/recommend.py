@@ -271,6 +271,7 @@ def recommend(
     target_rps: float,
     traffic: TrafficSpec = TrafficSpec(),
     slo: SLO = SLO(),
+    *,
     headroom: float = DEFAULT_HEADROOM,
     prices: dict[str, float] | None = None,
     gpu_ids: list[str] | None = None,
@@ -281,7 +282,8 @@ def recommend(
     ray_address: str | None = None,
     progress: Progress | None = None,
 ) -> list[dict]:
-    """Every candidate evaluated and ranked by cost at the SLO, the Pareto frontier marked."""
+    """Every candidate evaluated and ranked by cost at the SLO, the Pareto frontier marked (the search options are
+    keyword-only: headroom, prices, the candidate space, the tolerance and where the tasks run)."""
     tasks = tasks_for(s, target_rps, traffic, slo, headroom, prices, gpu_ids, weights, tps, rel_tol)
     if not tasks:
         raise InputError("gpus", f"no GPU × precision × TP fits {s.model}: try a larger GPU or a lower max_model_len")
@@ -294,6 +296,7 @@ def disaggregated_options(
     target_rps: float,
     traffic: TrafficSpec = TrafficSpec(),
     slo: SLO = SLO(),
+    *,
     headroom: float = DEFAULT_HEADROOM,
     prices: dict[str, float] | None = None,
     gpu_ids: list[str] | None = None,

@@ -38,7 +38,8 @@ from planner.capacity.steady_state import (
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
-from planner.sim.serving import run_serving, step_cost_for
+from planner.sim.serving import Replica, run_serving
+from planner.sim.settings import ServerSettings
 from planner.traffic.profiles import profile_workload
 from planner.traffic.traces import load_trace
 from planner.traffic.workload import Workload
@@ -99,27 +100,20 @@ def mean_tokens(traffic: TrafficSpec) -> tuple[float, float]:
 Probe = Verdict
 
 
-def _run(r: Resolved, traffic: TrafficSpec, rate_per_s: float, cost=None):
-    return run_serving(
-        r, workload_at(traffic, rate_per_s), traffic.prefix_caching or None, seed=traffic.seed, cost=cost
-    )
+def traffic_replica(r: Resolved, traffic: TrafficSpec) -> Replica:
+    """One replica of the scenario as the capacity probes run it: its own settings, with the traffic's prefix
+    caching (when the profile asks for it; else the deployment's) and the traffic's seed for the simulator."""
+    return Replica(r, ServerSettings.of(r, prefix_caching=traffic.prefix_caching or None, seed=traffic.seed))
 
 
-def saturated_rps(r: Resolved, traffic: TrafficSpec, cost=None) -> float | None:
+def saturated_rps(replica: Replica, traffic: TrafficSpec) -> float | None:
     """The replica's saturated throughput on these requests (planner.capacity.steady_state)."""
-    return saturated_throughput_rps(_run(r, traffic, SATURATION_RATE_PER_S, cost))
+    return saturated_throughput_rps(run_serving(replica, workload_at(traffic, SATURATION_RATE_PER_S)))
 
 
-def probe(
-    r: Resolved,
-    traffic: TrafficSpec,
-    slo: SLO,
-    rate_per_s: float,
-    cost=None,
-    saturated: float | None = None,
-) -> Probe:
+def probe(replica: Replica, traffic: TrafficSpec, slo: SLO, rate_per_s: float, saturated: float | None = None) -> Probe:
     """Simulate one replica at `rate_per_s` and judge its steady state against the SLO."""
-    return judge(_run(r, traffic, rate_per_s, cost), slo, rate_per_s, saturated)
+    return judge(run_serving(replica, workload_at(traffic, rate_per_s)), slo, rate_per_s, saturated)
 
 
 @dataclass(frozen=True)
@@ -182,21 +176,21 @@ def bracket_and_bisect(sustains, start: float, rel_tol: float = DEFAULT_REL_TOL)
 
 
 def find_capacity(
-    r: Resolved,
+    replica: Replica,
     traffic: TrafficSpec = TrafficSpec(),
     slo: SLO = SLO(),
     rel_tol: float = DEFAULT_REL_TOL,
 ) -> CapacityResult:
-    """The highest arrival rate one replica sustains under `slo` (module note): a pure function of its inputs."""
+    """The highest arrival rate one replica sustains under `slo` (module note): a pure function of its inputs.
+    Every probe runs the same replica (traffic_replica: its memory plan and step-cost model are derived once)."""
     t0 = time.perf_counter()
     mean_in, mean_out = mean_tokens(traffic)
-    estimate = estimate_capacity_rps(r, mean_in, mean_out)
-    cost = step_cost_for(r)  # built once, shared by every probe
-    saturated = saturated_rps(r, traffic, cost)
+    estimate = estimate_capacity_rps(replica, mean_in, mean_out)
+    saturated = saturated_rps(replica, traffic)
     probes: dict[float, Probe] = {}
 
     def sustains(rate: float) -> bool:
-        probes[rate] = probe(r, traffic, slo, rate, cost, saturated)
+        probes[rate] = probe(replica, traffic, slo, rate, saturated)
         return probes[rate].sustains
 
     best = bracket_and_bisect(sustains, estimate, rel_tol)
@@ -376,7 +370,8 @@ def capacity_plan(
     s = replica_scenario(s)
     r = resolve(s)
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
-    cap = find_capacity(r, traffic, slo, rel_tol)  # one DP rank: each runs its own requests
+    replica = traffic_replica(r, traffic)
+    cap = find_capacity(replica, traffic, slo, rel_tol)  # one DP rank: each runs its own requests
     tp, dp, gpus = r.deployment.tensor_parallel_size, r.deployment.data_parallel_size, r.deployment.gpus_per_replica
     rank_saturated = cap.saturated_rps
     if dp > 1:  # an instance of DP ranks serves DP × one rank's rate on TP × PP × DP GPUs
@@ -390,7 +385,7 @@ def capacity_plan(
     n = replicas_for(target_rps, cap.max_rate_per_replica, headroom)
     cost = cost_for(target_rps, n, gpus, usd, cap.mean_prompt_tokens, cap.mean_output_tokens) if n else None
     rank_rate = target_rps / n / dp if n else 0.0
-    op = probe(r, traffic, slo, rank_rate, saturated=rank_saturated) if n and operating_point else None
+    op = probe(replica, traffic, slo, rank_rate, rank_saturated) if n and operating_point else None
     return CapacityPlan(
         model=r.model.name,
         gpu=r.gpu.id,

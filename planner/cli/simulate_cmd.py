@@ -12,7 +12,8 @@ from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolve
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
 from planner.core.errors import InputError
 from planner.sim.records import LatencyStats, ServingSummary
-from planner.sim.serving import benchmark_clients, draft_cost_for, result_summary, run_serving
+from planner.sim.serving import Replica, benchmark_clients, result_summary, run_serving
+from planner.sim.settings import ServerSettings, SpecDecoding
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, closed_loop, open_loop
 from planner.traffic.traces import load_trace, rescale, sample
 from planner.traffic.workload import Workload
@@ -150,22 +151,30 @@ def workload_from_args(args: argparse.Namespace, r=None) -> Workload:
     return open_loop(n, args.rate, prompt, output, args.arrival, cv, seed=args.seed)
 
 
+def settings_from_args(args: argparse.Namespace, r) -> ServerSettings:
+    """How the simulated replica runs: the scenario's engine and limits, and the server flags."""
+    spec = SpecDecoding(args.spec_model, args.spec_k, args.spec_alpha) if args.spec_model is not None else None
+    return ServerSettings.of(
+        r,
+        prefix_caching=True if args.prefix_caching else None,
+        max_queue=args.max_queue,
+        slo_ttft_s=args.slo_ttft_ms / 1e3 if args.slo_ttft_ms else None,
+        slo_tpot_s=args.slo_tpot_ms / 1e3 if args.slo_tpot_ms else None,
+        seed=args.seed,
+        spec=spec,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     _check_flags(args)
     r = resolved_from_args(args)
     wl = workload_from_args(args, r)
-    slo_ttft = args.slo_ttft_ms / 1e3 if args.slo_ttft_ms else None
-    slo_tpot = args.slo_tpot_ms / 1e3 if args.slo_tpot_ms else None
-    spec = {}
-    if args.spec_model is not None:
-        try:
-            draft = draft_cost_for(r, args.spec_model)
-        except InputError as err:
-            raise InputError("--spec-model", err.message) from None
-        spec = dict(draft_cost=draft, spec_k=args.spec_k, spec_alpha=args.spec_alpha)
-    res = run_serving(
-        r, wl, True if args.prefix_caching else None, args.max_queue, slo_ttft, slo_tpot, args.seed, **spec
-    )
+    replica = Replica(r, settings_from_args(args, r))
+    try:
+        _ = replica.draft_cost  # the draft model is looked up before the run
+    except InputError as err:
+        raise InputError("--spec-model", err.message) from None
+    res = run_serving(replica, wl)
     summary = result_summary(res)
     out = summary.to_dict()
     out.update(

@@ -32,7 +32,7 @@ from planner.core.errors import InputError
 from planner.core.scenario import Resolved
 from planner.latency.metrics import memory_limit, validate_request
 from planner.sim.records import latencies
-from planner.sim.serving import benchmark_clients, run_serving, step_cost_for
+from planner.sim.serving import Replica, benchmark_clients, run_serving
 
 WAVES = 4  # requests per client: one warm-up, two steady, one draining
 MIN_STEADY_REQUESTS = 32  # at small B, more requests per client so the percentiles have samples
@@ -80,13 +80,13 @@ def continuous(r: Resolved, concurrency: int, input_tokens: int, output_tokens: 
     b = concurrency
     n = max(WAVES * b, 2 * b + MIN_STEADY_REQUESTS)
     wl = benchmark_clients(r, b, n, f"fixed:{input_tokens}", f"fixed:{output_tokens}")  # not in lockstep
-    cost = step_cost_for(r)
-    res = run_serving(r, wl, cost=cost)
+    replica = Replica(r)
+    res = run_serving(replica, wl)
     order = np.argsort(res.requests.arrival_s[res.requests.finished], kind="stable")
     lat = {k: _steady(v[order], b) for k, v in latencies(res).items()}
     rps = b / float(lat["e2e_s"].mean())  # Little's law: B requests always in the system (closed loop, no think)
     tpot = float(np.nanmean(lat["tpot_s"])) if output_tokens > 1 else 0.0
-    pm, reps = cost.pm, r.deployment.num_replicas
+    pm, reps = replica.step_cost.pm, r.deployment.num_replicas
     steps = res.steps
     return ContinuousEstimate(
         concurrency=b,

@@ -1,24 +1,29 @@
-"""Glue between a scenario and the serving simulator: its scheduler knobs, its step cost, one run, one summary.
+"""Glue between a scenario and the serving simulator: one replica, its scheduler knobs, its step cost, one run,
+one summary.
 
-The scenario's Deployment already carries vLLM's engine arguments (block_size, max_num_seqs,
-max_num_batched_tokens); the KV pool size comes from the memory model (plan_memory -> num_gpu_blocks) and the
-step time from the latency model (PerfModel). One run simulates ONE replica: divide fleet traffic by the number
-of replicas before calling. The summary keeps the CLI contract keys (`python -m planner simulate --json`).
+A `Replica` is a resolved scenario run under `ServerSettings` (planner.sim.settings: engine, limits, prefix
+caching, max queue, speculative decoding, seed). It derives, once and on first use, what every run of it shares:
+the memory plan (plan_memory -> num_gpu_blocks), the step-cost model (PerfModel) and the scheduler configuration;
+a capacity search runs it ten times and derives each once. One run simulates ONE replica: divide fleet traffic by
+the number of replicas before calling. The summary keeps the CLI contract keys (`python -m planner simulate --json`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from functools import cached_property
 
 import numpy as np
 
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
 from planner.latency.perf_model import PerfModel
-from planner.memory.plan import plan_memory
+from planner.memory.plan import MemoryPlan, plan_memory
 from planner.memory.sliding_window import sliding_window_blocks
 from planner.sim.config import SchedulerConfig, scheduler_config
 from planner.sim.records import LatencyStats, ServingSummary, SimResult, latencies, stats, summary
+from planner.sim.settings import ServerSettings
 from planner.sim.simulator import simulate
 from planner.traffic.generators import closed_loop
 from planner.traffic.workload import Workload
@@ -37,10 +42,11 @@ def max_blocks_per_request(r: Resolved) -> int | None:
     return sliding_window_blocks(m.sliding_window, dep.max_num_batched_tokens, r.max_model_len, dep.block_size)
 
 
-def scheduler_config_for(r: Resolved, **overrides) -> SchedulerConfig:
-    """vLLM scheduler knobs of one replica: the KV pool from the memory model, the rest from the Deployment."""
+def scheduler_config_for(r: Resolved, memory: MemoryPlan | None = None, **overrides) -> SchedulerConfig:
+    """vLLM scheduler knobs of one replica: the KV pool from the memory model (`memory`, else planned here), the
+    rest from the Deployment."""
     dep = r.deployment
-    num_blocks = plan_memory(r).num_gpu_blocks
+    num_blocks = (memory or plan_memory(r)).num_gpu_blocks
     if num_blocks <= 0 and "num_gpu_blocks" not in overrides:
         raise InputError(
             "num_gpu_blocks",
@@ -162,29 +168,69 @@ def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens
     return prefill + max(output_tokens - 1, 0) * decode
 
 
-def run_serving(
-    r: Resolved,
-    workload: Workload,
-    prefix_caching: bool | None = None,
-    max_queue: int | None = None,
-    slo_ttft_s: float | None = None,
-    slo_tpot_s: float | None = None,
-    seed: int = 0,
-    cost=None,
-    draft_cost=None,
-    **overrides,
-) -> SimResult:
-    """Simulate `workload` on one replica of the scenario (a pure function of its arguments).
-    prefix_caching None = the deployment's enable_prefix_caching (vLLM V1 default: on)."""
-    cfg = scheduler_config_for(
-        r,
-        enable_prefix_caching=prefix_caching,
-        max_queue=max_queue,
-        slo_ttft_s=slo_ttft_s,
-        slo_tpot_s=slo_tpot_s,
-        **overrides,
+def run_by(r: Resolved, settings: ServerSettings) -> Resolved:
+    """The scenario with the settings' engine and limits, so that memory plan, step cost and scheduler agree."""
+    dep = r.deployment
+    limits = {
+        "max_num_seqs": settings.max_num_seqs,
+        "max_num_batched_tokens": settings.max_num_batched_tokens,
+        "enable_prefix_caching": settings.prefix_caching,
+    }
+    if all(getattr(dep, k) == v for k, v in limits.items()) and (r.engine, r.max_model_len) == (
+        settings.engine,
+        settings.max_model_len,
+    ):
+        return r
+    if settings.max_model_len != r.max_model_len:
+        limits["max_model_len"] = settings.max_model_len
+    return dataclasses.replace(
+        r, engine=settings.engine, deployment=dep.model_copy(update=limits), max_model_len=settings.max_model_len
     )
-    return simulate(workload, cfg, cost or step_cost_for(r), seed=seed, draft_cost=draft_cost)
+
+
+class Replica:
+    """One replica of a resolved scenario under ServerSettings (module note): derived values computed once."""
+
+    def __init__(self, r: Resolved, settings: ServerSettings | None = None):
+        self.settings = settings or ServerSettings.of(r)
+        self.resolved = run_by(r, self.settings)
+
+    @cached_property
+    def memory_plan(self) -> MemoryPlan:
+        return plan_memory(self.resolved)
+
+    @cached_property
+    def step_cost(self) -> DecodeRunCost:
+        return step_cost_for(self.resolved)
+
+    @cached_property
+    def draft_cost(self) -> DraftStepCost | None:
+        spec = self.settings.spec
+        return draft_cost_for(self.resolved, spec.draft_model) if spec else None
+
+    @cached_property
+    def scheduler_config(self) -> SchedulerConfig:
+        return scheduler_config_for(self.resolved, self.memory_plan, **self.settings.scheduler_fields())
+
+    def with_settings(self, **changes) -> Replica:
+        """The same scenario under changed settings; derived values the change leaves valid are shared."""
+        other = Replica(self.resolved, self.settings.with_(**changes))
+        if other.resolved == self.resolved:  # same engine and limits: same memory plan and step cost
+            for name in ("memory_plan", "step_cost"):
+                if name in self.__dict__:
+                    other.__dict__[name] = self.__dict__[name]
+        return other
+
+
+def run_serving(replica: Replica, workload: Workload) -> SimResult:
+    """Simulate `workload` on one replica (a pure function of the replica's scenario and settings and the workload)."""
+    return simulate(
+        workload,
+        replica.scheduler_config,
+        replica.step_cost,
+        seed=replica.settings.seed,
+        draft_cost=replica.draft_cost,
+    )
 
 
 def _clean(value):
