@@ -40,7 +40,7 @@ def test_1p1d_tp8_ttft_floor_is_prefill_transfer_and_the_hand_off():
     s = _scenario()
     plan = evaluate_layout(s, 1.0, PoolLayout(1, 8), PoolLayout(1, 8), TRAFFIC, SLO_)
     r = resolve(s.model_copy(update={"deployment": s.deployment.model_copy(update={"tensor_parallel_size": 8})}))
-    pm = PerfModel(r, "vllm")
+    pm = PerfModel(r)  # the scenario engine: vllm
     link_b_s = 8 * r.gpu.scale_out_bandwidth_gb_s * 1e9 * 0.87  # 8 KV-head shards, one NIC each, NIXL's share
     transfer = 200 * memory.kv_bytes_per_token(r.model, r.kv_bytes) / link_b_s + 10e-6
     prefill = float(pm.prefill(1, 200.0).total_s)

@@ -120,9 +120,9 @@ def test_an_nvl72_domain_keeps_tp16_and_ep32_on_nvlink():
     # the NVLink/NIC ratio. EP 32's all-to-all: no copy leaves the domain, so its NIC share is zero.
     hgx = _resolved("B200", num_gpus=16, tensor_parallel_size=16)
     nvl72 = dataclasses.replace(hgx, gpu=hgx.gpu.model_copy(update={"gpus_per_node": 4, "nvlink_domain_gpus": 72}))
-    assert PerfModel(hgx, "vllm").parallel.cross_node_tp_s(64) > 0
-    assert PerfModel(nvl72, "vllm").parallel.cross_node_tp_s(64) == 0
+    assert PerfModel(hgx).parallel.cross_node_tp_s(64) > 0
+    assert PerfModel(nvl72).parallel.cross_node_tp_s(64) == 0
     ep = _resolved("B200", num_gpus=32, tensor_parallel_size=1, data_parallel_size=32, enable_expert_parallel=True)
     ep72 = dataclasses.replace(ep, gpu=ep.gpu.model_copy(update={"gpus_per_node": 4, "nvlink_domain_gpus": 72}))
     assert links_for(ep).ep_ranks_per_node == 8 and links_for(ep72).ep_ranks_per_node == 32
-    assert PerfModel(ep72, "vllm").parallel.all_to_all_s(64) < PerfModel(ep, "vllm").parallel.all_to_all_s(64)
+    assert PerfModel(ep72).parallel.all_to_all_s(64) < PerfModel(ep).parallel.all_to_all_s(64)

@@ -142,7 +142,7 @@ class PerfModel:
     `step_time_s` evaluates the same expression (`_terms`) on plain floats for the simulator.
     """
 
-    def __init__(self, r: Resolved, profile: EfficiencyProfile | None = None):
+    def __init__(self, r: Resolved, *, profile: EfficiencyProfile | None = None):
         """The scenario's engine (`r.engine`) picks the efficiency profile and the kernel path; `profile` replaces
         the profile (a fit under test)."""
         self.resolved = r
