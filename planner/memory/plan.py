@@ -112,6 +112,7 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
             ctx,
             dep.max_num_batched_tokens,
             r.max_model_len,
+            dep.enable_prefix_caching,
         )
         pool, paged = _hybrid_pool(pool, hybrid, dep.block_size, r.max_model_len), hybrid.paged_max_requests
     contiguous = max(0, int(max(pool.kv_pool_bytes, 0) // (r.max_model_len * kv_tok_gpu))) if kv_tok_gpu else 0
