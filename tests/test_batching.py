@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -271,14 +269,9 @@ def test_csv_errors_name_row_and_column(text, where):
         parse_requests_csv(text)
 
 
-def test_100k_requests_both_policies_fast_and_compact():
+def test_100k_requests_both_policies_compact():
     reqs = steady(100_000, seed=1)
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        results = run_pair(reqs, 8, 20)
-        best = min(best, time.perf_counter() - start)
-    assert best < 1.5  # the target is 1 s; margin for a loaded CI machine (see benchmarks/)
+    results = run_pair(reqs, 8, 20)  # its speed: benchmarks/bench_batching.py
     for r in results.values():
         assert r.seg_start.size <= 2 * len(reqs) + 2  # per-step records are segments, not one per step
         assert r.end_step > 1_000_000

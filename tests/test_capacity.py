@@ -38,7 +38,7 @@ def test_bisection_on_a_step_function_brackets_then_converges_within_tolerance()
     assert bracket_and_bisect(lambda x: False, start=1.0) == 0.0  # out of reach at every load
 
 
-def test_capacity_search_is_deterministic_converged_and_fast():
+def test_capacity_search_is_deterministic_and_converged():  # its speed: benchmarks/bench_capacity.py
     a = find_capacity(R, TRAFFIC)
     b = find_capacity(R, TRAFFIC)
     assert a.max_rate_per_replica == b.max_rate_per_replica > 0
@@ -46,7 +46,6 @@ def test_capacity_search_is_deterministic_converged_and_fast():
     failing_above = [p.rate_per_s for p in a.probes if not p.sustains and p.rate_per_s > a.max_rate_per_replica]
     assert min(failing_above) <= a.max_rate_per_replica * 1.02 + 1e-9  # bracket closed to 2%
     assert 0.3 < a.max_rate_per_replica / a.estimate_rps < 3  # the analytic estimate is a fair starting point
-    assert a.wall_s < 3.0
 
 
 def test_common_random_numbers_only_the_rate_changes():

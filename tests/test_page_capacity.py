@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from apptest_helpers import app
@@ -27,9 +26,7 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 def test_default_render_shows_capacity_replicas_cost_and_a_day():
-    t0 = time.perf_counter()
     at = load()
-    wall = time.perf_counter() - t0
     m = metrics(at)
     for label in (
         "Capacity per replica (req/s)",
@@ -44,7 +41,6 @@ def test_default_render_shows_capacity_replicas_cost_and_a_day():
     assert int(m["Replicas"]) >= 1 and m["$ per hour"].startswith("$")
     assert len(at.get("plotly_chart")) == 2  # search probes + the day
     assert at.button(key="cap_rank") is not None
-    assert wall < 15  # default render: one capacity search (~0.5 s) plus imports
 
 
 def test_default_price_comes_from_the_catalogue():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
@@ -28,13 +26,11 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 def test_llama70b_long_prompts_default_render():
-    t0 = time.perf_counter()
     at = load(
         Scenario(
             model="meta-llama/Llama-3.1-70B", gpu="H100-SXM", deployment=Deployment(weights="bf16", max_model_len=32768)
         )
     )
-    wall = time.perf_counter() - t0
     m = metrics(at)
     for label in (
         "Prefill pool",
@@ -51,7 +47,6 @@ def test_llama70b_long_prompts_default_render():
     text = " ".join(md.value for md in at.markdown)
     assert "Prefill instances = ceil(" in text and "KV transfer =" in text
     assert "Gain from disaggregating" in text  # the walkthrough with the page's numbers
-    assert wall < 90
 
 
 def test_deepseek_v3_dp8_ep8_holds_more_requests_than_tp8():

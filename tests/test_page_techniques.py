@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 
 import numpy as np
 import pytest
@@ -118,20 +117,6 @@ def test_charts_have_titles(at):
 def _values(y) -> np.ndarray:
     """A plotly JSON array: a list, or {"dtype", "bdata"} (base64 of the numpy buffer)."""
     return np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]) if isinstance(y, dict) else np.asarray(y)
-
-
-def test_rerun_is_fast_on_defaults():
-    at = AppTest.from_file(PAGE, default_timeout=60).run()
-    for tab in TABS:
-        open_tab(at, tab)
-        best = min(_timed_run(at) for _ in range(3))
-        assert best < 0.3, (tab, best)
-
-
-def _timed_run(at: AppTest) -> float:
-    t0 = time.perf_counter()
-    at.run()
-    return time.perf_counter() - t0
 
 
 def test_the_page_prices_techniques_with_the_scenarios_engine_as_the_cli_does():

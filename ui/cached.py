@@ -1,4 +1,4 @@
-"""Expensive results cached across sessions, keyed by the scenario's JSON (item 6 of issue 16).
+"""Expensive results cached across sessions, keyed by the scenario's JSON.
 
 Streamlit's st.cache_data is shared by every session of the server process, so 20 users looking at the same
 scenario compute each result once. Cached functions read only their arguments (a scenario as JSON text, plain

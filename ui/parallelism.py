@@ -1,4 +1,4 @@
-"""The sidebar's parallelism block (issue 17): pipeline stages, data-parallel attention ranks and expert
+"""The sidebar's parallelism block: pipeline stages, data-parallel attention ranks and expert
 parallelism, with vLLM's names. Self-contained: the sidebar calls `parallelism_section(dep)` once."""
 
 from __future__ import annotations

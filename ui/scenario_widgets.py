@@ -65,7 +65,7 @@ def widget_values(s: Scenario, upload_choice: str) -> dict:
         "sb_engine": s.engine,  # no widget: the sidebar keeps it for the next scenario (the link's engine)
         **workload_values(s),
     }
-    values.update(parallelism_values(d))  # issue 17: ui/parallelism.py
+    values.update(parallelism_values(d))  # ui/parallelism.py
     if s.model_spec is not None:
         values["sb_config_paste"] = spec_document(s.model_spec)
     if s.gpu_memory_gb is not None:

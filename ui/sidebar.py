@@ -250,7 +250,7 @@ def _scenario_from_widgets() -> Scenario:
         max_num_batched_tokens=eng["batched"],
         enforce_eager=eng["eager"],
     )
-    dep = parallelism_section(dep)  # issue 17: PP, DP attention, EP (ui/parallelism.py)
+    dep = parallelism_section(dep)  # PP, DP attention, EP (ui/parallelism.py)
     previous = current_scenario()
     model_id = choice if spec is None and choice not in (UPLOAD, MANUAL) else previous.model
     if spec is None and choice in (UPLOAD, MANUAL):

@@ -1,4 +1,4 @@
-"""Disaggregated prefill/decode against the best aggregated deployment at the same SLO (issue 17).
+"""Disaggregated prefill/decode against the best aggregated deployment at the same SLO.
 
 For each pool, every instance shape that vLLM can start on the scenario's GPU and weights (TP ∈ {1, 2, 4, 8},
 plus the scenario's own TP × DP × PP layout, e.g. DP 8 + EP 8 for DeepSeek-V3) is sized by

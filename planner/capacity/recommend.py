@@ -284,7 +284,7 @@ def recommend(
     return mark_pareto(rank(run_tasks(tasks, workers, ray_address, progress)))
 
 
-# --- disaggregated options (issue 17): opt-in rows for the same ranking -----------------------------------
+# --- disaggregated options: opt-in rows for the same ranking -----------------------------------
 def disaggregated_options(
     s: Scenario,
     target_rps: float,

@@ -214,7 +214,7 @@ def run_recommend(args: argparse.Namespace) -> int:
         args.ray,
         progress,
     )
-    if args.disagg:  # issue 17: disaggregated options in the same ranking
+    if args.disagg:  # disaggregated options in the same ranking
         rows = with_disaggregated(
             rows,
             disaggregated_options(

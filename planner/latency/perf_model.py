@@ -219,7 +219,7 @@ class PerfModel:
         self.comm_fixed_s = self.comm_s(0.0)
         self.comm_s_per_token = self.comm_s(1.0) - self.comm_fixed_s
         self.expert_flops_per_s = self.matmul_flops_per_s * eff.moe_efficiency
-        # issue 17 hook: DP attention, EP all-to-all, PP and multi-node terms live in planner.latency.parallel
+        # parallel layouts: DP attention, EP all-to-all, PP and multi-node terms live in planner.latency.parallel
         self.parallel = parallel_terms(self._resolved, self)
 
     def with_profile(self, profile: EfficiencyProfile) -> PerfModel:
@@ -248,7 +248,7 @@ class PerfModel:
         w = self.dense_weight_bytes
         if self.num_experts:
             w = w + self.expert_bytes * self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** n)
-            w = w + self.parallel.expert_bytes_delta(n)  # issue 17 hook
+            w = w + self.parallel.expert_bytes_delta(n)  # EP: experts read per step
         w_layer = w / self.num_layers
         e_w = e.memory_efficiency * (w_layer / (w_layer + e.memory_half_bytes)) * self.weight_mem_factor
         weight_rate = self.hbm_bytes_per_s * e_w
@@ -298,7 +298,7 @@ class PerfModel:
         comm = self._comm_cache.get(new_tokens)
         if comm is None:
             comm = self._comm_cache[new_tokens] = float(self.comm_s(float(new_tokens)))
-        return (mem if mem > cmp else cmp) + comm + fixed + self.parallel.extra_s(new_tokens)  # issue 17 hook
+        return (mem if mem > cmp else cmp) + comm + fixed + self.parallel.extra_s(new_tokens)  # EP/DP/PP terms
 
     # -- vectorised, with the breakdown -------------------------------------------------------------------
     def step(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> StepBreakdown:

@@ -6,7 +6,7 @@
 - static-slots (llama.cpp server, tools/server/server.cpp `n_ctx_slot = n_ctx / params.n_parallel`): the pool is
   split into max_num_seqs slots of pool / max_num_seqs tokens; a request longer than a slot is refused, a free
   slot is all a request needs to start, nothing is paged or preempted.
-- sglang (python/sglang/srt/managers/schedule_policy.py PrefillAdder, see /tmp/research/engines.md): a new
+- sglang (python/sglang/srt/managers/schedule_policy.py PrefillAdder): a new
   request needs prompt + min(max_new, 4096) tokens; running requests hold back min(remaining, 4096) ×
   new_token_ratio; the ratio starts at 0.7 and decays linearly to 0.7 × 0.14 over 600 decode steps (reset when
   idle); when decode runs out of memory, requests are retracted and the ratio is raised to

@@ -3,7 +3,7 @@
 Design note. Sources: vllm/v1/core/sched/scheduler.py @ 00024d314514900f361ad072af6931e403b7f589
 (Scheduler.schedule, _preempt_request), vllm/v1/core/kv_cache_manager.py @
 003df2961dd8830c317a61f9745ccd557da9fa06 (allocate_slots, get_computed_blocks), kv_cache_utils.py @
-bbf906a88ba1a39104884c88c9811a4f968e4659 (free-block queue), notes in /tmp/research/vllm.md. Every request has
+bbf906a88ba1a39104884c88c9811a4f968e4659 (free-block queue). Every request has
 known tokens (prompt + output so far) and computed tokens (in the KV cache); each step lets computed catch up
 with known under a token budget.
 

@@ -1,4 +1,4 @@
-"""Walkthrough "When would you disaggregate prefill and decode?" (issue 17), on DistServe's own example.
+"""Walkthrough "When would you disaggregate prefill and decode?", on DistServe's own example.
 
 Defaults are DistServe's Figure 1 (Zhong et al., OSDI'24, arXiv 2401.09670 §1): a 13B model (OPT-13B: 40 layers,
 hidden 5,120, 16-bit KV: 2 × 40 × 5,120 × 2 = 819,200 B per token) on A100s, 512-token prompts and 64-token
