@@ -1,4 +1,4 @@
-"""Today's open models (issue 23): parameters against the model cards, per-request KV and state bytes by hand for one
+"""Today's open models: parameters against the model cards, per-request KV and state bytes by hand for one
 model of each layer kind, checkpoint formats, vLLM's hybrid pool layout and the limit that binds."""
 
 from __future__ import annotations

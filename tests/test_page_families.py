@@ -1,4 +1,4 @@
-"""Every page renders for each family of today's open models (issue 23): hybrid sliding-window, linear-attention and
+"""Every page renders for each family of today's open models: hybrid sliding-window, linear-attention and
 Mamba layers, MLA with a sparse indexer, chunked attention, MXFP4 / FP8 checkpoints."""
 
 from __future__ import annotations

@@ -252,7 +252,7 @@ class GPUSpec(BaseModel):
             "bf16": self.tflops_bf16,
             "fp8": self.tflops_fp8,
             "int8": self.tflops_int8,
-            "fp4": getattr(self, "tflops_fp4", None),  # issue 24 adds the field to GPUSpec and gpus.yaml
+            "fp4": getattr(self, "tflops_fp4", None),  # FP4 tensor cores (Blackwell), when the catalogue lists them
         }.get(dtype)
         return tflops * 1e12 if tflops else None
 
