@@ -54,6 +54,7 @@ render_verdict(
     plan.paged_max_requests if plan.fits and plan.num_gpu_blocks > 0 else 0,
     plan.context_tokens,
     next((w for w in plan.warnings if w.startswith("Does not fit")), ""),
+    plan.binding_limit,
 )
 c = st.columns(4)
 c[0].metric(
@@ -95,6 +96,32 @@ for w in plan.warnings:
         st.warning(w)
 
 st.code("\n".join(f"INFO ... {line}" for line in plan.pool.log_lines), language="text")
+if plan.layer_kinds:  # hybrid models: what each layer kind holds per request on one GPU
+    st.subheader("Memory by layer kind (one GPU)")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "layers": f"{g.layers} × {g.label}",
+                    "KV per token (B)": round(g.kv_bytes_per_token),
+                    "state per request (MB)": round(g.state_bytes_per_request / 1e6, 2),
+                    f"tokens held of {plan.context_tokens:,}": g.tokens_held,
+                    "per request (MB)": round(g.bytes_per_request / 1e6, 2),
+                }
+                for g in plan.layer_kinds
+            ]
+        ),
+        hide_index=True,
+    )
+    if plan.hybrid:
+        h = plan.hybrid.pool
+        st.caption(
+            f"vLLM's hybrid manager: {h.num_groups} KV-cache groups of {h.group_size} layers sharing "
+            f"{h.num_blocks:,} pages of {h.page_bytes / 2**20:,.2f} MiB; attention blocks of "
+            f"{min(sp.block_size for sp in h.specs if sp.kind not in ('linear', 'mamba')):,} tokens; "
+            f"a request of {plan.context_tokens:,} tokens takes {plan.hybrid.blocks_per_request:,} pages "
+            f"({plan.hybrid.state_blocks_per_request} of them state)."
+        )
 
 # --- where the memory goes -------------------------------------------------------------------------
 st.plotly_chart(stack_fig, width="stretch")

@@ -1,4 +1,4 @@
-"""Today's open models (issue 23): parameters against the model cards, per-request KV and state bytes by hand for one
+"""Today's open models: parameters against the model cards, per-request KV and state bytes by hand for one
 model of each layer kind, checkpoint formats, vLLM's hybrid pool layout and the limit that binds."""
 
 from __future__ import annotations
@@ -217,3 +217,18 @@ def test_architecture_summary():
     assert "54 Mamba-2 + 10 full attention of 64 layers" in lg.architecture_summary(
         get_model("nvidia/Nemotron-H-56B-Base-8K")
     )
+
+
+def test_sglang_state_pool_caps_max_running_requests():
+    # SGLang (model_runner_kv_cache_mixin.py @ 001ccef0): 0.9 / 1.9 of the memory left to the FP32 state pool, the
+    # rest to the 15 full-attention layers' KV; max_running_requests capped at state slots // 3 (radix cache on).
+    m = get_model("Qwen/Qwen3.5-397B-A17B")
+    rest = 40 * GIB
+    state = 45 * ((12288 // 8) * 3 * 2 + 8 * 128 * 128 * 4)  # per request at TP 8: 24,007,680 B
+    slots = int(rest * 0.9 / 1.9 // state)
+    pool = lg.sglang_hybrid_pool(m, 2, rest, tp=8, context_len=262_144)
+    assert pool.state_slots == slots == 847
+    assert pool.kv_tokens == int((rest - slots * state) // (15 * 1024))
+    assert pool.max_running_requests == slots // 3 == 282  # below SGLang's default of 2,875 from the KV tokens
+    assert pool.binding_limit == "state_slots"
+    assert lg.sglang_hybrid_pool(m, 2, rest, 8, 262_144, max_running_requests=64).binding_limit == "max_num_seqs"

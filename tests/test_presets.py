@@ -32,9 +32,9 @@ PARAMS = {
     "unsloth/Llama-3.2-1B-Instruct": (1_235_814_400, None),  # "1.23B" (tied embeddings)
     "deepseek-ai/DeepSeek-V3": (671_026_404_352, 37_552_282_624),  # "671B total, 37B activated" (tests/test_frontier)
     "Qwen/Qwen3-235B-A22B": (235_093_634_560, 22_190_763_520),  # "235B total, 22B activated"
-    # Issue 23 presets: counted by planner.core.params from data/models (the model cards' figures and their
-    # conventions are checked in tests/test_layer_kinds.py). MTP modules are not in `total` (vLLM loads them only
-    # for speculative decoding); vision towers are (Qwen3.5, Gemma-4 carry them in the checkpoint).
+    # Hybrid, sparse-attention and MTP models, counted by planner.core.params from data/models (the model cards'
+    # figures and their conventions are checked in tests/test_layer_kinds.py). MTP modules are not in `total` (vLLM
+    # loads them only for speculative decoding); vision towers are (Qwen3.5, Gemma-4 carry them in the checkpoint).
     "Qwen/Qwen3-235B-A22B-FP8": (235_093_634_560, 22_190_763_520),
     "Qwen/Qwen3-30B-A3B": (30_532_122_624, 3_353_032_704),  # "30.5B total, 3.3B activated"
     "Qwen/Qwen3-8B": (8_190_735_360, None),  # "8.2B"

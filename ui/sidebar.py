@@ -11,13 +11,23 @@ import json
 import streamlit as st
 from pydantic import ValidationError
 
-from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, gpus, kv_precisions, model_presets, weight_precisions
+from planner.core.catalog import (
+    DEFAULT_GPU,
+    DEFAULT_MODEL,
+    get_model,
+    gpus,
+    kv_precisions,
+    model_family,
+    presets_by_family,
+    weight_precisions,
+)
 from planner.core.engine_defaults import DEFAULT_ENGINE, batch_defaults
 from planner.core.errors import InputError, from_validation_error
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
 from planner.core.safe_text import inline_markdown
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment, ModelSpec, custom_gpu
+from planner.memory.layer_groups import architecture_summary
 from ui.labels import error_text
 from ui.parallelism import parallelism_section
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
@@ -29,19 +39,21 @@ MANUAL = "Manual fields"
 
 
 def _model_source() -> tuple[str, ModelSpec | None]:
-    presets = list(model_presets())
+    presets = presets_by_family()
     options = presets + [UPLOAD, MANUAL]
     choice = st.selectbox(
         "Model",
         options,
         index=presets.index(DEFAULT_MODEL),
         key="sb_model",
-        help="Presets are published Hugging Face config.json files (data/models/).",
+        format_func=lambda p: f"{model_family(p)} · {p}" if p in presets else p,
+        help="Presets are published Hugging Face config.json files (data/models/), grouped by family.",
     )
     if choice == UPLOAD:
         return choice, _uploaded_model()
     if choice == MANUAL:
         return choice, _manual_model()
+    st.caption(architecture_summary(get_model(choice)))
     return choice, None
 
 

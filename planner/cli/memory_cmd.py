@@ -45,6 +45,13 @@ def run(args) -> int:
         *(f"  vLLM would log        {line}" for line in plan.pool.log_lines),
         f"  deployment holds      {plan.deployment_max_concurrency:,} requests of {plan.max_model_len:,} tokens "
         f"({plan.num_replicas} replica(s) × {plan.data_parallel_size} DP rank(s))",
+        *(
+            f"  layer kind            {g.layers} × {g.label}: {g.kv_bytes_per_token:,.0f} B per token per GPU, "
+            f"{g.state_bytes_per_request / 1e6:,.2f} MB state per request, holds {g.tokens_held:,} tokens"
+            for g in plan.layer_kinds
+        ),
+        f"  binding limit         {plan.binding_limit}: {plan.binding_requests:,} requests of "
+        f"{plan.context_tokens:,} tokens per DP rank (max_num_seqs {r.deployment.max_num_seqs:,})",
         *(f"  warning: {w}" for w in plan.warnings),
     ]
     emit(out, args.json, "\n".join(lines))

@@ -50,7 +50,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from planner.core.params import count_params, mlp_params
+from planner.core.params import count_params
 from planner.core.scenario import Resolved
 from planner.latency.allreduce import allreduce_s
 from planner.latency.calibration import fitted_profile
@@ -58,6 +58,7 @@ from planner.latency.efficiency import EfficiencyProfile, ProfileChoice, choose_
 from planner.latency.hardware import compute_peak_flops, hardware_basis
 from planner.latency.parallel import parallel_terms
 from planner.memory import sizes as memory
+from planner.memory.layer_groups import kv_bytes_per_token_per_layer, state_bytes_per_request
 
 ACT_BYTES = 2  # activations and all-reduce payloads run in 16 bits
 WEIGHT_ONLY_DEQUANT = 0.1  # FP8/INT8 weights on a GPU without that tensor-core dtype (precisions.yaml: "~0.1")
@@ -111,6 +112,15 @@ def layer_kernels(m) -> float:
     moe_layers = (m.num_layers - m.num_dense_layers) if m.is_moe else 0
     mlp = (moe * moe_layers + DENSE_MLP_KERNELS * (m.num_layers - moe_layers)) / m.num_layers
     return 2 + attn + mlp  # + the two fused residual-add RMSNorms
+
+
+def _kinds(m, kv_bytes: float, tp: int) -> tuple[float, float, int, int]:
+    """(KV bytes per token of the full-attention layers, of the windowed/chunked layers, their layer counts)."""
+    full = [g for g in m.layer_groups if g.kind == "full"]
+    windowed = [g for g in m.layer_groups if g.kind in ("sliding", "chunked")]
+    per = lambda gs: sum(g.count * kv_bytes_per_token_per_layer(g, kv_bytes, tp) for g in gs)  # noqa: E731
+    count = lambda gs: sum(g.count for g in gs if not g.shares_layers)  # noqa: E731
+    return per(full), per(windowed), count(full), count(windowed)
 
 
 def expected_experts(num_experts: int, top_k: int, tokens):
@@ -169,9 +179,10 @@ class PerfModel:
         bpw = r.weights.bytes_per_weight
         emb_bpw = ACT_BYTES if r.weights.keeps_embeddings_16bit else bpw
         lm_head = m.vocab_size * m.hidden_size  # read every step even when tied to the embedding
-        moe_layers = (m.num_layers - m.num_dense_layers) if m.is_moe else 0
-        expert = moe_layers * mlp_params(m, m.moe_intermediate_size)  # one routed expert, all MoE layers
-        body = pc.total - pc.embedding - m.num_experts * expert  # attention, dense MLP, shared experts, norms
+        # one routed expert over all MoE layers (interleaved, latent experts: planner.core.params counts them)
+        expert = pc.breakdown["experts_routed"] // m.num_experts if m.is_moe else 0
+        # attention, dense MLP, shared experts, norms (a text token does not read the vision tower)
+        body = pc.total - pc.embedding - m.num_experts * expert - pc.vision
         self.num_experts, self.top_k = m.num_experts, m.num_experts_per_tok
         # bytes every step reads per GPU (the input embedding is a gather of a few rows: not counted)
         self.dense_weight_bytes = (body * bpw + lm_head * emb_bpw) / tp
@@ -192,13 +203,18 @@ class PerfModel:
         self.window = m.sliding_window or 0
         self.kv_bytes_full = kv_layer * (m.num_layers - self.window_layers)  # per token, layers without window
         self.kv_bytes_window = kv_layer * self.window_layers
+        full_layers = m.num_layers - self.window_layers
+        if m.layer_groups:  # layer kinds (planner.memory.layer_groups): only the attention layers cache tokens
+            self.kv_bytes_full, self.kv_bytes_window, full_layers, self.window_layers = _kinds(m, r.kv_bytes, tp)
+            self.window = max((g.window or 0 for g in m.layer_groups if g.kind in ("sliding", "chunked")), default=0)
+            # a linear-attention / Mamba state is read and written back once per step per sequence
+            self.act_bytes_per_seq += 2 * state_bytes_per_request(m, tp)
         heads_per_gpu = m.num_attention_heads / tp
         if m.is_mla:  # expanded (prefill) and absorbed-on-the-latent (decode) forms
             pair_prefill = 2.0 * heads_per_gpu * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
             pair_decode = 2.0 * heads_per_gpu * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
         else:
             pair_prefill = pair_decode = 2.0 * heads_per_gpu * 2 * m.head_dim  # QKᵀ and PV, 2 FLOPs per MAC
-        full_layers = m.num_layers - self.window_layers
         self.attn_flops_full, self.attn_flops_window = pair_prefill * full_layers, pair_prefill * self.window_layers
         self.attn_decode_extra = (pair_decode - pair_prefill) / pair_prefill if pair_prefill else 0.0
         eng = r.engine

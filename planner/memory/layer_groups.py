@@ -57,7 +57,10 @@ def state_bytes_per_layer(g: LayerGroup, tp: int = 1) -> float:
 
 
 def tokens_held(g: LayerGroup, tokens: int) -> int:
-    """Tokens a request of `tokens` keeps in a layer of `g`: all, the window, or the current chunk (textbook)."""
+    """Tokens a request of `tokens` keeps in a layer of `g`: all, the window, or the current chunk (textbook); none
+    in a state-holding layer."""
+    if not g.caches_tokens:
+        return 0
     if g.kind in ("sliding", "chunked") and g.window:
         return min(tokens, g.window)
     return tokens
@@ -129,6 +132,7 @@ class HybridPool:
     page_bytes: float  # unified page size
     num_blocks: int
     kv_cache_tokens: int  # vLLM 0.10-0.19 "GPU KV cache size": num_blocks // groups × smallest block size
+    state_pages: int = 1  # pages per request per state group: 1 (mamba_cache_mode "none"), 2 ("align")
 
     def blocks_per_request(self, tokens: int, max_num_batched_tokens: int, max_model_len: int) -> int:
         """Blocks (of all groups) a request of `tokens` holds (vLLM's per-spec max_memory_usage, capped at tokens)."""
@@ -136,7 +140,7 @@ class HybridPool:
         for s in self.specs:
             groups = ceil_div(s.layers, self.group_size)
             if s.kind in ("linear", "mamba"):
-                per_group = 1
+                per_group = self.state_pages
             else:
                 per_group = ceil_div(tokens, s.block_size)
                 if s.kind == "sliding":
@@ -149,7 +153,8 @@ class HybridPool:
         return total
 
     def state_blocks_per_request(self) -> int:
-        return sum(ceil_div(s.layers, self.group_size) for s in self.specs if s.kind in ("linear", "mamba"))
+        groups = sum(ceil_div(s.layers, self.group_size) for s in self.specs if s.kind in ("linear", "mamba"))
+        return groups * self.state_pages
 
 
 def _specs(model: ModelSpec, kv_bytes: float, tp: int, block_size: int) -> list[CacheSpec]:
@@ -179,8 +184,12 @@ def _specs(model: ModelSpec, kv_bytes: float, tp: int, block_size: int) -> list[
     return unified + [CacheSpec(s.kind, s.layers, 1, page, None) for s in states]
 
 
-def hybrid_pool(model: ModelSpec, kv_bytes: float, pool_bytes: float, tp: int = 1, block_size: int = 16) -> HybridPool:
-    """vLLM's hybrid layout of `pool_bytes` on one GPU (module note)."""
+def hybrid_pool(
+    model: ModelSpec, kv_bytes: float, pool_bytes: float, tp: int = 1, block_size: int = 16, state_pages: int = 1
+) -> HybridPool:
+    """vLLM's hybrid layout of `pool_bytes` on one GPU (module note). `state_pages`: MambaSpec.max_memory_usage_bytes
+    holds one page per request with mamba_cache_mode "none", two with "align" (prefix caching on a hybrid model:
+    the running state and the last block-aligned one), + the speculative blocks."""
     specs = _specs(model, kv_bytes, tp, block_size)
     counts = [s.layers for s in specs]
     group_size = min(counts)
@@ -201,6 +210,7 @@ def hybrid_pool(model: ModelSpec, kv_bytes: float, pool_bytes: float, tp: int = 
         page_bytes=page,
         num_blocks=blocks,
         kv_cache_tokens=blocks // num_groups * smallest_block,
+        state_pages=state_pages,
     )
 
 
@@ -221,6 +231,9 @@ def architecture_summary(model: ModelSpec) -> str:
         parts.append(f"{groups[0].label}{' (MLA + sparse indexer)' if groups[0].indexer_head_dim else ''}")
     elif model.is_mla:
         parts.append("MLA")
+    compressed = [g for g in model.layer_groups if g.shares_layers]
+    if compressed:  # DeepSeek-V4: compressed entries beside every layer's window
+        parts.append(" + ".join(f"{g.count} layers 1/{g.compress_ratio} compressed" for g in compressed))
     elif model.num_sliding_layers:
         parts.append(f"{model.num_sliding_layers} of {model.num_layers} layers sliding window {model.sliding_window}")
     else:
@@ -264,8 +277,10 @@ def hybrid_fit(
     context_tokens: int,
     max_num_batched_tokens: int,
     max_model_len: int,
+    prefix_caching: bool = False,
 ) -> HybridFit:
-    pool = hybrid_pool(model, kv_bytes, max(pool_bytes, 0.0), tp, block_size)
+    """The pool at a context; prefix caching keeps a second, block-aligned state page per request (vLLM "align")."""
+    pool = hybrid_pool(model, kv_bytes, max(pool_bytes, 0.0), tp, block_size, 2 if prefix_caching else 1)
     per_ctx = pool.blocks_per_request(context_tokens, max_num_batched_tokens, max_model_len)
     per_max = pool.blocks_per_request(max_model_len, max_num_batched_tokens, max_model_len)
     return HybridFit(
@@ -286,3 +301,58 @@ def binding_limit(max_num_seqs: int, pool_requests: int, pool_limit: str, fits: 
     if max_num_seqs <= pool_requests:
         return "max_num_seqs", max_num_seqs
     return pool_limit, pool_requests
+
+
+# ---- SGLang: a separate state pool -----------------------------------------------------------------------------
+
+SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9  # server_args.mamba_full_memory_ratio default
+SGLANG_STATE_SLOTS_PER_REQUEST = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO with the radix cache on
+
+
+@dataclass(frozen=True)
+class SglangHybridPool:
+    """SGLang's split of the memory left after weights (model_runner_kv_cache_mixin.py @ 001ccef0072a4537d4ec6bdd50a7
+    3e6feb2c907d, handle_max_mamba_cache / init_memory): the state pool takes ratio / (1 + ratio) of it
+    (mamba_full_memory_ratio, 0.9), the full-attention KV pool the rest; max_running_requests is capped at
+    state slots // 3 with the radix cache on (a running request, its cached prefix state, one spare), // 1 without."""
+
+    kv_tokens: int
+    state_slots: int  # max_mamba_cache_size
+    max_running_requests: int
+    binding_limit: str  # "state_slots" when the state pool caps max_running_requests, else "max_num_seqs"
+
+
+def sglang_hybrid_pool(
+    model: ModelSpec,
+    kv_bytes: float,
+    rest_bytes: float,
+    tp: int,
+    context_len: int,
+    ratio: float = SGLANG_MAMBA_FULL_MEMORY_RATIO,
+    radix_cache: bool = True,
+    max_running_requests: int | None = None,
+) -> SglangHybridPool:
+    """SGLang's pools for a model with linear-attention or Mamba layers (state in FP32: mamba_ssm_dtype default)."""
+    state_per_request = sum(
+        g.count
+        * (
+            g.conv_channels / tp * (g.conv_kernel - 1) * ACT_BYTES
+            + g.state_heads / tp * g.state_key_dim * g.state_value_dim * 4
+        )
+        for g in model.layer_groups
+        if not g.caches_tokens
+    )
+    state_memory = rest_bytes * ratio / (1 + ratio)
+    slots = int(state_memory // state_per_request) if state_per_request else 0
+    kv_memory = rest_bytes - slots * state_per_request
+    per_token = kv_bytes_per_token(model, kv_bytes, tp)
+    tokens = int(kv_memory // per_token) if per_token else 0
+    default = min(max(int(tokens / context_len * 512), 2048), 4096)  # init_memory's max_num_reqs default
+    wanted = max_running_requests or default
+    cap = slots // (SGLANG_STATE_SLOTS_PER_REQUEST if radix_cache else 1)
+    return SglangHybridPool(
+        kv_tokens=tokens,
+        state_slots=slots,
+        max_running_requests=min(wanted, cap),
+        binding_limit="state_slots" if cap < wanted else "max_num_seqs",
+    )

@@ -115,6 +115,7 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
             ctx,
             dep.max_num_batched_tokens,
             r.max_model_len,
+            dep.enable_prefix_caching,
         )
         pool, paged = _hybrid_pool(pool, hybrid, dep.block_size, r.max_model_len), hybrid.paged_max_requests
     contiguous = max(0, int(max(pool.kv_pool_bytes, 0) // (r.max_model_len * kv_tok_gpu))) if kv_tok_gpu else 0
@@ -232,6 +233,9 @@ def breakdown_per_gpu(p: MemoryPlan) -> dict[str, float]:
     """Usable memory of one GPU split into weights, activations, runtime overhead, KV pool and unused (bytes)."""
     pool = p.pool
     kv_used = p.kv_cache_tokens * p.kv_bytes_per_token_per_gpu  # whole blocks only
+    if p.hybrid:  # vLLM's hybrid pages: every block is one page in each of group_size layers
+        h = p.hybrid.pool
+        kv_used = h.num_blocks * h.page_bytes * h.group_size * stage_share(p)
     parts = {
         "weights": pool.weights_bytes,
         "activations": pool.activation_bytes,
@@ -240,6 +244,12 @@ def breakdown_per_gpu(p: MemoryPlan) -> dict[str, float]:
     }
     parts["unused"] = p.usable_memory_bytes - sum(parts.values())
     return parts
+
+
+def stage_share(p: MemoryPlan) -> float:
+    """The fullest pipeline stage's share of the layers (1 without PP)."""
+    layers = sum(g.layers for g in p.layer_kinds) or 1
+    return math.ceil(layers / p.pipeline_parallel_size) / layers
 
 
 def tp_options(r: Resolved) -> list[dict]:
@@ -274,14 +284,19 @@ def concurrency_vs_context(r: Resolved, contexts: list[int] | None = None) -> li
     rows = []
     for ctx in contexts:
         req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, base.tensor_parallel_size)
+        dep = r.deployment
+        if base.hybrid:  # vLLM's hybrid layout: blocks of every group a request of ctx tokens holds
+            h = base.hybrid.pool
+            paged = h.num_blocks // h.blocks_per_request(ctx, dep.max_num_batched_tokens, r.max_model_len)
+        else:
+            paged = base.num_gpu_blocks // request_blocks(
+                r.model, ctx, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
+            )
         rows.append(
             {
                 "context_tokens": ctx,
                 "textbook": memory.textbook_max_requests(base.gpu_memory_bytes, base.weight_bytes_per_gpu, req_gpu),
-                "vllm_paged": base.num_gpu_blocks
-                // request_blocks(
-                    r.model, ctx, r.deployment.max_num_batched_tokens, r.max_model_len, r.deployment.block_size
-                ),
+                "vllm_paged": paged,
                 "contiguous": base.contiguous_max_requests,
             }
         )
