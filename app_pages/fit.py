@@ -215,5 +215,5 @@ except InputError as err:
     st.info(f"No launch command: {err.message}")
 else:
     st.caption(f"{engine}: the layout, limits, KV dtype and prefix caching above under {engine}'s own flags")
-    st.code(launch.script, language="bash")
+    st.code(launch.script, language="bash", wrap_lines=True)
     st.download_button("Download the launch commands", launch.script, file_name="launch.sh", mime="text/x-sh")

@@ -108,3 +108,28 @@ def test_cli_json_contract_commands_and_manifest(capsys):
     assert doc["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 2
     assert main(["launch", "--model", V3, "--gpu", "H200", "--tp", "8", "--ep", "4", "--engine", "vllm"]) == 2
     assert "--engine" in capsys.readouterr().err
+
+
+def test_xpyd_layout_gets_prefill_and_decode_lines_with_their_role_and_transfer_engine(capsys):
+    from planner.capacity.disagg_layout import PoolLayout
+    from planner.capacity.launch_disagg import disagg_launch_plan
+
+    s = Scenario(model=V3, gpu="H200", deployment=Deployment(weights="fp8", max_model_len=8192), engine="sglang")
+    plan = disagg_launch_plan(s, "sglang", PoolLayout(1, 8), PoolLayout(2, 1, 8, 8), "mooncake", "k8s")
+    assert [c.role for c in plan.commands] == ["prefill", "decode"]
+    prefill, decode = (c.argv for c in plan.commands)
+    assert prefill[prefill.index("--disaggregation-mode") + 1] == "prefill" and "--enable-dp-attention" in decode
+    assert decode[decode.index("--disaggregation-transfer-backend") + 1] == "mooncake"
+    for c in plan.commands:
+        assert set(c.flags) <= KNOWN_FLAGS["sglang"]
+    docs = list(yaml.safe_load_all(plan.manifest))
+    assert [d["kind"] for d in docs] == ["Deployment", "Deployment"] and docs[1]["spec"]["replicas"] == 2
+    with pytest.raises(InputError, match="mooncake or nixl"):
+        disagg_launch_plan(s, "sglang", PoolLayout(1, 8), PoolLayout(1, 8), "tcp")
+    args = ["launch", "--model", LLAMA, "--gpu", "H100-SXM", "--engine", "vllm", "--prefill-instances", "2"]
+    args += ["--prefill-tp", "1", "--decode-instances", "1", "--decode-tp", "2", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["commands"]) == {"prefill", "decode"}
+    assert '--kv-transfer-config \'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\'' in out["commands"]["decode"]
+    assert "--kv-transfer-config" in KNOWN_FLAGS["vllm"]

@@ -49,7 +49,19 @@ def register(subparsers) -> None:
         help="send each layer's KV as soon as it is computed (Splitwise); default: after the prefill",
     )
     k.add_argument("--no-compare", action="store_true", help="skip the aggregated searches (faster)")
-    g = p.add_argument_group("a given xPyD layout (evaluated as deployed instead of searched)")
+    g = add_layout_args(p)
+    g.add_argument(
+        "--handoff-ms",
+        type=float,
+        default=None,
+        help="fixed per-request hand-off (proxy, second hop), ms; default the estimated 20 ms",
+    )
+    p.set_defaults(func=run)
+
+
+def add_layout_args(p: argparse.ArgumentParser):
+    """--prefill-* / --decode-* / --transfer-engine: a given xPyD layout (disagg evaluates it, launch launches it)."""
+    g = p.add_argument_group("a given xPyD layout (instead of a search)")
     for role in ("prefill", "decode"):
         g.add_argument(f"--{role}-instances", type=int, default=None, help=f"{role} instances (X or Y)")
         g.add_argument(f"--{role}-tp", type=int, default=None, help=f"TP of a {role} instance")
@@ -61,16 +73,10 @@ def register(subparsers) -> None:
         choices=tuple(TRANSFER_ENGINES),
         help="what moves the KV: nixl (UCX/RDMA), mooncake (RDMA), tcp (default nixl)",
     )
-    g.add_argument(
-        "--handoff-ms",
-        type=float,
-        default=None,
-        help="fixed per-request hand-off (proxy, second hop), ms; default the estimated 20 ms",
-    )
-    p.set_defaults(func=run)
+    return g
 
 
-def _given(args: argparse.Namespace) -> tuple[PoolLayout, PoolLayout] | None:
+def given_layout(args: argparse.Namespace) -> tuple[PoolLayout, PoolLayout] | None:
     """The --prefill-* / --decode-* layout, or None to search (all four counts needed once one is given)."""
     names = ("prefill_instances", "prefill_tp", "decode_instances", "decode_tp")
     values = [getattr(args, n) for n in names]
@@ -132,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     if not math.isfinite(args.kv_link_latency_ms) or args.kv_link_latency_ms < 0:
         raise InputError("--kv-link-latency-ms", "must be a number of ms >= 0")
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
-    layout = _given(args)
+    layout = given_layout(args)
     if layout is not None:
         return _run_given(args, s, traffic, slo, layout)
     plan = disagg_plan(

@@ -32,6 +32,8 @@ def run(args) -> int:
         )
         if v > 1
     )
+    if r.model.is_moe and plan.expert_parallel_size > 1 and r.deployment.moe_tensor_parallel_size > 1:
+        par += f" (MoE-TP={r.deployment.moe_tensor_parallel_size})"
     lines = [
         f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} ({par}), weights {r.weights.label}, KV {r.kv.label}",
         f"  parameters            {plan.params:,}"
@@ -44,7 +46,8 @@ def run(args) -> int:
         f"  vLLM KV pool          {plan.kv_pool_bytes_per_gpu / GiB:,.2f} GiB per GPU, {plan.num_gpu_blocks:,} blocks",
         *(f"  vLLM would log        {line}" for line in plan.pool.log_lines),
         f"  deployment holds      {plan.deployment_max_concurrency:,} requests of {plan.max_model_len:,} tokens "
-        f"({plan.num_replicas} replica(s) × {plan.data_parallel_size} DP rank(s))",
+        f"({plan.num_replicas} replica(s) × {plan.data_parallel_size} DP rank(s) × {plan.requests_per_dp_rank:,} "
+        "per rank)",
         *(
             f"  layer kind            {g.layers} × {g.label}: {g.kv_bytes_per_token:,.0f} B per token per GPU, "
             f"{g.state_bytes_per_request / 1e6:,.2f} MB state per request, holds {g.tokens_held:,} tokens"
