@@ -14,6 +14,7 @@ from planner.core.errors import InputError
 from planner.sim.records import LatencyStats, ServingSummary
 from planner.sim.serving import draft_cost_for, result_summary, run_serving
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, closed_loop, open_loop
+from planner.traffic.sessions import sessions
 from planner.traffic.traces import load_trace, rescale, sample
 from planner.traffic.workload import Workload
 
@@ -28,6 +29,12 @@ def register(subparsers) -> None:
         "paged KV, preemption, optional prefix caching) with step times from the latency model. "
         "Length SPECs: fixed:N | uniform:LO,HI | lognormal:mean=M,sigma=S[,max=X] | empirical:TRACE.",
     )
+    add_simulate_args(p)
+    p.set_defaults(func=run)
+
+
+def add_simulate_args(p: argparse.ArgumentParser) -> None:
+    """The scenario, traffic, session, server and speculative-decoding flags of `simulate` (and `fleet`)."""
     add_scenario_args(p)
     add_engine_arg(p)
     t = p.add_argument_group("traffic (pick one)").add_mutually_exclusive_group(required=True)
@@ -37,7 +44,7 @@ def register(subparsers) -> None:
     g = p.add_argument_group("traffic options")
     g.add_argument("--arrival", default="poisson", choices=ARRIVAL_PROCESSES, help="open-loop arrival process")
     g.add_argument("--cv", type=float, default=None, help="gamma arrivals: coefficient of variation (1 = Poisson)")
-    g.add_argument("--think-time", type=float, default=None, help="closed loop: mean think time, seconds")
+    g.add_argument("--think-time", type=float, default=None, help="closed loop or sessions: mean think time, seconds")
     g.add_argument("--time-scale", type=float, default=1.0, help="trace: speed-up (2 = twice the arrival rate)")
     g.add_argument(
         "--num-requests",
@@ -47,6 +54,19 @@ def register(subparsers) -> None:
         "subset, which lowers the rate; default the whole trace)",
     )
     add_length_args(g)
+    c = p.add_argument_group(
+        "sessions (traffic that comes back: each turn re-sends the history; --rate = sessions started per second)"
+    )
+    c.add_argument("--turns", type=int, default=None, help="turns per session (each re-sends the last prompt + answer)")
+    c.add_argument(
+        "--system-prompt-tokens", type=int, default=None, help="a system prompt this long, shared by every session"
+    )
+    c.add_argument(
+        "--first-input-tokens",
+        type=int,
+        default=None,
+        help="the first turn's message (an agent's task and context; later turns: --input-tokens/--input-dist)",
+    )
     s = p.add_argument_group("server and SLO")
     s.add_argument(
         "--prefix-caching",
@@ -68,7 +88,6 @@ def register(subparsers) -> None:
     d.add_argument(
         "--spec-alpha", type=float, default=0.7, help="per-token acceptance rate of the drafts, 0..1 (default 0.7)"
     )
-    p.set_defaults(func=run)
 
 
 def _positive(flag: str, value, integer: bool = False, allow_zero: bool = False) -> None:
@@ -90,9 +109,12 @@ def _check_flags(args: argparse.Namespace) -> None:
         ("--cv", args.cv),
         ("--slo-ttft-ms", args.slo_ttft_ms),
         ("--slo-tpot-ms", args.slo_tpot_ms),
+        ("--turns", args.turns),
+        ("--first-input-tokens", args.first_input_tokens),
     ):
         _positive(flag, value)
     _positive("--think-time", args.think_time, allow_zero=True)
+    _positive("--system-prompt-tokens", args.system_prompt_tokens, allow_zero=True)
     _positive("--max-queue", args.max_queue, allow_zero=True)
     _positive("--seed", args.seed, allow_zero=True)
     if args.spec_model is not None:
@@ -104,8 +126,16 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise InputError("--cv", "applies only to --arrival gamma")
     if args.users is not None and args.think_time is None:
         raise InputError("--think-time", "is required with --users (seconds each user waits between replies)")
-    if args.users is None and args.think_time is not None:
-        raise InputError("--think-time", "applies only to --users")
+    sessions = _sessions(args)
+    if args.users is None and args.think_time is not None and not sessions:
+        raise InputError("--think-time", "applies only to --users or sessions (--turns)")
+    if sessions:
+        if args.trace is not None:
+            raise InputError("--turns", "sessions are generated: not with --trace (its prefix ids are its own)")
+        if (args.turns or 1) > 1 and args.think_time is None:
+            raise InputError("--think-time", "is required with --turns above 1 (seconds before each next turn)")
+        if args.arrival != "poisson":
+            raise InputError("--arrival", "sessions start as a Poisson process")
     if args.trace is None and args.time_scale != 1.0:
         raise InputError("--time-scale", "applies only to --trace")
     if args.trace is not None:
@@ -114,6 +144,10 @@ def _check_flags(args: argparse.Namespace) -> None:
                 raise InputError("--" + flag.replace("_", "-"), "lengths come from the trace with --trace")
         if args.arrival != "poisson":
             raise InputError("--arrival", "a trace keeps its own arrival times (use --time-scale)")
+
+
+def _sessions(args: argparse.Namespace) -> bool:
+    return any(getattr(args, f, None) is not None for f in ("turns", "system_prompt_tokens", "first_input_tokens"))
 
 
 def _length(tokens: int | None, spec: str | None, default: str, flag: str) -> LengthDist:
@@ -136,6 +170,20 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     prompt = _length(args.input_tokens, args.input_dist, DEFAULT_INPUT, "--input-dist")
     output = _length(args.output_tokens, args.output_dist, DEFAULT_OUTPUT, "--output-dist")
     n = n or DEFAULT_NUM_REQUESTS
+    if _sessions(args):
+        first = None if args.first_input_tokens is None else f"fixed:{args.first_input_tokens}"
+        return sessions(
+            n,
+            args.turns or 1,
+            args.system_prompt_tokens or 0,
+            prompt,
+            output,
+            args.think_time or 0.0,
+            rate_per_s=args.rate,
+            num_users=args.users,
+            first_user=first,
+            seed=args.seed,
+        )
     if args.users is not None:
         return closed_loop(args.users, n, args.think_time, prompt, output, seed=args.seed)
     cv = args.cv if args.cv is not None else 1.0
