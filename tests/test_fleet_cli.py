@@ -6,7 +6,9 @@ import json
 
 import pytest
 
+from planner.capacity.replicas import price_of
 from planner.cli import main
+from planner.core.scenario import Scenario, resolve
 
 BASE = "--rate 4 --num-requests 150 --input-tokens 500 --output-tokens 60"
 
@@ -64,3 +66,17 @@ def test_bad_fleet_and_session_flags_name_the_flag(flags, flag, capsys):
     assert main(flags.split()) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {flag}") and len(err.strip().splitlines()) == 1
+
+
+def test_fleet_size_finds_replicas_and_dollars_per_router(capsys):
+    flags = "--rate 20 --turns 3 --think-time 2 --system-prompt-tokens 2000 --input-tokens 200 --output-tokens 150"
+    out = _json(f"fleet {flags} --num-requests 300 --size --slo-tpot-ms 13.5 --max-replicas 4", capsys)
+    sizing = {z["router"]: z for z in out["sizing"]}
+    assert list(sizing) == ["round-robin", "least-outstanding", "least-kv", "prefix-aware"]
+    rr = sizing["round-robin"]
+    assert rr["replicas"] >= 2 and rr["tpot_p95_s"] <= 0.0135
+    usd_per_gpu_hour = price_of(resolve(Scenario()))  # data/gpus.yaml's H100-SXM price
+    assert rr["usd_per_hour"] == pytest.approx(rr["replicas"] * out["tp"] * usd_per_gpu_hour)
+    assert [n for n, ok in rr["probes"] if ok][-1] == rr["replicas"]
+    assert main(f"fleet {flags} --num-requests 300 --size".split()) == 2  # no SLO to size against
+    assert "--size" in capsys.readouterr().err

@@ -94,3 +94,78 @@ def replica_frame(s: FleetSummary) -> pd.DataFrame:
             for k, p in enumerate(s.per_replica)
         ]
     )
+
+
+# --- sizing the fleet under each router -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class FleetSize:
+    """The fewest replicas that serve the traffic under one router within the p95 SLO, and what they cost."""
+
+    router: str
+    replicas: int | None  # None: not within max_replicas
+    usd_per_hour: float | None  # replicas x GPUs per replica x $/GPU-hour
+    at_size: FleetSummary | None
+    probes: tuple[tuple[int, bool], ...]  # (replicas, met the SLO) in the order they ran
+
+    def to_dict(self) -> dict:
+        return dict(
+            router=self.router,
+            replicas=self.replicas,
+            usd_per_hour=self.usd_per_hour,
+            ttft_p95_s=None if self.at_size is None else self.at_size.ttft_s.p95,
+            tpot_p95_s=None if self.at_size is None else self.at_size.tpot_s.p95,
+            prefix_hit_rate=None if self.at_size is None else self.at_size.prefix_hit_rate,
+            probes=[list(p) for p in self.probes],
+        )
+
+
+def meets_slo(s: FleetSummary, slo_ttft_s: float | None, slo_tpot_s: float | None) -> bool:
+    """Every request served, and the fleet's p95 TTFT and TPOT within their targets (None: no target)."""
+    if s.completed < s.num_requests or s.ttft_s.p95 is None:
+        return False
+    ok_ttft = slo_ttft_s is None or s.ttft_s.p95 <= slo_ttft_s
+    ok_tpot = slo_tpot_s is None or s.tpot_s.p95 is None or s.tpot_s.p95 <= slo_tpot_s
+    return ok_ttft and ok_tpot
+
+
+def smallest_fleet(meets, max_replicas: int) -> int | None:
+    """The fewest replicas n with meets(n) True: double from 1 until it holds, then bisect (assumes more replicas
+    never hurt); None if even max_replicas does not."""
+    hi = 1
+    while not meets(hi):
+        if hi >= max_replicas:
+            return None
+        hi = min(2 * hi, max_replicas)
+    lo = hi // 2  # meets(lo) is False (or lo = 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def size_fleet(
+    r: Resolved,
+    workload: Workload,
+    router: str,
+    slo_ttft_s: float | None,
+    slo_tpot_s: float | None,
+    usd_per_gpu_hour: float,
+    engine: str = DEFAULT_ENGINE,
+    max_replicas: int = 64,
+    seed: int = 0,
+) -> FleetSize:
+    """The fewest replicas serving `workload` (the fleet's whole traffic) under `router` within the SLO."""
+    runs: dict[int, FleetSummary] = {}
+    probes: list[tuple[int, bool]] = []
+
+    def meets(n: int) -> bool:
+        runs[n] = fleet_summary(run_fleet(r, workload, n, router, engine, seed=seed))
+        probes.append((n, meets_slo(runs[n], slo_ttft_s, slo_tpot_s)))
+        return probes[-1][1]
+
+    n = smallest_fleet(meets, max_replicas)
+    usd = None if n is None else n * r.deployment.tensor_parallel_size * usd_per_gpu_hour
+    return FleetSize(router, n, usd, runs.get(n), tuple(probes))

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from planner.capacity.replicas import price_of
+from planner.capacity.routing import size_fleet
 from planner.cli import emit
 from planner.cli.scenario_args import resolved_from_args
 from planner.cli.simulate_cmd import _check_flags, add_simulate_args, workload_from_args
@@ -38,6 +40,13 @@ def register(subparsers) -> None:
         help="round-robin; least-outstanding requests; least-kv cache use; prefix-aware (longest cached prefix "
         "with a load-balance weight, as llm-d and SGLang's router)",
     )
+    f.add_argument(
+        "--size",
+        action="store_true",
+        help="also find, for each router, the fewest replicas that serve the traffic within --slo-ttft-ms and "
+        "--slo-tpot-ms (p95), and their $ per hour",
+    )
+    f.add_argument("--max-replicas", type=int, default=64, help="--size: largest fleet tried (default 64)")
     p.set_defaults(func=run)
 
 
@@ -78,8 +87,42 @@ def run(args: argparse.Namespace) -> int:
         spec_k=cfg.spec_k,
         spec_alpha=cfg.spec_alpha,
     )
-    emit(out, args.json, _text(s, r, args.engine))
+    text = _text(s, r, args.engine)
+    if args.size:
+        sizes = _sizes(args, r, wl, slo_ttft, slo_tpot)
+        out["sizing"] = [z.to_dict() for z in sizes]
+        text += "\n" + _sizing_text(sizes, slo_ttft, slo_tpot)
+    emit(out, args.json, text)
     return 0
+
+
+def _sizes(args, r, wl, slo_ttft, slo_tpot):
+    if slo_ttft is None and slo_tpot is None:
+        raise InputError("--size", "needs a target: --slo-ttft-ms and/or --slo-tpot-ms")
+    if not 1 <= args.max_replicas <= MAX_REPLICAS:
+        raise InputError("--max-replicas", f"must be from 1 to {MAX_REPLICAS}, got {args.max_replicas}")
+    usd = price_of(r)
+    return [
+        size_fleet(r, wl, router, slo_ttft, slo_tpot, usd, args.engine, args.max_replicas, args.seed)
+        for router in ROUTERS
+    ]
+
+
+def _sizing_text(sizes, slo_ttft, slo_tpot) -> str:
+    target = ", ".join(
+        f"p95 {name} <= {v * 1e3:g} ms" for name, v in (("TTFT", slo_ttft), ("TPOT", slo_tpot)) if v is not None
+    )
+    lines = [f"  fleet size per router ({target}, every request served)"]
+    base = next((z for z in sizes if z.router == "round-robin"), None)
+    for z in sizes:
+        if z.replicas is None:
+            lines.append(f"    {z.router:<18} more than the largest fleet tried")
+            continue
+        saved = ""
+        if z is not base and base is not None and base.usd_per_hour and z.usd_per_hour is not None:
+            saved = f"  ({base.usd_per_hour - z.usd_per_hour:,.2f} $/h saved against round robin)"
+        lines.append(f"    {z.router:<18} {z.replicas:>3} replicas  ${z.usd_per_hour:,.2f}/h{saved}")
+    return "\n".join(lines)
 
 
 def _ms(stat: LatencyStats) -> str:
