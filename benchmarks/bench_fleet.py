@@ -12,8 +12,8 @@ tracemalloc would slow the run several-fold).
 from __future__ import annotations
 
 import argparse
-import time
 import resource
+import time
 
 from planner.capacity.routing import run_fleet
 from planner.core.scenario import Scenario, resolve
@@ -45,7 +45,8 @@ def main() -> int:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
         fleet = res.fleet.requests
         hit = fleet.prefix_hit_tokens.sum() / fleet.prompt_tokens.sum()
-        print(f"{router:<18} {res.fleet.end_s:>11,.0f} {wall:>8.1f} {n / wall:>10,.0f} {peak / 1e6:>11,.0f} {hit:>8.1%}")
+        figures = f"{res.fleet.end_s:>11,.0f} {wall:>8.1f} {n / wall:>10,.0f} {peak / 1e6:>11,.0f} {hit:>8.1%}"
+        print(f"{router:<18} {figures}")
     return 0
 
 

@@ -164,12 +164,20 @@ class Fleet:
             for r in self.replicas:
                 r.advance(t)
             return
-        while True:  # the earliest replica steps first: a finish may add a request to route before t
+        # the earliest replica steps first: a finish may add a request to route before t. A heap of (now, k):
+        # only the replica just stepped changes, and the horizon h only falls as finishes add requests to route.
+        h = min(t, self.next_event_s())
+        heap = [(r.now, k) for k, r in enumerate(self.replicas) if r.has_work_before(h)]
+        heapq.heapify(heap)
+        while heap:
+            _, k = heapq.heappop(heap)
+            r = self.replicas[k]
             h = min(t, self.next_event_s())
-            busy = [r for r in self.replicas if r.has_work_before(h)]
-            if not busy:
-                return
-            min(busy, key=lambda r: r.now).advance(h, max_iterations=1)
+            if not r.has_work_before(h):
+                continue
+            r.advance(h, max_iterations=1)
+            if r.has_work_before(min(t, self.next_event_s())):
+                heapq.heappush(heap, (r.now, k))
 
     def _route(self, t: float, i: int) -> None:
         views = [self._view(r, i, t) for r in self.replicas] if self.router.needs_state else None
