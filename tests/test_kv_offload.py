@@ -6,7 +6,7 @@ import pytest
 
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
-from planner.memory.offload import get_tier, offload_report, reload_time_s
+from planner.techniques.kv_offload import get_tier, offload_report, reload_time_s
 
 # Llama-3.1-8B, bf16 KV: 32 layers x 2 (K, V) x 8 KV heads x 128 x 2 bytes = 131,072 bytes per token
 LLAMA8B_KV_BYTES_PER_TOKEN = 32 * 2 * 8 * 128 * 2
