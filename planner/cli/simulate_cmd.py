@@ -13,6 +13,7 @@ from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_a
 from planner.core.errors import InputError
 from planner.sim.records import LatencyStats, ServingSummary
 from planner.sim.serving import draft_cost_for, result_summary, run_serving
+from planner.techniques.spec_decode import alpha_from_acceptance_length
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, closed_loop, open_loop
 from planner.traffic.sessions import sessions
 from planner.traffic.traces import load_trace, rescale, sample
@@ -85,8 +86,19 @@ def add_simulate_args(p: argparse.ArgumentParser) -> None:
     d = p.add_argument_group("speculative decoding (off unless --spec-model)")
     d.add_argument("--spec-model", default=None, help="draft model: preset id or config.json path")
     d.add_argument("--spec-k", type=int, default=4, help="draft tokens per verification step (default 4)")
-    d.add_argument(
-        "--spec-alpha", type=float, default=0.7, help="per-token acceptance rate of the drafts, 0..1 (default 0.7)"
+    a = d.add_mutually_exclusive_group()
+    a.add_argument(
+        "--spec-alpha",
+        type=float,
+        default=None,
+        help="per-token acceptance rate of the drafts, 0..1 (measured; no default: give it or --acceptance-length)",
+    )
+    a.add_argument(
+        "--acceptance-length",
+        type=float,
+        default=None,
+        help="mean tokens per verification pass, 1..k+1, as EAGLE papers and vLLM's spec-decode metrics report it "
+        "(converted to the per-token rate at --spec-k)",
     )
 
 
@@ -120,8 +132,21 @@ def _check_flags(args: argparse.Namespace) -> None:
     if args.spec_model is not None:
         if not 1 <= args.spec_k <= 32:
             raise InputError("--spec-k", f"must be from 1 to 32, got {args.spec_k}")
+        if args.spec_alpha is None and args.acceptance_length is None:
+            raise InputError(
+                "--spec-alpha",
+                "speculative decoding needs the drafts' acceptance: --spec-alpha (per token) or --acceptance-length "
+                "(tokens per pass), measured or published for this draft, model and task (no default is assumed)",
+            )
+        if args.acceptance_length is not None:
+            try:
+                args.spec_alpha = alpha_from_acceptance_length(args.acceptance_length, args.spec_k)
+            except InputError as err:
+                raise InputError("--acceptance-length", err.message) from None
         if not (math.isfinite(args.spec_alpha) and 0 <= args.spec_alpha <= 1):
             raise InputError("--spec-alpha", f"must be from 0 to 1, got {args.spec_alpha:g}")
+    elif args.spec_alpha is not None or args.acceptance_length is not None:
+        raise InputError("--spec-alpha", "applies only with --spec-model")
     if args.cv is not None and args.arrival != "gamma":
         raise InputError("--cv", "applies only to --arrival gamma")
     if args.users is not None and args.think_time is None:
