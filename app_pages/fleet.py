@@ -109,6 +109,13 @@ for col, (label, stat) in zip(m, (("TTFT", s.ttft_s), ("TPOT", s.tpot_s), ("End-
 m[3].metric("Prefix hit rate", f"{s.prefix_hit_rate:.1%}")
 m[4].metric("Completed", f"{s.completed:,}")
 frame = replica_frame(s)
+if s.request_imbalance is not None and s.request_imbalance > 1.5:
+    hot = frame.loc[frame["requests"].idxmax()]
+    st.warning(
+        f"Hot spot: replica {int(hot['replica'])} took {hot['requests'] / frame['requests'].sum():.0%} of the "
+        f"requests ({s.request_imbalance:.2f} × the mean). The prefix score outweighs load until the balance guard "
+        "trips (64 more outstanding requests than the least loaded replica)."
+    )
 st.plotly_chart(charts.replica_bars(frame, router), width="stretch")
 st.dataframe(
     frame.assign(ttft_p95_ms=frame["ttft_p95_s"] * 1e3, e2e_p95_ms=frame["e2e_p95_s"] * 1e3).drop(

@@ -22,6 +22,8 @@ def test_first_render_compares_every_router_and_shows_the_replicas():
     assert len(at.dataframe[1].value) == 4  # four replicas by default
     assert {"p95 TTFT (ms)", "Prefix hit rate", "Completed"} <= {m.label for m in at.metric}
     assert [m.value for m in at.metric if m.label == "Completed"] == ["200"]
+    # the shared 2,000-token system prompt draws every request to the replica that holds it: the page says so
+    assert any("Hot spot" in w.value for w in at.warning)
 
 
 def test_choosing_a_router_and_a_replica_count_reruns():
