@@ -86,3 +86,15 @@ def test_bad_session_input_names_the_field():
     with pytest.raises(InputError) as err:
         sessions(10, 2, 0, "fixed:10", "fixed:10", 1.0)
     assert err.value.field == "rate_per_s"
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_one_replica_fleet_replays_sessions_as_the_simulator_does(closed):
+    loop = dict(num_users=10) if closed else dict(rate_per_s=2.0)
+    wl = sessions(200, 4, 512, "lognormal:mean=200,sigma=0.5", "lognormal:mean=100,sigma=0.5", 1.0, seed=4, **loop)
+    cfg = dict(num_gpu_blocks=900, max_num_seqs=32, max_num_batched_tokens=2048)
+    one = simulate(wl, cfg, LINEAR, seed=2)
+    fleet = simulate_fleet(wl, cfg, LINEAR, 1, "prefix-aware", seed=2).replicas[0]
+    for name in one.requests.__dataclass_fields__:
+        assert np.array_equal(getattr(one.requests, name), getattr(fleet.requests, name), equal_nan=True), name
+    assert one.requests.prefix_hit_tokens.sum() > 0
