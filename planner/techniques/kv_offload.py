@@ -74,7 +74,9 @@ def offload_report(
     if not (isinstance(prefix_tokens, int) and prefix_tokens >= 1):
         raise InputError("prefix_tokens", f"must be a whole number >= 1, got {prefix_tokens!r}")
     per_gpu = kv_bytes_per_token(r.model, r.kv_bytes, r.deployment.tensor_parallel_size)
-    recompute_s = float(PerfModel(r, engine).prefill(1, prefix_tokens).total_s)
+    pm = PerfModel(r, engine)
+    # a hit still pays the per-request overhead: recomputing costs the prefill of the prefix without it
+    recompute_s = float(pm.prefill(1, prefix_tokens).total_s) - pm.request_overhead_s
     rows = []
     for tier in (get_tier(t) for t in (tiers or tuple(kv_tiers()))):
         reload = reload_time_s(prefix_tokens, per_gpu, tier)
