@@ -41,6 +41,7 @@ COMMANDS = {
     "estimate": ("estimate_cmd", "latency and throughput of a static batch (roofline model)"),
     "batching": ("batching_cmd", "static vs continuous batching on a CSV of requests (times in decode steps)"),
     "simulate": ("simulate_cmd", "simulate one replica serving open-loop, closed-loop or trace traffic"),
+    "fleet": ("fleet_cmd", "simulate N replicas behind a router (round robin, least load, prefix-aware)"),
     "capacity": ("capacity_cmd", "replicas and $ for a target rate at a p95 SLO (one deployment)"),
     "recommend": ("capacity_cmd", "rank every GPU × precision × TP that fits by cost at the SLO"),
     "disagg": ("disagg_cmd", "disaggregated prefill/decode pools vs aggregated, at the SLO"),

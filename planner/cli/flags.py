@@ -37,6 +37,12 @@ FIELD_FLAGS = {
     "think_time_s": "--think-time",
     "max_queue": "--max-queue",
     "num_gpu_blocks": "--gpu-memory-utilization",
+    "turns": "--turns",
+    "system_prompt_tokens": "--system-prompt-tokens",
+    "first_input": "--first-input-tokens",
+    # the fleet (planner.sim.fleet, planner.sim.router)
+    "replicas": "--replicas",
+    "router": "--router",
     # capacity and recommend (planner.capacity)
     "target_rps": "--target-rate",
     "headroom": "--headroom",

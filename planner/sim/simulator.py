@@ -99,6 +99,7 @@ class Replica:
         self.own_caching = cfg.enable_prefix_caching and cfg.max_blocks_per_request is None
         self.prefix_sharing = cfg.enable_prefix_caching and wl.prefix_ids is not None
         self.prefix_block_tokens = wl.prefix_block_tokens
+        self.publish_answers = self.prefix_sharing and wl.prefix_covers_output
         if self.prefix_sharing and wl.prefix_block_tokens % bs:
             raise InputError(
                 "block_size",
@@ -126,6 +127,7 @@ class Replica:
         self.num_waiting_new = 0  # waiting requests never scheduled (the back of the queue)
         self.sglang_ratio = admission.SGLangRatio()
         self.now, self.step_index = 0.0, 0
+        self.horizon_s = math.inf  # a fleet (planner/sim/fleet.py) caps decode runs at its next arrival
         self.decode_slots_taken = self.preempted_this_step = False
         self.recorder = StepRecorder()
         self.out = request_records(wl)
@@ -225,6 +227,8 @@ class Replica:
         self.stepped_individually.pop(i, None)
 
     def _finish(self, i: int, tokens_held: int) -> None:
+        if self.publish_answers:
+            self._publish_answer(i, tokens_held)
         self._release(i, tokens_held)
         self.generated_tokens[i] = self.output_tokens[i]
         self.out.finish_s[i] = self.now
@@ -472,6 +476,16 @@ class Replica:
                 self.shared_prefix_held[i].append(self.prefix_ids[i][j])
         self.next_prefix_to_publish[i] = max(self.next_prefix_to_publish[i], full)
 
+    def _publish_answer(self, i: int, tokens_held: int) -> None:
+        """Sessions: the answer's full blocks join the prefix cache as the request finishes (vLLM caches every
+        full block it computed; the session's next turn re-sends the answer as part of its prompt)."""
+        ids = self.prefix_ids[i]
+        full = min(len(ids), tokens_held // self.prefix_block_tokens)
+        for j in range(self.next_prefix_to_publish[i], full):
+            if self.pool.register(ids[j]):
+                self.shared_prefix_held[i].append(ids[j])
+        self.next_prefix_to_publish[i] = max(self.next_prefix_to_publish[i], full)
+
     # --- runs of pure-decode steps --------------------------------------------------------------------------
     def _can_fast_forward(self) -> bool:
         return bool(self.decoders.count) and not self.stepped_individually and not self.waiting and not self.spec
@@ -480,7 +494,7 @@ class Replica:
         """Advance a run of pure-decode steps at once (planner/sim/lockstep.py); False if none fits."""
         batch, s0 = self.decoders, self.step_index
         batch.apply_caps(s0)
-        next_arrival = self.pending[0][0] if self.pending else math.inf
+        next_arrival = min(self.pending[0][0] if self.pending else math.inf, self.horizon_s)
         starts, dts, cum_blocks = plan_decode_run(batch, s0, self.pool.num_free, self.now, next_arrival, self.cost)
         m = len(dts)
         if m == 0:
