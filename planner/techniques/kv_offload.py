@@ -22,7 +22,6 @@ import yaml
 from planner.core.errors import InputError
 from planner.core.paths import data_path
 from planner.core.scenario import Resolved
-from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.latency.perf_model import PerfModel
 from planner.memory.sizes import kv_bytes_per_token
 
@@ -67,14 +66,12 @@ class OffloadRow:
     status: str
 
 
-def offload_report(
-    r: Resolved, prefix_tokens: int, tiers: tuple[str, ...] | None = None, engine: str = DEFAULT_ENGINE
-) -> list[OffloadRow]:
+def offload_report(r: Resolved, prefix_tokens: int, tiers: tuple[str, ...] | None = None) -> list[OffloadRow]:
     """For a hit on `prefix_tokens` evicted tokens: reload from each tier against recomputing them (one request)."""
     if not (isinstance(prefix_tokens, int) and prefix_tokens >= 1):
         raise InputError("prefix_tokens", f"must be a whole number >= 1, got {prefix_tokens!r}")
     per_gpu = kv_bytes_per_token(r.model, r.kv_bytes, r.deployment.tensor_parallel_size)
-    pm = PerfModel(r, engine)
+    pm = PerfModel(r)
     # a hit still pays the per-request overhead: recomputing costs the prefill of the prefix without it
     recompute_s = float(pm.prefill(1, prefix_tokens).total_s) - pm.request_overhead_s
     rows = []
