@@ -52,7 +52,7 @@ def estimate_capacity_rps(
     """Rough requests/s one replica sustains: batch b = min(max_num_seqs, KV pool / tokens per request); each
     request costs its prefill plus (output / b) batch-b decode steps. Only a starting point for the sweep range."""
     pm = PerfModel(r, engine)
-    cfg = scheduler_config_for(r)
+    cfg = scheduler_config_for(r, engine)
     per_request = max(prompt_tokens + output_tokens, 1.0)
     b = max(1, min(cfg.max_num_seqs, int(cfg.kv_pool_tokens // per_request)))
     prefill_s = float(pm.prefill(1, prompt_tokens).total_s)

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from planner.core.engine import scheduler_policy
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
 from planner.latency.efficiency import DEFAULT_ENGINE
@@ -37,8 +38,9 @@ def max_blocks_per_request(r: Resolved) -> int | None:
     return sliding_window_blocks(m.sliding_window, dep.max_num_batched_tokens, r.max_model_len, dep.block_size)
 
 
-def scheduler_config_for(r: Resolved, **overrides) -> SchedulerConfig:
-    """vLLM scheduler knobs of one replica: the KV pool from the memory model, the rest from the Deployment."""
+def scheduler_config_for(r: Resolved, engine: str = DEFAULT_ENGINE, **overrides) -> SchedulerConfig:
+    """Scheduler knobs of one replica: the KV pool from the memory model, the engine's scheduling policy
+    (data/engines.yaml `policy`, planner/sim/policies.py), the rest from the Deployment."""
     dep = r.deployment
     num_blocks = plan_memory(r).num_gpu_blocks
     if num_blocks <= 0 and "num_gpu_blocks" not in overrides:
@@ -56,6 +58,7 @@ def scheduler_config_for(r: Resolved, **overrides) -> SchedulerConfig:
         enable_prefix_caching=getattr(dep, "enable_prefix_caching", True),
         long_prefill_token_threshold=getattr(dep, "long_prefill_token_threshold", None) or 0,
         max_blocks_per_request=max_blocks_per_request(r),
+        admission_policy=scheduler_policy(engine),
     )
     values.update({k: v for k, v in overrides.items() if v is not None or k in ("max_queue",)})
     return scheduler_config(values)
@@ -140,6 +143,7 @@ def run_serving(
     prefix_caching None = the deployment's enable_prefix_caching (vLLM V1 default: on)."""
     cfg = scheduler_config_for(
         r,
+        engine,
         enable_prefix_caching=prefix_caching,
         max_queue=max_queue,
         slo_ttft_s=slo_ttft_s,
