@@ -26,6 +26,10 @@ class ConstantStepCost:
 
     step_times_s = step_time_s
 
+    def decode_step_fn(self, n: int):
+        """A decode step of n sequences as a function of the contexts read (planner/sim/lockstep.py)."""
+        return lambda ctx: self.seconds + 0.0 * ctx
+
 
 @dataclass(frozen=True)
 class LinearStepCost:
@@ -48,6 +52,10 @@ class LinearStepCost:
         )
 
     step_times_s = step_time_s
+
+    def decode_step_fn(self, n: int):
+        """A decode step of n sequences as a function of the contexts read (planner/sim/lockstep.py)."""
+        return lambda ctx: self.step_time_s(n, n, ctx, ctx)
 
 
 def llama31_8b_h100_cost() -> LinearStepCost:

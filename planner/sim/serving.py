@@ -88,6 +88,12 @@ class DecodeRunCost:
             self._coef[n] = (mem0, mem1, cmp0, cmp1, fixed)
         return self._coef[n]
 
+    def decode_affine(self, n: int) -> tuple[float, float, float, float, float] | None:
+        """(mem0, mem1, cmp0, cmp1, fixed) of a batch of n decoding sequences: a step reading ctx context tokens
+        takes max(mem0 + mem1 × ctx, cmp0 + cmp1 × ctx) + fixed, as step_times_s computes it (the simulator's
+        short runs, planner/sim/lockstep.py); None for a model with sliding-window layers."""
+        return self._coefficients(n) if self._affine else None
+
     def step_times_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
         n = int(new_tokens)
         if not self._affine or n != int(num_seqs) or kv_read_tokens is not attn_pairs:

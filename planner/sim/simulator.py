@@ -100,6 +100,7 @@ class Replica:
         self.order_waiting = policy.order_waiting if overrides(policy, "order_waiting") else None
         self.admission_hooks = overrides(policy, "admits") or overrides(policy, "on_admit")
         self.decode_hook = policy.on_decode_steps if overrides(policy, "on_decode_steps") else None
+        self.release_hook = policy.on_release if overrides(policy, "on_release") else None
         self.chunk_unit = policy.chunk_unit
         self.block_size, self.max_blocks = bs, cfg.max_blocks_per_request
         self.own_caching = cfg.enable_prefix_caching and cfg.max_blocks_per_request is None
@@ -222,7 +223,8 @@ class Replica:
         self.prefix_entries_at_preemption[i] = len(self.shared_prefix_held[i])
         self.shared_prefix_held[i] = []
         self.next_prefix_to_publish[i] = 0
-        self.policy.on_release(self, i)
+        if self.release_hook is not None:
+            self.release_hook(self, i)
         del self.running[i]
         self.stepped_individually.pop(i, None)
 
@@ -483,7 +485,7 @@ class Replica:
             return False
         active0 = self.pool.num_active
         self.pool.allocate(int(cum_blocks[-1]))
-        self.recorder.add_run(starts, dts, batch.count, len(self.running), active0 + cum_blocks)
+        self.recorder.add_run(starts, dts, batch.count, len(self.running), active0, cum_blocks)
         if self.decode_hook is not None:
             self.decode_hook(m)
         self.now = float(starts[-1] + dts[-1])
