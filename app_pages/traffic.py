@@ -13,10 +13,12 @@ import streamlit as st
 
 from planner.capacity.load_sweep import estimate_capacity_rps, find_knee, open_vs_closed, rate_sweep
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
+from planner.core.engine import get_engine, scheduler_policy
 from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.core.workload import PROFILES
+from planner.sim.policies import describe
 from planner.sim.records import request_frame, step_frame
 from planner.sim.serving import result_summary, run_serving
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist
@@ -223,6 +225,7 @@ num_requests = int(
 )
 engine = c[3].selectbox("Engine", ["vllm", "tensorrt-llm"], key="load_engine")
 st.caption(PROFILES[profile].note)
+st.caption(f"Scheduler of {get_engine(engine).label}: {describe(scheduler_policy(engine))}.")
 
 prompt_spec = output_spec = ""
 upload_path, cv = "", 1.0
