@@ -114,12 +114,11 @@ class DecodeBatch:
 
 def plan_decode_run(
     batch: DecodeBatch, step: int, num_free_blocks: int, now_s: float, next_arrival_s: float, cost
-) -> tuple[list | np.ndarray, list | np.ndarray, list | np.ndarray]:
+) -> tuple[list, list, list]:
     """A run of pure-decode steps from `step`: it stops at the next finish (inclusive), before the next cap
     event, before a step the pool cannot supply blocks for, and before the first step starting at or after the
-    next arrival. Returns (start times, durations, cumulative blocks allocated), all of the run's length m
-    (m = 0: not even one step fits), as lists for short runs and arrays for long ones. A pure function of its
-    arguments.
+    next arrival. Returns (start times, durations, cumulative blocks allocated) as lists, all of the run's
+    length m (m = 0: not even one step fits). A pure function of its arguments.
 
     Most runs are a few steps long (an arrival or a finish comes first: 10 steps on average on the Azure
     conversation trace), so the first SHORT_RUN_STEPS steps are planned in plain Python with the cost's affine
@@ -188,7 +187,7 @@ def _plan_numpy(batch: DecodeBatch, step: int, m: int, num_free_blocks: int, now
     ends = now_s + np.cumsum(dts)
     starts = ends - dts
     m = min(len(dts), int(np.searchsorted(starts, next_arrival_s, side="left")))  # steps starting before it
-    return starts[:m], dts[:m], cum_blocks[:m]
+    return starts[:m].tolist(), dts[:m].tolist(), cum_blocks[:m].tolist()  # Python numbers, as the short path
 
 
 def _decode_step_times(cost, n: int, ctx: np.ndarray, now_s: float, next_arrival_s: float) -> np.ndarray:

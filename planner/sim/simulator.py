@@ -39,7 +39,9 @@ rejected (0 = admit only what can start now). Other engines' schedulers: planner
 Not modelled: CPU swap, multiple replicas or routing, priority scheduling, detokenisation and network time, a
 draft model's own KV cache, stop strings (outputs have their trace length).
 Speed: decoding requests advance in lock step (planner/sim/lockstep.py): O(1) per step in the batch size, and
-runs of pure-decode steps between events are planned in one vectorised call.
+runs of pure-decode steps between events are planned in one call (plain Python for the usual few steps, numpy
+for long runs); steps are recorded in lists flushed to numpy in blocks (records.StepRecorder). Cost is linear in
+the number of steps and events (benchmarks/bench_simulator.py prints the scaling line).
 """
 
 from __future__ import annotations
