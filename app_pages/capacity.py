@@ -13,10 +13,12 @@ from planner.capacity.recommend import mark_pareto, recommend, tasks_for
 from planner.capacity.replicas import base_workload
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
 from planner.core.catalog import gpus
+from planner.core.engine import get_engine, scheduler_policy
 from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, with_deployment
 from planner.core.workload import PROFILES, SLO, TrafficSpec
+from planner.sim.policies import describe
 from ui.cached import capacity_cached
 from ui.charts import capacity as charts
 from ui.labels import error_text
@@ -153,6 +155,7 @@ st.caption(
     f"Engine limits: max_num_seqs {dep.max_num_seqs}, max_num_batched_tokens {dep.max_num_batched_tokens:,} "
     f"(vLLM default for this GPU: {vllm_default.max_num_seqs} / {vllm_default.max_num_batched_tokens:,})."
 )
+st.caption(f"Scheduler of {get_engine(scenario.engine).label}: {describe(scheduler_policy(scenario.engine))}.")
 
 # --- ranking ---------------------------------------------------------------------------------------------
 st.header("Which deployment is cheapest at this SLO?")

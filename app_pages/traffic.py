@@ -10,10 +10,12 @@ from pydantic import ValidationError
 
 from planner.capacity.load_sweep import estimate_capacity_rps, find_knee, open_vs_closed, rate_sweep
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
+from planner.core.engine import get_engine, scheduler_policy
 from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.workload import PROFILES, TrafficSpec
+from planner.sim.policies import describe
 from planner.sim.records import request_frame, step_frame
 from planner.sim.serving import Replica, result_summary, run_serving
 from planner.sim.settings import ServerSettings
@@ -182,6 +184,7 @@ num_requests = int(
 )
 engine = c[3].selectbox("Engine", ["vllm", "tensorrt-llm"], key="load_engine")
 st.caption(PROFILES[profile].note)
+st.caption(f"Scheduler of {get_engine(engine).label}: {describe(scheduler_policy(engine))}.")
 
 prompt_spec = output_spec = ""
 upload_path, cv = "", 1.0

@@ -261,8 +261,9 @@ def run(args: argparse.Namespace) -> int:
         spec_model=args.spec_model,
         spec_k=res.config.spec_k,
         spec_alpha=res.config.spec_alpha,
+        scheduler_policy=res.config.admission_policy,
     )
-    emit(out, args.json, _text(summary, r, args.engine))
+    emit(out, args.json, _text(summary, r, args.engine, res.config.admission_policy))
     return 0
 
 
@@ -270,15 +271,15 @@ def _ms(stat: LatencyStats) -> str:
     return "  ".join(f"{k} {'–' if v is None else f'{v * 1e3:,.1f}':>9}" for k, v in dataclasses.asdict(stat).items())
 
 
-def _text(s: ServingSummary, r, engine: str) -> str:
+def _text(s: ServingSummary, r, engine: str, policy: str) -> str:
     good = (
         ""
         if s.slo_attainment is None or (s.slo_ttft_s is None and s.slo_tpot_s is None)
         else f"; goodput {s.goodput_requests_per_s:,.2f} req/s ({s.slo_attainment:.1%} met the SLO)"
     )
     lines = [
-        f"{r.model.name} on {r.gpu.id} (TP={r.deployment.tensor_parallel_size}), engine {engine}, one replica, "
-        f"seed {s.seed}",
+        f"{r.model.name} on {r.gpu.id} (TP={r.deployment.tensor_parallel_size}), engine {engine} "
+        f"(scheduler policy {policy}), one replica, seed {s.seed}",
         f"  traffic: {s.source}",
         f"  {s.completed:,} of {s.num_requests:,} completed, {s.rejected:,} rejected "
         f"({s.rejected_queue_full:,} queue full, {s.rejected_too_long:,} too long); "

@@ -43,8 +43,8 @@ def max_blocks_per_request(r: Resolved) -> int | None:
 
 
 def scheduler_config_for(r: Resolved, memory: MemoryPlan | None = None, **overrides) -> SchedulerConfig:
-    """vLLM scheduler knobs of one replica: the KV pool from the memory model (`memory`, else planned here), the
-    rest from the Deployment."""
+    """Scheduler knobs of one replica: the KV pool from the memory model (`memory`, else planned here), the engine's
+    scheduling policy (data/engines.yaml `policy`, planner/sim/policies.py), the rest from the Deployment."""
     dep = r.deployment
     num_blocks = (memory or plan_memory(r)).num_gpu_blocks
     if num_blocks <= 0 and "num_gpu_blocks" not in overrides:
@@ -62,6 +62,7 @@ def scheduler_config_for(r: Resolved, memory: MemoryPlan | None = None, **overri
         enable_prefix_caching=getattr(dep, "enable_prefix_caching", True),
         long_prefill_token_threshold=getattr(dep, "long_prefill_token_threshold", None) or 0,
         max_blocks_per_request=max_blocks_per_request(r),
+        admission_policy=r.engine.policy,  # the engine's scheduler (data/engines.yaml, planner/sim/policies.py)
     )
     values.update({k: v for k, v in overrides.items() if v is not None or k in ("max_queue",)})
     return scheduler_config(values)
@@ -90,6 +91,12 @@ class DecodeRunCost:
             fixed = float(b.total_s[0]) - max(mem0, cmp0)  # communication + per-step overhead
             self._coef[n] = (mem0, mem1, cmp0, cmp1, fixed)
         return self._coef[n]
+
+    def decode_affine(self, n: int) -> tuple[float, float, float, float, float] | None:
+        """(mem0, mem1, cmp0, cmp1, fixed) of a batch of n decoding sequences: a step reading ctx context tokens
+        takes max(mem0 + mem1 × ctx, cmp0 + cmp1 × ctx) + fixed, as step_times_s computes it (the simulator's
+        short runs, planner/sim/lockstep.py); None for a model with sliding-window layers."""
+        return self._coefficients(n) if self._affine else None
 
     def step_times_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
         n = int(new_tokens)
