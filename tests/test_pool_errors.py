@@ -71,3 +71,11 @@ def test_capacity_page_ranking_shows_a_workers_error(monkeypatch):
     assert not at.exception, at.exception
     assert any(e.value.startswith("Cannot rank:") and "max_num_seqs" in e.value for e in at.error)
     assert "cap_ranking" not in at.session_state
+
+
+def test_ray_auto_without_a_cluster_is_one_line(monkeypatch, capsys):
+    pytest.importorskip("ray")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    rc = main(["recommend", "--gpus", "H100-SXM", "--tps", "1", "--target-rate", "5", "--ray", "auto"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and err.startswith("error: --ray: cannot join Ray at 'auto'"), err
