@@ -33,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
         register_number_types(self)
 
     def error(self, message: str):  # noqa: D401 - argparse hook
-        self.exit(2, f"error: {message}\n")
+        self.exit(2, f"error: {_short(message)}\n")
 
 
 # name → (module in planner/cli, one-line help), in the order `--help` lists them.
@@ -57,6 +57,14 @@ COMMANDS = {
     "walkthrough": ("walkthrough_cmd", "a primer worked example step by step (formula, numbers, result)"),
     "app": ("app_cmd", "start the web app (Streamlit) in a browser"),
 }
+
+
+MAX_ERROR_CHARS = 400  # one line a person reads: an error never echoes a whole pasted value
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -147,7 +155,7 @@ def _run(argv: list[str]) -> int:
         return int(args.func(args) or 0)
     except InputError as err:
         message = " ".join(err.message.split())  # one line, whatever a file's field held
-        print(f"error: {flag_for(err.field)}: {message}", file=sys.stderr)
+        print(f"error: {_short(flag_for(err.field) + ': ' + message)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into `head` and closed early: not an error of ours
         sys.stdout = open(os.devnull, "w")
