@@ -127,3 +127,17 @@ def test_hostile_batching_csv_is_one_line(text):
 def test_a_10000_character_model_argument_is_one_line(capsys):
     err = _cli_one_line(["memory", "--model", "m" * 10_000], capsys)
     assert err.startswith("error: --model: is 10,000 characters")
+
+
+def test_a_2000_row_calibration_upload_is_refused_before_fitting():
+    from planner.accuracy.profile_fit import MAX_FIT_POINTS, fit_user_profile
+    from planner.core.scenario import Scenario, resolve
+    from planner.latency.efficiency import choose_profile
+
+    header = "batch,input_tokens,output_tokens,tpot_ms\n"
+    rows = header + "".join(f"{1 + i % 64},{100 + i},50,12\n" for i in range(2000))
+    data = parse_upload("sweep.csv", rows)
+    r = resolve(Scenario())
+    with pytest.raises(InputError, match=f"has 2,000 points; the fit takes at most {MAX_FIT_POINTS}") as err:
+        fit_user_profile(r, "vllm", data, choose_profile("vllm", r.gpu.family).profile, "sweep.csv")
+    assert err.value.field == "sweep.csv"
