@@ -32,7 +32,7 @@ def test_a_workers_input_error_reaches_the_parent_as_itself(tmp_path):
     assert len(tasks) >= 2  # so the pool path runs, not the serial one
     with pytest.raises(InputError, match="binary data") as err:
         run_tasks(tasks, workers=2)
-    assert err.value.field == str(binary)
+    assert err.value.field == binary.name
 
 
 @pytest.mark.parametrize(
@@ -47,7 +47,7 @@ def test_recommend_with_a_bad_candidate_exits_2_with_one_line(flags, field, tmp_
     binary = tmp_path / "binary.csv"
     binary.write_bytes(sys.executable.encode() + b"\x00" * 64)
     flags = [str(binary) if f == "BINARY" else f for f in flags]
-    field = str(binary) if field == "BINARY" else field
+    field = binary.name if field == "BINARY" else field
     rate = [] if "--target-rate" in flags else ["--target-rate", "5"]
     argv = ["recommend", "--gpus", "H100-SXM", "--tps", "1,2", "--workers", "2", "--num-requests", "100"]
     try:
@@ -71,3 +71,11 @@ def test_capacity_page_ranking_shows_a_workers_error(monkeypatch):
     assert not at.exception, at.exception
     assert any(e.value.startswith("Cannot rank:") and "max_num_seqs" in e.value for e in at.error)
     assert "cap_ranking" not in at.session_state
+
+
+def test_ray_auto_without_a_cluster_is_one_line(monkeypatch, capsys):
+    pytest.importorskip("ray")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    rc = main(["recommend", "--gpus", "H100-SXM", "--tps", "1", "--target-rate", "5", "--ray", "auto"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and err.startswith("error: --ray: cannot join Ray at 'auto'"), err

@@ -109,9 +109,16 @@ class UserFit:
     notes: tuple[str, ...]
 
 
+MAX_FIT_POINTS = 100  # ~20 s of fitting on one core; a benchmark sweep has 5-30 load levels
+
+
 def fit_user_profile(r: Resolved, data: UserData, base: EfficiencyProfile, source: str = "upload") -> UserFit:
     """Fit the pinnable constants of `base` to the uploaded points for this scenario's GPU and engine (r.engine)."""
     points, fields = data.points, fields_to_fit(data.points)
+    if len(points) > MAX_FIT_POINTS:  # each point costs ~0.2 s of fitting (600 model evaluations each)
+        raise InputError(
+            source, f"has {len(points):,} points; the fit takes at most {MAX_FIT_POINTS} (keep one per load level)"
+        )
 
     def profile_at(x: np.ndarray) -> EfficiencyProfile:
         values = base.model_dump(include=set(FIT_FIELDS))

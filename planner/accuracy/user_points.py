@@ -95,7 +95,10 @@ def parse_upload(name: str, data: bytes | str) -> UserData:
         if isinstance(doc, dict) and "benchmarks" in doc:
             return parse_guidellm(doc)
         return parse_benchmark_serving(doc)
-    return parse_csv(text)
+    try:
+        return parse_csv(text)
+    except csv.Error as err:  # e.g. a cell over the csv module's 131,072-character field limit
+        raise InputError(name or "CSV", f"is not a readable CSV ({str(err)[:80]})") from None
 
 
 def _json_lines(text: str) -> list | None:

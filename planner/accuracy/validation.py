@@ -36,11 +36,13 @@ from planner.core.errors import InputError
 from planner.core.paths import measurements_dir
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
+from planner.core.user_files import read_user_text
 from planner.latency.efficiency import EfficiencyProfile, choose_profile
 from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
 
 KV_CSV = measurements_dir() / "vllm_kv_observations.csv"
+MAX_POINTS_CSV_BYTES = 16 * 2**20  # the bundled CSV is ~100 KB; 16 MiB is ~150,000 rows
 KV_METRIC = "gpu_blocks (vLLM KV capacity)"
 POINT_COLUMNS = (
     "id",
@@ -77,12 +79,7 @@ KV_NOT_MODELLED = (
 def read_point_rows(path: Path | None = None, text: str | None = None) -> list[dict]:
     """The CSV's rows, checked for the columns and numbers every row needs (InputError names row and column)."""
     if text is None:
-        try:
-            text = Path(path or cp.MEASUREMENTS_CSV).read_text(encoding="utf-8")
-        except OSError as err:
-            raise InputError("points", f"cannot read {path}: {err.strerror}") from None
-        except UnicodeDecodeError:
-            raise InputError("points", f"{path} is not UTF-8 text (is it a binary file?)") from None
+        text = read_user_text(Path(path or cp.MEASUREMENTS_CSV), "points", MAX_POINTS_CSV_BYTES)
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in POINT_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:

@@ -139,7 +139,8 @@ def _int_cell(row: dict, column: str, minimum: int, row_num: int, source: str) -
     try:
         value = int(raw)
     except ValueError:
-        raise InputError(f"{source}: row {row_num}, column {column}", f"must be a whole number, got {raw!r}") from None
+        where = f"{source}: row {row_num}, column {column}"
+        raise InputError(where, f"must be a whole number, got {raw[:40]!r}") from None
     if not minimum <= value <= MAX_CELL:
         raise InputError(
             f"{source}: row {row_num}, column {column}", f"must be from {minimum} to {MAX_CELL:,}, got {raw[:40]}"

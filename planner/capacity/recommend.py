@@ -15,15 +15,12 @@ frontier when no other point is at most as costly AND at most as slow, and stric
 from __future__ import annotations
 
 import os
-import sys
-import types
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, capacity_plan
+from planner.capacity.worker_pool import map_in_pool
 from planner.core.catalog import gpus
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
@@ -165,37 +162,8 @@ def run_tasks(
 
 
 def _run_pool(tasks: list[Task], workers: int, progress: Progress | None) -> list[dict]:
-    import multiprocessing as mp
-
-    # forkserver: workers fork from a clean server process (never from a threaded Streamlit server)
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["planner.capacity.recommend"])
-    rows: list[dict | None] = [None] * len(tasks)
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
-        with _no_main_reimport():  # workers start during submit
-            futures = {pool.submit(evaluate, t): i for i, t in enumerate(tasks)}
-        try:
-            for k, fut in enumerate(as_completed(futures), start=1):
-                rows[futures[fut]] = fut.result()  # a worker's InputError arrives as itself (it pickles)
-                if progress:
-                    progress(k, len(tasks))
-        except BaseException:  # one bad candidate or Ctrl-C: drop the queued ones, do not wait for a full ranking
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-    return rows
-
-
-@contextmanager
-def _no_main_reimport():
-    """Workers of a spawn/forkserver pool re-run the parent's __main__ file; under Streamlit (or AppTest) that
-    is the page script. evaluate() needs only planner, so hide __main__ while the workers start."""
-    saved = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if saved is not None:
-            sys.modules["__main__"] = saved
+    """The tasks on a local pool whose workers stop with the ranking and with this process (worker_pool.py)."""
+    return map_in_pool(evaluate, tasks, workers, "planner.capacity.recommend", progress)
 
 
 def _run_ray(tasks: list[Task], address: str, progress: Progress | None) -> list[dict]:
@@ -208,12 +176,19 @@ def _run_ray(tasks: list[Task], address: str, progress: Progress | None) -> list
     if not ray.is_initialized():
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = {"env_vars": {"PYTHONPATH": root}}  # workers import planner from this checkout
-        ray.init(
-            address=None if address == "local" else address,
-            runtime_env=env,
-            include_dashboard=False,
-            log_to_driver=False,
-        )
+        try:
+            ray.init(
+                address=None if address == "local" else address,
+                runtime_env=env,
+                include_dashboard=False,
+                log_to_driver=False,
+            )
+        except (ConnectionError, TimeoutError, ValueError, RuntimeError) as err:  # no cluster there, bad address
+            first = (str(err).splitlines() or [type(err).__name__])[0][:160]
+            raise InputError(
+                "ray_address",
+                f"cannot join Ray at {address[:80]!r} ({first}); start one with `ray start --head`, or use --ray local",
+            ) from None
     remote = ray.remote(evaluate)
     refs = [remote.remote(t) for t in tasks]
     index = {ref: i for i, ref in enumerate(refs)}

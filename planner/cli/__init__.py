@@ -11,6 +11,7 @@ flag behind the field (planner/cli/flags.py) and exits 2.
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import json
 import math
@@ -32,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
         register_number_types(self)
 
     def error(self, message: str):  # noqa: D401 - argparse hook
-        self.exit(2, f"error: {message}\n")
+        self.exit(2, f"error: {_short(message)}\n")
 
 
 # name → (module in planner/cli, one-line help), in the order `--help` lists them.
@@ -58,6 +59,14 @@ COMMANDS = {
     "walkthrough": ("walkthrough_cmd", "a primer worked example step by step (formula, numbers, result)"),
     "app": ("app_cmd", "start the web app (Streamlit) in a browser"),
 }
+
+
+MAX_ERROR_CHARS = 400  # one line a person reads: an error never echoes a whole pasted value
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -126,7 +135,19 @@ def _json_default(value):
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _run(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT (128 + 2); workers already stopped
+        print("interrupted", file=sys.stderr)
+        if argv is None:  # the process's entry point: run the exit handlers (multiprocessing's cleanup), then
+            atexit._run_exitfuncs()  # skip the interpreter's 1.2-1.5 s teardown of numpy/pandas objects
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
+        return 130
+
+
+def _run(argv: list[str]) -> int:
     parser = build_parser(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "passes_unknown_args", False):
@@ -136,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except InputError as err:
         message = " ".join(err.message.split())  # one line, whatever a file's field held
-        print(f"error: {flag_for(err.field)}: {message}", file=sys.stderr)
+        print(f"error: {_short(flag_for(err.field) + ': ' + message)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into `head` and closed early: not an error of ours
         sys.stdout = open(os.devnull, "w")

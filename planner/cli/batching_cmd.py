@@ -10,6 +10,9 @@ from planner.batching.requests import parse_requests_csv
 from planner.batching.step_model import MAX_SLOTS, run_pair
 from planner.cli import emit
 from planner.core.errors import InputError
+from planner.core.user_files import read_user_text
+
+MAX_REQUESTS_CSV_BYTES = 64 * 2**20  # ~2 million request rows; /dev/zero and FIFOs are refused before reading
 
 
 def register(subparsers) -> None:
@@ -37,12 +40,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.max_wait <= 10**12:
         raise InputError("--max-wait", "must be from 0 to 10^12 steps")
     path = Path(args.requests)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError("--requests", f"cannot read {path}: {err.strerror or err}") from None
-    except UnicodeDecodeError:
-        raise InputError("--requests", f"{path} is not UTF-8 text (is it a binary file?)") from None
+    text = read_user_text(path, "--requests", MAX_REQUESTS_CSV_BYTES)  # a regular file, at most 64 MiB
     requests = parse_requests_csv(text, source=str(path))
     results = {name: summarize(r) for name, r in run_pair(requests, args.slots, args.max_wait).items()}
     emit({name: s.to_dict() for name, s in results.items()}, args.json, _text(results, len(requests), args.slots))

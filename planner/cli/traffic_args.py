@@ -22,6 +22,8 @@ DEFAULT_OUTPUT = "lognormal:mean=200,sigma=0.8"
 PROFILE_CHOICES = [p for p in PROFILES if p != "upload"]
 LENGTH_FLAGS = ("input_tokens", "input_dist", "output_tokens", "output_dist")
 
+MAX_SEARCH_REQUESTS = 100_000  # per simulated probe of a capacity search: ~20 probes stay within minutes
+
 
 def add_length_args(group, note: str = "") -> None:
     """--input-tokens | --input-dist and --output-tokens | --output-dist: a fixed length or a SPEC, not both."""
@@ -91,8 +93,12 @@ def traffic_from_args(args: argparse.Namespace) -> TrafficSpec:
         raise InputError("--arrival", "trace timing needs a trace profile")
     if not custom and args.arrival in ("gamma", "constant"):
         raise InputError("--arrival", "trace profiles take poisson or trace arrivals")
-    if args.num_requests is not None and args.num_requests < 100:
-        raise InputError("--num-requests", "must be at least 100 (percentiles need requests)")
+    if args.num_requests is not None and not 100 <= args.num_requests <= MAX_SEARCH_REQUESTS:
+        raise InputError(
+            "--num-requests",
+            f"must be from 100 (percentiles need requests) to {MAX_SEARCH_REQUESTS:,} per probe (a search runs "
+            f"10-20 probes), got {args.num_requests:,}",
+        )
     prompt = _length(args.input_tokens, args.input_dist, DEFAULT_INPUT, "--input-dist")
     output = _length(args.output_tokens, args.output_dist, DEFAULT_OUTPUT, "--output-dist")
     try:

@@ -166,14 +166,23 @@ def _load_preset(preset: str) -> ModelSpec:
     return load_config_file(model_presets()[preset], name=preset)
 
 
+MAX_MODEL_ARG_CHARS = 1024  # a preset id or a path; 10,000 characters is a paste accident (the OS refuses it)
+
+
 def get_model(model: str) -> ModelSpec:
     """A preset by Hugging Face id (case-insensitive), or a path to any config.json."""
     for pid in model_presets():
         if pid.lower() == model.lower():
             return _load_preset(pid)
+    if len(model) > MAX_MODEL_ARG_CHARS:
+        raise InputError("model", f"is {len(model):,} characters; a preset id or a path has at most 1,024")
     path = Path(model)
-    if path.suffix == ".json" or path.exists():
-        if not path.exists():
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):  # a path component over 255 bytes, a NUL
+        raise InputError("model", f"not a usable path: {model[:60]!r}") from None
+    if path.suffix == ".json" or exists:
+        if not exists:
             raise InputError("model", f"no such file: {model}")
         if path.is_dir():
             path = path / "config.json"
@@ -184,5 +193,6 @@ def get_model(model: str) -> ModelSpec:
                 err.field if err.field.startswith("model") else f"model {err.field}", err.message
             ) from None
     raise InputError(
-        "model", f"unknown model {model!r}: give a preset id ({', '.join(model_presets())}) or a path to a config.json"
+        "model",
+        f"unknown model {model[:80]!r}: give a preset id ({', '.join(model_presets())}) or a path to a config.json",
     )

@@ -22,6 +22,7 @@ import pandas as pd
 from planner.core.errors import InputError
 from planner.core.json_input import load_json
 from planner.core.paths import traces_dir
+from planner.core.user_files import read_user_text
 from planner.traffic.workload import Workload
 
 TRACES_DIR = traces_dir()
@@ -34,6 +35,7 @@ AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 GENERIC_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 MOONCAKE_BLOCK_TOKENS = 512  # Mooncake FAST'25 README: one hash id per 512-token block
 MAX_TRACE_BYTES = 512 * 2**20
+MAX_TRACE_TOKENS = 10_000_000  # per prompt or output, as the generators' MAX_TOKENS: beyond any model's context
 MAX_TRACE_NUMBER = 1e15  # ms since 1970 is ~1.8e12; no token count comes near it (10^400 would overflow float)
 
 
@@ -65,15 +67,7 @@ def load_trace(path_or_name: str | Path, fmt: str = "auto") -> Workload:
 
 
 def _read_text(path: Path) -> str:
-    if path.stat().st_size > MAX_TRACE_BYTES:
-        raise InputError(str(path), f"trace larger than {MAX_TRACE_BYTES // 2**20} MiB")
-    raw = path.read_bytes()
-    if b"\x00" in raw[:65536]:
-        raise InputError(str(path), "binary data, not a text trace")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise InputError(str(path), f"not UTF-8 text (byte {err.start})") from None
+    text = read_user_text(path, path.name[:80], MAX_TRACE_BYTES)  # a regular file (no FIFO, /dev, /proc), <= 512 MiB
     if not text.strip():
         raise InputError(str(path), "empty file")
     return text
@@ -87,7 +81,7 @@ def _csv_kind(text: str, path: Path) -> str:
         return "generic"
     raise InputError(
         f"{path.name}: row 1",
-        f"header {','.join(header)!r} is neither {','.join(AZURE_COLUMNS)} nor {','.join(GENERIC_COLUMNS)}",
+        f"header {_short(','.join(header))} is neither {','.join(AZURE_COLUMNS)} nor {','.join(GENERIC_COLUMNS)}",
     )
 
 
@@ -114,19 +108,22 @@ def _int_column(df: pd.DataFrame, col: str, path: Path, minimum: int) -> np.ndar
     bad = ~np.isfinite(values) | (values != np.round(values))
     if bad.any():
         i = _first_bad(bad)
-        raise InputError(f"{path.name}: row {i + 2}, column {col}", f"{df[col].iloc[i]!r} is not a whole number")
-    low = values < minimum
-    if low.any():
-        i = _first_bad(low)
-        raise InputError(f"{path.name}: row {i + 2}, column {col}", f"{df[col].iloc[i]} is below {minimum}")
+        raise InputError(f"{path.name}: row {i + 2}, column {col}", f"{_short(df[col].iloc[i])} is not a whole number")
+    out = (values < minimum) | (values > MAX_TRACE_TOKENS)
+    if out.any():
+        i = _first_bad(out)
+        raise InputError(
+            f"{path.name}: row {i + 2}, column {col}",
+            f"{_short(df[col].iloc[i])} is not from {minimum} to {MAX_TRACE_TOKENS:,} tokens",
+        )
     return values.astype(np.int64)
 
 
 def _time_column(values: np.ndarray, raw: pd.Series, col: str, path: Path) -> np.ndarray:
-    bad = ~np.isfinite(values) | (values < 0)
+    bad = ~np.isfinite(values) | (values < 0) | (values > MAX_TRACE_NUMBER)
     if bad.any():
         i = _first_bad(bad)
-        raise InputError(f"{path.name}: row {i + 2}, column {col}", f"{raw.iloc[i]!r} is not a time >= 0")
+        raise InputError(f"{path.name}: row {i + 2}, column {col}", f"{_short(raw.iloc[i])} is not a time >= 0")
     return values
 
 
@@ -146,7 +143,10 @@ def _workload(
 
 def _parse_azure(text: str, path: Path) -> Workload:
     df = _read_csv(text, path, AZURE_COLUMNS)
-    stamps = pd.to_datetime(df["TIMESTAMP"], format="ISO8601", errors="coerce")
+    try:  # mixed UTC offsets are instants like any other: compared in UTC (a naive stamp is read as UTC)
+        stamps = pd.to_datetime(df["TIMESTAMP"], format="ISO8601", errors="coerce", utc=True)
+    except (ValueError, OverflowError) as err:
+        raise InputError(f"{path.name}: column TIMESTAMP", f"not readable as times ({str(err)[:80]})") from None
     seconds = (stamps - stamps.min()).dt.total_seconds().to_numpy(dtype=float)
     arrival_s = _time_column(seconds, df["TIMESTAMP"], "TIMESTAMP", path)
     prompt = _int_column(df, "ContextTokens", path, 1)

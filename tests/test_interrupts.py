@@ -1,0 +1,92 @@
+"""Clean interrupts: Ctrl-C on `recommend` ends with one line and exit 130, and no worker process outlives the
+ranking or its parent (SIGKILL of the parent too). Real processes: the CLI runs as a subprocess in its own session,
+Ctrl-C is SIGINT to its process group (what a terminal sends)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import ROOT
+
+RECOMMEND = [
+    sys.executable,
+    "-m",
+    "planner",
+    "recommend",
+    "--gpus",
+    "H100-SXM,L40S,A100-80GB",
+    "--target-rate",
+    "5",
+    "--workers",
+    "2",
+]
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def _descendants(pid: int) -> list[int]:
+    kids = _children(pid)
+    return kids + [d for k in kids for d in _descendants(k)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _start_with_workers(stderr=subprocess.PIPE) -> tuple[subprocess.Popen, list[int]]:
+    """The ranking, once its two workers run (forkserver + resource tracker + 2 workers); polled, not timed."""
+    proc = subprocess.Popen(
+        RECOMMEND, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True
+    )
+    for _ in range(240):  # at most ~2 minutes on a loaded machine
+        found = _descendants(proc.pid)
+        if len(found) >= 4:
+            return proc, found
+        time.sleep(0.5)
+    proc.kill()
+    raise AssertionError("the workers never started")
+
+
+def _wait_gone(pids: list[int]) -> list[int]:
+    for _ in range(40):  # a worker polls its parent every second
+        left = [p for p in pids if _alive(p)]
+        if not left:
+            return []
+        time.sleep(0.25)
+    return left
+
+
+def test_ctrl_c_on_recommend_is_one_line_exit_130_and_no_worker_left():
+    proc, workers = _start_with_workers()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    lines = [line for line in err.replace("\r", "\n").splitlines() if line.strip()]
+    assert proc.returncode == 130, err
+    assert lines[-1] == "interrupted" and "Traceback" not in err, err
+    assert not [line for line in lines if "deployments searched" not in line and line != "interrupted"], err
+    assert _wait_gone(workers) == []
+
+
+def test_workers_die_with_a_killed_parent():
+    proc, workers = _start_with_workers(stderr=subprocess.DEVNULL)  # no pipe the orphans would hold open
+    proc.kill()  # SIGKILL to the parent alone: no handler, no cleanup runs
+    proc.wait(timeout=60)
+    assert _wait_gone(workers) == []
