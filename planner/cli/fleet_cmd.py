@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         spec_model=args.spec_model,
         spec_k=cfg.spec_k,
         spec_alpha=cfg.spec_alpha,
+        scheduler_policy=cfg.admission_policy,
     )
     text = _text(s, r, args.engine)
     if args.size:

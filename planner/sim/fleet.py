@@ -84,7 +84,7 @@ class FleetReplica(Replica):
                 if not self.pending or self.pending[0][0] >= h:
                     break
                 self.now = max(self.now, self.pending[0][0])
-                self.sglang_ratio.reset()
+                self.policy.on_idle()
             elif not (self._can_fast_forward() and self._fast_forward()):
                 self._step()
             done += 1
