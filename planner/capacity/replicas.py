@@ -189,13 +189,17 @@ def find_capacity(
     slo: SLO = SLO(),
     engine: str = DEFAULT_ENGINE,
     rel_tol: float = DEFAULT_REL_TOL,
+    saturated: float | None | tuple = (),
 ) -> CapacityResult:
-    """The highest arrival rate one replica sustains under `slo` (module note): a pure function of its inputs."""
+    """The highest arrival rate one replica sustains under `slo` (module note): a pure function of its inputs.
+    `saturated`: saturated_rps(r, traffic, engine) when the caller has it already (the ranking's bound); the
+    same number the search would compute, so the answer does not change."""
     t0 = time.perf_counter()
     mean_in, mean_out = mean_tokens(traffic)
     estimate = estimate_capacity_rps(r, mean_in, mean_out, engine)
     cost = step_cost_for(r, engine)  # built once, shared by every probe
-    saturated = saturated_rps(r, traffic, engine, cost)
+    if saturated == ():
+        saturated = saturated_rps(r, traffic, engine, cost)
     probes: dict[float, Probe] = {}
 
     def sustains(rate: float) -> bool:
@@ -374,14 +378,15 @@ def capacity_plan(
     engine: str | None = None,
     rel_tol: float = DEFAULT_REL_TOL,
     operating_point: bool = True,
+    saturated: float | None | tuple = (),
 ) -> CapacityPlan:
     """Capacity, replicas and cost of one deployment for `target_rps`, plus the latency at the operating point
-    (target / replicas per replica) when `operating_point`."""
+    (target / replicas per replica) when `operating_point`; `saturated` as in find_capacity."""
     s = replica_scenario(s)
     r = resolve(s)
     engine = engine or s.engine
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
-    cap = find_capacity(r, traffic, slo, engine, rel_tol)
+    cap = find_capacity(r, traffic, slo, engine, rel_tol, saturated)
     tp = r.deployment.tensor_parallel_size
     usd = price_of(r, prices)
     n = replicas_for(target_rps, cap.max_rate_per_replica, headroom)
