@@ -18,10 +18,8 @@ from planner.core.workload import PROFILES, SLO, TrafficSpec
 from ui.cached import capacity_cached
 from ui.charts import capacity as charts
 from ui.labels import error_text
-from ui.ranking import column_config, ranking_table, use_scenario
+from ui.ranking import column_config, progress_text, ranking_key, ranking_table, use_scenario
 from ui.state import current_scenario, resolved_or_stop
-
-RANKING_NUM_REQUESTS = 600
 
 
 def _price_table() -> pd.DataFrame:
@@ -157,21 +155,16 @@ st.header("Which deployment is cheapest at this SLO?")
 num_tasks = len(tasks_for(scenario, float(target), traffic, slo, float(headroom), dict(prices)))
 st.caption(
     f"Every catalogue GPU × weight precision (BF16/FP16, FP8 where supported, AWQ-INT4) × TP 1/2/4/8 that "
-    f"fits {r.model.name}: {num_tasks} deployments, each searched with {RANKING_NUM_REQUESTS} requests per "
-    "probe, in parallel on all cores. Ranked by $/hour for the target, then $ per token at full use."
+    f"fits {r.model.name}: {num_tasks} deployments. Each is first bounded by one saturated run (a replica never "
+    "sustains more than 95% of its saturated throughput, so its $/hour is at least …); the ones that can still be "
+    "among the two cheapest are then searched exactly as the plan above is (same "
+    f"{traffic.num_requests:,} requests per probe, same rounding), in parallel on all cores. Ranked by $/hour for "
+    "the target, then $ per token at full use."
 )
-rank_key = (scenario.model_dump_json(), float(target), traffic, slo, float(headroom), prices)
+rank_key = (ranking_key(scenario), float(target), traffic, slo, float(headroom), prices)
 if st.button("Rank all deployments", type="primary", key="cap_rank"):
-    bar = st.progress(0.0, text="Searching…")
-    rows = recommend(
-        scenario,
-        float(target),
-        traffic.model_copy(update={"num_requests": RANKING_NUM_REQUESTS}),
-        slo,
-        float(headroom),
-        dict(prices),
-        progress=lambda k, n: bar.progress(k / n, text=f"{k} of {n} deployments searched"),
-    )
+    bar = st.progress(0.0, text="Bounding every deployment…")
+    rows = recommend(scenario, float(target), traffic, slo, float(headroom), dict(prices), progress=progress_text(bar))
     bar.empty()
     st.session_state["cap_ranking"] = (rank_key, rows)
 stored = st.session_state.get("cap_ranking")
@@ -229,8 +222,8 @@ elif stored:
     st.info("The inputs changed since the last ranking: press Rank all deployments again.")
 else:
     st.info(
-        f"Press Rank all deployments to search {num_tasks} deployments (about {num_tasks * 0.3:,.0f} s of "
-        "simulation, shared among the cores)."
+        f"Press Rank all deployments to bound {num_tasks} deployments and search the few that can be the "
+        "cheapest (the bar shows the time left as it goes). Using a ranked deployment keeps the ranking."
     )
 
 # --- autoscaling ---------------------------------------------------------------------------------------------

@@ -173,6 +173,7 @@ def bound(task: Task) -> Bound:
     """Upper bound on the replica's capacity, lower bound on the deployment's $/hour (module note)."""
     r = resolve(replica_scenario(task.scenario))
     sat = saturated_rps(r, task.traffic, task.scenario.engine)
+    sat = float(sat) if sat else None
     ub = (1 - STABILITY_MARGIN) * sat if sat else None
     n = replicas_for(task.target_rps, ub, task.headroom) if ub else 1
     tp, usd = r.deployment.tensor_parallel_size, price_of(r, dict(task.prices))

@@ -198,7 +198,7 @@ def find_capacity(
     mean_in, mean_out = mean_tokens(traffic)
     estimate = estimate_capacity_rps(r, mean_in, mean_out, engine)
     cost = step_cost_for(r, engine)  # built once, shared by every probe
-    if saturated == ():
+    if isinstance(saturated, tuple):  # not given
         saturated = saturated_rps(r, traffic, engine, cost)
     probes: dict[float, Probe] = {}
 
