@@ -198,3 +198,19 @@ def test_plain_verdict_and_the_nearest_fix_one_click_away():
 def test_a_fitting_scenario_says_so_plainly():
     at = app()
     assert any(s.value.startswith("**Fits.**") for s in at.success)
+
+
+def test_the_max_model_len_fix_is_the_largest_that_fits():
+    # 70B BF16 on 2 × A100-80GB at max_model_len 32,768: 16,384 fits one request, 20,480 does not; 2,048 (the
+    # request rounded up) also fits but throws away context the deployment can hold
+    at = app(
+        sb_model="meta-llama/Llama-3.1-70B",
+        sb_gpu="A100-80GB",
+        sb_tp=2,
+        sb_num_gpus=2,
+        sb_set_maxlen=True,
+        sb_max_len=32768,
+    )
+    assert not at.exception
+    shown = " ".join(m.value for m in at.markdown)
+    assert "**max_model_len:** max_model_len 16,384, the largest that fits" in shown, shown
