@@ -3,8 +3,9 @@
 A deployment fits when vLLM would start (weights, activations and runtime leave a KV pool) and at least one request
 of the scenario's length fits that pool. The nearest fixes change one thing, in the order a platform engineer
 would try them: the largest max_model_len that fits (a power of two, or the requests' length; vLLM refuses to start
-when its pool holds less than one max_model_len request), a smaller weight precision on the same GPUs, more GPUs per replica (TP), then a GPU with more
-memory; for each kind, the first that fits (precisions by bits, TP upward, GPUs by memory then price).
+when its pool holds less than one max_model_len request), a smaller weight precision on the same GPUs, more GPUs
+per replica (TP), then a GPU with more memory; for each kind, the first that fits (precisions by bits, TP upward,
+GPUs by memory then price).
 """
 
 from __future__ import annotations
