@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from planner.capacity.recommend import recommend
+from planner.capacity.recommend import SEARCH_WEIGHT, recommend
 from planner.core.scenario import Scenario
 
 
@@ -49,6 +49,14 @@ def main() -> int:
     print(f"cheapest: {rows[0]['id']}, {rows[0]['replicas']} replicas, ${rows[0]['usd_per_hour']:.2f}/hour")
     if len(rows) > 1:
         print(f"runner-up: {rows[1]['id']}, {rows[1]['replicas']} replicas, ${rows[1]['usd_per_hour']:.2f}/hour")
+    if not args.old:  # what a bound run and a search cost here, against SEARCH_WEIGHT
+        n = len(rows)
+        phase1 = next(t for t, k, _ in ticks if k >= n)
+        search_s = (wall - phase1) / max(searched, 1)
+        print(
+            f"  a bound run {phase1 / n:.2f} s, a search {search_s:.2f} s (= {search_s / (phase1 / n):.1f} bound "
+            f"runs; the estimate assumes {SEARCH_WEIGHT})"
+        )
     for share in (0.25, 0.5, 0.75):  # the page's estimate: elapsed × (total − done) / done
         t, k, n = next(x for x in ticks if x[0] >= share * wall)
         eta, truth = t * (n - k) / k, wall - t

@@ -385,64 +385,73 @@ SEARCH_WEIGHT = 11
 
 def run_pruned(tasks: list[Task], workers: int | None = None, progress: Progress | None = None) -> list[dict]:
     """Bound every task, then search cheapest bound first until the rest cannot enter the top two (module note).
-    progress(done, total) counts work in bound runs (a search = SEARCH_WEIGHT): total shrinks as candidates are
-    ruled out, so done / total is the share of the remaining work done."""
+    progress(done, total) counts work in bound runs (a search = SEARCH_WEIGHT); the searches still to come are
+    estimated as those whose bound is below the runner-up's cost (before two are known: below the second-lowest
+    bound, a lower estimate), so total moves as the run learns and done / total is the share of the work done."""
     workers = workers or os.cpu_count() or 1
     if workers < 1:
         raise InputError("workers", "must be >= 1")
     n = len(tasks)
     rows: list[dict | None] = [None] * n
     bounds: list[Bound | None] = [None] * n
-    state = {"done": 0, "bounds": n, "searches": n}  # still to run (searches: an upper estimate until pruning)
-
-    def report():
-        if progress:
-            progress(state["done"], state["done"] + state["bounds"] + SEARCH_WEIGHT * state["searches"])
-
     feasible_costs: list[float] = []
+    queue: list[int] = []
+    inflight: dict = {}
+    done = [0]  # work units done
 
     def cutoff() -> float:
         return sorted(feasible_costs)[KEEP_EXACT - 1] if len(feasible_costs) >= KEEP_EXACT else math.inf
+
+    def report(phase: int) -> None:
+        if not progress:
+            return
+        if phase == 1:
+            searches = KEEP_EXACT + 1
+        else:
+            c = cutoff()
+            if c == math.inf:
+                lbs = sorted(b.usd_per_hour_lower_bound for b in bounds)
+                c = lbs[min(KEEP_EXACT, n) - 1]
+            searches = len(inflight) + sum(bounds[j].usd_per_hour_lower_bound <= c for j in queue)
+        left_bounds = sum(b is None for b in bounds)
+        progress(done[0], done[0] + left_bounds + SEARCH_WEIGHT * searches)
 
     def settle_search(i: int, row: dict) -> None:
         rows[i] = row
         if row.get("feasible"):
             feasible_costs.append(row["usd_per_hour"])
-        state["done"] += SEARCH_WEIGHT
-        state["searches"] -= 1
-        report()
+        done[0] += SEARCH_WEIGHT
 
     with _executor(workers, n) as pool:
         # 1. bounds (one saturation run each)
         for i, b in _map(pool, bound, [(t,) for t in tasks]):
             bounds[i] = b
-            state["done"] += 1
-            state["bounds"] -= 1
-            report()
-        order = sorted(range(n), key=lambda i: (bounds[i].usd_per_hour_lower_bound, i))
+            done[0] += 1
+            report(1)
         # 2. searches, cheapest bound first; once one is above the cutoff, so are all after it (sorted), and
         #    the cutoff only falls
-        queue = list(order)
-        inflight: dict = {}
+        queue.extend(sorted(range(n), key=lambda i: (bounds[i].usd_per_hour_lower_bound, i)))
+        report(2)
         while queue or inflight:
             while queue and len(inflight) < (workers if pool else 1):
                 i = queue[0]
                 if bounds[i].usd_per_hour_lower_bound > cutoff():
                     for j in queue:
                         rows[j] = _pruned_row(tasks[j], bounds[j], cutoff())
-                    state["searches"] -= len(queue)
-                    queue = []
-                    report()
+                    queue.clear()
                     break
                 queue.pop(0)
                 if pool is None:
                     settle_search(i, evaluate(tasks[i], bounds[i].saturated_rps))
+                    report(2)
                 else:
                     inflight[_submit(pool, evaluate, tasks[i], bounds[i].saturated_rps)] = i
             if inflight:
-                done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
-                for fut in done:
+                finished, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+                for fut in finished:
                     settle_search(inflight.pop(fut), fut.result())
+                report(2)
+    report(2)
     return rows
 
 
