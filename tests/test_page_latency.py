@@ -146,3 +146,15 @@ def test_concurrency_above_the_memory_limit_runs_under_queueing_with_a_note():
     assert batch > 311 and "above the memory limit" in note and "queueing" in note
     m = metrics(at)
     assert "TTFT" in m and "Static batch TTFT" in m
+
+
+def test_the_what_if_title_names_the_lever_that_saves_more():
+    # the code profile: long prompts, short answers; halving the prompt saves more than halving the output
+    at = fresh(Scenario(traffic=TrafficSpec(profile="custom", prompt="fixed:8000", output="fixed:20")))
+    assert not at.exception
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    what_if = next(t for t in titles if t.startswith("What if"))
+    assert what_if == "What if: prompt length is the bigger lever"
+    assert "What if: output length is the bigger lever" in [
+        json.loads(c.proto.spec)["layout"]["title"]["text"] for c in fresh().get("plotly_chart")
+    ]
