@@ -377,10 +377,10 @@ def recommend(
     return mark_pareto(rank(run_tasks(tasks, workers, ray_address, progress)))
 
 
-# A search runs ~10 probes (bracket + bisection to 2%) and the operating point after its saturation run:
-# measured 8-14 simulations for the default 8B chat ranking (benchmarks/bench_ranking.py), so a search weighs
-# SEARCH_WEIGHT bound runs in the progress estimate.
-SEARCH_WEIGHT = 11
+# A search runs ~8-10 probes (bracket + bisection to 2%) and the operating point after its saturation run: a search
+# took 8.5 bound runs' time on the default 8B chat ranking (benchmarks/bench_ranking.py), so it weighs SEARCH_WEIGHT
+# bound runs in the progress estimate.
+SEARCH_WEIGHT = 9
 
 
 def run_pruned(tasks: list[Task], workers: int | None = None, progress: Progress | None = None) -> list[dict]:
