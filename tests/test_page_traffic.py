@@ -127,3 +127,19 @@ def test_the_page_starts_from_the_scenario_workload_and_slo():
     assert at.text_input(key="load_prompt_spec").value == "fixed:700"
     assert at.number_input(key="load_seed").value == 5 and at.number_input(key="load_num_requests").value == 400
     assert (at.number_input(key="load_slo_ttft_ms").value, at.number_input(key="load_slo_tpot_ms").value) == (1500, 50)
+
+
+def test_long_series_are_downsampled_keeping_their_peaks():
+    from ui.charts.load import MAX_POINTS, min_max_downsample
+
+    at = load()
+    for fig in charts(at):
+        for trace in fig["data"]:
+            assert len(values(trace.get("x", []))) <= MAX_POINTS, fig["layout"].get("title")  # was 19k per line
+            assert trace["type"] != "scattergl"  # no WebGL context per chart
+    x = np.arange(100_000.0)
+    y = np.zeros_like(x)
+    y[31_337] = 7.0  # a one-step queue spike
+    xs, ys = min_max_downsample(x, y, 1000)
+    assert len(xs) <= 1002 and ys.max() == 7.0 and xs[0] == 0 and xs[-1] == 99_999
+    assert (np.diff(xs) > 0).all()
