@@ -214,3 +214,12 @@ def test_the_max_model_len_fix_is_the_largest_that_fits():
     assert not at.exception
     shown = " ".join(m.value for m in at.markdown)
     assert "**max_model_len:** max_model_len 16,384, the largest that fits" in shown, shown
+
+
+def test_a_checkpoint_published_in_fp8_loads_in_fp8():
+    at = app()
+    at.selectbox(key="sb_model").set_value("deepseek-ai/DeepSeek-V3").run()
+    assert not at.exception
+    assert at.session_state["sb_weights"] == "fp8" == at.session_state["scenario"].deployment.weights  # was bf16
+    at.selectbox(key="sb_model").set_value("meta-llama/Llama-3.1-8B").run()
+    assert at.session_state["sb_weights"] == "fp8"  # a BF16 checkpoint keeps the user's choice

@@ -11,7 +11,15 @@ import json
 import streamlit as st
 from pydantic import ValidationError
 
-from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, gpus, kv_precisions, model_presets, weight_precisions
+from planner.core.catalog import (
+    DEFAULT_GPU,
+    DEFAULT_MODEL,
+    get_model,
+    gpus,
+    kv_precisions,
+    model_presets,
+    weight_precisions,
+)
 from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError, from_validation_error
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
@@ -35,13 +43,25 @@ def _model_source() -> tuple[str, ModelSpec | None]:
         options,
         index=presets.index(DEFAULT_MODEL),
         key="sb_model",
-        help="Presets are published Hugging Face config.json files (data/models/).",
+        help="Presets are published Hugging Face config.json files (data/models/). A checkpoint published "
+        "quantized (DeepSeek-V3's FP8) sets Weights to its format, as the CLI does.",
+        on_change=_weights_follow_model,
     )
     if choice == UPLOAD:
         return choice, _uploaded_model()
     if choice == MANUAL:
         return choice, _manual_model()
     return choice, None
+
+
+def _weights_follow_model() -> None:
+    """A preset published quantized (config.json's quantization_config) loads in that format, as the CLI's default
+    --weights does; other presets keep the user's choice."""
+    choice = st.session_state.get("sb_model")
+    if choice in model_presets():
+        fmt = get_model(choice).quantized_weights
+        if fmt and fmt in weight_precisions():
+            st.session_state["sb_weights"] = fmt
 
 
 class ShownError(InputError):
