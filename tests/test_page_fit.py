@@ -223,3 +223,21 @@ def test_a_checkpoint_published_in_fp8_loads_in_fp8():
     assert at.session_state["sb_weights"] == "fp8" == at.session_state["scenario"].deployment.weights  # was bf16
     at.selectbox(key="sb_model").set_value("meta-llama/Llama-3.1-8B").run()
     assert at.session_state["sb_weights"] == "fp8"  # a BF16 checkpoint keeps the user's choice
+
+
+def test_fp8_on_ampere_is_labelled_weight_only_everywhere():
+    at = app(
+        sb_model="meta-llama/Llama-3.1-70B",
+        sb_gpu="A100-80GB",
+        sb_tp=2,
+        sb_num_gpus=2,
+        sb_set_maxlen=True,
+        sb_max_len=32768,
+    )
+    assert not at.exception
+    shown = " ".join(m.value for m in at.markdown)
+    assert "**precision:** FP8 (weight-only, Marlin) weights" in shown and "W8A8, E4M3" not in shown
+    assert resolve(Scenario(gpu="A100-80GB", deployment=Deployment(weights="fp8"))).weights.label == (
+        "FP8 (weight-only, Marlin)"
+    )
+    assert resolve(Scenario(gpu="H100-SXM", deployment=Deployment(weights="fp8"))).weights.label == "FP8 (W8A8, E4M3)"

@@ -23,6 +23,7 @@ from planner.core.catalog import (
 from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError, from_validation_error
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
+from planner.core.precision import label_on
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment, ModelSpec, custom_gpu
 from ui.labels import error_text
@@ -166,7 +167,7 @@ def _hardware() -> dict:
         weights,
         index=weights.index("bf16"),
         key="sb_weights",
-        format_func=lambda p: weight_precisions()[p].label,
+        format_func=lambda p: label_on(weight_precisions()[p], bool(catalogue[gpu].tflops_fp8)),
     )
     _precision_note(gpu, w)
     kv = st.selectbox("KV cache", list(kv_precisions()), key="sb_kv", format_func=lambda p: kv_precisions()[p].label)

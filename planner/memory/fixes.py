@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from planner.core.catalog import gpus, weight_precisions
 from planner.core.errors import InputError
+from planner.core.precision import label_on
 from planner.core.scenario import Scenario, resolve, with_deployment
 from planner.memory.plan import TP_DEGREES, plan_memory
 
@@ -52,7 +53,10 @@ def nearest_fixes(s: Scenario) -> list[Fix]:
     catalogue = weight_precisions()
     precisions = [p for p in FIX_PRECISIONS if p in catalogue and catalogue[p].bits_per_weight < bits]
     precision = [
-        (f"{weight_precisions()[p].label} weights", with_deployment(s, s.gpu, p, d.tensor_parallel_size, d.num_gpus))
+        (
+            f"{label_on(catalogue[p], bool(r.gpu.tflops_fp8))} weights",
+            with_deployment(s, s.gpu, p, d.tensor_parallel_size, d.num_gpus),
+        )
         for p in precisions
     ]
     tps = [t for t in TP_DEGREES if t > d.tensor_parallel_size]
