@@ -288,6 +288,7 @@ c[3].metric(
     "vs static peak",
     _usd(day.static_usd),
     delta=f"{day.savings:.0%} saved" if day.savings >= 0 else f"{-day.savings:.0%} more",
-    help=f"{day.static_replicas} replicas all day = ceil(peak × headroom / capacity).",
+    help=f"{day.static_replicas} replicas all day: the larger of ceil(peak × headroom / capacity) and the "
+    "autoscaler's own peak, so both fleets provision as much at the busiest minute.",
 )
 st.plotly_chart(charts.autoscale_day(day.series, day.static_replicas, slo.ttft_p95_s), key="cap_day_chart")

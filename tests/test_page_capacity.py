@@ -128,3 +128,16 @@ def test_the_ranked_row_is_the_plan_and_using_it_keeps_the_ranking(monkeypatch):
     assert m["Capacity per replica (req/s)"] == f"{best['max_rate_per_replica']:,.3g}"
     assert best["feasible"] and at.get("plotly_chart") and at.dataframe  # the ranking is still on the page
     assert not [i for i in at.info if "inputs changed" in i.value]
+
+
+def test_the_static_fleet_is_never_below_the_autoscaled_peak():
+    at = load()
+    day = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "Replicas" in c.proto.spec)
+    traces = {t["name"]: t for t in day["data"]}
+
+    def ys(trace):
+        from test_page_traffic import values
+
+        return values(trace["y"])
+
+    assert ys(traces["static peak"]).min() >= ys(traces["ready replicas"]).max()  # was 7 against 8
