@@ -25,6 +25,7 @@ from planner.traffic.traces import load_trace
 from ui.charts import load as charts
 from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
+from ui.sweep_table import SWEEP_FORMATS, sweep_table
 
 TIMING_LABELS = {"poisson": "Poisson at the rate", "trace": "the trace's own timing, rescaled to the rate"}
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "servingplan_uploads"
@@ -403,25 +404,21 @@ if stored and stored[0] == sweep_key:
     c[2].metric("p95 TPOT at the knee (ms)", _ms(knee["tpot_p95_s"]) if knee else "–")
     st.plotly_chart(charts.sweep_latency(rows, knee), key="load_sweep_latency")
     st.plotly_chart(charts.sweep_throughput(rows, knee), key="load_sweep_throughput")
-    cols = [
-        "rate_per_s",
-        "sustains",
-        "reason",
-        "offered_requests_per_s",
-        "served_requests_per_s",
-        "ttft_p95_s",
-        "tpot_p95_s",
-        "e2e_p95_s",
-        "queue_p95_s",
-        "throughput_tokens_per_s",
-        "goodput_requests_per_s",
-        "preemptions",
-        "rejected",
-        "mean_running",
-        "max_waiting",
-    ]
     with st.expander("Sweep table"):
-        st.dataframe(pd.DataFrame(rows)[cols], hide_index=True, key="load_sweep_table")
+        st.dataframe(
+            sweep_table(rows),
+            hide_index=True,
+            key="load_sweep_table",
+            column_config={
+                name: st.column_config.NumberColumn(name, format=fmt) for name, fmt in SWEEP_FORMATS.items()
+            },
+        )
+        st.caption(
+            "Served and goodput: completions per second over the steady window (arrivals between their 10th and "
+            "90th percentiles); goodput counts the requests within the p95 TTFT and TPOT targets, so it never "
+            f"exceeds served. Rates: {points} points evenly spaced from {lo:,.3g} to {hi:,.3g} req/s, so the knee "
+            f"is known to one step ({(hi - lo) / max(points - 1, 1):,.3g} req/s); the Capacity page bisects to 2%."
+        )
 elif stored:
     st.info("The inputs changed since the last sweep: press Run sweep again.")
 else:

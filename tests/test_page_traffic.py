@@ -143,3 +143,17 @@ def test_long_series_are_downsampled_keeping_their_peaks():
     xs, ys = min_max_downsample(x, y, 1000)
     assert len(xs) <= 1002 and ys.max() == 7.0 and xs[0] == 0 and xs[-1] == 99_999
     assert (np.diff(xs) > 0).all()
+
+
+def test_sweep_table_is_for_people_and_goodput_never_exceeds_served():
+    at = load()
+    at.button(key="load_run_sweep").click().run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "rate (req/s)" in d.value.columns)
+    assert not [c for c in table.columns if "_" in c]  # was rate_per_s, ttft_p95_s, ...
+    assert {"p95 TTFT (ms)", "p95 TPOT (ms)", "served (req/s)", "goodput (req/s)"} <= set(table.columns)
+    ttft_ms = table["p95 TTFT (ms)"].dropna()
+    assert (ttft_ms == ttft_ms.round(0)).all() and ttft_ms.max() > 1  # ms, rounded (was 0.1936… s)
+    both = table[["served (req/s)", "goodput (req/s)"]].dropna()
+    assert len(both) and (both["goodput (req/s)"] <= both["served (req/s)"] + 1e-9).all()
+    assert any("grid" in c.value or "one step" in c.value for c in at.caption)
