@@ -326,7 +326,12 @@ rate = st.slider("Arrival rate (requests/s)", _nice(cap / 50), rate_max, key="lo
 summary, steps, requests = _run(server, traffic, rate)
 c = st.columns(4)
 c[0].metric("Completed", f"{summary.completed:,}", help=f"of {summary.num_requests:,} requests")
-c[1].metric("Rejected", f"{summary.rejected:,}", help="Queue full (backpressure) or longer than the KV pool.")
+c[1].metric(
+    "Rejected",
+    f"{summary.rejected:,}",
+    help=f"{summary.rejected_too_long:,} longer than max_model_len {r.max_model_len:,} (prompt + output) or than "
+    f"the KV pool; {summary.rejected_queue_full:,} refused by a full queue (backpressure).",
+)
 c[2].metric(
     "Throughput (tok/s)",
     f"{summary.throughput_tokens_per_s or 0:,.0f}",
@@ -338,6 +343,14 @@ c[3].metric(
     help=f"Requests per second meeting TTFT ≤ {slo_ttft_ms:,} ms and TPOT ≤ {slo_tpot_ms:,} ms "
     f"({_pct(summary.slo_attainment)} of completed).",
 )
+over_len = int(((requests["prompt_tokens"] + requests["output_tokens"]) > r.max_model_len).sum())
+if over_len:
+    st.warning(
+        f"{over_len:,} of {summary.num_requests:,} requests are longer than max_model_len {r.max_model_len:,} "
+        "(prompt + output): vLLM rejects them at once, so they count as Rejected and in no latency. Raise it in "
+        "the sidebar under **Engine settings (vLLM names) → max_model_len** if the model's window allows "
+        f"({r.model.max_position_embeddings:,})."
+    )
 c = st.columns(4)
 c[0].metric("p95 TTFT (ms)", _ms(summary.ttft_s.p95), help="Queue wait + prefill.")
 c[1].metric("p95 TPOT (ms)", _ms(summary.tpot_s.p95), help="Time between streamed tokens.")

@@ -157,3 +157,20 @@ def test_sweep_table_is_for_people_and_goodput_never_exceeds_served():
     both = table[["served (req/s)", "goodput (req/s)"]].dropna()
     assert len(both) and (both["goodput (req/s)"] <= both["served (req/s)"] + 1e-9).all()
     assert any("grid" in c.value or "one step" in c.value for c in at.caption)
+
+
+def test_requests_over_max_model_len_are_named_as_the_cause():
+    from planner.core.scenario import Scenario
+    from planner.core.specs import Deployment
+    from planner.core.workload import TrafficSpec
+
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["scenario"] = Scenario(
+        traffic=TrafficSpec(profile="rag"), deployment=Deployment(max_model_len=8192)
+    )
+    at.run()
+    assert not at.exception
+    warning = " ".join(w.value for w in at.warning)
+    assert "longer than max_model_len 8,192" in warning and "Engine settings" in warning
+    rejected = next(m for m in at.metric if m.label == "Rejected")
+    assert int(rejected.value.replace(",", "")) > 0 and "max_model_len 8,192" in rejected.help
