@@ -252,3 +252,17 @@ def test_one_prefix_caching_switch_on_by_default_and_in_the_link():
     off = app(sb_prefix=False).session_state["scenario"]
     assert off.traffic.prefix_caching is False and off.deployment.enable_prefix_caching is False
     assert to_query(off)["pfx"] in ("0", "false")  # unticking changed nothing in the link before
+
+
+def test_requests_fit_agrees_with_a_verdict_that_vllm_refuses_to_start():
+    at = app(
+        sb_model="meta-llama/Llama-3.1-70B",
+        sb_gpu="A100-80GB",
+        sb_tp=2,
+        sb_num_gpus=2,
+        sb_set_maxlen=True,
+        sb_max_len=32768,
+    )
+    assert any(e.value.startswith("**Does not fit:**") for e in at.error)
+    fit = next(m for m in at.metric if m.label == "vLLM: requests fit")
+    assert fit.value == "0" and "would not start" in fit.help  # was 11 beside "refuses to start"
