@@ -88,7 +88,7 @@ prices = tuple(
 
 # --- one deployment: the sidebar scenario -----------------------------------------------------------------
 dep = r.deployment
-st.header(f"{r.model.name} on {dep.tensor_parallel_size} × {r.gpu.id} ({r.weights.label}) per replica")
+st.header(f"{r.model.name} on {dep.tensor_parallel_size} × {r.gpu.id} per replica, {r.weights.label} weights")
 try:
     plan = capacity_cached(scenario.model_dump_json(), prices)  # shared with the report, across sessions
 except InputError as err:
@@ -139,7 +139,7 @@ c[2].metric(
 )
 c[3].metric("p95 TPOT at the operating point (ms)", _ms(op.tpot_p95_s if op else None))
 st.plotly_chart(
-    charts.search_probes(plan.probes, plan.max_rate_per_replica, slo.ttft_p95_s, plan.saturated_rps),
+    charts.search_probes(plan.probes, plan.max_rate_per_replica, slo.ttft_p95_s, plan.saturated_rps, slo.tpot_p95_s),
     key="cap_probes_chart",
 )
 vllm_default = batch_defaults(r.gpu, scenario.engine)
