@@ -1,0 +1,33 @@
+"""The README's quick examples run as written from any directory (here: an empty temporary one)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def _lines(starts: tuple[str, ...]) -> list[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return [ln.split("   #")[0].strip() for ln in readme.splitlines() if ln.startswith(starts)]
+
+
+def _run(line: str, cwd) -> subprocess.CompletedProcess:
+    command = re.sub(r"^servingplan ", f"{sys.executable} -m planner ", line)
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_validate_and_batching_examples_run_outside_the_repository(tmp_path):
+    lines = _lines(("printf ", "servingplan batching", "servingplan validate"))
+    assert len(lines) == 3, lines
+    for line in lines:
+        done = _run(line, tmp_path)
+        assert done.returncode == 0, (line, done.stderr[-500:])
+
+
+def test_help_text_has_no_doubled_percent():
+    done = _run("servingplan validate --help", ROOT)
+    assert done.returncode == 0 and "%%" not in done.stdout and "% error" in done.stdout
