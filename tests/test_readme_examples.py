@@ -31,3 +31,11 @@ def test_validate_and_batching_examples_run_outside_the_repository(tmp_path):
 def test_help_text_has_no_doubled_percent():
     done = _run("servingplan validate --help", ROOT)
     assert done.returncode == 0 and "%%" not in done.stdout and "% error" in done.stdout
+
+
+def test_a_model_too_big_for_the_gpu_blames_the_gpu_not_the_utilisation(tmp_path):
+    done = _run("servingplan capacity --model deepseek-ai/DeepSeek-V3 --gpu L4 --target-rate 1", tmp_path)
+    assert done.returncode == 2
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.lower().startswith("error: --gpu:") and "--gpu-memory-utilization" not in line  # was blamed
+    assert "memory page" not in line and "servingplan memory" in line
