@@ -151,8 +151,7 @@ def evaluate(task: Task, saturated: float | None | tuple = ()) -> dict:
         reason=reason,
         operating_rate_per_replica=op.rate_per_s if op else None,
         price_date=plan.price_date,
-        searched=True,
-    )
+    )  # a row not searched carries searched=False (and its bounds); searched rows keep the contract's keys
     return row
 
 
