@@ -266,3 +266,9 @@ def test_requests_fit_agrees_with_a_verdict_that_vllm_refuses_to_start():
     assert any(e.value.startswith("**Does not fit:**") for e in at.error)
     fit = next(m for m in at.metric if m.label == "vLLM: requests fit")
     assert fit.value == "0" and "would not start" in fit.help  # was 11 beside "refuses to start"
+
+
+def test_a_json_error_reads_once_at_its_line():
+    at = app(sb_model=UPLOAD, sb_config_paste='{\n"hidden_size": 4096,\n"model_type": "llama')
+    errors = " ".join(e.value for e in at.error)
+    assert "Unterminated string starting at line 3" in errors and "at at" not in errors

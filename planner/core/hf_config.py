@@ -203,7 +203,8 @@ def parse_config_text(text: str | bytes, name: str | None = None, source: str = 
     try:
         cfg = json.loads(text)
     except json.JSONDecodeError as err:
-        raise InputError(source, f"is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+        what = err.msg.removesuffix(" at")  # "Unterminated string starting at" + " at line 12" read "at at"
+        raise InputError(source, f"is not valid JSON: {what} at line {err.lineno}, column {err.colno}") from None
     except (ValueError, RecursionError) as err:  # e.g. a 5,000-digit number, or arrays nested 100,000 deep
         raise InputError(source, f"is not a usable JSON document ({type(err).__name__}: {_show(str(err))})") from None
     if isinstance(cfg, dict) and isinstance(cfg.get(SPEC_KEY), dict):  # a servingplan model spec (shared links)
@@ -227,6 +228,9 @@ def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
             raise InputError("model", f"{path} is not a regular file")
         with path.open("rb") as f:
             data = f.read(MAX_CONFIG_BYTES + 1)  # never read more than the cap (think /dev/zero)
+        if len(data) > MAX_CONFIG_BYTES:  # only the cap + 1 was read: say the file's own size
+            size = path.stat().st_size
+            raise InputError(path.name, f"file is {size:,} bytes; a config.json is at most {MAX_CONFIG_BYTES:,}")
     except OSError as err:
         raise InputError("model", f"cannot read {path}: {err.strerror}") from None
     return parse_config_text(data, name=name or path.stem, source=path.name)
