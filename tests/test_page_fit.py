@@ -272,3 +272,23 @@ def test_a_json_error_reads_once_at_its_line():
     at = app(sb_model=UPLOAD, sb_config_paste='{\n"hidden_size": 4096,\n"model_type": "llama')
     errors = " ".join(e.value for e in at.error)
     assert "Unterminated string starting at line 3" in errors and "at at" not in errors
+
+
+def test_a_rejected_upload_error_goes_when_a_config_is_pasted():
+    cfg = {
+        "hidden_size": 2048,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "intermediate_size": 8192,
+        "vocab_size": 32000,
+        "max_position_embeddings": 8192,
+    }
+    at = app(
+        sb_model=UPLOAD,
+        sb_upload_rejected="config.json: file is 2,000,000 bytes",
+        sb_config_paste=json.dumps(cfg),
+    )
+    assert not at.exception
+    assert not [e.value for e in at.error if "2,000,000 bytes" in e.value]  # the old error stayed
+    assert at.session_state["scenario"].model_spec.num_layers == 16

@@ -75,6 +75,9 @@ def _uploaded_model() -> ModelSpec | None:
         "config.json", type=["json"], key=f"sb_config_upload_{gen}", help=f"At most {MAX_CONFIG_BYTES // 1000:,} KB."
     )
     rejected = st.session_state.get("sb_upload_rejected")
+    if rejected and (up is not None or st.session_state.get("sb_config_paste", "").strip()):
+        st.session_state.pop("sb_upload_rejected")  # a later file or paste replaces the rejected one's error
+        rejected = None
     if rejected and up is None:
         st.error(f"{rejected} (the file was not used; the last valid model stays in use)")
     text = st.text_area("…or paste its contents", key="sb_config_paste", height=120)
