@@ -155,9 +155,10 @@ st.header("Which deployment is cheapest at this SLO?")
 num_tasks = len(tasks_for(scenario, float(target), traffic, slo, float(headroom), dict(prices)))
 st.caption(
     f"Every catalogue GPU × weight precision (BF16/FP16, FP8 where supported, AWQ-INT4) × TP 1/2/4/8 that "
-    f"fits {r.model.name}: {num_tasks} deployments. Each is first bounded by one saturated run (a replica never "
-    "sustains more than 95% of its saturated throughput, so its $/hour is at least …); the ones that can still be "
-    "among the two cheapest are then searched exactly as the plan above is (same "
+    f"fits {r.model.name}: {num_tasks} deployments. Each is first bounded by one saturated run: a replica never "
+    "sustains more than 95% of its saturated throughput, which sets the fewest replicas and so the lowest $/hour "
+    "it could cost. The ones whose lowest $/hour can still be among the two cheapest are then searched exactly as "
+    "the plan above is (same "
     f"{traffic.num_requests:,} requests per probe, same rounding), in parallel on all cores. Ranked by $/hour for "
     "the target, then $ per token at full use."
 )
