@@ -157,6 +157,9 @@ def test_sweep_table_is_for_people_and_goodput_never_exceeds_served():
     both = table[["served (req/s)", "goodput (req/s)"]].dropna()
     assert len(both) and (both["goodput (req/s)"] <= both["served (req/s)"] + 1e-9).all()
     assert any("grid" in c.value or "one step" in c.value for c in at.caption)
+    labels = [t for f in charts(at) for tr in f["data"] if tr.get("mode") == "markers+text" for t in tr["text"] if t]
+    assert labels and len(labels) == len(set(labels))  # once per failed criterion
+    assert not [t for t in labels if "req/s" in t or " ms" in t]  # the criterion, not its figures (cut at the edge)
 
 
 def test_requests_over_max_model_len_are_named_as_the_cause():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -17,10 +19,21 @@ COST_LABELS = {
 
 
 def short_reason(reason: str) -> str:
-    """The failing criterion of a probe, short enough to print beside its marker."""
+    """The failing criterion of a probe, short enough to print beside its marker: its name without the figures
+    ("queue grows", "p95 TTFT"; "queue grows 6.20 r…" was cut at the chart's edge)."""
     if reason.startswith("offered"):
         return "≥ 95% of saturation"
-    return reason.split(" (")[0].split(" > ")[0]
+    return re.split(r" [\d,.]+", reason.split(" (")[0].split(" > ")[0])[0]
+
+
+def once_per_reason(reasons) -> list[str]:
+    """short_reason for the first probe failing each criterion, "" for the rest (one label per criterion)."""
+    seen, out = set(), []
+    for reason in reasons:
+        short = short_reason(reason) if reason else ""
+        out.append(short if short and short not in seen else "")
+        seen.add(short)
+    return out
 
 
 def search_probes(
@@ -36,13 +49,7 @@ def search_probes(
     throughput marked."""
     df = pd.DataFrame(probes).sort_values("rate_per_s")
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=("p95 TTFT (ms)", "p95 TPOT (ms)"))
-    labelled = set()
-    first_of_reason = []
-    for reason in df["reason"]:
-        short = short_reason(reason) if reason else ""
-        first_of_reason.append(short if short and short not in labelled else "")
-        labelled.add(short)
-    df = df.assign(label=first_of_reason)
+    df = df.assign(label=once_per_reason(df["reason"]))
     for col, key in ((1, "ttft_p95_s"), (2, "tpot_p95_s")):
         for ok, color, name in ((True, OK_COLOR, "sustains the SLO"), (False, FAIL_COLOR, "fails")):
             part = df[df["sustains"] == ok]

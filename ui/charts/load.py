@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from planner.sim.records import ServingSummary
-from ui.charts.capacity import short_reason
+from ui.charts.capacity import once_per_reason
 
 RUN_COLORS = {"open loop": "#d62728", "closed loop": "#1f77b4", "run": "#1f77b4"}
 P95_COLOR, P50_COLOR, KNEE_COLOR = "#d62728", "#1f77b4", "#2ca02c"
@@ -67,8 +67,8 @@ def sweep_latency(rows: list[dict], knee: dict | None = None) -> go.Figure:
                 mode="markers+text",
                 name="fails the verdict",
                 marker=dict(color=P95_COLOR, symbol="x", size=11),
-                text=[short_reason(x) for x in bad["reason"]],
-                textposition="top center",
+                text=once_per_reason(bad["reason"]),
+                textposition="top left",  # into the plot: the last rate sits at the right edge
                 textfont=dict(size=10, color=P95_COLOR),
                 customdata=bad["reason"],
                 hovertemplate="%{x:,.3g} req/s<br>%{customdata}<extra></extra>",
