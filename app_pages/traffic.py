@@ -315,9 +315,16 @@ if st.session_state.get("load_cap_basis") != basis:  # new scenario or traffic: 
     st.session_state["load_ovc_rate"] = _nice(0.9 * cap)
     st.session_state["load_sweep_range"] = (_nice(0.2 * cap), _nice(1.4 * cap))
 rate_max = _nice(3 * cap)
+run_prompt, run_output = mean_lengths(_workload(traffic, 1.0))  # the simulated requests, as the sidebar says
 st.caption(
-    f"Mean prompt {mean_prompt:,.0f} tokens, mean output {mean_output:,.0f} tokens. Rough capacity from "
-    f"the latency model: ≈ {cap:,.3g} requests/s per replica (the sweep measures it)."
+    f"Mean prompt {run_prompt:,.0f} tokens, mean output {run_output:,.0f} tokens over the {num_requests:,} "
+    "simulated requests (the sidebar's and the Capacity page's figures)"
+    + (
+        f"; the whole trace averages {mean_prompt:,.0f} + {mean_output:,.0f}"
+        if profile != "custom" and (round(run_prompt), round(run_output)) != (round(mean_prompt), round(mean_output))
+        else ""
+    )
+    + f". Rough capacity from the latency model: ≈ {cap:,.3g} requests/s per replica (the sweep measures it)."
 )
 
 # --- one load level ----------------------------------------------------------------------------------------

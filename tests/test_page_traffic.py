@@ -177,3 +177,13 @@ def test_requests_over_max_model_len_are_named_as_the_cause():
     assert "longer than max_model_len 8,192" in warning and "Engine settings" in warning
     rejected = next(m for m in at.metric if m.label == "Rejected")
     assert int(rejected.value.replace(",", "")) > 0 and "max_model_len 8,192" in rejected.help
+
+
+def test_the_mean_request_matches_the_sidebar():
+    from planner.core.workload import TrafficSpec
+    from ui.workload_widgets import lengths_of
+
+    at = load()
+    sidebar = lengths_of(TrafficSpec())  # the sidebar's and Capacity's figure: the simulated requests' mean
+    text = " ".join(c.value for c in at.caption)
+    assert f"Mean prompt {sidebar.prompt_tokens:,} tokens, mean output {sidebar.output_tokens:,} tokens" in text
