@@ -370,7 +370,9 @@ c[2].metric("Preemptions", f"{summary.preemptions:,}", help="Requests evicted wh
 c[3].metric("Prefix hit rate", _pct(summary.prefix_hit_rate), help="Prompt tokens served from the prefix cache.")
 table = pd.DataFrame(
     {
-        label: {k: (v or float("nan")) * 1e3 for k, v in dataclasses.asdict(getattr(summary, key)).items()}
+        label: {
+            k: (float("nan") if v is None else v) * 1e3 for k, v in dataclasses.asdict(getattr(summary, key)).items()
+        }
         for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("end-to-end", "e2e_s"), ("queue wait", "queue_s"))
     }
 ).T

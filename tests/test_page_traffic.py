@@ -187,3 +187,13 @@ def test_the_mean_request_matches_the_sidebar():
     sidebar = lengths_of(TrafficSpec())  # the sidebar's and Capacity's figure: the simulated requests' mean
     text = " ".join(c.value for c in at.caption)
     assert f"Mean prompt {sidebar.prompt_tokens:,} tokens, mean output {sidebar.output_tokens:,} tokens" in text
+
+
+def test_a_zero_queue_wait_is_shown_as_zero_not_missing():
+    import math
+
+    at = load()
+    at.slider(key="load_rate").set_value(at.slider(key="load_rate").min).run()  # a quiet server: no request waits
+    table = next(d.value for d in at.dataframe if "queue wait" in list(d.value.index))
+    p50 = table.loc["queue wait", "p50"]
+    assert not math.isnan(p50) and p50 >= 0  # 0 s read as missing ("None") before
