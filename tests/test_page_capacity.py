@@ -148,6 +148,7 @@ def test_probe_chart_shows_both_targets_and_labels_each_failure_once():
     probes = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "TTFT target" in c.proto.spec)
     titles = [a.get("text", "") for a in probes["layout"]["annotations"]]
     assert "p95 TPOT (ms)" in titles and "TPOT target" in titles  # TPOT may bind: it is drawn too
+    assert all(titles)  # an annotation without text draws plotly's placeholder "new text"
     labels = [t for tr in probes["data"] for t in (tr.get("text") or []) if t]
     assert labels and len(labels) == len(set(labels))  # one label per failed criterion, not one per probe
     header = next(h.value for h in at.header if "per replica" in h.value)

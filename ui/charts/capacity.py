@@ -76,24 +76,16 @@ def search_probes(
         fig.add_hline(
             y=slo_tpot_s * 1e3, line=dict(color="#999", dash="dot"), annotation_text="TPOT target", row=1, col=2
         )
-    for col in (1, 2):
+    for col in (1, 2):  # the lines in both panels, their labels in the first (None would print "new text")
         if saturated_rps:
+            label = dict(annotation_text=f"saturated {saturated_rps:,.3g} req/s", annotation_position="bottom right")
             fig.add_vline(
-                x=saturated_rps,
-                line=dict(color="#999", dash="dot"),
-                annotation_position="bottom right",
-                annotation_text=f"saturated {saturated_rps:,.3g} req/s" if col == 1 else None,
-                row=1,
-                col=col,
+                x=saturated_rps, line=dict(color="#999", dash="dot"), row=1, col=col, **(label if col == 1 else {})
             )
         if capacity > 0:
+            label = dict(annotation_text=f"capacity {capacity:,.3g} req/s", annotation_position="top left")
             fig.add_vline(
-                x=capacity,
-                line=dict(color=OK_COLOR, dash="dash"),
-                annotation_text=f"capacity {capacity:,.3g} req/s" if col == 1 else None,
-                annotation_position="top left",
-                row=1,
-                col=col,
+                x=capacity, line=dict(color=OK_COLOR, dash="dash"), row=1, col=col, **(label if col == 1 else {})
             )
         fig.update_xaxes(title_text="arrival rate per replica (requests/s)", row=1, col=col)
         fig.update_yaxes(rangemode="tozero", row=1, col=col)
