@@ -97,14 +97,14 @@ def _run(server: Server, t: Traffic, rate: float):
     res = run_serving(
         resolve(Scenario.model_validate_json(server.scenario_json)), _workload(t, rate), seed=t.seed, **_kw(server)
     )
-    return result_summary(res), step_frame(res), request_frame(res)
+    return result_summary(res), step_frame(res, None), request_frame(res)  # every step: the chart keeps peaks
 
 
 @st.cache_data(show_spinner="Simulating open and closed loop…", max_entries=16)
 def _open_closed(server: Server, t: Traffic, rate: float, think_s: float):
     r = resolve(Scenario.model_validate_json(server.scenario_json))
     out = open_vs_closed(r, rate, t.num_requests, t.prompt, t.output, think_s, seed=t.seed, **_kw(server))
-    frames = {"open loop": step_frame(out.open_result), "closed loop": step_frame(out.closed_result)}
+    frames = {"open loop": step_frame(out.open_result, None), "closed loop": step_frame(out.closed_result, None)}
     return {"open": out.open, "closed": out.closed}, out.num_users, frames  # the summaries: no runs in the cache
 
 

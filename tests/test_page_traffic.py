@@ -197,3 +197,11 @@ def test_a_zero_queue_wait_is_shown_as_zero_not_missing():
     table = next(d.value for d in at.dataframe if "queue wait" in list(d.value.index))
     p50 = table.loc["queue wait", "p50"]
     assert not math.isnan(p50) and p50 >= 0  # 0 s read as missing ("None") before
+
+
+def test_the_queue_chart_keeps_the_longest_queue():
+    at = load()
+    longest = int(next(m.value for m in at.metric if m.label == "Longest queue").replace(",", ""))
+    series = charts(at)[0]  # the run's KV use, running batch and queue, in that order
+    queue = values(series["data"][2]["y"])
+    assert queue.max() == longest  # every-k-th-step thinning drew a flat 0 beside "Longest queue 1"
