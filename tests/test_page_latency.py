@@ -158,3 +158,11 @@ def test_the_what_if_title_names_the_lever_that_saves_more():
     assert "What if: output length is the bigger lever" in [
         json.loads(c.proto.spec)["layout"]["title"]["text"] for c in fresh().get("plotly_chart")
     ]
+
+
+def test_right_axes_tick_on_their_own_round_numbers():
+    # Streamlit's theme syncs a right axis to the left gridlines (25.3, 50.6, 75.9 …) unless it ticks on its own
+    at = fresh(mode=STATIC)
+    right = [json.loads(c.proto.spec)["layout"].get("yaxis2") for c in at.get("plotly_chart")]
+    right = [axis for axis in right if axis]
+    assert right and all(axis.get("tickmode") == "auto" for axis in right)

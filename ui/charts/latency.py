@@ -61,7 +61,8 @@ def per_user_chart(df: pd.DataFrame, batch: int) -> go.Figure:
     _marker_line(fig, batch, float(df["tpot_s"].max() * 1e3), f"batch {batch}", secondary_y=False)
     fig.update_xaxes(LOG_AXIS, title="batch size (requests decoding together)")
     fig.update_yaxes(title="TPOT (ms)", rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(title="tokens/s per user", rangemode="tozero", secondary_y=True)
+    # tickmode "auto": Streamlit's theme syncs a right axis to the left one's gridlines (ticks at 25.3, 50.6, …)
+    fig.update_yaxes(title="tokens/s per user", rangemode="tozero", tickmode="auto", showgrid=False, secondary_y=True)
     fig.update_layout(
         title="Each user's speed as the batch grows", height=400, margin=dict(t=50, b=30), legend=LEGEND_BELOW
     )
@@ -78,7 +79,7 @@ def server_chart(df: pd.DataFrame, batch: int) -> go.Figure:
     _marker_line(fig, batch, float(df["throughput_tokens_per_s"].max()), f"batch {batch}", secondary_y=False)
     fig.update_xaxes(LOG_AXIS, title="batch size")
     fig.update_yaxes(title="output tokens/s", rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(title="TTFT (ms)", rangemode="tozero", secondary_y=True)
+    fig.update_yaxes(title="TTFT (ms)", rangemode="tozero", tickmode="auto", showgrid=False, secondary_y=True)
     fig.update_layout(
         title="Server throughput and time to first token", height=400, margin=dict(t=50, b=30), legend=LEGEND_BELOW
     )
