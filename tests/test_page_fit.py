@@ -246,8 +246,9 @@ def test_fp8_on_ampere_is_labelled_weight_only_everywhere():
 def test_one_prefix_caching_switch_on_by_default_and_in_the_link():
     from planner.core.scenario_codec import to_query
 
-    s = app().session_state["scenario"]
-    assert s.traffic.prefix_caching is True and s.deployment.enable_prefix_caching is True  # the box was unticked
+    at = app()
+    s = at.session_state["scenario"]
+    assert at.session_state["sb_prefix"] is True and s.deployment.enable_prefix_caching is True  # box was unticked
     assert to_query(s)["pfx"] in ("1", "true")
     off = app(sb_prefix=False).session_state["scenario"]
     assert off.traffic.prefix_caching is False and off.deployment.enable_prefix_caching is False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import shlex
 import subprocess
 import sys
 
@@ -15,9 +15,18 @@ def _lines(starts: tuple[str, ...]) -> list[str]:
 
 
 def _run(line: str, cwd) -> subprocess.CompletedProcess:
-    command = re.sub(r"^servingplan ", f"{sys.executable} -m planner ", line)
+    """One README line, without a shell: `servingplan` is this interpreter's `-m planner`; `> FILE` writes stdout."""
+    argv = shlex.split(line)
+    target = None
+    if ">" in argv:
+        argv, target = argv[: argv.index(">")], argv[argv.index(">") + 1]
+    if argv[0] == "servingplan":
+        argv = [sys.executable, "-m", "planner", *argv[1:]]
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    return subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+    if target:
+        (cwd / target).write_text(done.stdout)
+    return done
 
 
 def test_validate_and_batching_examples_run_outside_the_repository(tmp_path):

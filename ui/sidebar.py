@@ -261,7 +261,7 @@ def _scenario_from_widgets() -> Scenario:
         max_num_seqs=eng["seqs"],
         max_num_batched_tokens=eng["batched"],
         enforce_eager=eng["eager"],
-        enable_prefix_caching=work["traffic"].prefix_caching,  # one switch (Workload and SLO → Prefix caching)
+        enable_prefix_caching=bool(st.session_state.get("sb_prefix", True)),  # the one switch (Workload and SLO)
     )
     dep = parallelism_section(dep)  # PP, DP attention, EP (ui/parallelism.py)
     previous = current_scenario()

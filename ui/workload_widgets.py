@@ -177,7 +177,15 @@ def render_workload() -> dict:
         seed = c1.number_input("Seed", 0, 2**31 - 1, 0, key="sb_seed")
         num_requests = c2.number_input("Requests per simulation", 100, 20_000, 1000, step=100, key="sb_num_requests")
     traffic = TrafficSpec(
-        profile=profile, arrival=arrival, cv=cv, num_requests=num_requests, seed=seed, prefix_caching=prefix, **lengths
+        profile=profile,
+        arrival=arrival,
+        cv=cv,
+        num_requests=num_requests,
+        seed=seed,
+        # the profile's own setting (the rag trace's shared prefixes), switched off with the box; the box itself is
+        # the deployment's --enable-prefix-caching (ui.sidebar), which the simulation follows otherwise
+        prefix_caching=PROFILES[profile].prefix_caching and prefix,
+        **lengths,
     )
     slo = SLO(ttft_p95_s=ttft_ms / 1e3, tpot_p95_s=tpot_ms / 1e3, e2e_p99_s=e2e_s if e2e_on else None)
     req = lengths_of(traffic)
