@@ -6,6 +6,7 @@ import streamlit as st
 
 from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
+from planner.core.scenario import with_engine
 from planner.latency.efficiency import FIT_FIELDS, efficiency_summary
 from planner.latency.metrics import batching_tradeoff, estimate, given_rates, memory_limit, ridge_batch, sweep, what_ifs
 from planner.latency.perf_model import PerfModel
@@ -123,6 +124,7 @@ if mode.startswith("Given"):
 # --- model modes: predict the rates from the hardware -------------------------------------------------------------
 continuous_mode = mode.startswith("Continuous")
 engine = c[0].selectbox("Engine profile", ENGINES, key="latency_engine")
+r = with_engine(r, engine)  # the page's engine runs the sidebar's scenario
 if input_tokens + output_tokens > r.max_model_len:
     output_tokens = min(output_tokens, r.max_model_len // 2)
     cut = max(1, r.max_model_len - output_tokens)
@@ -163,11 +165,11 @@ batch = st.slider(
 )
 st.session_state["latency_batch_wanted"] = batch
 
-pm = PerfModel(r, engine)
+pm = PerfModel(r)
 # Continuous mode lets B exceed the memory limit (the extra requests queue or are preempted, as on a server); the
 # static batch beside it cannot be larger than the KV pool holds, so it is shown at the limit, said so.
 static_batch = min(batch, limit)
-est = estimate(r, static_batch, int(input_tokens), int(output_tokens), engine, queue_ms / 1e3, pm=pm)
+est = estimate(r, static_batch, int(input_tokens), int(output_tokens), queue_ms / 1e3, pm=pm)
 sweep_max = min(limit, 4096)
 batches = np.unique(np.r_[np.round(np.geomspace(1, sweep_max, 120)).astype(int), batch])
 df = pd.DataFrame(sweep(pm, batches, int(input_tokens), int(output_tokens), queue_ms / 1e3))

@@ -3,63 +3,33 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import tempfile
-from pathlib import Path
-from typing import NamedTuple
 
 import pandas as pd
 import streamlit as st
+from pydantic import ValidationError
 
 from planner.capacity.load_sweep import estimate_capacity_rps, find_knee, open_vs_closed, rate_sweep
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
+from planner.core.engine import get_engine, scheduler_policy
 from planner.core.engine_defaults import batch_defaults
-from planner.core.errors import InputError
-from planner.core.scenario import Scenario, resolve
-from planner.core.workload import PROFILES
+from planner.core.errors import InputError, from_validation_error
+from planner.core.scenario import Scenario, resolve, with_engine
+from planner.core.workload import PROFILES, TrafficSpec
+from planner.sim.policies import describe
 from planner.sim.records import request_frame, step_frame
-from planner.sim.serving import result_summary, run_serving
-from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist
+from planner.sim.serving import Replica, result_summary, run_serving
+from planner.sim.settings import ServerSettings
+from planner.traffic.generators import ARRIVAL_PROCESSES
 from planner.traffic.profiles import mean_lengths, profile_workload
+from planner.traffic.trace_refs import save_upload, web_length_spec
 from planner.traffic.traces import load_trace
 from ui.charts import load as charts
 from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
 from ui.sweep_table import SWEEP_FORMATS, sweep_table
+from ui.uploads import session_upload_dir
 
 TIMING_LABELS = {"poisson": "Poisson at the rate", "trace": "the trace's own timing, rescaled to the rate"}
-UPLOAD_DIR = Path(tempfile.gettempdir()) / "servingplan_uploads"
-
-
-class Traffic(NamedTuple):
-    """Everything that defines the traffic except its rate (hashable: the cache key of every run)."""
-
-    profile: str
-    num_requests: int
-    seed: int
-    arrival: str
-    cv: float
-    prompt: str
-    output: str
-    upload_path: str  # the uploaded trace, saved under its own name (errors name its rows and columns)
-
-
-class Server(NamedTuple):
-    scenario_json: str
-    engine: str
-    prefix_caching: bool
-    max_queue: int | None
-    slo_ttft_s: float | None
-    slo_tpot_s: float | None
-
-
-def _save_upload(name: str, data: bytes) -> str:
-    folder = UPLOAD_DIR / hashlib.sha256(data).hexdigest()[:16]
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / Path(name).name
-    if not path.exists():
-        path.write_bytes(data)
-    return str(path)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -67,8 +37,8 @@ def _trace(path: str):
     return load_trace(path)
 
 
-def _workload(t: Traffic, rate: float):
-    trace = _trace(t.upload_path) if t.profile == "upload" else None
+def _workload(t: TrafficSpec, rate: float):
+    trace = _trace(t.trace_path) if t.profile == "upload" else None
     return profile_workload(
         t.profile,
         t.num_requests,
@@ -82,40 +52,31 @@ def _workload(t: Traffic, rate: float):
     )
 
 
-def _kw(s: Server) -> dict:
-    return dict(
-        engine=s.engine,
-        prefix_caching=s.prefix_caching,
-        max_queue=s.max_queue,
-        slo_ttft_s=s.slo_ttft_s,
-        slo_tpot_s=s.slo_tpot_s,
-    )
+def _replica(scenario_json: str, settings: ServerSettings) -> Replica:
+    """The sidebar's scenario run as the page's settings say (its engine, prefix caching, queue, SLO, seed)."""
+    return Replica(resolve(Scenario.model_validate_json(scenario_json)), settings)
 
 
 @st.cache_data(show_spinner="Simulating…", max_entries=32)
-def _run(server: Server, t: Traffic, rate: float):
-    res = run_serving(
-        resolve(Scenario.model_validate_json(server.scenario_json)), _workload(t, rate), seed=t.seed, **_kw(server)
-    )
+def _run(scenario_json: str, settings: ServerSettings, t: TrafficSpec, rate: float):
+    res = run_serving(_replica(scenario_json, settings), _workload(t, rate))
     return result_summary(res), step_frame(res, None), request_frame(res)  # every step: the chart keeps peaks
 
 
 @st.cache_data(show_spinner="Simulating open and closed loop…", max_entries=16)
-def _open_closed(server: Server, t: Traffic, rate: float, think_s: float):
-    r = resolve(Scenario.model_validate_json(server.scenario_json))
-    out = open_vs_closed(r, rate, t.num_requests, t.prompt, t.output, think_s, seed=t.seed, **_kw(server))
+def _open_closed(scenario_json: str, settings: ServerSettings, t: TrafficSpec, rate: float, think_s: float):
+    out = open_vs_closed(_replica(scenario_json, settings), rate, t.num_requests, t.prompt, t.output, think_s)
     frames = {"open loop": step_frame(out.open_result, None), "closed loop": step_frame(out.closed_result, None)}
     return {"open": out.open, "closed": out.closed}, out.num_users, frames  # the summaries: no runs in the cache
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def _capacity(server: Server, t: Traffic) -> tuple[float, float, float]:
-    r = resolve(Scenario.model_validate_json(server.scenario_json))
+def _capacity(scenario_json: str, settings: ServerSettings, t: TrafficSpec) -> tuple[float, float, float]:
     if t.profile == "custom":  # a fixed sample, so the seed does not move the rate sliders
-        prompt, output = mean_lengths(_workload(t._replace(num_requests=2000, seed=0), 1.0))
+        prompt, output = mean_lengths(_workload(t.model_copy(update={"num_requests": 2000, "seed": 0}), 1.0))
     else:
-        prompt, output = mean_lengths(_trace(t.upload_path or PROFILES[t.profile].trace))
-    return estimate_capacity_rps(r, prompt, output, server.engine), prompt, output
+        prompt, output = mean_lengths(_trace(t.trace_path or PROFILES[t.profile].trace))
+    return estimate_capacity_rps(_replica(scenario_json, settings), prompt, output), prompt, output
 
 
 def _nice(x: float) -> float:
@@ -224,6 +185,7 @@ num_requests = int(
 )
 engine = c[3].selectbox("Engine", ["vllm", "tensorrt-llm"], key="load_engine")
 st.caption(PROFILES[profile].note)
+st.caption(f"Scheduler of {get_engine(engine).label}: {describe(scheduler_policy(engine))}.")
 
 prompt_spec = output_spec = ""
 upload_path, cv = "", 1.0
@@ -233,7 +195,8 @@ if profile == "custom":
         "Prompt lengths",
         "lognormal:mean=1000,sigma=0.8",
         key="load_prompt_spec",
-        help="fixed:N · uniform:LO,HI · lognormal:mean=M,sigma=S[,max=X] · empirical:TRACE",
+        help="fixed:N · uniform:LO,HI · lognormal:mean=M,sigma=S[,max=X] · empirical:TRACE (azure_conv, "
+        "azure_code, mooncake, or the name of a trace you uploaded with the upload profile)",
     )
     output_spec = c[1].text_input("Output lengths", "lognormal:mean=200,sigma=0.8", key="load_output_spec")
     arrival = c[2].selectbox("Arrivals", ARRIVAL_PROCESSES, key="load_arrival")
@@ -249,9 +212,9 @@ if profile == "custom":
                 help="Coefficient of variation of the gaps: 1 = Poisson, > 1 = burstier.",
             )
         )
-    try:
-        LengthDist.parse(prompt_spec, "Prompt lengths")
-        LengthDist.parse(output_spec, "Output lengths")
+    try:  # a web input names no server file: bundled traces and this session's uploads only
+        prompt_spec = web_length_spec(prompt_spec, "Prompt lengths", session_upload_dir())
+        output_spec = web_length_spec(output_spec, "Output lengths", session_upload_dir())
     except InputError as err:
         st.error(error_text(err))
         st.stop()
@@ -269,11 +232,11 @@ else:
         if upload is None:
             st.info("Upload a trace to replay it, or pick a built-in profile.")
             st.stop()
-        upload_path = _save_upload(upload.name, upload.getvalue())
         try:
+            upload_path = str(save_upload(session_upload_dir(), upload.name, upload.getvalue()))
             _trace(upload_path)
         except InputError as err:
-            st.error(f"Cannot read this trace: {err}")
+            st.error(f"Cannot read this trace: {error_text(err)}")
             st.stop()
     trace_ref = upload_path or PROFILES[profile].trace
     prompt_spec = output_spec = f"empirical:{trace_ref}"
@@ -294,17 +257,31 @@ with st.expander("Server options: prefix caching, queue limit, SLO", expanded=Fa
     slo_ttft_ms = c[2].number_input("SLO: TTFT (ms)", 1, 600_000, step=100, key="load_slo_ttft_ms")
     slo_tpot_ms = c[3].number_input("SLO: TPOT (ms)", 1, 10_000, step=10, key="load_slo_tpot_ms")
 
-server = Server(
-    scenario.model_dump_json(),
-    engine,
-    prefix_caching,
-    max_queue if queue_on else None,
-    slo_ttft_ms / 1e3,
-    slo_tpot_ms / 1e3,
-)
-traffic = Traffic(profile, num_requests, seed, arrival, cv, prompt_spec, output_spec, upload_path)
+sj = scenario.model_dump_json()
 try:
-    cap, mean_prompt, mean_output = _capacity(server, traffic)
+    settings = ServerSettings.of(
+        with_engine(r, engine),
+        prefix_caching=prefix_caching,
+        max_queue=max_queue if queue_on else None,
+        slo_ttft_s=slo_ttft_ms / 1e3,
+        slo_tpot_s=slo_tpot_ms / 1e3,
+        seed=seed,
+    )
+    traffic = TrafficSpec(
+        profile=profile,
+        num_requests=num_requests,
+        seed=seed,
+        arrival=arrival,
+        cv=cv,
+        prompt=prompt_spec,
+        output=output_spec,
+        trace_path=upload_path,
+        prefix_caching=prefix_caching,
+    )
+    cap, mean_prompt, mean_output = _capacity(sj, settings, traffic)
+except ValidationError as err:
+    st.error(error_text(from_validation_error(err)))
+    st.stop()
 except InputError as err:
     st.error(error_text(err))
     st.stop()
@@ -330,7 +307,7 @@ st.caption(
 # --- one load level ----------------------------------------------------------------------------------------
 st.header("One load level")
 rate = st.slider("Arrival rate (requests/s)", _nice(cap / 50), rate_max, key="load_rate")
-summary, steps, requests = _run(server, traffic, rate)
+summary, steps, requests = _run(sj, settings, traffic, rate)
 c = st.columns(4)
 c[0].metric("Completed", f"{summary.completed:,}", help=f"of {summary.num_requests:,} requests")
 c[1].metric(
@@ -403,16 +380,14 @@ points = c[1].slider("Points", 3, 12, key="load_sweep_points")
 c[2].write("")
 run_clicked = c[2].button("Run sweep", type="primary", key="load_run_sweep")
 rates = [lo + (hi - lo) * k / (points - 1) for k in range(points)] if hi > lo else [lo]
-sweep_key = (server, traffic, tuple(rates))
+sweep_key = (sj, settings, traffic, tuple(rates))
 if run_clicked:
     bar = st.progress(0.0, text="Sweeping…")
     rows = rate_sweep(
-        r,
+        _replica(sj, settings),
         rates,
         lambda x: _workload(traffic, x),
-        seed=seed,
         progress=lambda k, n: bar.progress(k / n, text=f"Rate {k} of {n} simulated"),
-        **_kw(server),
     )
     bar.empty()
     st.session_state["load_sweep_result"] = (sweep_key, rows)
@@ -458,7 +433,7 @@ st.caption(
 c = st.columns(2)
 ovc_rate = c[0].slider("Target rate λ (requests/s)", _nice(cap / 50), rate_max, key="load_ovc_rate")
 think_s = c[1].slider("Think time (s, exponential)", 0.0, 60.0, step=0.5, key="load_think_s")
-summaries, num_users, frames = _open_closed(server, traffic, ovc_rate, think_s)
+summaries, num_users, frames = _open_closed(sj, settings, traffic, ovc_rate, think_s)
 for name, s in summaries.items():
     c = st.columns([1.2, 1, 1, 1, 1])
     c[0].markdown(f"**{name.capitalize()} loop**" + (f"  \n{num_users:,} users" if name == "closed" else ""))

@@ -22,7 +22,7 @@ from planner.accuracy.validation import (
 )
 from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
-from planner.core.scenario import Scenario, resolve
+from planner.core.scenario import Scenario, resolve, with_engine
 from planner.latency.efficiency import FIT_FIELDS, choose_profile
 from planner.latency.metrics import memory_limit, sweep
 from planner.latency.perf_model import PerfModel
@@ -50,10 +50,10 @@ def published_figures(points_csv: str, kv_csv: str, mtimes: tuple[float, ...], c
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def fitted(text: str, name: str, scenario_json: str, engine: str):
-    """Parse an upload and fit the profile for the scenario (cached on the text, scenario and engine)."""
+    """Parse an upload and fit the profile for the scenario run by `engine` (cached on text, scenario, engine)."""
     data = parse_upload(name, text)
-    r = resolve(Scenario.model_validate_json(scenario_json))
-    return data, fit_user_profile(r, engine, data, choose_profile(engine, r.gpu.family).profile, name)
+    r = with_engine(resolve(Scenario.model_validate_json(scenario_json)), engine)
+    return data, fit_user_profile(r, data, choose_profile(engine, r.gpu.family).profile, name)
 
 
 st.title("Validation")
@@ -151,7 +151,12 @@ with tab_pub:
 
 # --- 2. calibration from the user's own results ---------------------------------------------------------------------
 with tab_cal:
-    engine = st.selectbox("Engine you measured", ENGINES, key="val_engine")
+    engine = st.selectbox(
+        "Engine you measured",
+        ENGINES,
+        index=ENGINES.index(s.engine) if s.engine in ENGINES else 0,  # the scenario's engine until changed
+        key="val_engine",
+    )
     base = choose_profile(engine, r.gpu.family)
     st.caption(
         f"Fits the constants of **{base.engine}/{r.gpu.family}** (now {base.status}, from "
@@ -247,19 +252,20 @@ with tab_cal:
         )
 
 # --- predictions with the calibration, and the load-test plan -------------------------------------------------------
+measured = with_engine(r, st.session_state.get("val_engine", s.engine))  # the scenario run by the engine measured
 user_profile = applicable_profile(
     st.session_state.get(TARGET_KEY),
     st.session_state.get(PROFILE_KEY),
-    st.session_state.get("val_engine", "vllm"),
+    measured.engine.id,
     r.gpu.family,
 )
-pm = PerfModel(r, st.session_state.get("val_engine", "vllm"), profile=user_profile)
+pm = PerfModel(measured, profile=user_profile)
 with tab_cal:
     if user_profile is not None:
         i, o = 1024, 256
         limit = max(1, memory_limit(r, i, o))
         batches = sorted({b for b in (1, 8, 32, 128) if b <= limit} | {min(limit, 256)})
-        planner_pm = PerfModel(r, pm.choice.engine, profile=choose_profile(pm.choice.engine, r.gpu.family).profile)
+        planner_pm = PerfModel(measured, profile=choose_profile(pm.choice.engine, r.gpu.family).profile)
         a, b = sweep(planner_pm, batches, i, o), sweep(pm, batches, i, o)
         st.markdown(f"**The scenario with your calibration** ({i:,} prompt, {o} output tokens, static batches)")
         st.dataframe(

@@ -32,7 +32,8 @@ from planner.accuracy.published_points import NEEDS_SIMULATOR, load_points
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.sim.records import latencies
-from planner.sim.serving import run_serving, step_cost_for
+from planner.sim.serving import Replica, run_serving
+from planner.sim.settings import ServerSettings
 from planner.traffic.generators import open_loop
 
 PROMPT = "lognormal:mean=224,sigma=1.0,max=3800"
@@ -57,18 +58,23 @@ def scenario(engine: str) -> Scenario:
     return Scenario(model="meta-llama/Llama-3.1-8B", gpu="A100-80GB", deployment=dep)
 
 
-def _run(engine: str, rate: float, num_prompts: int, cost, seed: int = 0):
+def replica(engine: str) -> Replica:
+    """The published setup's server (both runs priced with vLLM's profile: scenario() keeps the default engine)."""
     r = resolve(scenario(engine))
-    wl = open_loop(num_prompts, rate, PROMPT, OUTPUT, seed=seed)
     kw = {"enable_chunked_prefill": engine != "vllm"}
     if engine == "sglang":
         kw["admission_policy"] = "sglang"
-    return run_serving(r, wl, "vllm", cost=cost, **kw)
+    return Replica(r, ServerSettings.of(r, scheduler_overrides=tuple(kw.items())))
+
+
+def _run(engine: str, rate: float, num_prompts: int, replica: Replica, seed: int = 0):
+    wl = open_loop(num_prompts, rate, PROMPT, OUTPUT, seed=seed)
+    return run_serving(replica, wl)
 
 
 def rows() -> list[dict]:
     """One row per compared figure: id, engine, metric, published, simulated, error % (None = not counted)."""
-    costs = {e: step_cost_for(resolve(scenario(e))) for e in ("vllm", "sglang")}
+    costs = {e: replica(e) for e in ("vllm", "sglang")}  # one replica (step-cost model) per engine
     out, runs = [], {}
     for p in load_points():
         if p.excluded != NEEDS_SIMULATOR or p.metric not in METRIC_OF:

@@ -12,7 +12,7 @@ import os
 import time
 
 from planner.capacity.recommend import recommend
-from planner.capacity.replicas import find_capacity
+from planner.capacity.replicas import find_capacity, traffic_replica
 from planner.core.scenario import Scenario, resolve
 from planner.core.workload import TrafficSpec
 
@@ -21,8 +21,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workers", type=int, default=None)
     args = ap.parse_args()
-    r = resolve(Scenario())
-    cap = find_capacity(r, TrafficSpec(num_requests=1000))
+    traffic = TrafficSpec(num_requests=1000)
+    cap = find_capacity(traffic_replica(resolve(Scenario()), traffic), traffic)
     print(
         f"one capacity search (chat profile, 1,000 requests per probe): {cap.wall_s:.2f} s, "
         f"{len(cap.probes)} probes, {cap.max_rate_per_replica:.2f} req/s per replica "

@@ -33,7 +33,7 @@ def main() -> int:
         s.target_rate,
         traffic,
         s.slo,
-        s.headroom,
+        headroom=s.headroom,
         gpu_ids=args.gpus.split(",") if args.gpus else None,
         workers=args.workers,
         prune=not args.old,

@@ -12,7 +12,7 @@ import time
 import tracemalloc
 
 from planner.core.scenario import Scenario, resolve
-from planner.sim.serving import result_summary, run_serving
+from planner.sim.serving import Replica, result_summary, run_serving
 from planner.traffic.generators import open_loop
 from planner.traffic.traces import load_trace
 
@@ -34,7 +34,7 @@ def timed(label: str, r, workload) -> float:
 
 
 def main() -> None:
-    r = resolve(SCENARIO)
+    r = Replica(resolve(SCENARIO))  # its step-cost model is built on the first run and shared
     t0 = time.perf_counter()
     azure = load_trace("azure_conv")
     print(f"load Azure conv trace: {time.perf_counter() - t0:.2f} s")

@@ -237,7 +237,7 @@ def choice_rows(
 
 def assumption_rows(s: Scenario, r: Resolved, cap: CapacityPlan | InputError) -> list[ReportRow]:
     """Where the step times, prices and traffic come from, and how well the constants are calibrated."""
-    pm = PerfModel(r, s.engine)
+    pm = PerfModel(r)
     c = pm.choice
     status = {
         "calibrated": "fitted on published measurements for this engine and GPU family",

@@ -86,7 +86,7 @@ _BASE: dict[str, PerfModel] = {}  # point id -> its scenario's PerfModel (geomet
 def _model(p, resolved, prof: EfficiencyProfile) -> PerfModel:
     base = _BASE.get(p.id)
     if base is None:
-        base = _BASE[p.id] = PerfModel(resolved[p.id], p.engine, profile=prof)
+        base = _BASE[p.id] = PerfModel(resolved[p.id], profile=prof)  # the point's scenario carries its engine
     return base.with_profile(prof)
 
 

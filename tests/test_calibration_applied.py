@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apptest_helpers import app
 
-from planner.core.scenario import Calibration, Scenario, resolve
+from planner.core.scenario import Calibration, Scenario, resolve, with_engine
 from planner.core.scenario_codec import from_json, to_json
 from planner.latency.efficiency import choose_profile
 from planner.latency.metrics import estimate
@@ -17,12 +17,12 @@ CAL = Calibration(engine="vllm", gpu_family="hopper", profile=SLOW, source="my_b
 
 def test_perf_model_uses_the_calibration_for_its_engine_and_family():
     r = resolve(Scenario(calibration=CAL))
-    pm = PerfModel(r, "vllm")
+    pm = PerfModel(with_engine(r, "vllm"))
     assert pm.eff.memory_efficiency == SLOW.memory_efficiency
     assert "your calibration" in pm.choice.source_key and pm.choice.status == "calibrated"
-    assert PerfModel(r, "tensorrt-llm").eff != pm.eff  # another engine keeps the catalogue's constants
+    assert PerfModel(with_engine(r, "tensorrt-llm")).eff != pm.eff  # another engine keeps the catalogue's constants
     other_gpu = resolve(Scenario(gpu="A100-80GB", calibration=CAL))
-    assert PerfModel(other_gpu, "vllm").eff == choose_profile("vllm", "ampere").profile
+    assert PerfModel(with_engine(other_gpu, "vllm")).eff == choose_profile("vllm", "ampere").profile
 
 
 def test_estimates_follow_the_calibration():

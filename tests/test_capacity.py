@@ -13,6 +13,7 @@ from planner.capacity.replicas import (
     cost_for,
     find_capacity,
     replicas_for,
+    traffic_replica,
     workload_at,
 )
 from planner.core.errors import InputError
@@ -39,8 +40,8 @@ def test_bisection_on_a_step_function_brackets_then_converges_within_tolerance()
 
 
 def test_capacity_search_is_deterministic_and_converged():  # its speed: benchmarks/bench_capacity.py
-    a = find_capacity(R, TRAFFIC)
-    b = find_capacity(R, TRAFFIC)
+    a = find_capacity(traffic_replica(R, TRAFFIC), TRAFFIC)
+    b = find_capacity(traffic_replica(R, TRAFFIC), TRAFFIC)
     assert a.max_rate_per_replica == b.max_rate_per_replica > 0
     assert a.at_capacity.sustains
     failing_above = [p.rate_per_s for p in a.probes if not p.sustains and p.rate_per_s > a.max_rate_per_replica]
@@ -55,10 +56,14 @@ def test_common_random_numbers_only_the_rate_changes():
 
 
 def test_tighter_slo_lowers_capacity_and_impossible_slo_gives_zero():
-    loose = find_capacity(R, TRAFFIC, SLO(ttft_p95_s=2.0, tpot_p95_s=0.1)).max_rate_per_replica
-    tight = find_capacity(R, TRAFFIC, SLO(ttft_p95_s=2.0, tpot_p95_s=0.015)).max_rate_per_replica
+    loose = find_capacity(
+        traffic_replica(R, TRAFFIC), TRAFFIC, SLO(ttft_p95_s=2.0, tpot_p95_s=0.1)
+    ).max_rate_per_replica
+    tight = find_capacity(
+        traffic_replica(R, TRAFFIC), TRAFFIC, SLO(ttft_p95_s=2.0, tpot_p95_s=0.015)
+    ).max_rate_per_replica
     assert tight < loose
-    impossible = find_capacity(R, TRAFFIC, SLO(ttft_p95_s=0.001))
+    impossible = find_capacity(traffic_replica(R, TRAFFIC), TRAFFIC, SLO(ttft_p95_s=0.001))
     assert impossible.max_rate_per_replica == 0 and not impossible.feasible
 
 
@@ -66,7 +71,9 @@ def test_tighter_slo_lowers_capacity_and_impossible_slo_gives_zero():
 def test_more_gpu_memory_or_bandwidth_never_lowers_capacity(small, big):
     """A100-80GB: 2x memory and 2,039 vs 1,555 GB/s; H200: 141 GB and 4.8 TB/s vs H100's 80 GB and 3.35 TB/s."""
     caps = [
-        find_capacity(resolve(Scenario(gpu=g, deployment={"max_model_len": 8192})), TRAFFIC).max_rate_per_replica
+        find_capacity(
+            traffic_replica(resolve(Scenario(gpu=g, deployment={"max_model_len": 8192})), TRAFFIC), TRAFFIC
+        ).max_rate_per_replica
         for g in (small, big)
     ]
     assert caps[1] >= caps[0] * 0.98  # within the search tolerance

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planner.capacity.load_sweep import find_knee, rate_sweep
-from planner.capacity.replicas import find_capacity, probe, saturated_rps, workload_at
+from planner.capacity.replicas import find_capacity, probe, saturated_rps, traffic_replica, workload_at
 from planner.capacity.steady_state import (
     judge,
     queue_trend_per_s,
@@ -26,8 +26,8 @@ def test_capacity_does_not_depend_on_the_run_length():
     # Issue 14: 18.7 req/s with 1,000 requests vs 22.6 with 8,000 when a short run's fill-up was read as
     # overload. Now both are judged on their steady state: within 5% (measured 14.49 vs 14.65 req/s, TPOT-bound:
     # p95 TPOT 94 ms against the 100 ms target at vLLM's H100 default of 1,024 sequences).
-    short = find_capacity(R, TrafficSpec(num_requests=1000))
-    long = find_capacity(R, TrafficSpec(num_requests=8000))
+    short = find_capacity(traffic_replica(R, TrafficSpec(num_requests=1000)), TrafficSpec(num_requests=1000))
+    long = find_capacity(traffic_replica(R, TrafficSpec(num_requests=8000)), TrafficSpec(num_requests=8000))
     assert short.max_rate_per_replica == pytest.approx(long.max_rate_per_replica, rel=0.05)
     assert 12 < long.max_rate_per_replica < 18
 
@@ -38,8 +38,8 @@ def test_capacity_does_not_depend_on_the_run_length_for_synthetic_traffic(prompt
     # (Trace profiles take a different window of the trace for each length, e.g. the code trace's p95 prompt is
     # 6,233 tokens in 1,000 requests and 7,315 in 8,000: that moves a TTFT-bound capacity by ~11%.)
     short, long = (
-        find_capacity(R, TrafficSpec(profile="custom", prompt=prompt, output=output, num_requests=n))
-        for n in (1000, 8000)
+        find_capacity(traffic_replica(R, t), t)
+        for t in (TrafficSpec(profile="custom", prompt=prompt, output=output, num_requests=n) for n in (1000, 8000))
     )
     assert short.max_rate_per_replica == pytest.approx(long.max_rate_per_replica, rel=0.05)
 
@@ -72,12 +72,13 @@ def test_queue_trend_is_the_overload_and_zero_when_stable():
 def test_the_knee_and_the_capacity_search_use_the_same_verdict():
     traffic = TrafficSpec(num_requests=1000)
     slo = SLO()
-    cap = find_capacity(R, traffic, slo)
-    saturated = saturated_rps(R, traffic)
+    replica = traffic_replica(R, traffic)
+    cap = find_capacity(replica, traffic, slo)
+    saturated = saturated_rps(replica, traffic)
     assert cap.saturated_rps == pytest.approx(saturated)
     rates = [0.5 * cap.max_rate_per_replica, 0.98 * cap.max_rate_per_replica, 1.3 * cap.max_rate_per_replica]
-    rows = rate_sweep(R, rates, lambda x: workload_at(traffic, x), slo=slo)
+    rows = rate_sweep(replica, rates, lambda x: workload_at(traffic, x), slo=slo)
     for row in rows:
-        assert row["sustains"] == probe(R, traffic, slo, row["rate_per_s"], saturated=saturated).sustains
+        assert row["sustains"] == probe(replica, traffic, slo, row["rate_per_s"], saturated=saturated).sustains
     assert find_knee(rows)["rate_per_s"] == pytest.approx(rates[1])
     assert not rows[-1]["sustains"] and rows[-1]["reason"]

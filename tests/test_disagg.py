@@ -11,12 +11,12 @@ import pytest
 from planner.capacity.disagg import disagg_plan, rate_matched
 from planner.capacity.disagg_pools import _prefill_workload, kv_link, kv_transfer_s
 from planner.cli import main
-from planner.core.scenario import Scenario, resolve
+from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.specs import Deployment, ModelSpec
 from planner.core.workload import SLO, TrafficSpec
 from planner.latency.perf_model import PerfModel
 from planner.sim.records import latencies
-from planner.sim.serving import run_serving
+from planner.sim.serving import Replica, run_serving
 
 LONG = TrafficSpec(profile="custom", prompt="fixed:8000", output="fixed:300", num_requests=200)
 # OPT-13B / OPT-66B as DistServe serves them (facebook/opt-* config.json: ReLU MLP, LayerNorm, biases, tied vocab)
@@ -106,7 +106,9 @@ def test_opt13b_prefill_time_against_distserve_profile():
     # cuBLAS GEMMs); the nearest profile is TensorRT-LLM's: 68.1 ms, −5.6%. (The vLLM/ampere profile, whose A100
     # points are decode-heavy, gives 94.1 ms, +30%: an out-of-sample prefill miss stated in the README.)
     pm = PerfModel(
-        _r(spec=OPT13, model=OPT13.name, gpu="A100-80GB", weights="fp16", max_model_len=2048), engine="tensorrt-llm"
+        with_engine(
+            _r(spec=OPT13, model=OPT13.name, gpu="A100-80GB", weights="fp16", max_model_len=2048), "tensorrt-llm"
+        )
     )
     distserve_ms = 18.10254647486372 + 0.1019122572698738 * 512 + 7.122264314252114e-06 * 512**2
     assert float(pm.prefill(1, 512).total_s) * 1e3 == pytest.approx(distserve_ms, rel=0.10)
@@ -120,9 +122,9 @@ def test_prefill_pool_queueing_matches_distserve_m_d_1(rho):
         spec=OPT13, model=OPT13.name, gpu="A100-80GB", weights="fp16", max_model_len=2048, max_num_batched_tokens=512
     )  # one 512-token prompt per step
     traffic = TrafficSpec(profile="custom", prompt="fixed:512", output="fixed:64", num_requests=3000, seed=1)
-    d = float(np.nanmean(latencies(run_serving(r, _prefill_workload(traffic, 0.01)))["ttft_s"]))  # no queueing
+    d = float(np.nanmean(latencies(run_serving(Replica(r), _prefill_workload(traffic, 0.01)))["ttft_s"]))  # no queueing
     rate = rho / d
-    ttft = latencies(run_serving(r, _prefill_workload(traffic, rate)))["ttft_s"]
+    ttft = latencies(run_serving(Replica(r), _prefill_workload(traffic, rate)))["ttft_s"]
     assert float(np.mean(ttft)) == pytest.approx(d + rate * d * d / (2 * (1 - rho)), rel=0.10)
 
 
@@ -239,7 +241,7 @@ def test_decode_pool_is_littles_law_at_the_largest_batch_within_the_tpot_target(
 
     r = _r(num_gpus=8, tensor_parallel_size=8)
     slo = SLO(ttft_p95_s=2.0, tpot_p95_s=0.03)
-    cap = decode_capacity(r, 8000, 300, slo, "vllm")
+    cap = decode_capacity(Replica(r), 8000, 300, slo)
     pm = PerfModel(r)
     n, ctx = cap.batch, 8000 + 150  # mean context while decoding: prompt + output / 2
     p95 = lambda k: decode_step_s(pm, k + 1.645 * k**0.5, ctx)  # noqa: E731
@@ -247,7 +249,7 @@ def test_decode_pool_is_littles_law_at_the_largest_batch_within_the_tpot_target(
     # Little's law: n requests each decoding 299 steps of t(n): λ = n / (299 × t(n))
     assert cap.max_rate_per_instance == pytest.approx(n / (299 * decode_step_s(pm, n, ctx)))
     # at that rate the fixed point n = λ × 299 × t(n) comes back to the same batch, so the same p95 TPOT
-    assert decode_tpot_at(r, cap.max_rate_per_instance, 8000, 300, "vllm") == pytest.approx(p95(n), rel=1e-3)
+    assert decode_tpot_at(Replica(r), cap.max_rate_per_instance, 8000, 300) == pytest.approx(p95(n), rel=1e-3)
 
 
 def test_layerwise_transfer_hides_behind_the_prefill():

@@ -13,7 +13,7 @@ from planner.accuracy.published_points import load_points, parse_row
 from planner.accuracy.validation import points_table
 from planner.core.engine import engine_supports, engines, scheduler_policy
 from planner.core.engine_defaults import ENGINES
-from planner.core.scenario import Scenario, resolve
+from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.specs import Deployment
 from planner.latency.allreduce import allreduce_s
 from planner.latency.efficiency import profiles
@@ -36,7 +36,7 @@ def test_every_engine_has_a_profile_policy_and_memory_rule():
         "sglang": "sglang",
         "tensorrt-llm": "guaranteed-no-evict",
         "llama.cpp": "static-slots",
-        "lmdeploy": "guaranteed-no-evict",
+        "lmdeploy": "turbomind",
     }
     assert all(e.source for e in engines().values())
 
@@ -123,7 +123,10 @@ def test_weight_only_int4_reads_at_the_quantized_kernel_efficiency():
 )
 def test_tensorrt_llm_faster_than_vllm_at_batch_1_on_8b_h100():
     r = resolved()
-    assert PerfModel(r, "tensorrt-llm").decode(1, 1000).total_s < PerfModel(r, "vllm").decode(1, 1000).total_s
+    assert (
+        PerfModel(with_engine(r, "tensorrt-llm")).decode(1, 1000).total_s
+        < PerfModel(with_engine(r, "vllm")).decode(1, 1000).total_s
+    )
 
 
 # -- properties ------------------------------------------------------------------------------------------------------
@@ -147,8 +150,11 @@ def test_more_bandwidth_is_never_slower(scen, engine, batch, ctx, factor):
     gpu = r.gpu.model_copy(update={"hbm_bandwidth_gb_s": r.gpu.hbm_bandwidth_gb_s * factor})
     fast = dataclasses.replace(r, gpu=gpu)
     for a, b in (
-        (PerfModel(r, engine).decode(batch, ctx), PerfModel(fast, engine).decode(batch, ctx)),
-        (PerfModel(r, engine).prefill(1, ctx + 1), PerfModel(fast, engine).prefill(1, ctx + 1)),
+        (PerfModel(with_engine(r, engine)).decode(batch, ctx), PerfModel(with_engine(fast, engine)).decode(batch, ctx)),
+        (
+            PerfModel(with_engine(r, engine)).prefill(1, ctx + 1),
+            PerfModel(with_engine(fast, engine)).prefill(1, ctx + 1),
+        ),
     ):
         assert b.total_s <= a.total_s * (1 + 1e-12)
 
@@ -157,7 +163,7 @@ def test_more_bandwidth_is_never_slower(scen, engine, batch, ctx, factor):
 @given(SCEN, st.sampled_from(ENGINES), st.integers(0, 32768))
 def test_more_batch_never_lowers_tpot(scen, engine, ctx):
     model, gpu, tp = scen
-    t = PerfModel(resolved(model, gpu, tp), engine).decode(np.arange(1, 1025), ctx).total_s
+    t = PerfModel(with_engine(resolved(model, gpu, tp), engine)).decode(np.arange(1, 1025), ctx).total_s
     assert np.all(np.diff(t) >= -1e-15)
 
 

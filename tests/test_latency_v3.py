@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from planner.core.catalog import gpus
-from planner.core.scenario import Scenario, resolve
+from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.specs import ACHIEVED_DEFAULTS, Deployment
 from planner.latency.efficiency import profiles
 from planner.latency.hardware import HOPPER_MMA_SYNC_FRACTION
@@ -55,10 +55,10 @@ def test_the_sm_bound_applies_only_to_engines_with_issue_bound_gemv_kernels():
     # points allow) would halve its decode speed; only llama.cpp declares the bound (data/engines.yaml)
     r = resolved(gpu="B200")
     for engine in ("vllm", "tensorrt-llm", "sglang", "lmdeploy"):
-        pm = PerfModel(r, engine)
+        pm = PerfModel(with_engine(r, engine))
         assert pm.sm_clocks_per_s is None
         assert pm.decode(1, 0).parts["weights_read_s"] == pytest.approx(weights_hand(pm)[1])
-    assert PerfModel(r, "llama.cpp").sm_clocks_per_s == 148 * 1965e6
+    assert PerfModel(with_engine(r, "llama.cpp")).sm_clocks_per_s == 148 * 1965e6
 
 
 def test_status_of_the_hardware_basis_is_said_with_the_prediction():
@@ -72,18 +72,22 @@ def test_status_of_the_hardware_basis_is_said_with_the_prediction():
 def test_llamacpp_gets_the_fp16_accumulate_rate_on_a_geforce_part_and_vllm_the_fp32_accumulate_one():
     r = resolved(gpu="RTX-4090", weights="fp16")
     frac = r.gpu.achieved_matmul("fp16")[0]  # 0.99: torch matmul reaches the halved datasheet figure
-    assert PerfModel(r, "llama.cpp").peak_flops == pytest.approx(330.3e12 * frac)
-    assert PerfModel(r, "vllm").peak_flops == pytest.approx(165.2e12 * frac)
+    assert PerfModel(with_engine(r, "llama.cpp")).peak_flops == pytest.approx(330.3e12 * frac)
+    assert PerfModel(with_engine(r, "vllm")).peak_flops == pytest.approx(165.2e12 * frac)
     a100 = resolved(gpu="A100-80GB", weights="fp16")  # datacenter parts: no such doubling
-    assert PerfModel(a100, "llama.cpp").peak_flops == PerfModel(a100, "vllm").peak_flops == pytest.approx(312e12 * 0.87)
+    assert (
+        PerfModel(with_engine(a100, "llama.cpp")).peak_flops
+        == PerfModel(with_engine(a100, "vllm")).peak_flops
+        == pytest.approx(312e12 * 0.87)
+    )
 
 
 def test_an_engine_without_wgmma_kernels_runs_hopper_at_the_mma_sync_rate():
     assert HOPPER_MMA_SYNC_FRACTION == pytest.approx(35 / 75)  # FlashAttention-2 vs -3 on H100 (arXiv 2407.08608)
     r = resolved(gpu="H100-SXM", weights="fp16")
-    assert PerfModel(r, "llama.cpp").peak_flops == pytest.approx(989.4e12 * 0.8 * 35 / 75)
-    assert PerfModel(r, "vllm").peak_flops == pytest.approx(989.4e12 * 0.8)
-    assert PerfModel(resolved(gpu="A100-80GB"), "llama.cpp").hardware.kernel_fraction == 1.0
+    assert PerfModel(with_engine(r, "llama.cpp")).peak_flops == pytest.approx(989.4e12 * 0.8 * 35 / 75)
+    assert PerfModel(with_engine(r, "vllm")).peak_flops == pytest.approx(989.4e12 * 0.8)
+    assert PerfModel(with_engine(resolved(gpu="A100-80GB"), "llama.cpp")).hardware.kernel_fraction == 1.0
 
 
 # -- the SM issue bound ----------------------------------------------------------------------------------------------
@@ -100,11 +104,11 @@ def weights_hand(pm: PerfModel) -> tuple[float, float]:
 def test_llamacpp_batch_1_decode_on_an_a100_is_bound_by_its_sms_and_on_a_4090_by_its_memory():
     # llama.cpp's fitted SM bound (~6.5 B per SM-cycle) makes the A100's 108 SMs x 1.41 GHz (~1.0 TB/s) the limit
     # below its 1.7 TB/s of stream bandwidth; the 4090's 128 SMs x 2.52 GHz (~2.1 TB/s) never bind its 0.9 TB/s.
-    a100 = PerfModel(resolved(gpu="A100-80GB", weights="fp16"), "llama.cpp")
+    a100 = PerfModel(with_engine(resolved(gpu="A100-80GB", weights="fp16"), "llama.cpp"))
     hand, hbm_only = weights_hand(a100)
     assert a100.decode(1, 0).parts["weights_read_s"] == pytest.approx(hand, rel=1e-9)
     assert hand > 1.2 * hbm_only
-    rtx = PerfModel(resolved(gpu="RTX-4090", weights="fp16"), "llama.cpp")
+    rtx = PerfModel(with_engine(resolved(gpu="RTX-4090", weights="fp16"), "llama.cpp"))
     hand, hbm_only = weights_hand(rtx)
     assert hand == pytest.approx(hbm_only) and rtx.decode(1, 0).parts["weights_read_s"] == pytest.approx(hand)
 
@@ -114,18 +118,24 @@ def test_more_sms_or_a_faster_clock_is_never_slower(engine):
     r = resolved(gpu="A100-80GB", weights="fp16")
     faster = dataclasses.replace(r, gpu=r.gpu.model_copy(update={"sm_count": 2 * r.gpu.sm_count}))
     for batch in (1, 8, 64):
-        assert PerfModel(faster, engine).decode(batch, 1000).total_s <= PerfModel(r, engine).decode(batch, 1000).total_s
+        assert (
+            PerfModel(with_engine(faster, engine)).decode(batch, 1000).total_s
+            <= PerfModel(with_engine(r, engine)).decode(batch, 1000).total_s
+        )
 
 
 def test_a_better_measured_bandwidth_is_never_slower():
     r = resolved(gpu="MI300X", weights="fp8")
     better = dataclasses.replace(r, gpu=r.gpu.model_copy(update={"achieved_bandwidth_fraction": 0.95}))
-    assert PerfModel(better, "vllm").decode(1, 1000).total_s < PerfModel(r, "vllm").decode(1, 1000).total_s
+    assert (
+        PerfModel(with_engine(better, "vllm")).decode(1, 1000).total_s
+        < PerfModel(with_engine(r, "vllm")).decode(1, 1000).total_s
+    )
 
 
 # -- the per-request cost ------------------------------------------------------------------------------------------
 def test_a_prefill_pays_the_request_cost_once_per_prompt():
-    pm = PerfModel(resolved(), "lmdeploy")
+    pm = PerfModel(with_engine(resolved(), "lmdeploy"))
     assert pm.request_overhead_s == profiles()["lmdeploy"]["default"].request_overhead_s > 0
     b, p = np.array([1, 4]), 512
     bare = pm.step(b * p, b, 0, b * p * (p + 1) / 2).total_s

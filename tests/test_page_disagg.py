@@ -102,3 +102,14 @@ def test_a_model_that_fits_no_layout_gets_a_plain_warning_not_empty_charts():
     assert not [sp for sp in specs if not sp["data"]]  # no empty chart (axes −1 to 4)
     table = next(d.value for d in at.dataframe if "layout" in d.value.columns)
     assert table["fits"].eq(False).all() and table["tokens_per_s"].isna().all()  # no speed for what cannot run
+
+
+def test_the_page_evaluates_a_given_1p1d_layout():
+    # the layout the user runs (1P1D, TP 8 + TP 8 over NIXL), evaluated instead of searched
+    at = load(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment=Deployment(max_model_len=8192)))
+    at.toggle(key="dg_given").set_value(True).run()
+    assert not at.exception, at.exception
+    m = metrics(at)
+    assert m["SLO"] in ("met", "missed") and float(m["Hand-off (ms)"]) >= 20.0
+    assert float(m["p95 TTFT (ms)"].replace(",", "")) > float(m["Hand-off (ms)"])
+    assert any("16 GPUs" in c.value for c in at.caption)

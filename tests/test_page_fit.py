@@ -293,3 +293,12 @@ def test_a_rejected_upload_error_goes_when_a_config_is_pasted():
     assert not at.exception
     assert not [e.value for e in at.error if "2,000,000 bytes" in e.value]  # the old error stayed
     assert at.session_state["scenario"].model_spec.num_layers == 16
+
+
+def test_page_offers_the_launch_commands_of_the_scenario():
+    # the default scenario (vLLM, Llama-3.1-8B on one GPU) as `vllm serve`, with a download
+    at = app()
+    assert not at.exception
+    code = [c.value for c in at.code if "vllm serve" in c.value]
+    assert code and "--max-model-len 8192" in code[0] and "--tensor-parallel-size 1" in code[0]
+    assert any(el.proto.label == "Download the launch commands" for el in at.get("download_button"))

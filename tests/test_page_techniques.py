@@ -130,9 +130,9 @@ def test_the_page_prices_techniques_with_the_scenarios_engine_as_the_cli_does():
     for engine in ("vllm", "tensorrt-llm"):
         sj = Scenario(engine=engine).model_dump_json()
         page = data.prefix(sj, 2000, 2300, 1500, 16, 0.5, 0.04, 10_000.0)
-        cli = pc.prefix_report(resolve(Scenario(engine=engine)), 2000, 2300, 1500, 0.5, 16, 0.04, 10_000.0, engine)
+        cli = pc.prefix_report(resolve(Scenario(engine=engine)), 2000, 2300, 1500, 0.5, 16, 0.04, 10_000.0)
         assert page == cli
-        tp_cli = pd.DataFrame(compare_tp(resolve(Scenario(engine=engine)), 8, 2150, engine, request_tokens=2300))
+        tp_cli = pd.DataFrame(compare_tp(resolve(Scenario(engine=engine)), 8, 2150, request_tokens=2300))
         assert data.tp(sj, 8, 2150, 2300).equals(tp_cli)
     vllm, trt = (
         data.prefix(Scenario(engine=e).model_dump_json(), 2000, 2300, 1500, 16, 0.5, 0.04, 1e4)

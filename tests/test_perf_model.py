@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.accuracy.published_points import error_summary, evaluate
-from planner.core.scenario import Scenario, resolve
+from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.specs import Deployment
 from planner.latency.metrics import ridge_batch, sweep
 from planner.latency.perf_model import BREAKDOWN_KEYS, PerfModel, expected_experts
@@ -122,11 +122,13 @@ def test_fast_path_matches_the_vectorised_path(model, new, seqs, ctx):
 def test_status_calibrated_transferred_estimated():
     # own points -> calibrated; the engine's shared constants on a family measured only with other engines
     # (llama.cpp on ada) -> transferred; a family nobody measured (blackwell) -> estimated, from the datasheet
-    assert PerfModel(resolved(gpu="A100-80GB"), "tensorrt-llm").choice.status == "calibrated"
+    assert PerfModel(with_engine(resolved(gpu="A100-80GB"), "tensorrt-llm")).choice.status == "calibrated"
     pm = PerfModel(resolved("mistralai/Mistral-7B-v0.1", gpu="L4"))
     assert pm.choice.status == "transferred" and pm.choice.source_key == "vllm/default"
     assert PerfModel(resolved(gpu="B200")).choice.status == "estimated"
-    assert PerfModel(resolved(gpu="H100-SXM"), "sglang").choice.status == "estimated"  # no SGLang points of its own
+    assert (
+        PerfModel(with_engine(resolved(gpu="H100-SXM"), "sglang")).choice.status == "estimated"
+    )  # no SGLang points of its own
 
 
 def test_calibration_error_targets():

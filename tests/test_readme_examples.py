@@ -30,7 +30,7 @@ def _run(line: str, cwd) -> subprocess.CompletedProcess:
 
 
 def test_validate_and_batching_examples_run_outside_the_repository(tmp_path):
-    lines = _lines(("printf ", "servingplan batching", "servingplan validate"))
+    lines = _lines(("printf ", "servingplan batching")) + _lines(("servingplan validate --json",))
     assert len(lines) == 3, lines
     for line in lines:
         done = _run(line, tmp_path)

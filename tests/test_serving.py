@@ -17,6 +17,7 @@ from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
 from planner.sim.serving import (
     DecodeRunCost,
+    Replica,
     result_summary,
     run_serving,
     scheduler_config_for,
@@ -67,7 +68,7 @@ def test_one_request_alone_is_prefill_then_decode_steps():
     """100-token prompt, 3 output tokens, arrives at t=0: TTFT = one prefill step (it samples token 1), then two
     decode steps at contexts 101 and 102 (the simulator passes the context after each step's token)."""
     wl = Workload(np.array([0.0]), np.array([100]), np.array([3]))
-    res = run_serving(R, wl)
+    res = run_serving(Replica(R), wl)
     pm = PerfModel(R)
     prefill = pm.step_time_s(100, 1, 100, 100 * 100)  # attention pairs: new tokens × context (simulator's count)
     d1, d2 = pm.step_time_s(1, 1, 101, 101), pm.step_time_s(1, 1, 102, 102)
@@ -79,7 +80,7 @@ def test_one_request_alone_is_prefill_then_decode_steps():
 
 
 def test_summary_has_contract_keys_and_is_strict_json():
-    summary = result_summary(run_serving(R, open_loop(200, 5.0, "fixed:500", "fixed:50", seed=1)))
+    summary = result_summary(run_serving(Replica(R), open_loop(200, 5.0, "fixed:500", "fixed:50", seed=1)))
     s = summary.to_dict()
     assert CONTRACT <= set(s)
     for key in ("ttft_s", "tpot_s", "e2e_s", "queue_s"):
@@ -91,15 +92,15 @@ def test_summary_has_contract_keys_and_is_strict_json():
 
 def test_queue_limit_rejects_under_overload_and_slo_sets_goodput():
     wl = open_loop(600, 200.0, "fixed:2000", "fixed:100", seed=0)  # far beyond one replica
-    s = result_summary(run_serving(R, wl, max_queue=5, slo_ttft_s=0.5, slo_tpot_s=0.05))
+    s = result_summary(run_serving(Replica(R).with_settings(max_queue=5, slo_ttft_s=0.5, slo_tpot_s=0.05), wl))
     assert s.rejected == s.rejected_queue_full > 0
     assert s.completed + s.rejected == 600
     assert s.goodput_requests_per_s <= s.throughput_requests_per_s
 
 
 def test_steady_rates_show_an_overloaded_server_falling_behind():
-    light = run_serving(R, open_loop(500, 2.0, "fixed:500", "fixed:100", seed=0))
-    heavy = run_serving(R, open_loop(500, 100.0, "fixed:500", "fixed:400", seed=0))
+    light = run_serving(Replica(R), open_loop(500, 2.0, "fixed:500", "fixed:100", seed=0))
+    heavy = run_serving(Replica(R), open_loop(500, 100.0, "fixed:500", "fixed:400", seed=0))
     offered, served = steady_rates(light)
     assert served == pytest.approx(offered, rel=0.1)
     offered, served = steady_rates(heavy)
@@ -125,7 +126,7 @@ def test_no_knee_when_the_lightest_load_already_fails():
 def test_rate_sweep_reports_progress_and_latency_grows_with_load():
     calls = []
     rows = rate_sweep(
-        R,
+        Replica(R),
         [90.0, 2.0, 10.0],
         lambda x: open_loop(400, x, "fixed:1000", "fixed:200", seed=3),
         progress=lambda k, n: calls.append((k, n)),
@@ -137,7 +138,7 @@ def test_rate_sweep_reports_progress_and_latency_grows_with_load():
     assert knee is not None and knee["rate_per_s"] == 10.0
     assert not rows[-1]["sustains"] and rows[-1]["reason"]
     with pytest.raises(InputError):
-        rate_sweep(R, [0.0], lambda x: None)
+        rate_sweep(Replica(R), [0.0], lambda x: None)
 
 
 # --- traffic profiles ----------------------------------------------------------------------------------------
@@ -156,8 +157,8 @@ def test_prefix_caching_hits_on_the_mooncake_profile():
     an earlier prefix (counted from hash_ids, unlimited cache), but one H100's pool holds only ~870 such blocks
     (~37 prompts), so LRU eviction leaves ~4% of hits."""
     wl = profile_workload("rag", 1000, 0.5, seed=0)
-    cached = result_summary(run_serving(R, wl, prefix_caching=True))
-    plain = result_summary(run_serving(R, wl, prefix_caching=False))
+    cached = result_summary(run_serving(Replica(R).with_settings(prefix_caching=True), wl))
+    plain = result_summary(run_serving(Replica(R).with_settings(prefix_caching=False), wl))
     assert 0.02 < cached.prefix_hit_rate < 0.217 and plain.prefix_hit_rate == 0.0
     assert cached.ttft_s.mean < plain.ttft_s.mean
 
@@ -178,7 +179,7 @@ def test_users_sized_by_littles_law():
 
 
 def test_closed_loop_hides_the_queue_open_loop_builds_near_saturation():
-    out = open_vs_closed(R, 22.0, 1500, "empirical:azure_conv", "empirical:azure_conv", think_time_s=5.0, seed=0)
+    out = open_vs_closed(Replica(R), 22.0, 1500, "empirical:azure_conv", "empirical:azure_conv", think_time_s=5.0)
     op, cl = out.open, out.closed
     assert out.num_users == math.ceil(22.0 * (5.0 + out.single_reply_s))
     assert cl.queue_s.p95 < op.queue_s.p95

@@ -9,14 +9,15 @@ import pytest
 
 from planner.core.catalog import get_gpu
 from planner.core.engine_defaults import batch_defaults
-from planner.core.scenario import Scenario, resolve
+from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
 from planner.memory.sliding_window import sliding_window_blocks
 from planner.sim.config import ConstantStepCost, LinearStepCost
 from planner.sim.records import REJECT_QUEUE_FULL, REJECT_TOO_LONG, summary
-from planner.sim.serving import draft_cost_for, result_summary, run_serving, scheduler_config_for, step_cost_for
+from planner.sim.serving import Replica, draft_cost_for, result_summary, run_serving, scheduler_config_for
+from planner.sim.settings import SpecDecoding
 from planner.sim.simulator import simulate
 from planner.traffic.generators import open_loop
 from planner.traffic.workload import Workload
@@ -70,7 +71,7 @@ def test_the_thrash_scenario_preempts_at_most_once_per_request_and_matches_the_h
     # (the simulator: 139 tok/s, 64 preemptions).
     r = resolve(LLAMA70_H200_FP8)
     cfg = scheduler_config_for(r)
-    pm = PerfModel(r, "vllm")
+    pm = PerfModel(with_engine(r, "vllm"))
     batch = cfg.kv_pool_tokens // 22_000
     chunk = cfg.max_num_batched_tokens
     prefill_s = 200 * 20_000 / chunk * pm.step_time_s(chunk, 1, 10_000 + chunk, chunk * (10_000 + chunk / 2))
@@ -78,11 +79,13 @@ def test_the_thrash_scenario_preempts_at_most_once_per_request_and_matches_the_h
     hand_tok_s = 200 * 2000 / (prefill_s + decode_s)
     assert batch == 8 and hand_tok_s == pytest.approx(142, rel=0.02)
     wl = open_loop(200, 100_000.0, "fixed:20000", "fixed:2000", process="constant", seed=0)
-    out = result_summary(run_serving(r, wl))
+    out = result_summary(run_serving(Replica(r), wl))
     assert out.completed == 200
     assert out.preemptions <= 200  # at most one per request
     assert out.throughput_tokens_per_s == pytest.approx(hand_tok_s, rel=0.25)
-    off = result_summary(run_serving(r, wl, prefix_caching=False))  # without prefix caching it still thrashes
+    off = result_summary(
+        run_serving(Replica(r).with_settings(prefix_caching=False), wl)
+    )  # without prefix caching it still thrashes
     assert off.preemptions > 10 * out.preemptions
 
 
@@ -93,10 +96,10 @@ def test_throughput_never_falls_as_the_offered_rate_rises_past_saturation():
     # steps carry fewer prefill chunks than under a standing queue); before the fix, preemption thrash made it
     # collapse to a few % of that. The whole-run figure (tokens / makespan) includes the fill-up and drain.
     r = resolve(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment=Deployment(max_model_len=8192)))
-    cost = step_cost_for(r)
+    replica = Replica(r)  # one step-cost model for every rate
     steady, whole = [], []
     for rate in (0.5, 1.0, 2.0, 3.0, 4.0, 8.0, 16.0, 1000.0):
-        res = run_serving(r, open_loop(1200, rate, "fixed:4000", "fixed:1000", seed=2), cost=cost)
+        res = run_serving(replica, open_loop(1200, rate, "fixed:4000", "fixed:1000", seed=2))
         finish = np.sort(res.requests.finish_s)
         t0, t1 = np.quantile(finish, [0.2, 0.8])
         steady.append(np.count_nonzero((finish > t0) & (finish <= t1)) * 1000 / (t1 - t0))
@@ -214,11 +217,12 @@ def test_speculative_decoding_step_is_charged_the_drafts_own_roofline_step():
         pm_draft.step_time_s(1, 1, 1000, 1000) - pm_draft.overhead_s
     )
     wl = workload([0], [1000], [401])
-    res = run_serving(r, wl, draft_cost=draft, spec_k=4, spec_alpha=1.0)
-    target = PerfModel(r, "vllm")
+    spec = SpecDecoding("unsloth/Llama-3.2-1B-Instruct", k=4, alpha=1.0)
+    res = run_serving(Replica(r).with_settings(spec=spec), wl)
+    target = PerfModel(r)
     ctx = 1200  # mid-answer context
     step = target.step_time_s(5, 1, ctx + 5, 5 * ctx) + 4 * draft.step_time_s(1, 1, ctx, ctx)
     tpot = summary(res)["tpot_mean_s"]
     assert tpot == pytest.approx(step / 5, rel=0.05)
-    plain = summary(run_serving(r, wl))["tpot_mean_s"]
+    plain = summary(run_serving(Replica(r), wl))["tpot_mean_s"]
     assert tpot < 0.5 * plain

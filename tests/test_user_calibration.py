@@ -18,7 +18,7 @@ from planner.accuracy.profile_fit import (
 )
 from planner.accuracy.user_points import UserData, UserPoint, parse_upload
 from planner.core.errors import InputError
-from planner.core.scenario import Scenario, resolve
+from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.specs import Deployment
 from planner.latency.efficiency import FIT_FIELDS, EfficiencyProfile, choose_profile
 from planner.latency.perf_model import PerfModel
@@ -121,14 +121,14 @@ def test_only_pinnable_constants_are_fitted():
 def test_fit_recovers_a_known_profile(h100):
     r, base = h100
     truth = base.model_copy(update={"memory_efficiency": 0.7, "step_overhead_s": 0.004, "matmul_efficiency": 0.45})
-    pm = PerfModel(r, "vllm", profile=truth)
+    pm = PerfModel(with_engine(r, "vllm"), profile=truth)
     shapes = [(1, 512, 256), (8, 512, 256), (32, 1024, 256), (64, 2048, 512), (1, 4096, 128)]
     points = []
     for b, i, o in shapes:  # exact model values under the truth profile
         probe = UserPoint("p", b, i, o, 1.0, 1.0, b)
         ms = predict_ms(pm, probe)
         points.append(UserPoint(f"b{b}", b, i, o, ms["TPOT"], ms["TTFT"], b))
-    fit = fit_user_profile(r, "vllm", UserData("csv", tuple(points)), base)
+    fit = fit_user_profile(r, UserData("csv", tuple(points)), base)
     assert fit.fitted_fields == ("matmul_efficiency", "memory_efficiency", "step_overhead_s")
     assert fit.median_abs_after_pct < 1.0 < fit.median_abs_before_pct
     assert fit.profile.matmul_efficiency == pytest.approx(0.45, rel=0.05)
@@ -145,7 +145,7 @@ def test_fit_recovers_a_known_profile(h100):
 )
 def test_fit_never_worsens_the_uploaded_points(h100, name):
     r, base = h100
-    fit = fit_user_profile(r, "vllm", load(name), base, name)
+    fit = fit_user_profile(r, load(name), base, name)
     assert fit.median_abs_after_pct < fit.median_abs_before_pct
     assert set(fit.table["metric"]) == {"TPOT", "TTFT"} and name in fit.profile.note
     assert fit.profile.status == ("calibrated" if name == "user_points.csv" else "partial")
@@ -153,7 +153,7 @@ def test_fit_never_worsens_the_uploaded_points(h100, name):
 
 def test_yaml_export_is_an_efficiency_entry(h100):
     r, base = h100
-    fit = fit_user_profile(r, "vllm", load("user_points.csv"), base)
+    fit = fit_user_profile(r, load("user_points.csv"), base)
     text = profile_yaml(fit)
     engine, family, prof = profile_from_yaml(text)
     assert (engine, family) == ("vllm", "hopper")

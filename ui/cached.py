@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.capacity.replicas import CapacityPlan, capacity_plan
-from planner.core.scenario import Scenario, resolve
+from planner.core.scenario import Scenario, resolve, with_engine
 from planner.sim.continuous import ContinuousEstimate, continuous
 
 
@@ -18,9 +18,9 @@ from planner.sim.continuous import ContinuousEstimate, continuous
 def continuous_cached(
     scenario_json: str, engine: str, concurrency: int, input_tokens: int, output_tokens: int
 ) -> ContinuousEstimate:
-    """planner.sim.continuous.continuous for one scenario."""
-    r = resolve(Scenario.model_validate_json(scenario_json))
-    return continuous(r, concurrency, input_tokens, output_tokens, engine)
+    """planner.sim.continuous.continuous for one scenario run by `engine` (a page's engine choice)."""
+    r = with_engine(resolve(Scenario.model_validate_json(scenario_json)), engine)
+    return continuous(r, concurrency, input_tokens, output_tokens)
 
 
 @st.cache_data(show_spinner="Searching the capacity per replica…", max_entries=64)

@@ -17,15 +17,19 @@ from planner.core.catalog import (
     get_model,
     gpus,
     kv_precisions,
+    model_family,
     model_presets,
+    presets_by_family,
     weight_precisions,
 )
-from planner.core.engine_defaults import batch_defaults
+from planner.core.engine_defaults import DEFAULT_ENGINE, batch_defaults
 from planner.core.errors import InputError, from_validation_error
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
 from planner.core.precision import label_on
+from planner.core.safe_text import inline_markdown
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment, ModelSpec, custom_gpu
+from planner.memory.layer_groups import architecture_summary
 from ui.labels import error_text
 from ui.parallelism import parallelism_section
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
@@ -37,21 +41,23 @@ MANUAL = "Manual fields"
 
 
 def _model_source() -> tuple[str, ModelSpec | None]:
-    presets = list(model_presets())
+    presets = presets_by_family()
     options = presets + [UPLOAD, MANUAL]
     choice = st.selectbox(
         "Model",
         options,
         index=presets.index(DEFAULT_MODEL),
         key="sb_model",
-        help="Presets are published Hugging Face config.json files (data/models/). A checkpoint published "
-        "quantized (DeepSeek-V3's FP8) sets Weights to its format, as the CLI does.",
+        format_func=lambda p: f"{model_family(p)} · {p}" if p in presets else p,
+        help="Presets are published Hugging Face config.json files (data/models/), grouped by family. A checkpoint "
+        "published quantized (DeepSeek-V3's FP8) sets Weights to its format, as the CLI does.",
         on_change=_weights_follow_model,
     )
     if choice == UPLOAD:
         return choice, _uploaded_model()
     if choice == MANUAL:
         return choice, _manual_model()
+    st.caption(architecture_summary(get_model(choice)))
     return choice, None
 
 
@@ -79,7 +85,7 @@ def _uploaded_model() -> ModelSpec | None:
         st.session_state.pop("sb_upload_rejected")  # a later file or paste replaces the rejected one's error
         rejected = None
     if rejected and up is None:
-        st.error(f"{rejected} (the file was not used; the last valid model stays in use)")
+        st.error(f"{inline_markdown(rejected)} (the file was not used; the last valid model stays in use)")
     text = st.text_area("…or paste its contents", key="sb_config_paste", height=120)
     raw = up.getvalue() if up is not None else text.strip()
     if not raw:
@@ -94,7 +100,7 @@ def _uploaded_model() -> ModelSpec | None:
             st.session_state["sb_upload_gen"] = gen + 1
             st.session_state["sb_upload_rejected"] = f"{err.field}: {err.message}"
             st.rerun()
-        st.error(f"{err.field}: {err.message}")
+        st.error(inline_markdown(f"{err.field}: {err.message}"))
         raise ShownError(err.field, err.message) from None
     st.session_state.pop("sb_upload_rejected", None)
     return _named(spec, raw)
@@ -232,13 +238,18 @@ def _engine(hw: dict | None = None) -> dict:
     return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager)
 
 
+def _engine_id() -> str:
+    """The scenario's engine: from a link or saved JSON (no sidebar widget), else the default of a new Scenario."""
+    return st.session_state.get("sb_engine", DEFAULT_ENGINE)
+
+
 def _batch_default(hw: dict | None):
-    """vLLM's get_batch_defaults for the sidebar's GPU (planner.core.engine_defaults)."""
+    """The scenario engine's batch defaults for the sidebar's GPU (planner.core.engine_defaults)."""
     ids = gpus()
     gpu = ids[hw["gpu"]] if hw and hw["gpu"] in ids else ids[DEFAULT_GPU]
     if hw and hw["gpu_memory_gb"] is not None:
         gpu = custom_gpu(hw["gpu_memory_gb"], like=gpu)
-    return batch_defaults(gpu, "vllm")
+    return batch_defaults(gpu, _engine_id())
 
 
 def _scenario_from_widgets() -> Scenario:
@@ -274,7 +285,7 @@ def _scenario_from_widgets() -> Scenario:
         gpu=hw["gpu"],
         gpu_memory_gb=hw["gpu_memory_gb"],
         deployment=dep,
-        engine=st.session_state.get("sb_engine", "vllm"),  # from a link or saved JSON; no sidebar widget
+        engine=_engine_id(),
         calibration=calibration_from_state(),
         **work,
     )

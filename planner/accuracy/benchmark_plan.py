@@ -78,9 +78,10 @@ def serve_args(s: Scenario, r: Resolved) -> list[str]:
 
 
 def capacity_rps(r: Resolved, input_tokens: int, output_tokens: int, pm: PerfModel | None = None) -> float:
-    """Requests/s the deployment completes at its largest batch (all replicas), per the roofline model."""
+    """Requests/s the deployment completes at its largest batch (all replicas), per the roofline model under the
+    scenario's engine."""
     batch = max(1, min(r.deployment.max_num_seqs, memory_limit(r, input_tokens, output_tokens)))
-    row = sweep(pm or PerfModel(r, "vllm"), [batch], input_tokens, output_tokens)
+    row = sweep(pm or PerfModel(r), [batch], input_tokens, output_tokens)
     return float(row["throughput_tokens_per_s"][0]) / output_tokens
 
 
@@ -134,6 +135,11 @@ def load_test_plan(
         notes.append(
             f"weights {r.weights.label} are a GGUF file: vLLM's GGUF support is experimental; measure "
             "with the engine you will run"
+        )
+    if r.engine.id != "vllm":
+        notes.append(
+            f"the rates are {r.engine.label}'s predicted capacity; the commands start vLLM (the benchmark client "
+            f"works against any OpenAI-compatible server: start {r.engine.label} with the same limits instead)"
         )
     if s.model_spec is not None:
         notes.append("custom model: replace the model name with its Hugging Face id or local path")

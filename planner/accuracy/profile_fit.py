@@ -53,9 +53,9 @@ def predict_ms(pm: PerfModel, p: UserPoint) -> dict[str, float]:
     return out
 
 
-def comparison(r: Resolved, engine: str, points, before: EfficiencyProfile, after: EfficiencyProfile) -> pd.DataFrame:
-    """One row per measured value: measured, predicted before and after, signed % errors."""
-    pm_b, pm_a = PerfModel(r, engine, profile=before), PerfModel(r, engine, profile=after)
+def comparison(r: Resolved, points, before: EfficiencyProfile, after: EfficiencyProfile) -> pd.DataFrame:
+    """One row per measured value: measured, predicted before and after, signed % errors (the scenario's engine)."""
+    pm_b, pm_a = PerfModel(r, profile=before), PerfModel(r, profile=after)
     rows = []
     for p in points:
         pb, pa = predict_ms(pm_b, p), predict_ms(pm_a, p)
@@ -109,10 +109,8 @@ class UserFit:
     notes: tuple[str, ...]
 
 
-def fit_user_profile(
-    r: Resolved, engine: str, data: UserData, base: EfficiencyProfile, source: str = "upload"
-) -> UserFit:
-    """Fit the pinnable constants of `base` to the uploaded points for this scenario's GPU and the engine."""
+def fit_user_profile(r: Resolved, data: UserData, base: EfficiencyProfile, source: str = "upload") -> UserFit:
+    """Fit the pinnable constants of `base` to the uploaded points for this scenario's GPU and engine (r.engine)."""
     points, fields = data.points, fields_to_fit(data.points)
 
     def profile_at(x: np.ndarray) -> EfficiencyProfile:
@@ -123,7 +121,7 @@ def fit_user_profile(
         return EfficiencyProfile(**values, status=base.status, num_points=0, note="")
 
     def objective(x: np.ndarray) -> float:
-        pm = PerfModel(r, engine, profile=profile_at(x))
+        pm = PerfModel(r, profile=profile_at(x))
         data_term = sum(
             math.log(pred / meas) ** 2
             for p in points
@@ -142,7 +140,7 @@ def fit_user_profile(
         f"{', '.join(fields) or 'nothing'}; other constants kept from the planner's profile"
     )
     fitted = profile_at(x).model_copy(update={"status": status, "num_points": len(points), "note": note})
-    table = comparison(r, engine, points, base, fitted)
+    table = comparison(r, points, base, fitted)
     return UserFit(
         profile=fitted,
         base=base,
@@ -150,7 +148,7 @@ def fit_user_profile(
         table=table,
         median_abs_before_pct=float(table["error_before_pct"].abs().median()),
         median_abs_after_pct=float(table["error_after_pct"].abs().median()),
-        engine=engine.lower(),
+        engine=r.engine.id,
         gpu_family=r.gpu.family,
         notes=data.notes,
     )

@@ -299,7 +299,7 @@ def evaluate(
         if not p.excluded:
             r = resolved[p.id] if resolved else scenario(p)
             key = f"{p.engine}/{r.gpu.family}"
-            pm = PerfModel(r, p.engine, profile=(profiles or {}).get(key))
+            pm = PerfModel(r, profile=(profiles or {}).get(key))
             pred = predict(p, pm)
             row.update(
                 predicted=pred,

@@ -243,9 +243,9 @@ def _report(rates, cols, events, m: ReplicaModel, p: Policy, slo_ttft_s, usd, ti
     )
 
 
-def measure_replica(s, traffic, slo, plan, engine: str | None = None) -> ReplicaModel:
+def measure_replica(s, traffic, slo, plan) -> ReplicaModel:
     """A ReplicaModel from a CapacityPlan (planner.capacity.replicas.capacity_plan) plus one light-load simulation."""
-    from planner.capacity.replicas import probe, replica_scenario
+    from planner.capacity.replicas import probe, replica_scenario, traffic_replica
     from planner.core.scenario import resolve
     from planner.memory.plan import plan_memory
 
@@ -254,7 +254,7 @@ def measure_replica(s, traffic, slo, plan, engine: str | None = None) -> Replica
     if not mu:
         raise InputError("slo", "one replica cannot meet the SLO at any load: nothing to autoscale")
     light_rho = 0.25
-    light = probe(r, traffic, slo, light_rho * mu, engine or s.engine)
+    light = probe(traffic_replica(r, traffic), traffic, slo, light_rho * mu)
     at_cap = plan.at_capacity
     return ReplicaModel(
         max_rate_per_replica=mu,

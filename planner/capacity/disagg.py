@@ -29,6 +29,7 @@ from planner.capacity.disagg_pools import (
     decode_tpot_at,
     kv_link,
     kv_transfer_s,
+    pool_replica,
     prefill_capacity,
     prefill_probe,
     visible_transfer_s,
@@ -45,7 +46,6 @@ from planner.capacity.replicas import (
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
-from planner.latency.perf_model import PerfModel
 from planner.memory.plan import TP_DEGREES, plan_memory
 
 
@@ -53,7 +53,13 @@ def instance_shapes(s: Scenario, tps: tuple[int, ...] = TP_DEGREES) -> list[Reso
     """One-instance scenarios vLLM can start: TP-only shapes plus the scenario's own layout (module note)."""
     dep = s.deployment
     layouts = [
-        dict(tensor_parallel_size=tp, pipeline_parallel_size=1, data_parallel_size=1, enable_expert_parallel=False)
+        dict(
+            tensor_parallel_size=tp,
+            pipeline_parallel_size=1,
+            data_parallel_size=1,
+            enable_expert_parallel=False,
+            ep_size=None,
+        )
         for tp in tps
     ]
     own = dict(
@@ -61,6 +67,7 @@ def instance_shapes(s: Scenario, tps: tuple[int, ...] = TP_DEGREES) -> list[Reso
         pipeline_parallel_size=dep.pipeline_parallel_size,
         data_parallel_size=dep.data_parallel_size,
         enable_expert_parallel=dep.enable_expert_parallel,
+        ep_size=dep.ep_size,
     )
     if own not in layouts:
         layouts.append(own)
@@ -231,15 +238,13 @@ def aggregated_best(
     slo: SLO,
     headroom: float,
     prices: dict | None,
-    engine: str,
     rel_tol: float,
     shapes: list[Resolved],
 ) -> tuple[AggregatedOption | None, list[AggregatedOption]]:
     """capacity_plan at each shape without PP; the cheapest feasible one (by $/h, then GPUs).
 
-    capacity_plan simulates one DP rank on its TP GPUs, so for DP > 1 its replicas are DP ranks: instances =
-    ceil(ranks / DP), GPUs = instances × TP × DP. PP shapes are left out: the simulator runs one batch at a time
-    and would miss the batches PP keeps in flight."""
+    capacity_plan prices whole instances of TP × DP GPUs (it runs one DP rank at rate / DP). PP shapes are left
+    out: the simulator runs one batch at a time and would miss the batches PP keeps in flight."""
     rows = []
     for r in shapes:
         d = r.deployment
@@ -252,13 +257,11 @@ def aggregated_best(
             slo,
             headroom,
             prices,
-            engine,
             rel_tol,
             operating_point=True,
         )
         op = plan.operating_point
-        ranks = plan.cost.replicas if plan.cost else None
-        instances = math.ceil(ranks / d.data_parallel_size) if ranks else None
+        instances = plan.cost.replicas if plan.cost else None
         gpus = instances * d.gpus_per_replica if instances else None
         usd_h = gpus * plan.usd_per_gpu_hour if gpus else None
         per_m = usd_h / (target * plan.mean_output_tokens * SECONDS_PER_HOUR) * 1e6 if usd_h else None
@@ -270,7 +273,7 @@ def aggregated_best(
                 replicas=instances,
                 gpus=gpus,
                 gpus_per_replica=d.gpus_per_replica,
-                max_rate_per_replica=plan.max_rate_per_replica * d.data_parallel_size,
+                max_rate_per_replica=plan.max_rate_per_replica,
                 usd_per_hour=usd_h,
                 usd_per_million_output_tokens=per_m,
                 ttft_p95_s=op.ttft_p95_s if op else None,
@@ -289,7 +292,6 @@ def disagg_plan(
     slo: SLO = SLO(),
     headroom: float = DEFAULT_HEADROOM,
     prices: dict | None = None,
-    engine: str | None = None,
     link: str = "nic",
     link_gb_s: float | None = None,
     link_latency_s: float = DEFAULT_LINK_LATENCY_S,
@@ -299,7 +301,6 @@ def disagg_plan(
     layerwise: bool = False,
 ) -> DisaggPlan:
     """Size both pools for `target_rps` under `slo`, and the best aggregated deployment to compare (module note)."""
-    engine = engine or s.engine
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
     shapes = instance_shapes(s, tps)
     if not shapes:
@@ -312,27 +313,26 @@ def disagg_plan(
         raise InputError("model", f"no TP, DP or PP shape of this model starts on this GPU (see `memory`){hint}")
     mean_in, mean_out = mean_tokens(traffic)
     links = {id(r): kv_link(r, link, link_gb_s, link_latency_s, layerwise) for r in shapes}
-    prefill = [(r, prefill_capacity(r, traffic, slo, links[id(r)], engine, rel_tol)) for r in shapes]
-    decode = [(r, decode_capacity(r, mean_in, mean_out, slo, engine)) for r in shapes]
+    replicas = {id(r): pool_replica(r, traffic) for r in shapes}  # each shape's derived values, once
+    prefill = [(r, prefill_capacity(replicas[id(r)], traffic, slo, links[id(r)], rel_tol)) for r in shapes]
+    decode = [(r, decode_capacity(replicas[id(r)], mean_in, mean_out, slo)) for r in shapes]
     best_p, best_d = _best(prefill, target_rps, headroom), _best(decode, target_rps, headroom)
     usd = price_of(shapes[0], prices)
     p_row = d_row = None
     transfer = visible = None
     if best_p:
         r, cap, n, gpus = best_p
-        ttft = prefill_probe(r, traffic, target_rps / n, links[id(r)], engine)[0]
+        ttft = prefill_probe(replicas[id(r)], traffic, target_rps / n, links[id(r)])[0]
         p_row = _pool_row(PrefillPool, r, cap, n, gpus, ttft_p95_s=ttft)
         transfer = float(kv_transfer_s(r, mean_in, links[id(r)]))
-        visible = float(visible_transfer_s(r, mean_in, links[id(r)], PerfModel(r, engine)))
+        visible = float(visible_transfer_s(r, mean_in, links[id(r)], replicas[id(r)].step_cost.pm))
     if best_d:
         r, cap, n, gpus = best_d
-        tpot = decode_tpot_at(r, target_rps / n, mean_in, mean_out, engine)
+        tpot = decode_tpot_at(replicas[id(r)], target_rps / n, mean_in, mean_out)
         d_row = _pool_row(DecodePool, r, cap, n, gpus, tpot_p95_s=tpot)
     chosen = links[id(best_p[0])] if best_p else links[id(shapes[0])]
     agg, agg_rows = (
-        aggregated_best(s, target_rps, traffic, slo, headroom, prices, engine, rel_tol, shapes)
-        if compare
-        else (None, [])
+        aggregated_best(s, target_rps, traffic, slo, headroom, prices, rel_tol, shapes) if compare else (None, [])
     )
     return DisaggPlan(
         target_rps,

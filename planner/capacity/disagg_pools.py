@@ -36,10 +36,10 @@ from planner.core.scenario import Resolved
 from planner.core.workload import SLO, TrafficSpec
 from planner.latency.perf_model import PerfModel
 from planner.memory import sizes as memory
-from planner.memory.plan import plan_memory
 from planner.memory.vllm_pool import blocks_per_request
 from planner.sim.records import latencies
-from planner.sim.serving import run_serving, steady_rates, step_cost_for
+from planner.sim.serving import Replica, run_serving, steady_rates
+from planner.sim.settings import ServerSettings
 from planner.traffic.workload import Workload
 
 MIN_SERVED = 0.95
@@ -126,23 +126,29 @@ def _prefill_workload(traffic: TrafficSpec, rate: float) -> Workload:
     )
 
 
-def prefill_probe(r: Resolved, traffic: TrafficSpec, rate: float, link: KVLink, engine: str, cost=None):
+def pool_replica(r: Resolved, traffic: TrafficSpec) -> Replica:
+    """One instance of a pool: the scenario's settings with the traffic's prefix caching taken as given (off unless
+    the profile shares prefixes) and the traffic's seed."""
+    return Replica(r, ServerSettings.of(r, prefix_caching=traffic.prefix_caching, seed=traffic.seed))
+
+
+def prefill_probe(replica: Replica, traffic: TrafficSpec, rate: float, link: KVLink):
     """(p95 TTFT incl. KV transfer, served / offered) of one instance at `rate` requests/s."""
-    dp = r.deployment.data_parallel_size
-    cost = cost or step_cost_for(r, engine)
-    wl = _prefill_workload(traffic, rate / dp)
-    res = run_serving(r, wl, engine, traffic.prefix_caching, seed=traffic.seed, cost=cost)
+    r = replica.resolved
+    wl = _prefill_workload(traffic, rate / r.deployment.data_parallel_size)
+    res = run_serving(replica, wl)
     done = res.requests.finished
-    ttft = latencies(res)["ttft_s"] + visible_transfer_s(r, wl.prompt_tokens[done], link, cost.pm)
+    ttft = latencies(res)["ttft_s"] + visible_transfer_s(r, wl.prompt_tokens[done], link, replica.step_cost.pm)
     offered, served = steady_rates(res)
     ratio = served / offered if offered else 0.0
     return (float(np.percentile(ttft, 95)) if len(ttft) else math.inf), ratio
 
 
 def prefill_capacity(
-    r: Resolved, traffic: TrafficSpec, slo: SLO, link: KVLink, engine: str, rel_tol: float = DEFAULT_REL_TOL
+    replica: Replica, traffic: TrafficSpec, slo: SLO, link: KVLink, rel_tol: float = DEFAULT_REL_TOL
 ) -> PoolCapacity:
     """Highest rate one prefill instance sustains with p95 (TTFT + transfer) ≤ the TTFT target (module note)."""
+    r = replica.resolved
     d = r.deployment
     gpus = d.gpus_per_replica
     prompts = base_workload(traffic).prompt_tokens
@@ -157,13 +163,12 @@ def prefill_capacity(
             None,
             f"p95 KV transfer {transfer95 * 1e3:,.0f} ms ≥ TTFT target {slo.ttft_p95_s * 1e3:,.0f} ms",
         )
-    pm = PerfModel(r, engine)
-    cost = step_cost_for(r, engine)
+    pm = replica.step_cost.pm
     start = d.data_parallel_size / float(pm.prefill(1, float(prompts.mean())).total_s)
     seen: dict[float, tuple[float, float]] = {}
 
     def sustains(rate: float) -> bool:
-        seen[rate] = prefill_probe(r, traffic, rate, link, engine, cost)
+        seen[rate] = prefill_probe(replica, traffic, rate, link)
         return seen[rate][0] <= slo.ttft_p95_s and seen[rate][1] >= MIN_SERVED
 
     best = bracket_and_bisect(sustains, start, rel_tol)
@@ -183,11 +188,10 @@ def decode_step_s(pm: PerfModel, batch: float, context: float) -> float:
     return float(pm.decode(max(batch, 1.0), context).total_s)
 
 
-def decode_capacity(r: Resolved, mean_prompt: float, mean_output: float, slo: SLO, engine: str) -> PoolCapacity:
+def decode_capacity(replica: Replica, mean_prompt: float, mean_output: float, slo: SLO) -> PoolCapacity:
     """Highest rate one decode instance sustains with p95 TPOT ≤ the target (analytic, module note)."""
-    d = r.deployment
-    pm = PerfModel(r, engine)
-    plan = plan_memory(r)
+    d = replica.resolved.deployment
+    pm, plan = replica.step_cost.pm, replica.memory_plan
     context = mean_prompt + mean_output / 2
     per_request_blocks = blocks_per_request(max(1, math.ceil(mean_prompt + mean_output)), d.block_size)
     n_max = min(d.max_num_seqs, plan.num_gpu_blocks // per_request_blocks)
@@ -210,11 +214,11 @@ def decode_capacity(r: Resolved, mean_prompt: float, mean_output: float, slo: SL
     )
 
 
-def decode_tpot_at(r: Resolved, rate: float, mean_prompt: float, mean_output: float, engine: str) -> float:
+def decode_tpot_at(replica: Replica, rate: float, mean_prompt: float, mean_output: float) -> float:
     """p95 TPOT of one decode instance at `rate`: the fixed point n = λ/DP × (O − 1) × t(n), then t(n + 1.645√n)."""
-    pm = PerfModel(r, engine)
+    pm = replica.step_cost.pm
     context, steps = mean_prompt + mean_output / 2, max(mean_output - 1.0, 1.0)
-    lam = rate / r.deployment.data_parallel_size
+    lam = rate / replica.resolved.deployment.data_parallel_size
     n = lam * steps * decode_step_s(pm, 1, context)
     for _ in range(50):
         n = lam * steps * decode_step_s(pm, n, context)

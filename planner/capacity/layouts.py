@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from planner.capacity.disagg import instance_shapes
-from planner.capacity.disagg_pools import decode_capacity, kv_link, prefill_capacity
+from planner.capacity.disagg_pools import decode_capacity, kv_link, pool_replica, prefill_capacity
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
@@ -45,6 +45,8 @@ def layout_label(d) -> str:
         parts.append(f"DP {d.data_parallel_size}")
     if d.enable_expert_parallel:
         parts.append(f"EP {d.expert_parallel_size}")
+        if d.moe_tensor_parallel_size > 1:
+            parts[-1] += f" (MoE-TP {d.moe_tensor_parallel_size})"
     if d.pipeline_parallel_size > 1:
         parts.append(f"PP {d.pipeline_parallel_size}")
     return " × ".join(parts[:2]) + "".join(f" + {p}" for p in parts[2:])
@@ -55,7 +57,13 @@ def layout_rows(s: Scenario, num_gpus: int, batch: int, context: int, skew: floa
     base = s.deployment
     rows = []
     for layout in layout_options(num_gpus, resolve(s).model.is_moe):
-        fields = {"pipeline_parallel_size": 1, "data_parallel_size": 1, "enable_expert_parallel": False, **layout}
+        fields = {
+            "pipeline_parallel_size": 1,
+            "data_parallel_size": 1,
+            "enable_expert_parallel": False,
+            "ep_size": None,
+            **layout,
+        }
         dep = base.model_copy(update=fields)
         dep = dep.model_copy(update={"num_gpus": dep.gpus_per_replica})
         label = layout_label(dep)
@@ -65,7 +73,7 @@ def layout_rows(s: Scenario, num_gpus: int, batch: int, context: int, skew: floa
             rows.append({"layout": label, "fits": False, "note": err.message})
             continue
         plan = plan_memory(r)
-        pm = PerfModel(r, s.engine)
+        pm = PerfModel(r)
         terms = parallel_terms(r, pm, skew)
         pm.parallel = terms  # the skew knob: the page's what-if, not the scenario's default
         step = pm.decode(batch, context)
@@ -118,9 +126,10 @@ def ratio_rows(
         traffic = TrafficSpec(
             profile="custom", prompt=f"fixed:{p}", output="fixed:1", num_requests=num_requests, seed=seed
         )
-        pre = prefill_capacity(r, traffic, slo, lk, s.engine, rel_tol=0.05)
+        replica = pool_replica(r, traffic)
+        pre = prefill_capacity(replica, traffic, slo, lk, rel_tol=0.05)
         for o in [o for o in outputs if p + o <= max_len]:
-            dec = decode_capacity(r, p, o, slo, s.engine)
+            dec = decode_capacity(replica, p, o, slo)
             ratio = (
                 dec.max_rate_per_instance / pre.max_rate_per_instance
                 if pre.max_rate_per_instance > 0 and dec.max_rate_per_instance > 0

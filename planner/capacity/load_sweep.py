@@ -25,18 +25,10 @@ from planner.capacity.steady_state import (
     saturated_throughput_rps,
 )
 from planner.core.errors import InputError
-from planner.core.scenario import Resolved
 from planner.core.workload import SLO
-from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.latency.perf_model import PerfModel
 from planner.sim.records import ServingSummary, SimResult, meets_slo
-from planner.sim.serving import (
-    flat_row,
-    result_summary,
-    run_serving,
-    scheduler_config_for,
-    step_cost_for,
-)
+from planner.sim.serving import Replica, flat_row, result_summary, run_serving
 from planner.traffic.generators import closed_loop, open_loop
 from planner.traffic.profiles import mean_lengths
 
@@ -48,13 +40,10 @@ def single_request_s(pm: PerfModel, prompt_tokens: float, output_tokens: float) 
     return prefill + max(output_tokens - 1, 0) * decode
 
 
-def estimate_capacity_rps(
-    r: Resolved, prompt_tokens: float, output_tokens: float, engine: str = DEFAULT_ENGINE
-) -> float:
+def estimate_capacity_rps(replica: Replica, prompt_tokens: float, output_tokens: float) -> float:
     """Rough requests/s one replica sustains: batch b = min(max_num_seqs, KV pool / tokens per request); each
     request costs its prefill plus (output / b) batch-b decode steps. Only a starting point for the sweep range."""
-    pm = PerfModel(r, engine)
-    cfg = scheduler_config_for(r)
+    pm, cfg = replica.step_cost.pm, replica.scheduler_config
     per_request = max(prompt_tokens + output_tokens, 1.0)
     b = max(1, min(cfg.max_num_seqs, int(cfg.kv_pool_tokens // per_request)))
     prefill_s = float(pm.prefill(1, prompt_tokens).total_s)
@@ -62,41 +51,24 @@ def estimate_capacity_rps(
     return 1.0 / (prefill_s + output_tokens * decode_s / b)
 
 
-def rate_sweep(
-    r: Resolved,
-    rates,
-    workload_for_rate,
-    engine: str = DEFAULT_ENGINE,
-    prefix_caching: bool | None = None,
-    max_queue: int | None = None,
-    slo_ttft_s: float | None = None,
-    slo_tpot_s: float | None = None,
-    seed: int = 0,
-    progress=None,
-    slo: SLO | None = None,
-) -> list[dict]:
-    """One flat summary row per rate (ascending), each from `workload_for_rate(rate)`, with the steady-state
-    verdict (`sustains`, `reason`) against `slo` (default: the SLO with slo_ttft_s / slo_tpot_s where given);
+def settings_slo(replica: Replica) -> SLO:
+    """The SLO of the replica's goodput settings (SLO's defaults where a target is unset)."""
+    s = replica.settings
+    return SLO(**{k: v for k, v in (("ttft_p95_s", s.slo_ttft_s), ("tpot_p95_s", s.slo_tpot_s)) if v})
+
+
+def rate_sweep(replica: Replica, rates, workload_for_rate, progress=None, slo: SLO | None = None) -> list[dict]:
+    """One flat summary row per rate (ascending), each from `workload_for_rate(rate)` on the same replica, with the
+    steady-state verdict (`sustains`, `reason`) against `slo` (default: the replica's settings_slo);
     `progress(done, total)` is called after every point."""
     rates = sorted(float(x) for x in rates)
     if not rates or any(not (math.isfinite(x) and x > 0) for x in rates):
         raise InputError("rates", "need one or more rates > 0")
-    if slo is None:
-        slo = SLO(**{k: v for k, v in (("ttft_p95_s", slo_ttft_s), ("tpot_p95_s", slo_tpot_s)) if v})
-    cost = step_cost_for(r, engine)  # built once, shared by every point
-    kw = dict(
-        engine=engine,
-        prefix_caching=prefix_caching,
-        max_queue=max_queue,
-        slo_ttft_s=slo_ttft_s,
-        slo_tpot_s=slo_tpot_s,
-        seed=seed,
-        cost=cost,
-    )
-    saturated = saturated_throughput_rps(run_serving(r, workload_for_rate(SATURATION_RATE_PER_S), **kw))
+    slo = slo or settings_slo(replica)
+    saturated = saturated_throughput_rps(run_serving(replica, workload_for_rate(SATURATION_RATE_PER_S)))
     rows = []
     for k, rate in enumerate(rates, start=1):
-        res = run_serving(r, workload_for_rate(rate), **kw)
+        res = run_serving(replica, workload_for_rate(rate))
         verdict = judge(res, slo, rate, saturated)
         rows.append(
             {
@@ -161,35 +133,16 @@ class OpenVsClosed:
 
 
 def open_vs_closed(
-    r: Resolved,
-    rate_per_s: float,
-    num_requests: int,
-    prompt: str,
-    output: str,
-    think_time_s: float = 5.0,
-    engine: str = DEFAULT_ENGINE,
-    prefix_caching: bool | None = None,
-    max_queue: int | None = None,
-    slo_ttft_s: float | None = None,
-    slo_tpot_s: float | None = None,
-    seed: int = 0,
+    replica: Replica, rate_per_s: float, num_requests: int, prompt: str, output: str, think_time_s: float = 5.0
 ) -> OpenVsClosed:
-    """The same server under open-loop Poisson at λ and closed-loop users sized to offer λ (module note)."""
-    cost = step_cost_for(r, engine)
+    """The same server under open-loop Poisson at λ and closed-loop users sized to offer λ (module note); both
+    workloads are seeded with the replica's seed."""
+    seed = replica.settings.seed
     open_wl = open_loop(num_requests, rate_per_s, prompt, output, "poisson", 1.0, seed)
     mean_prompt, mean_output = mean_lengths(open_wl)
-    reply_s = single_request_s(cost.pm, mean_prompt, mean_output)
+    reply_s = single_request_s(replica.step_cost.pm, mean_prompt, mean_output)
     users = users_for_rate(rate_per_s, think_time_s, reply_s)
     closed_wl = closed_loop(users, num_requests, think_time_s, prompt, output, seed=seed)
-    kw = dict(
-        engine=engine,
-        prefix_caching=prefix_caching,
-        max_queue=max_queue,
-        slo_ttft_s=slo_ttft_s,
-        slo_tpot_s=slo_tpot_s,
-        seed=seed,
-        cost=cost,
-    )
-    open_res, closed_res = run_serving(r, open_wl, **kw), run_serving(r, closed_wl, **kw)
+    open_res, closed_res = run_serving(replica, open_wl), run_serving(replica, closed_wl)
     open_summary, closed_summary = result_summary(open_res), result_summary(closed_res)
     return OpenVsClosed(rate_per_s, users, think_time_s, reply_s, open_summary, closed_summary, open_res, closed_res)

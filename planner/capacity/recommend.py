@@ -42,6 +42,7 @@ from planner.capacity.replicas import (
     replica_scenario,
     replicas_for,
     saturated_rps,
+    traffic_replica,
 )
 from planner.capacity.steady_state import STABILITY_MARGIN
 from planner.core.catalog import gpus
@@ -159,7 +160,7 @@ def evaluate(task: Task, saturated: float | None | tuple = ()) -> dict:
 class Bound:
     """A candidate's capacity upper bound and $/hour lower bound from one saturation run (module note)."""
 
-    saturated_rps: float | None  # None: the batch holds the whole run (no bound but replicas >= 1)
+    saturated_rps: float | None  # one DP rank's; None: the batch holds the whole run (no bound but replicas >= 1)
     max_rate_upper_bound: float | None
     replicas_lower_bound: int
     usd_per_hour_lower_bound: float
@@ -169,14 +170,16 @@ class Bound:
 
 
 def bound(task: Task) -> Bound:
-    """Upper bound on the replica's capacity, lower bound on the deployment's $/hour (module note)."""
+    """Upper bound on the replica's capacity, lower bound on the deployment's $/hour (module note). The saturation
+    run is one DP rank's (find_capacity's); an instance of DP ranks serves DP × that."""
     r = resolve(replica_scenario(task.scenario))
-    sat = saturated_rps(r, task.traffic, task.scenario.engine)
+    sat = saturated_rps(traffic_replica(r, task.traffic), task.traffic)
     sat = float(sat) if sat else None
-    ub = (1 - STABILITY_MARGIN) * sat if sat else None
+    dp = r.deployment.data_parallel_size
+    ub = (1 - STABILITY_MARGIN) * sat * dp if sat else None
     n = replicas_for(task.target_rps, ub, task.headroom) if ub else 1
-    tp, usd = r.deployment.tensor_parallel_size, price_of(r, dict(task.prices))
-    return Bound(sat, ub, n, n * tp * usd, tp, usd, r.gpu.price_date)
+    gpus_each, usd = r.deployment.gpus_per_replica, price_of(r, dict(task.prices))
+    return Bound(sat, ub, n, n * gpus_each * usd, gpus_each, usd, r.gpu.price_date)
 
 
 def _pruned_row(task: Task, b: Bound, cutoff_usd: float) -> dict:
@@ -186,7 +189,7 @@ def _pruned_row(task: Task, b: Bound, cutoff_usd: float) -> dict:
         id=f"{task.scenario.gpu} · {dep.weights} · TP{dep.tensor_parallel_size}",
         gpu=task.scenario.gpu,
         weights=dep.weights,
-        tp=b.gpus_per_replica,
+        tp=dep.tensor_parallel_size,
         gpus_per_replica=b.gpus_per_replica,
         usd_per_gpu_hour=b.usd_per_gpu_hour,
         feasible=False,
@@ -260,10 +263,14 @@ def _run_pool(tasks: list[Task], workers: int, progress: Progress | None) -> lis
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
         with _no_main_reimport():  # workers start during submit
             futures = {pool.submit(evaluate, t): i for i, t in enumerate(tasks)}
-        for k, fut in enumerate(as_completed(futures), start=1):
-            rows[futures[fut]] = fut.result()
-            if progress:
-                progress(k, len(tasks))
+        try:
+            for k, fut in enumerate(as_completed(futures), start=1):
+                rows[futures[fut]] = fut.result()  # a worker's InputError arrives as itself (it pickles)
+                if progress:
+                    progress(k, len(tasks))
+        except BaseException:  # one bad candidate or Ctrl-C: drop the queued ones, do not wait for a full ranking
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     return rows
 
 
@@ -355,6 +362,7 @@ def recommend(
     target_rps: float,
     traffic: TrafficSpec = TrafficSpec(),
     slo: SLO = SLO(),
+    *,
     headroom: float = DEFAULT_HEADROOM,
     prices: dict[str, float] | None = None,
     gpu_ids: list[str] | None = None,
@@ -367,7 +375,8 @@ def recommend(
     prune: bool = True,
 ) -> list[dict]:
     """Every candidate bounded, the ones that can still be among the two cheapest searched, all ranked by cost at
-    the SLO, the Pareto frontier marked (module note; prune=False or Ray: every candidate searched)."""
+    the SLO, the Pareto frontier marked (module note; prune=False or Ray: every candidate searched; the search
+    options are keyword-only: headroom, prices, the candidate space, the tolerance and where the tasks run)."""
     tasks = tasks_for(s, target_rps, traffic, slo, headroom, prices, gpu_ids, weights, tps, rel_tol)
     if not tasks:
         raise InputError("gpus", f"no GPU × precision × TP fits {s.model}: try a larger GPU or a lower max_model_len")
@@ -490,6 +499,7 @@ def disaggregated_options(
     target_rps: float,
     traffic: TrafficSpec = TrafficSpec(),
     slo: SLO = SLO(),
+    *,
     headroom: float = DEFAULT_HEADROOM,
     prices: dict[str, float] | None = None,
     gpu_ids: list[str] | None = None,

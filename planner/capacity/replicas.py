@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
 from planner.capacity.load_sweep import estimate_capacity_rps
@@ -38,8 +38,8 @@ from planner.capacity.steady_state import (
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
-from planner.latency.efficiency import DEFAULT_ENGINE
-from planner.sim.serving import run_serving, step_cost_for
+from planner.sim.serving import Replica, run_serving
+from planner.sim.settings import ServerSettings
 from planner.traffic.profiles import profile_workload
 from planner.traffic.traces import load_trace
 from planner.traffic.workload import Workload
@@ -100,28 +100,20 @@ def mean_tokens(traffic: TrafficSpec) -> tuple[float, float]:
 Probe = Verdict
 
 
-def _run(r: Resolved, traffic: TrafficSpec, rate_per_s: float, engine: str, cost=None):
-    return run_serving(
-        r, workload_at(traffic, rate_per_s), engine, traffic.prefix_caching or None, seed=traffic.seed, cost=cost
-    )
+def traffic_replica(r: Resolved, traffic: TrafficSpec) -> Replica:
+    """One replica of the scenario as the capacity probes run it: its own settings, with the traffic's prefix
+    caching (when the profile asks for it; else the deployment's) and the traffic's seed for the simulator."""
+    return Replica(r, ServerSettings.of(r, prefix_caching=traffic.prefix_caching or None, seed=traffic.seed))
 
 
-def saturated_rps(r: Resolved, traffic: TrafficSpec, engine: str = DEFAULT_ENGINE, cost=None) -> float | None:
+def saturated_rps(replica: Replica, traffic: TrafficSpec) -> float | None:
     """The replica's saturated throughput on these requests (planner.capacity.steady_state)."""
-    return saturated_throughput_rps(_run(r, traffic, SATURATION_RATE_PER_S, engine, cost))
+    return saturated_throughput_rps(run_serving(replica, workload_at(traffic, SATURATION_RATE_PER_S)))
 
 
-def probe(
-    r: Resolved,
-    traffic: TrafficSpec,
-    slo: SLO,
-    rate_per_s: float,
-    engine: str = DEFAULT_ENGINE,
-    cost=None,
-    saturated: float | None = None,
-) -> Probe:
+def probe(replica: Replica, traffic: TrafficSpec, slo: SLO, rate_per_s: float, saturated: float | None = None) -> Probe:
     """Simulate one replica at `rate_per_s` and judge its steady state against the SLO."""
-    return judge(_run(r, traffic, rate_per_s, engine, cost), slo, rate_per_s, saturated)
+    return judge(run_serving(replica, workload_at(traffic, rate_per_s)), slo, rate_per_s, saturated)
 
 
 @dataclass(frozen=True)
@@ -184,26 +176,25 @@ def bracket_and_bisect(sustains, start: float, rel_tol: float = DEFAULT_REL_TOL)
 
 
 def find_capacity(
-    r: Resolved,
+    replica: Replica,
     traffic: TrafficSpec = TrafficSpec(),
     slo: SLO = SLO(),
-    engine: str = DEFAULT_ENGINE,
     rel_tol: float = DEFAULT_REL_TOL,
     saturated: float | None | tuple = (),
 ) -> CapacityResult:
     """The highest arrival rate one replica sustains under `slo` (module note): a pure function of its inputs.
-    `saturated`: saturated_rps(r, traffic, engine) when the caller has it already (the ranking's bound); the
-    same number the search would compute, so the answer does not change."""
+    Every probe runs the same replica (traffic_replica: its memory plan and step-cost model are derived once).
+    `saturated`: saturated_rps(replica, traffic) when the caller has it already (the ranking's bound); the same
+    number the search would compute, so the answer does not change."""
     t0 = time.perf_counter()
     mean_in, mean_out = mean_tokens(traffic)
-    estimate = estimate_capacity_rps(r, mean_in, mean_out, engine)
-    cost = step_cost_for(r, engine)  # built once, shared by every probe
+    estimate = estimate_capacity_rps(replica, mean_in, mean_out)
     if isinstance(saturated, tuple):  # not given
-        saturated = saturated_rps(r, traffic, engine, cost)
+        saturated = saturated_rps(replica, traffic)
     probes: dict[float, Probe] = {}
 
     def sustains(rate: float) -> bool:
-        probes[rate] = probe(r, traffic, slo, rate, engine, cost, saturated)
+        probes[rate] = probe(replica, traffic, slo, rate, saturated)
         return probes[rate].sustains
 
     best = bracket_and_bisect(sustains, estimate, rel_tol)
@@ -282,9 +273,9 @@ def usd_per_million_output_at_capacity(cap: CapacityResult, gpus_per_replica: in
 
 
 def replica_scenario(s: Scenario) -> Scenario:
-    """The scenario as ONE replica: num_gpus = TP (replicas are counted by the capacity plan instead)."""
+    """The scenario as ONE replica: num_gpus = TP × PP × DP (replicas are counted by the capacity plan instead)."""
     dep = s.deployment
-    return s.model_copy(update={"deployment": dep.model_copy(update={"num_gpus": dep.tensor_parallel_size})})
+    return s.model_copy(update={"deployment": dep.model_copy(update={"num_gpus": dep.gpus_per_replica})})
 
 
 def price_of(r: Resolved, prices: dict[str, float] | None = None) -> float:
@@ -331,9 +322,8 @@ class CapacityPlan:
     def feasible(self) -> bool:
         return self.max_rate_per_replica > 0
 
-    @property
-    def gpus_per_replica(self) -> int:
-        return self.tp
+    gpus_per_replica: int = 1  # one engine instance: TP × PP × DP GPUs
+    data_parallel_size: int = 1  # DP ranks per instance; the search runs one rank at rate / DP
 
     def to_dict(self) -> dict:
         out = {
@@ -363,8 +353,9 @@ class CapacityPlan:
             "saturated_rps": self.saturated_rps,
         }
         out.update(asdict(self.cost) if self.cost else dict.fromkeys(Cost.__dataclass_fields__, None))
-        out.update(gpus_per_replica=self.tp, usd_per_gpu_hour=self.usd_per_gpu_hour)  # also without a cost
+        out.update(gpus_per_replica=self.gpus_per_replica, usd_per_gpu_hour=self.usd_per_gpu_hour)  # also w/o a cost
         out["operating_point"] = asdict(self.operating_point) if self.operating_point else None
+        out["data_parallel_size"] = self.data_parallel_size
         return out
 
 
@@ -375,7 +366,6 @@ def capacity_plan(
     slo: SLO = SLO(),
     headroom: float = DEFAULT_HEADROOM,
     prices: dict[str, float] | None = None,
-    engine: str | None = None,
     rel_tol: float = DEFAULT_REL_TOL,
     operating_point: bool = True,
     saturated: float | None | tuple = (),
@@ -384,20 +374,29 @@ def capacity_plan(
     (target / replicas per replica) when `operating_point`; `saturated` as in find_capacity."""
     s = replica_scenario(s)
     r = resolve(s)
-    engine = engine or s.engine
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
-    cap = find_capacity(r, traffic, slo, engine, rel_tol, saturated)
-    tp = r.deployment.tensor_parallel_size
+    replica = traffic_replica(r, traffic)
+    cap = find_capacity(replica, traffic, slo, rel_tol, saturated)  # one DP rank: each runs its own requests
+    tp, dp, gpus = r.deployment.tensor_parallel_size, r.deployment.data_parallel_size, r.deployment.gpus_per_replica
+    rank_saturated = cap.saturated_rps
+    if dp > 1:  # an instance of DP ranks serves DP × one rank's rate on TP × PP × DP GPUs
+        cap = replace(
+            cap,
+            max_rate_per_replica=cap.max_rate_per_replica * dp,
+            estimate_rps=cap.estimate_rps * dp,
+            saturated_rps=cap.saturated_rps * dp if cap.saturated_rps else cap.saturated_rps,
+        )
     usd = price_of(r, prices)
     n = replicas_for(target_rps, cap.max_rate_per_replica, headroom)
-    cost = cost_for(target_rps, n, tp, usd, cap.mean_prompt_tokens, cap.mean_output_tokens) if n else None
-    op = probe(r, traffic, slo, target_rps / n, engine, saturated=cap.saturated_rps) if n and operating_point else None
+    cost = cost_for(target_rps, n, gpus, usd, cap.mean_prompt_tokens, cap.mean_output_tokens) if n else None
+    rank_rate = target_rps / n / dp if n else 0.0
+    op = probe(replica, traffic, slo, rank_rate, rank_saturated) if n and operating_point else None
     return CapacityPlan(
         model=r.model.name,
         gpu=r.gpu.id,
         tp=tp,
         weights=r.weights.id,
-        engine=engine,
+        engine=r.engine.id,
         target_rate=target_rps,
         headroom=headroom,
         max_rate_per_replica=cap.max_rate_per_replica,
@@ -411,11 +410,13 @@ def capacity_plan(
         usd_per_gpu_hour=usd,
         price_date=r.gpu.price_date,
         price_source=r.gpu.source.get("price", ""),
-        usd_per_million_output_tokens_at_capacity=usd_per_million_output_at_capacity(cap, tp, usd),
+        usd_per_million_output_tokens_at_capacity=usd_per_million_output_at_capacity(cap, gpus, usd),
         at_capacity=cap.at_capacity,
         probes=cap.probes,
         search_wall_s=cap.wall_s,
         saturated_rps=cap.saturated_rps,
         cost=cost,
         operating_point=op,
+        gpus_per_replica=gpus,
+        data_parallel_size=dp,
     )

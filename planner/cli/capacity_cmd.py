@@ -18,7 +18,9 @@ from planner.core.catalog import gpus
 from planner.core.errors import InputError, from_validation_error
 from planner.core.workload import SLO
 from planner.memory.plan import TP_DEGREES
+from planner.traffic.generators import MAX_RATE_PER_S, MIN_RATE_PER_S
 
+MAX_HEADROOM = 100.0  # provisioning 100× the target is already a typo; beyond it replica counts overflow
 RANKING_NUM_REQUESTS = 600  # per probe in the ranking: keeps ~140 searches within ~30 s on two cores
 
 
@@ -115,10 +117,13 @@ def _prices(items: list[str]) -> dict[str, float]:
 
 
 def _check(args) -> None:
-    if not (math.isfinite(args.target_rate) and args.target_rate > 0):
-        raise InputError("--target-rate", f"must be a number of requests/s > 0, got {args.target_rate:g}")
-    if not (math.isfinite(args.headroom) and args.headroom >= 1):
-        raise InputError("--headroom", "must be >= 1 (1.2 = 20% spare)")
+    if not (math.isfinite(args.target_rate) and MIN_RATE_PER_S <= args.target_rate <= MAX_RATE_PER_S):
+        raise InputError(
+            "--target-rate",
+            f"must be from {MIN_RATE_PER_S:g} to {MAX_RATE_PER_S:g} requests/s, got {args.target_rate:.3g}",
+        )
+    if not (math.isfinite(args.headroom) and 1 <= args.headroom <= MAX_HEADROOM):
+        raise InputError("--headroom", f"must be from 1 to {MAX_HEADROOM:g} (1.2 = 20% spare)")
     if not 1e-4 <= args.rel_tol < 0.5:
         raise InputError("--rel-tol", "must be from 0.0001 to 0.5 (each halving of it costs one more simulation)")
     if args.seed < 0:
@@ -128,7 +133,7 @@ def _check(args) -> None:
 def run_capacity(args: argparse.Namespace) -> int:
     _check(args)
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
-    plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.engine, args.rel_tol)
+    plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol)
     emit(plan.to_dict(), args.json, _capacity_text(plan))
     return 0
 
@@ -200,32 +205,32 @@ def run_recommend(args: argparse.Namespace) -> int:
         gpu_ids = [known[g.lower()] for g in gpu_ids]
     progress = None if args.json else _stderr_progress
     rows = recommend(
-        s.model_copy(update={"engine": args.engine}),
+        s,
         args.target_rate,
         traffic,
         slo,
-        args.headroom,
-        prices,
-        gpu_ids,
-        _csv(args.precisions, "--precisions"),
-        _tps(args.tps),
-        args.rel_tol,
-        args.workers,
-        args.ray,
-        progress,
+        headroom=args.headroom,
+        prices=prices,
+        gpu_ids=gpu_ids,
+        weights=_csv(args.precisions, "--precisions"),
+        tps=_tps(args.tps),
+        rel_tol=args.rel_tol,
+        workers=args.workers,
+        ray_address=args.ray,
+        progress=progress,
     )
     if args.disagg:  # disaggregated options in the same ranking
         rows = with_disaggregated(
             rows,
             disaggregated_options(
-                s.model_copy(update={"engine": args.engine}),
+                s,
                 args.target_rate,
                 traffic,
                 slo,
-                args.headroom,
-                prices,
-                gpu_ids,
-                _csv(args.precisions, "--precisions"),
+                headroom=args.headroom,
+                prices=prices,
+                gpu_ids=gpu_ids,
+                weights=_csv(args.precisions, "--precisions"),
             ),
         )
     out = {

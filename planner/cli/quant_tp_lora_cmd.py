@@ -49,7 +49,7 @@ def _formats(args) -> list[str] | None:
 def run_quant(args) -> int:
     positive(args, "batch")
     r = resolved_from_args(args)
-    rows = compare_formats(r, request_tokens(args), args.batch, args.engine, _formats(args))
+    rows = compare_formats(r, request_tokens(args), args.batch, _formats(args))
     out = {
         "model": r.model.name,
         "gpu": r.gpu.id,
@@ -86,7 +86,7 @@ def run_quant(args) -> int:
 def run_tp(args) -> int:
     positive(args, "batch")
     r = resolved_from_args(args)
-    rows = compare_tp(r, args.batch, decode_context(args), args.engine, request_tokens=request_tokens(args))
+    rows = compare_tp(r, args.batch, decode_context(args), request_tokens=request_tokens(args))
     out = {
         "model": r.model.name,
         "gpu": r.gpu.id,

@@ -48,7 +48,6 @@ def scenario_for_report(args):
             "slo": _slo(args),
             "target_rate": args.target_rate,
             "headroom": args.headroom,
-            "engine": args.engine,
         }
     )
 
@@ -60,7 +59,9 @@ def run(args) -> int:
     ranking = None
     if args.rank:
         traffic = scenario.traffic.model_copy(update={"num_requests": RANKING_NUM_REQUESTS})
-        ranking = recommend(scenario, scenario.target_rate, traffic, scenario.slo, scenario.headroom, prices)
+        ranking = recommend(
+            scenario, scenario.target_rate, traffic, scenario.slo, headroom=scenario.headroom, prices=prices
+        )
     rows = report_rows(scenario, ranking, prices)
     text = {"csv": to_csv, "json": to_json, "md": to_markdown}[fmt](rows)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")

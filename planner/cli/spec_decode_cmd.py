@@ -62,7 +62,6 @@ def run(args) -> int:
         args.k,
         args.batch,
         decode_context(args),
-        args.engine,
         request_tokens(args),
     )
     emit(report.to_dict(), args.json, _text(report))

@@ -64,7 +64,6 @@ def run_prefix(args) -> int:
         args.num_sharing,
         args.queue_wait_ms / 1e3,
         args.prefill_rate,
-        args.engine,
     )
     trace = _trace_report(r, args.trace) if args.trace else None
     out = report.to_dict() | ({"trace": trace.to_dict()} if trace else {})

@@ -1,17 +1,22 @@
-"""Serving engines as objects (data/engines.yaml): memory rule, scheduler policy, all-reduce algorithm, supported
-weight formats, defaults and kernel path, each with its upstream source in the file.
+"""Serving engines as objects (data/engines.yaml): the version the constants describe, memory rule, scheduler
+policy, all-reduce algorithm, supported weight formats, defaults and kernel path, each with its upstream source in
+the file. The resolved scenario carries one (`Resolved.engine`): every calculation below the CLI and UI reads the
+scenario's engine from there, none assumes vLLM.
 
     get_engine(engine)                 the Engine for a name (InputError naming `engine` when unknown)
+    engine_for(name)                   the Engine a scenario runs: get_engine, or vLLM's rules under a
+                                       calibration-only profile's name (data/efficiency.yaml: splitwise)
     engine_supports(engine, weights)   may this engine run this weight format? (GGUF k-quants: llama.cpp only)
     scheduler_policy(engine)           the simulator's admission policy for this engine
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from planner.core.catalog import DATA_DIR, _read_yaml
+from planner.core.engine_defaults import BatchDefaults, batch_defaults, fitted_engines
 from planner.core.errors import InputError
 
 ENGINES_PATH = DATA_DIR / "engines.yaml"
@@ -21,16 +26,35 @@ ENGINES_PATH = DATA_DIR / "engines.yaml"
 class Engine:
     id: str
     label: str
-    memory: str
-    policy: str  # planner.sim SchedulerConfig.policy
+    memory: str  # the memory rule (planner.memory.engine_pool)
+    policy: str  # the scheduler policy (planner.sim SchedulerConfig.policy)
     allreduce: str  # custom | nccl | none
     formats: tuple[str, ...]
-    defaults: dict = field(default_factory=dict)
+    defaults: dict = field(default_factory=dict, hash=False)  # unhashable: left out of the hash
     eager_layer_overhead_s: float = 0.0
     fp16_accumulate: bool = False  # 16-bit GEMMs accumulate in FP16 (GeForce parts run those at twice the rate)
     hopper_wgmma: bool = True  # Hopper-native warpgroup MMA kernels; False = Ampere-style mma.sync only
     issue_bound_gemv: bool = False  # batch-1 weight streaming limited per SM (profile sm_bytes_per_cycle applies)
+    version: str = ""  # the release whose rules and defaults the constants describe
+    version_source: str = ""  # where that version is established (commits read, measured releases)
     source: str = ""
+
+    @property
+    def kernel_path(self) -> dict[str, bool]:
+        """The kernel facts the step-time model reads (planner.latency.hardware): accumulate, MMA kind, GEMV bound."""
+        return {
+            "fp16_accumulate": self.fp16_accumulate,
+            "hopper_wgmma": self.hopper_wgmma,
+            "issue_bound_gemv": self.issue_bound_gemv,
+        }
+
+    def batch_defaults(self, gpu, usage: str = "serve") -> BatchDefaults:
+        """max_num_batched_tokens / max_num_seqs this engine picks on `gpu` (engines without a table: vLLM's)."""
+        return batch_defaults(gpu, self.id, usage)
+
+    def supports(self, weights: str) -> bool:
+        """True when the engine runs weights in format `weights` (a precisions.yaml id)."""
+        return weights.lower() in self.formats
 
 
 @lru_cache(maxsize=1)
@@ -50,6 +74,8 @@ def engines() -> dict[str, Engine]:
             fp16_accumulate=bool(e.get("fp16_accumulate", False)),
             hopper_wgmma=bool(e.get("hopper_wgmma", True)),
             issue_bound_gemv=bool(e.get("issue_bound_gemv", False)),
+            version=str(e["version"]),
+            version_source=" ".join(str(e.get("version_source", "")).split()),
             source=" ".join(str(e.get("source", "")).split()),
         )
     return out
@@ -63,12 +89,32 @@ def get_engine(engine: str, field_name: str = "engine") -> Engine:
     return table[key]
 
 
+def engine_for(name: str) -> Engine:
+    """The Engine a scenario runs. A calibration-only profile (data/efficiency.yaml, e.g. `splitwise`: the unnamed
+    engine behind published points, no engines.yaml entry) runs vLLM's memory rule and scheduler under its own name
+    and constants, with no eager-mode cost (as before engines were objects: predictions unchanged)."""
+    key = (name or "").strip().lower()
+    table = engines()
+    if key in table or key not in fitted_engines():
+        return get_engine(key)
+    base = table["vllm"]
+    return replace(
+        base,
+        id=key,
+        label=key,
+        eager_layer_overhead_s=0.0,
+        version="unknown",
+        version_source="calibration-only profile (data/efficiency.yaml): the engine behind the published points",
+        source=f"calibration only; memory rule and scheduler: vLLM's ({base.source})",
+    )
+
+
 def engine_supports(engine: str, weights: str) -> bool:
     """True when `engine` runs weights in format `weights` (a precisions.yaml id); False for unknown engines."""
     e = engines().get((engine or "").lower())
-    return e is not None and weights.lower() in e.formats
+    return e is not None and e.supports(weights)
 
 
 def scheduler_policy(engine: str) -> str:
-    """The simulator's admission policy name for this engine (vllm-v1, guaranteed-no-evict, sglang, static-slots)."""
+    """The simulator's scheduler policy for this engine (a key of planner.sim.policies.POLICIES)."""
     return get_engine(engine).policy

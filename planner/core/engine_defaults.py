@@ -27,6 +27,7 @@ from planner.core.catalog import DATA_DIR, _read_yaml
 from planner.core.errors import InputError
 from planner.core.units import GiB
 
+DEFAULT_ENGINE = "vllm"  # the edges' default only: a new Scenario, the CLI's --engine
 ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "lmdeploy")  # a user's choices (+ calibration-only ones)
 USAGE_CONTEXTS = ("serve", "offline")
 
@@ -38,7 +39,7 @@ class BatchDefaults:
     rule: str  # which row of the engine's table applied, for a caption
 
 
-def _vllm(gpu, usage: str) -> BatchDefaults:
+def vllm_v1(gpu, usage: str) -> BatchDefaults:
     big = gpu.usable_memory_bytes >= 70 * GiB and "a100" not in f"{gpu.id} {gpu.name}".lower()
     if big:
         tokens, seqs = (8192, 1024) if usage == "serve" else (16384, 1024)
@@ -53,15 +54,15 @@ def _vllm(gpu, usage: str) -> BatchDefaults:
     )
 
 
-ENGINE_BATCH_DEFAULTS = {"vllm": _vllm}
+ENGINE_BATCH_DEFAULTS = {"vllm": vllm_v1}  # engine id -> its table; others use vLLM's
 
 
-def batch_defaults(gpu, engine: str = "vllm", usage: str = "serve") -> BatchDefaults:
+def batch_defaults(gpu, engine: str, usage: str = "serve") -> BatchDefaults:
     """The engine's max_num_batched_tokens / max_num_seqs on `gpu` (a GPUSpec) for a usage context.
     Engines without an entry use vLLM's table (the planner's reference engine)."""
     if usage not in USAGE_CONTEXTS:
         raise InputError("usage", f"use one of {', '.join(USAGE_CONTEXTS)}")
-    return ENGINE_BATCH_DEFAULTS.get(engine, _vllm)(gpu, usage)
+    return ENGINE_BATCH_DEFAULTS.get(engine, vllm_v1)(gpu, usage)
 
 
 @lru_cache(maxsize=1)

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
+from planner.core.bounded import BoundedModel
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
-from planner.core.engine_defaults import ENGINES, batch_defaults, is_known_engine
+from planner.core.engine import Engine, engine_for
+from planner.core.engine_defaults import DEFAULT_ENGINE, ENGINES, is_known_engine
 from planner.core.errors import InputError
 from planner.core.precision import KVPrecision, WeightPrecision, label_on, resolve_kv_bytes
 from planner.core.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
@@ -24,7 +26,7 @@ DEFAULT_TARGET_RATE = 50.0  # requests/s the fleet must serve
 DEFAULT_HEADROOM = 1.2  # provision target × headroom (planner.capacity.replicas uses the same default)
 
 
-class Calibration(BaseModel):
+class Calibration(BoundedModel):
     """Efficiency constants the user fitted on their own benchmark results, for one engine and GPU family.
 
     `profile` holds the constants by field name (an EfficiencyProfile's non-default fields): the core package does
@@ -46,7 +48,7 @@ class Calibration(BaseModel):
         return self.engine.lower() == engine.lower() and self.gpu_family.lower() == gpu_family.lower()
 
 
-class Scenario(BaseModel):
+class Scenario(BoundedModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str = DEFAULT_MODEL  # a preset id or a config.json path
@@ -55,7 +57,7 @@ class Scenario(BaseModel):
     gpu_memory_gb: float | None = Field(default=None, ge=0.1, le=100_000)  # a custom GPU of this many decimal GB
     deployment: Deployment = Field(default_factory=Deployment)
     context_tokens: PositiveInt | None = None  # tokens per request (prompt + output); None = max_model_len
-    engine: str = "vllm"
+    engine: str = DEFAULT_ENGINE  # runs the scenario: memory rule, scheduler, efficiency profile (Resolved.engine)
     calibration: Calibration | None = None  # the user's fitted constants (Validation page); None = data/efficiency.yaml
     traffic: TrafficSpec = Field(default_factory=TrafficSpec)  # profile, lengths, arrival process, seed
     slo: SLO = Field(default_factory=SLO)
@@ -72,7 +74,10 @@ class Scenario(BaseModel):
 
 @dataclass(frozen=True)
 class Resolved:
-    """A scenario with its ids looked up: the specs every calculation needs."""
+    """A scenario with its ids looked up: the specs every calculation needs, its engine and its traffic.
+
+    Nothing below the CLI and UI assumes an engine: a calculation reads `engine` (memory rule, scheduler policy,
+    efficiency profile, kernel path). `with_engine` gives the same scenario under another engine."""
 
     model: ModelSpec
     gpu: GPUSpec
@@ -82,6 +87,11 @@ class Resolved:
     kv_bytes: float  # bytes per cached value
     max_model_len: int
     context_tokens: int
+    engine: Engine
+    traffic: TrafficSpec
+    slo: SLO
+    target_rate: float  # fleet traffic to serve, requests/s
+    headroom: float  # provision target × headroom
     calibration: Calibration | None = None
 
 
@@ -103,8 +113,9 @@ def resolve(s: Scenario) -> Resolved:
         weights = weights.model_copy(update={"label": label_on(weights, False)})
     kv = get_kv_precision(dep.kv_cache_dtype)
     max_len = dep.max_model_len or model.max_position_embeddings
-    defaults = batch_defaults(gpu, s.engine)
-    if dep.max_num_seqs is None or dep.max_num_batched_tokens is None:  # vLLM's get_batch_defaults for this GPU
+    engine = engine_for(s.engine)
+    defaults = engine.batch_defaults(gpu)
+    if dep.max_num_seqs is None or dep.max_num_batched_tokens is None:  # the engine's defaults for this GPU
         dep = dep.model_copy(
             update={
                 "max_num_seqs": dep.max_num_seqs or defaults.max_num_seqs,
@@ -120,8 +131,19 @@ def resolve(s: Scenario) -> Resolved:
         kv_bytes=resolve_kv_bytes(kv, weights),
         max_model_len=max_len,
         context_tokens=s.context_tokens or max_len,
+        engine=engine,
+        traffic=s.traffic,
+        slo=s.slo,
+        target_rate=s.target_rate,
+        headroom=s.headroom,
         calibration=s.calibration,
     )
+
+
+def with_engine(r: Resolved, engine: str) -> Resolved:
+    """The same resolved scenario run by another engine (a page's own engine choice, a published point's engine).
+    The batch limits stay as resolved: set them on the Scenario to get the other engine's defaults."""
+    return dataclasses.replace(r, engine=engine_for(engine))
 
 
 def resolve_draft(r: Resolved, draft: ModelSpec) -> Resolved:

@@ -33,7 +33,6 @@ from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError, from_validation_error
 
 EFFICIENCY_PATH = DATA_DIR / "efficiency.yaml"
-DEFAULT_ENGINE = "vllm"
 FIT_FIELDS = (
     "matmul_efficiency",
     "attention_efficiency",

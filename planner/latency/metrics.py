@@ -20,7 +20,7 @@ import numpy as np
 
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
-from planner.latency.efficiency import DEFAULT_ENGINE, FIT_FIELDS
+from planner.latency.efficiency import FIT_FIELDS
 from planner.latency.perf_model import BREAKDOWN_KEYS, PerfModel
 from planner.memory.plan import plan_memory
 
@@ -185,7 +185,6 @@ def estimate(
     batch: int,
     input_tokens: int,
     output_tokens: int,
-    engine: str = DEFAULT_ENGINE,
     queue_wait_s: float = 0.0,
     check_memory: bool = True,
     pm: PerfModel | None = None,
@@ -199,7 +198,7 @@ def estimate(
             f"{batch} requests of {input_tokens + output_tokens:,} tokens exceed the memory "
             f"limit: the KV pool fits at most {limit} per replica",
         )
-    pm = pm or PerfModel(r, engine)
+    pm = pm or PerfModel(r)
     row = {k: v[0] for k, v in sweep(pm, [batch], input_tokens, output_tokens, queue_wait_s).items()}
     pre = pm.prefill(batch, input_tokens)
     return Estimate(

@@ -1,26 +1,31 @@
-"""Glue between a scenario and the serving simulator: its scheduler knobs, its step cost, one run, one summary.
+"""Glue between a scenario and the serving simulator: one replica, its scheduler knobs, its step cost, one run,
+one summary.
 
-The scenario's Deployment already carries vLLM's engine arguments (block_size, max_num_seqs,
-max_num_batched_tokens); the KV pool size comes from the memory model (plan_memory -> num_gpu_blocks) and the
-step time from the latency model (PerfModel). One run simulates ONE replica: divide fleet traffic by the number
-of replicas before calling. The summary keeps the CLI contract keys (`python -m planner simulate --json`).
+A `Replica` is a resolved scenario run under `ServerSettings` (planner.sim.settings: engine, limits, prefix
+caching, max queue, speculative decoding, seed). It derives, once and on first use, what every run of it shares:
+the memory plan (plan_memory -> num_gpu_blocks), the step-cost model (PerfModel) and the scheduler configuration;
+a capacity search runs it ten times and derives each once. One run simulates ONE replica: divide fleet traffic by
+the number of replicas before calling. The summary keeps the CLI contract keys (`python -m planner simulate --json`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from functools import cached_property
 
 import numpy as np
 
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
-from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.latency.perf_model import PerfModel
-from planner.memory.plan import plan_memory
+from planner.memory.plan import MemoryPlan, plan_memory
 from planner.memory.sliding_window import sliding_window_blocks
 from planner.sim.config import SchedulerConfig, scheduler_config
 from planner.sim.records import LatencyStats, ServingSummary, SimResult, latencies, stats, summary
+from planner.sim.settings import ServerSettings
 from planner.sim.simulator import simulate
+from planner.traffic.generators import closed_loop
 from planner.traffic.workload import Workload
 
 LATENCY_KEYS = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "e2e_s": "e2e_s", "queue_s": "queue_wait_s"}
@@ -37,10 +42,11 @@ def max_blocks_per_request(r: Resolved) -> int | None:
     return sliding_window_blocks(m.sliding_window, dep.max_num_batched_tokens, r.max_model_len, dep.block_size)
 
 
-def scheduler_config_for(r: Resolved, **overrides) -> SchedulerConfig:
-    """vLLM scheduler knobs of one replica: the KV pool from the memory model, the rest from the Deployment."""
+def scheduler_config_for(r: Resolved, memory: MemoryPlan | None = None, **overrides) -> SchedulerConfig:
+    """Scheduler knobs of one replica: the KV pool from the memory model (`memory`, else planned here), the engine's
+    scheduling policy (data/engines.yaml `policy`, planner/sim/policies.py), the rest from the Deployment."""
     dep = r.deployment
-    num_blocks = plan_memory(r).num_gpu_blocks
+    num_blocks = (memory or plan_memory(r)).num_gpu_blocks
     if num_blocks <= 0 and "num_gpu_blocks" not in overrides:
         raise InputError(  # the GPU is what to change, not --gpu-memory-utilization (it cannot make room)
             "gpu",
@@ -57,6 +63,7 @@ def scheduler_config_for(r: Resolved, **overrides) -> SchedulerConfig:
         enable_prefix_caching=getattr(dep, "enable_prefix_caching", True),
         long_prefill_token_threshold=getattr(dep, "long_prefill_token_threshold", None) or 0,
         max_blocks_per_request=max_blocks_per_request(r),
+        admission_policy=r.engine.policy,  # the engine's scheduler (data/engines.yaml, planner/sim/policies.py)
     )
     values.update({k: v for k, v in overrides.items() if v is not None or k in ("max_queue",)})
     return scheduler_config(values)
@@ -86,6 +93,12 @@ class DecodeRunCost:
             self._coef[n] = (mem0, mem1, cmp0, cmp1, fixed)
         return self._coef[n]
 
+    def decode_affine(self, n: int) -> tuple[float, float, float, float, float] | None:
+        """(mem0, mem1, cmp0, cmp1, fixed) of a batch of n decoding sequences: a step reading ctx context tokens
+        takes max(mem0 + mem1 × ctx, cmp0 + cmp1 × ctx) + fixed, as step_times_s computes it (the simulator's
+        short runs, planner/sim/lockstep.py); None for a model with sliding-window layers."""
+        return self._coefficients(n) if self._affine else None
+
     def step_times_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
         n = int(new_tokens)
         if not self._affine or n != int(num_seqs) or kv_read_tokens is not attn_pairs:
@@ -107,7 +120,7 @@ class DraftStepCost:
         return self.pm.step_time_s(new_tokens, num_seqs, kv_read_tokens, attn_pairs) - self.pm.overhead_s
 
 
-def draft_cost_for(r: Resolved, draft_model: str, engine: str = DEFAULT_ENGINE) -> DraftStepCost:
+def draft_cost_for(r: Resolved, draft_model: str) -> DraftStepCost:
     """The draft model (a preset id or config.json path) on the target's GPUs, TP and precision."""
     from planner.core.catalog import get_model
     from planner.core.scenario import resolve_draft
@@ -116,38 +129,116 @@ def draft_cost_for(r: Resolved, draft_model: str, engine: str = DEFAULT_ENGINE) 
         draft = get_model(draft_model)
     except InputError as err:
         raise InputError("spec_model", err.message) from None
-    return DraftStepCost(PerfModel(resolve_draft(r, draft), engine))
+    return DraftStepCost(PerfModel(resolve_draft(r, draft)))
 
 
-def step_cost_for(r: Resolved, engine: str = DEFAULT_ENGINE) -> DecodeRunCost:
-    """The latency model (PerfModel) of one replica under `engine`'s efficiency profile, as a StepCost."""
-    return DecodeRunCost(PerfModel(r, engine))
+def step_cost_for(r: Resolved) -> DecodeRunCost:
+    """The latency model (PerfModel) of one replica under the scenario engine's efficiency profile, as a StepCost."""
+    return DecodeRunCost(PerfModel(r))
 
 
-def run_serving(
-    r: Resolved,
-    workload: Workload,
-    engine: str = DEFAULT_ENGINE,
-    prefix_caching: bool | None = None,
-    max_queue: int | None = None,
-    slo_ttft_s: float | None = None,
-    slo_tpot_s: float | None = None,
-    seed: int = 0,
-    cost=None,
-    draft_cost=None,
-    **overrides,
-) -> SimResult:
-    """Simulate `workload` on one replica of the scenario (a pure function of its arguments).
-    prefix_caching None = the deployment's enable_prefix_caching (vLLM V1 default: on)."""
-    cfg = scheduler_config_for(
-        r,
-        enable_prefix_caching=prefix_caching,
-        max_queue=max_queue,
-        slo_ttft_s=slo_ttft_s,
-        slo_tpot_s=slo_tpot_s,
-        **overrides,
+# A benchmark client's turnaround: the last token of one reply is detokenised and streamed, the client sends the next
+# request and the API server tokenises it before the engine sees it (a few ms on one host). Any positive value
+# shorter than a step has the same effect: the next request reaches the engine DURING the step that follows the
+# reply's last token, so it waits for that step to end before its prefill is scheduled (the engine admits new
+# requests only between steps: vLLM v1 EngineCore's busy loop polls its input queue once per step).
+CLIENT_TURNAROUND_S = 0.002
+
+
+def benchmark_clients(r: Resolved, users: int, num_requests: int, prompt, output, seed: int = 0) -> Workload:
+    """N benchmark clients (`--max-concurrency N`, aiperf `--concurrency N`): a closed loop whose next request
+    follows a reply after CLIENT_TURNAROUND_S, the clients started spread over one request (drifted_start_s)."""
+    first = closed_loop(users, num_requests, CLIENT_TURNAROUND_S, prompt, output, "fixed", seed)
+    mean_in, mean_out = float(first.prompt_tokens.mean()), float(first.output_tokens.mean())
+    spread = drifted_start_s(r, users, mean_in, mean_out)
+    return closed_loop(users, num_requests, CLIENT_TURNAROUND_S, prompt, output, "fixed", seed, spread)
+
+
+def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens: float) -> float:
+    """Seconds over which N zero-think closed-loop users' first requests are spread (generators.closed_loop
+    stagger_s): one request's duration with N in flight, prefill(1 prompt) + (output − 1) × decode(N at mid context).
+
+    What benchmark clients do: `vllm bench serve --max-concurrency N` (vllm-project/vllm vllm/benchmarks/serve.py)
+    creates every request task at once (request rate inf) behind an asyncio.Semaphore(N), so N requests start
+    together and each later one the moment a slot frees; aiperf `--concurrency N --warmup-request-count 2N` (as
+    aiconfigurator runs it: ai-dynamo/aiconfigurator@095f58a5 bench_run.sh.j2) issues a new request per finished
+    one, after 2N warm-up requests. On a server the N streams drift apart within the first rounds (prompts chunked
+    over several steps under the token budget, HTTP and detokenisation jitter of a step or more), and the mean over
+    the measured requests is that of spread-out streams: each TTFT is one prompt's prefill in a step shared with the
+    others' decodes, each TPOT carries the others' prefill chunks. With equal lengths and no think time a
+    deterministic simulation started together would stay in lockstep instead (Llama-3.1-70B FP8 on 2 x H200, 4
+    users, 1024/1024 tokens: 388 ms TTFT in lockstep, 106 ms spread; vLLM measured 121 ms, aiconfigurator's split).
+    The simulator therefore assumes the drifted state: starts spread evenly over one request's duration, the first
+    request of each user discarded as warm-up by the callers that compare with a benchmark."""
+    pm = PerfModel(r)
+    prefill = float(pm.prefill(1, prompt_tokens).total_s)
+    decode = float(pm.decode(users, prompt_tokens + output_tokens / 2).total_s)
+    return prefill + max(output_tokens - 1, 0) * decode
+
+
+def run_by(r: Resolved, settings: ServerSettings) -> Resolved:
+    """The scenario with the settings' engine and limits, so that memory plan, step cost and scheduler agree."""
+    dep = r.deployment
+    limits = {
+        "max_num_seqs": settings.max_num_seqs,
+        "max_num_batched_tokens": settings.max_num_batched_tokens,
+        "enable_prefix_caching": settings.prefix_caching,
+    }
+    if all(getattr(dep, k) == v for k, v in limits.items()) and (r.engine, r.max_model_len) == (
+        settings.engine,
+        settings.max_model_len,
+    ):
+        return r
+    if settings.max_model_len != r.max_model_len:
+        limits["max_model_len"] = settings.max_model_len
+    return dataclasses.replace(
+        r, engine=settings.engine, deployment=dep.model_copy(update=limits), max_model_len=settings.max_model_len
     )
-    return simulate(workload, cfg, cost or step_cost_for(r, engine), seed=seed, draft_cost=draft_cost)
+
+
+class Replica:
+    """One replica of a resolved scenario under ServerSettings (module note): derived values computed once."""
+
+    def __init__(self, r: Resolved, settings: ServerSettings | None = None):
+        self.settings = settings or ServerSettings.of(r)
+        self.resolved = run_by(r, self.settings)
+
+    @cached_property
+    def memory_plan(self) -> MemoryPlan:
+        return plan_memory(self.resolved)
+
+    @cached_property
+    def step_cost(self) -> DecodeRunCost:
+        return step_cost_for(self.resolved)
+
+    @cached_property
+    def draft_cost(self) -> DraftStepCost | None:
+        spec = self.settings.spec
+        return draft_cost_for(self.resolved, spec.draft_model) if spec else None
+
+    @cached_property
+    def scheduler_config(self) -> SchedulerConfig:
+        return scheduler_config_for(self.resolved, self.memory_plan, **self.settings.scheduler_fields())
+
+    def with_settings(self, **changes) -> Replica:
+        """The same scenario under changed settings; derived values the change leaves valid are shared."""
+        other = Replica(self.resolved, self.settings.with_(**changes))
+        if other.resolved == self.resolved:  # same engine and limits: same memory plan and step cost
+            for name in ("memory_plan", "step_cost"):
+                if name in self.__dict__:
+                    other.__dict__[name] = self.__dict__[name]
+        return other
+
+
+def run_serving(replica: Replica, workload: Workload) -> SimResult:
+    """Simulate `workload` on one replica (a pure function of the replica's scenario and settings and the workload)."""
+    return simulate(
+        workload,
+        replica.scheduler_config,
+        replica.step_cost,
+        seed=replica.settings.seed,
+        draft_cost=replica.draft_cost,
+    )
 
 
 def _clean(value):

@@ -22,7 +22,6 @@ import numpy as np
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
 from planner.core.units import ceil_div
-from planner.latency.efficiency import DEFAULT_ENGINE
 from planner.latency.metrics import given_rates
 from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
@@ -172,10 +171,9 @@ def prefix_report(
     num_sharing: int = 16,
     queue_wait_s: float = 0.04,
     prefill_tokens_per_s: float = 10_000.0,
-    engine: str = DEFAULT_ENGINE,
 ) -> PrefixReport:
     """Prefix caching for requests of `request_tokens` (KV held) whose `prompt_tokens` start with a shared prefix."""
-    pm, plan, bs = PerfModel(r, engine), plan_memory(r), r.deployment.block_size
+    pm, plan, bs = PerfModel(r), plan_memory(r), r.deployment.block_size
     cached = cacheable_tokens(prefix_tokens, bs)
     return PrefixReport(
         model=r.model.name,

@@ -72,11 +72,11 @@ class FormatRow:
         return dataclasses.asdict(self)
 
 
-def format_row(r: Resolved, p: WeightPrecision, context_tokens: int, batch: int, engine: str = "vllm") -> FormatRow:
+def format_row(r: Resolved, p: WeightPrecision, context_tokens: int, batch: int) -> FormatRow:
     """Memory, concurrency and decode speed of one weight format for this scenario."""
     rq = dataclasses.replace(with_weights(r, p), context_tokens=context_tokens)
     plan = plan_memory(rq)
-    pm = PerfModel(rq, engine)
+    pm = PerfModel(rq)
     one = float(pm.decode(1, context_tokens).total_s)
     b = min(batch, plan.paged_max_requests)
     fits = plan.fits and plan.paged_max_requests >= 1
@@ -101,10 +101,8 @@ def format_row(r: Resolved, p: WeightPrecision, context_tokens: int, batch: int,
     )
 
 
-def compare_formats(
-    r: Resolved, context_tokens: int, batch: int, engine: str = "vllm", ids: list[str] | None = None
-) -> list[FormatRow]:
+def compare_formats(r: Resolved, context_tokens: int, batch: int, ids: list[str] | None = None) -> list[FormatRow]:
     """One row per weight format (all of data/precisions.yaml unless `ids` is given)."""
     formats = weight_precisions()
     chosen = ids or list(formats)
-    return [format_row(r, formats[pid], context_tokens, batch, engine) for pid in chosen]
+    return [format_row(r, formats[pid], context_tokens, batch) for pid in chosen]

@@ -49,9 +49,7 @@ class TPRow:
         return dataclasses.asdict(self)
 
 
-def tp_row(
-    r: Resolved, tp: int, batch: int, context_tokens: int, engine: str = "vllm", request_tokens: int | None = None
-) -> TPRow:
+def tp_row(r: Resolved, tp: int, batch: int, context_tokens: int, request_tokens: int | None = None) -> TPRow:
     """Memory, fit, TPOT (batch 1 and chosen batch) and throughput at one TP degree.
 
     Decode steps read `context_tokens` per sequence; a request holds `request_tokens` (default the same) of KV."""
@@ -70,7 +68,7 @@ def tp_row(
     )
     if not row.fits:
         return row
-    pm = PerfModel(rt, engine)
+    pm = PerfModel(rt)
     one = pm.decode(1, context_tokens)
     dec = pm.decode(b, context_tokens)
     thr = b / float(dec.total_s)
@@ -89,12 +87,11 @@ def compare_tp(
     r: Resolved,
     batch: int,
     context_tokens: int,
-    engine: str = "vllm",
     degrees=TP_DEGREES,
     request_tokens: int | None = None,
 ) -> list[TPRow]:
     """One row per TP degree."""
-    return [tp_row(r, tp, batch, context_tokens, engine, request_tokens) for tp in degrees]
+    return [tp_row(r, tp, batch, context_tokens, request_tokens) for tp in degrees]
 
 
 def min_fitting_tp(rows: list[TPRow]) -> int | None:

@@ -82,9 +82,8 @@ def spec_decode(
     """The report at the batch, the speed-up against batch for a few k, and the seeded Monte Carlo tokens per pass."""
     r = resolved(scenario_json)
     d = resolve_draft(r, get_model(draft))
-    engine = engine_of(scenario_json)
-    report = sd.spec_decode_report(r, d, alpha, k, batch, context, engine=engine, request_tokens=request)
-    tpm, dpm = PerfModel(r, engine), PerfModel(d, engine)
+    report = sd.spec_decode_report(r, d, alpha, k, batch, context, request_tokens=request)
+    tpm, dpm = PerfModel(r), PerfModel(d)
     rows = []
     for kk in sorted({1, 2, k, report.best_k, 8}):
         t = sd.timing(tpm, dpm, alpha, kk, SPEC_BATCHES, context)
@@ -112,7 +111,6 @@ def prefix(
         num_sharing,
         queue_wait_s,
         prefill_rate,
-        engine_of(scenario_json),
     )
 
 
@@ -130,14 +128,12 @@ def paged(scenario_json: str, prompt_spec: str, output_spec: str, reserve: int, 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def quant(scenario_json: str, request: int, batch: int) -> pd.DataFrame:
-    return pd.DataFrame(compare_formats(resolved(scenario_json), request, batch, engine_of(scenario_json)))
+    return pd.DataFrame(compare_formats(resolved(scenario_json), request, batch))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def tp(scenario_json: str, batch: int, context: int, request: int) -> pd.DataFrame:
-    return pd.DataFrame(
-        compare_tp(resolved(scenario_json), batch, context, engine_of(scenario_json), request_tokens=request)
-    )
+    return pd.DataFrame(compare_tp(resolved(scenario_json), batch, context, request_tokens=request))
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
