@@ -22,10 +22,8 @@ from planner.sim.policies import describe
 from ui.cached import capacity_cached
 from ui.charts import capacity as charts
 from ui.labels import error_text
-from ui.ranking import column_config, ranking_table, use_scenario
+from ui.ranking import column_config, progress_text, ranking_key, ranking_table, use_scenario
 from ui.state import current_scenario, resolved_or_stop
-
-RANKING_NUM_REQUESTS = 600
 
 
 def _price_table() -> pd.DataFrame:
@@ -94,7 +92,7 @@ prices = tuple(
 
 # --- one deployment: the sidebar scenario -----------------------------------------------------------------
 dep = r.deployment
-st.header(f"{r.model.name} on {dep.tensor_parallel_size} × {r.gpu.id} ({r.weights.label}) per replica")
+st.header(f"{r.model.name} on {dep.tensor_parallel_size} × {r.gpu.id} per replica, {r.weights.label} weights")
 try:
     plan = capacity_cached(scenario.model_dump_json(), prices)  # shared with the report, across sessions
 except InputError as err:
@@ -145,7 +143,7 @@ c[2].metric(
 )
 c[3].metric("p95 TPOT at the operating point (ms)", _ms(op.tpot_p95_s if op else None))
 st.plotly_chart(
-    charts.search_probes(plan.probes, plan.max_rate_per_replica, slo.ttft_p95_s, plan.saturated_rps),
+    charts.search_probes(plan.probes, plan.max_rate_per_replica, slo.ttft_p95_s, plan.saturated_rps, slo.tpot_p95_s),
     key="cap_probes_chart",
 )
 vllm_default = batch_defaults(r.gpu, scenario.engine)
@@ -162,21 +160,25 @@ st.header("Which deployment is cheapest at this SLO?")
 num_tasks = len(tasks_for(scenario, float(target), traffic, slo, float(headroom), dict(prices)))
 st.caption(
     f"Every catalogue GPU × weight precision (BF16/FP16, FP8 where supported, AWQ-INT4) × TP 1/2/4/8 that "
-    f"fits {r.model.name}: {num_tasks} deployments, each searched with {RANKING_NUM_REQUESTS} requests per "
-    "probe, in parallel on all cores. Ranked by $/hour for the target, then $ per token at full use."
+    f"fits {r.model.name}: {num_tasks} deployments. Each is first bounded by one saturated run: a replica never "
+    "sustains more than 95% of its saturated throughput, which sets the fewest replicas and so the lowest $/hour "
+    "it could cost. The ones whose lowest $/hour can still be among the two cheapest are then searched exactly as "
+    "the plan above is (same "
+    f"{traffic.num_requests:,} requests per probe, same rounding), in parallel on all cores. Ranked by $/hour for "
+    "the target, then $ per token at full use."
 )
-rank_key = (scenario.model_dump_json(), float(target), traffic, slo, float(headroom), prices)
+rank_key = (ranking_key(scenario), float(target), traffic, slo, float(headroom), prices)
 if st.button("Rank all deployments", type="primary", key="cap_rank"):
-    bar = st.progress(0.0, text="Searching…")
+    bar = st.progress(0.0, text="Bounding every deployment…")
     try:
         rows = recommend(
             scenario,
             float(target),
-            traffic.model_copy(update={"num_requests": RANKING_NUM_REQUESTS}),
+            traffic,  # the scenario's own requests: a ranked row is the plan of that deployment
             slo,
             headroom=float(headroom),
             prices=dict(prices),
-            progress=lambda k, n: bar.progress(k / n, text=f"{k} of {n} deployments searched"),
+            progress=progress_text(bar),
         )
         st.session_state["cap_ranking"] = (rank_key, rows)
     except InputError as err:  # one bad candidate (its worker's error, pickled back) stops the ranking, not the page
@@ -240,8 +242,8 @@ elif stored:
     st.info("The inputs changed since the last ranking: press Rank all deployments again.")
 else:
     st.info(
-        f"Press Rank all deployments to search {num_tasks} deployments (about {num_tasks * 0.3:,.0f} s of "
-        "simulation, shared among the cores)."
+        f"Press Rank all deployments to bound {num_tasks} deployments and search the few that can be the "
+        "cheapest (the bar shows the time left as it goes). Using a ranked deployment keeps the ranking."
     )
 
 # --- autoscaling ---------------------------------------------------------------------------------------------
@@ -306,6 +308,7 @@ c[3].metric(
     "vs static peak",
     _usd(day.static_usd),
     delta=f"{day.savings:.0%} saved" if day.savings >= 0 else f"{-day.savings:.0%} more",
-    help=f"{day.static_replicas} replicas all day = ceil(peak × headroom / capacity).",
+    help=f"{day.static_replicas} replicas all day: the larger of ceil(peak × headroom / capacity) and the "
+    "autoscaler's own peak, so both fleets provision as much at the busiest minute.",
 )
 st.plotly_chart(charts.autoscale_day(day.series, day.static_replicas, slo.ttft_p95_s), key="cap_day_chart")

@@ -113,11 +113,20 @@ skew = c[3].slider(
     "contiguously on EP ranks (no EPLB), so the first rank is the hot one.",
 )
 rows = _layouts(sj, n, batch, context, float(skew))
-st.plotly_chart(charts.layout_bars(rows), key="dg_layout_bars")
-st.plotly_chart(charts.step_parts(rows), key="dg_step_parts")
+if any(row["fits"] for row in rows):
+    st.plotly_chart(charts.layout_bars(rows), key="dg_layout_bars")
+    st.plotly_chart(charts.step_parts(rows), key="dg_step_parts")
+else:  # empty charts and speeds of layouts that cannot start would only mislead
+    st.warning(
+        f"No layout of {r.model.name} fits {n} × {r.gpu.id} ({r.weights.label} weights, max_model_len "
+        f"{r.max_model_len:,}): raise **GPUs in one instance**, or in the sidebar pick a smaller precision, a "
+        "lower max_model_len or a larger GPU (*Does it fit?* lists the nearest fixes)."
+    )
+SPEED_KEYS = ("step_ms", "tokens_per_s", "all_to_all_ms", "imbalance_ms", "pipeline_ms", "cross_node_tp_ms")
+shown = [row if row["fits"] else {**row, **dict.fromkeys(SPEED_KEYS)} for row in rows]  # no speed if it cannot run
 NUM = st.column_config.NumberColumn
 st.dataframe(
-    pd.DataFrame(rows),
+    pd.DataFrame(shown),
     hide_index=True,
     key="dg_layout_table",
     column_config={
@@ -232,7 +241,8 @@ c[3].metric("Verdict", "disaggregate" if o.cheaper else "stay aggregated")
 if not o.feasible:
     reasons = sorted({x.reason for x in o.prefill_options + o.decode_options if x.reason})
     st.warning("Disaggregation cannot meet this SLO: " + "; ".join(reasons))
-st.plotly_chart(charts.cost_bars(o.usd_per_hour, a.usd_per_hour if a else None), key="dg_cost")
+if o.usd_per_hour is not None or a is not None:
+    st.plotly_chart(charts.cost_bars(o.usd_per_hour, a.usd_per_hour if a else None), key="dg_cost")
 if p and d:
     st.markdown(
         f"**With your numbers.** Prefill instances = ceil({target:g} × {o.headroom:g} / "

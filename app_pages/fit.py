@@ -49,9 +49,10 @@ st.caption(
     f"{r.weights.label} · KV {r.kv.label} ({r.kv_bytes:g} bytes/value) · max_model_len {r.max_model_len:,}"
 )
 
+starts = plan.fits and plan.num_gpu_blocks > 0  # vLLM starts: its pool holds one max_model_len request
 render_verdict(
     current_scenario(),
-    plan.paged_max_requests if plan.fits and plan.num_gpu_blocks > 0 else 0,
+    plan.paged_max_requests if starts else 0,
     plan.context_tokens,
     next((w for w in plan.warnings if w.startswith("Does not fit")), ""),
     plan.binding_limit,
@@ -82,8 +83,14 @@ c[0].metric(
 )
 c[1].metric(
     "vLLM: requests fit",
-    f"{plan.paged_max_requests:,}",
-    help=f"requests of {plan.context_tokens:,} tokens in the paged pool's blocks",
+    f"{plan.paged_max_requests if starts else 0:,}",
+    help=f"requests of {plan.context_tokens:,} tokens in the paged pool's blocks"
+    + (
+        ""
+        if starts
+        else f"; 0 because vLLM would not start (the verdict above): the pool itself would hold "
+        f"{plan.paged_max_requests:,}"
+    ),
 )
 c[2].metric("vLLM: max concurrency", f"{plan.max_concurrency:,.2f}x", help=plan.pool.log_lines[1])
 c[3].metric(

@@ -166,7 +166,10 @@ batch = st.slider(
 st.session_state["latency_batch_wanted"] = batch
 
 pm = PerfModel(r)
-est = estimate(r, batch, int(input_tokens), int(output_tokens), queue_ms / 1e3, pm=pm)
+# Continuous mode lets B exceed the memory limit (the extra requests queue or are preempted, as on a server); the
+# static batch beside it cannot be larger than the KV pool holds, so it is shown at the limit, said so.
+static_batch = min(batch, limit)
+est = estimate(r, static_batch, int(input_tokens), int(output_tokens), queue_ms / 1e3, pm=pm)
 sweep_max = min(limit, 4096)
 batches = np.unique(np.r_[np.round(np.geomspace(1, sweep_max, 120)).astype(int), batch])
 df = pd.DataFrame(sweep(pm, batches, int(input_tokens), int(output_tokens), queue_ms / 1e3))
@@ -209,8 +212,16 @@ if continuous_mode:
     m[7].metric(
         "Static batch TTFT",
         f"{est.ttft_s * 1e3:,.0f} ms",
-        help="the primer's static batch of the same size: every prompt prefilled together (Static batch mode)",
+        help="the primer's static batch of the same size: every prompt prefilled together (Static batch mode)"
+        if static_batch == batch
+        else f"the primer's static batch at the memory limit ({limit:,} requests; {batch:,} do not fit together)",
     )
+    if batch > limit:
+        st.info(
+            f"Concurrency {batch:,} is above the memory limit ({limit:,} requests of this length fit the KV pool): "
+            "the simulation below runs them under queueing and preemption, as a server would; the static-batch "
+            f"figures and formulas are for {limit:,}."
+        )
     if ce.capped_by_max_num_seqs:
         st.warning(f"Concurrency {batch} > max_num_seqs {max_seqs}: the rest wait in the server's queue (in TTFT).")
     if ce.preemptions:
@@ -272,7 +283,7 @@ else:
     left.plotly_chart(tradeoff_chart(df), width="stretch", key="latency_chart_tradeoff")
 right.plotly_chart(breakdown_chart(df), width="stretch", key="latency_chart_breakdown")
 left.plotly_chart(roofline_chart(df, ridge_here), width="stretch", key="latency_chart_roofline")
-ifs = what_ifs(pm, batch, int(input_tokens), int(output_tokens), queue_ms / 1e3)
+ifs = what_ifs(pm, static_batch, int(input_tokens), int(output_tokens), queue_ms / 1e3)
 right.plotly_chart(what_if_chart(ifs), width="stretch", key="latency_chart_whatif")
 st.caption(
     f"Halving the prompt saves {ifs[1]['saved_s']:.2f} s; capping the output at half saves "
@@ -280,10 +291,11 @@ st.caption(
 )
 
 b, e = est.step_time_breakdown, pm.eff
+static_row = df.loc[df.batch == static_batch].iloc[0]
 with st.expander("Formula: the decode step, with your numbers"):
     experts_touched = " + experts touched" if pm.num_experts else ""
     moe_experts = (
-        f"(MoE: E × (1 − (1 − k/E)^b) = {pm.num_experts} × (1 − (1 − {pm.top_k}/{pm.num_experts})^{batch}) "
+        f"(MoE: E × (1 − (1 − k/E)^b) = {pm.num_experts} × (1 − (1 − {pm.top_k}/{pm.num_experts})^{static_batch}) "
         "experts per layer)"
         if pm.num_experts
         else ""
@@ -293,24 +305,24 @@ with st.expander("Formula: the decode step, with your numbers"):
   {moe_experts}
   at {r.gpu.hbm_bandwidth_gb_s:,.0f} GB/s × {e.memory_efficiency:.2f}
   → **{b["weights_read_s"] * 1e3:.2f} ms** when memory-bound
-- KV read = batch × context × KV bytes per token per GPU = {batch} × {input_tokens + output_tokens // 2:,} ×
+- KV read = batch × context × KV bytes per token per GPU = {static_batch} × {input_tokens + output_tokens // 2:,} ×
   {pm.kv_bytes_full + pm.kv_bytes_window:,.0f} B → **{b["kv_read_s"] * 1e3:.2f} ms**
 - Compute = 2 × active parameters × batch /
   (peak {pm.peak_flops / 1e12:,.0f} TFLOP/s {pm.compute_dtype} × {e.matmul_efficiency:.2f})
-  + attention → **{df.loc[df.batch == batch, "compute_time_s"].iloc[0] * 1e3:.2f} ms** (memory side
-  {df.loc[df.batch == batch, "memory_time_s"].iloc[0] * 1e3:.2f} ms): the step takes the larger → **{est.bound}-bound**
+  + attention → **{static_row["compute_time_s"] * 1e3:.2f} ms** (memory side
+  {static_row["memory_time_s"] * 1e3:.2f} ms): the step takes the larger → **{est.bound}-bound**
 - Communication (TP {pm.tp}) = {b["communication_s"] * 1e3:.2f} ms; fixed overhead = {b["overhead_s"] * 1e3:.2f} ms
 - TPOT = **{est.tpot_s * 1e3:.2f} ms** (mean over contexts {input_tokens:,} … {input_tokens + output_tokens - 2:,})
 """)
 with st.expander("Formula: TTFT, end-to-end and throughput, with your numbers"):
     st.markdown(f"""
-- Prefill of the batch = max(bytes / bandwidth, (2 × params × {batch} × {input_tokens:,} + attention) / FLOP/s)
+- Prefill of the batch = max(bytes / bandwidth, (2 × params × {static_batch} × {input_tokens:,} + attention) / FLOP/s)
   + overhead = **{est.prefill_s * 1e3:,.1f} ms** ({est.prefill_bound}-bound)
 - TTFT = queue wait + prefill = {queue_ms:,.0f} ms + {est.prefill_s * 1e3:,.1f} ms = **{est.ttft_s * 1e3:,.1f} ms**
 - End-to-end = TTFT + (N − 1) × TPOT = {est.ttft_s:.3f} + {output_tokens - 1} × {est.tpot_s:.4f} = **{est.e2e_s:.2f} s**
 - Tokens/s per user = 1 / TPOT = **{est.tokens_per_s_per_user:,.1f}**
 - Throughput = {r.deployment.num_replicas} replica(s) × B × N / (prefill + (N − 1) × TPOT)
-  = {r.deployment.num_replicas} × {batch} × {output_tokens} / {est.e2e_s - queue_ms / 1e3:.2f} s
+  = {r.deployment.num_replicas} × {static_batch} × {output_tokens} / {est.e2e_s - queue_ms / 1e3:.2f} s
   = **{est.throughput_tokens_per_s:,.0f} tokens/s**
 """)
 with st.expander("Assumptions: efficiency constants and how well they fit"):

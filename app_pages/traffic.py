@@ -26,6 +26,7 @@ from planner.traffic.traces import load_trace
 from ui.charts import load as charts
 from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
+from ui.sweep_table import SWEEP_FORMATS, sweep_table
 from ui.uploads import session_upload_dir
 
 TIMING_LABELS = {"poisson": "Poisson at the rate", "trace": "the trace's own timing, rescaled to the rate"}
@@ -59,13 +60,13 @@ def _replica(scenario_json: str, settings: ServerSettings) -> Replica:
 @st.cache_data(show_spinner="Simulating…", max_entries=32)
 def _run(scenario_json: str, settings: ServerSettings, t: TrafficSpec, rate: float):
     res = run_serving(_replica(scenario_json, settings), _workload(t, rate))
-    return result_summary(res), step_frame(res), request_frame(res)
+    return result_summary(res), step_frame(res, None), request_frame(res)  # every step: the chart keeps peaks
 
 
 @st.cache_data(show_spinner="Simulating open and closed loop…", max_entries=16)
 def _open_closed(scenario_json: str, settings: ServerSettings, t: TrafficSpec, rate: float, think_s: float):
     out = open_vs_closed(_replica(scenario_json, settings), rate, t.num_requests, t.prompt, t.output, think_s)
-    frames = {"open loop": step_frame(out.open_result), "closed loop": step_frame(out.closed_result)}
+    frames = {"open loop": step_frame(out.open_result, None), "closed loop": step_frame(out.closed_result, None)}
     return {"open": out.open, "closed": out.closed}, out.num_users, frames  # the summaries: no runs in the cache
 
 
@@ -291,9 +292,16 @@ if st.session_state.get("load_cap_basis") != basis:  # new scenario or traffic: 
     st.session_state["load_ovc_rate"] = _nice(0.9 * cap)
     st.session_state["load_sweep_range"] = (_nice(0.2 * cap), _nice(1.4 * cap))
 rate_max = _nice(3 * cap)
+run_prompt, run_output = mean_lengths(_workload(traffic, 1.0))  # the simulated requests, as the sidebar says
 st.caption(
-    f"Mean prompt {mean_prompt:,.0f} tokens, mean output {mean_output:,.0f} tokens. Rough capacity from "
-    f"the latency model: ≈ {cap:,.3g} requests/s per replica (the sweep measures it)."
+    f"Mean prompt {run_prompt:,.0f} tokens, mean output {run_output:,.0f} tokens over the {num_requests:,} "
+    "simulated requests (the sidebar's and the Capacity page's figures)"
+    + (
+        f"; the whole trace averages {mean_prompt:,.0f} + {mean_output:,.0f}"
+        if profile != "custom" and (round(run_prompt), round(run_output)) != (round(mean_prompt), round(mean_output))
+        else ""
+    )
+    + f". Rough capacity from the latency model: ≈ {cap:,.3g} requests/s per replica (the sweep measures it)."
 )
 
 # --- one load level ----------------------------------------------------------------------------------------
@@ -302,7 +310,12 @@ rate = st.slider("Arrival rate (requests/s)", _nice(cap / 50), rate_max, key="lo
 summary, steps, requests = _run(sj, settings, traffic, rate)
 c = st.columns(4)
 c[0].metric("Completed", f"{summary.completed:,}", help=f"of {summary.num_requests:,} requests")
-c[1].metric("Rejected", f"{summary.rejected:,}", help="Queue full (backpressure) or longer than the KV pool.")
+c[1].metric(
+    "Rejected",
+    f"{summary.rejected:,}",
+    help=f"{summary.rejected_too_long:,} longer than max_model_len {r.max_model_len:,} (prompt + output) or than "
+    f"the KV pool; {summary.rejected_queue_full:,} refused by a full queue (backpressure).",
+)
 c[2].metric(
     "Throughput (tok/s)",
     f"{summary.throughput_tokens_per_s or 0:,.0f}",
@@ -314,6 +327,14 @@ c[3].metric(
     help=f"Requests per second meeting TTFT ≤ {slo_ttft_ms:,} ms and TPOT ≤ {slo_tpot_ms:,} ms "
     f"({_pct(summary.slo_attainment)} of completed).",
 )
+over_len = int(((requests["prompt_tokens"] + requests["output_tokens"]) > r.max_model_len).sum())
+if over_len:
+    st.warning(
+        f"{over_len:,} of {summary.num_requests:,} requests are longer than max_model_len {r.max_model_len:,} "
+        "(prompt + output): vLLM rejects them at once, so they count as Rejected and in no latency. Raise it in "
+        "the sidebar under **Engine settings (vLLM names) → max_model_len** if the model's window allows "
+        f"({r.model.max_position_embeddings:,})."
+    )
 c = st.columns(4)
 c[0].metric("p95 TTFT (ms)", _ms(summary.ttft_s.p95), help="Queue wait + prefill.")
 c[1].metric("p95 TPOT (ms)", _ms(summary.tpot_s.p95), help="Time between streamed tokens.")
@@ -326,7 +347,9 @@ c[2].metric("Preemptions", f"{summary.preemptions:,}", help="Requests evicted wh
 c[3].metric("Prefix hit rate", _pct(summary.prefix_hit_rate), help="Prompt tokens served from the prefix cache.")
 table = pd.DataFrame(
     {
-        label: {k: (v or float("nan")) * 1e3 for k, v in dataclasses.asdict(getattr(summary, key)).items()}
+        label: {
+            k: (float("nan") if v is None else v) * 1e3 for k, v in dataclasses.asdict(getattr(summary, key)).items()
+        }
         for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("end-to-end", "e2e_s"), ("queue wait", "queue_s"))
     }
 ).T
@@ -337,7 +360,8 @@ st.caption(
 )
 st.plotly_chart(charts.time_series({"run": steps}), key="load_time_series")
 with st.expander("Per-request records"):
-    st.dataframe(requests.head(5000), hide_index=True, key="load_requests_table")
+    st.caption(f"The first {min(len(requests), 1000):,} of {len(requests):,} requests; the CSV has them all.")
+    st.dataframe(requests.head(1000), hide_index=True, key="load_requests_table")  # sent even while collapsed
     st.download_button(
         "Per-request records (CSV)", requests.to_csv(index=False), "requests.csv", "text/csv", key="load_requests_csv"
     )
@@ -377,25 +401,21 @@ if stored and stored[0] == sweep_key:
     c[2].metric("p95 TPOT at the knee (ms)", _ms(knee["tpot_p95_s"]) if knee else "–")
     st.plotly_chart(charts.sweep_latency(rows, knee), key="load_sweep_latency")
     st.plotly_chart(charts.sweep_throughput(rows, knee), key="load_sweep_throughput")
-    cols = [
-        "rate_per_s",
-        "sustains",
-        "reason",
-        "offered_requests_per_s",
-        "served_requests_per_s",
-        "ttft_p95_s",
-        "tpot_p95_s",
-        "e2e_p95_s",
-        "queue_p95_s",
-        "throughput_tokens_per_s",
-        "goodput_requests_per_s",
-        "preemptions",
-        "rejected",
-        "mean_running",
-        "max_waiting",
-    ]
     with st.expander("Sweep table"):
-        st.dataframe(pd.DataFrame(rows)[cols], hide_index=True, key="load_sweep_table")
+        st.dataframe(
+            sweep_table(rows),
+            hide_index=True,
+            key="load_sweep_table",
+            column_config={
+                name: st.column_config.NumberColumn(name, format=fmt) for name, fmt in SWEEP_FORMATS.items()
+            },
+        )
+        st.caption(
+            "Served and goodput: completions per second over the steady window (arrivals between their 10th and "
+            "90th percentiles); goodput counts the requests within the p95 TTFT and TPOT targets, so it never "
+            f"exceeds served. Rates: {points} points evenly spaced from {lo:,.3g} to {hi:,.3g} req/s, so the knee "
+            f"is known to one step ({(hi - lo) / max(points - 1, 1):,.3g} req/s); the Capacity page bisects to 2%."
+        )
 elif stored:
     st.info("The inputs changed since the last sweep: press Run sweep again.")
 else:

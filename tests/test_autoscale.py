@@ -79,7 +79,9 @@ def test_static_peak_costs_at_least_the_autoscaled_day():
     rates = diurnal_rates(50, 0.6)
     for metric in ("queue", "tokens", "ttft"):
         day = simulate_day(rates, M, Policy(metric=metric, min_replicas=2), slo_ttft_s=2.0, usd_per_gpu_hour=2.69)
-        assert day.static_replicas == static_peak_replicas(rates, M.max_rate_per_replica) == 8  # ceil(80 / 10)
+        assert static_peak_replicas(rates, M.max_rate_per_replica) == 8  # ceil(80 / 10)
+        # the static fleet provisions at least the autoscaler's own peak (a smaller one would flatter the saving)
+        assert day.static_replicas == max(8, int(day.series["replicas"].max()))
         if metric != "ttft":  # TTFT is a late signal: it may over-provision
             assert day.static_replica_hours >= day.replica_hours
             assert day.violating_request_share < 0.01

@@ -116,3 +116,12 @@ def test_explicit_lengths_imply_the_custom_profile(capsys):
     with pytest.raises(SystemExit) as exc:
         raise SystemExit(main(["capacity", "--target-rate", "10", "--profile", "chat", "--input-tokens", "1000"]))
     assert exc.value.code == 2 and "--input-tokens" in capsys.readouterr().err
+
+
+def test_recommend_text_says_which_rows_were_not_searched(capsys):
+    argv = ["recommend", "--target-rate", "20", "--gpus", "H100-SXM,l40s,a10g", "--tps", "1,2", "--workers", "1"]
+    assert main(argv + FAST) == 0
+    text = capsys.readouterr().out
+    assert "not searched: provably dearer than the runner-up" in text
+    skipped = [ln for ln in text.splitlines() if "not searched: ≥ $" in ln]
+    assert skipped and not [ln for ln in skipped if "cannot meet the SLO" in ln]  # they were called infeasible

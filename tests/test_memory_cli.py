@@ -107,3 +107,12 @@ def test_malformed_config_file_names_the_key(tmp_path):
     )
     out = run("memory", "--model", str(bad))
     assert out.returncode == 2 and "vocab_size" in out.stderr
+
+
+def test_an_oversized_config_reports_its_own_size(tmp_path):
+    big = tmp_path / "config.json"
+    with big.open("wb") as f:
+        f.truncate(10_000_000)  # a sparse 10 MB file
+    done = run("memory", "--model", str(big))
+    assert done.returncode == 2
+    assert "10,000,000 bytes" in done.stderr and "1,000,001" not in done.stderr  # only the cap + 1 is read

@@ -88,7 +88,8 @@ def test_app_runs_streamlit_on_the_app_script(monkeypatch):
             "streamlit",
             "run",
             str(ROOT / "app.py"),
-            "--client.toolbarMode=minimal",  # the server defaults of .streamlit/config.toml, from any directory
+            "--browser.gatherUsageStats=false",  # the server defaults of .streamlit/config.toml, from any directory
+            "--client.toolbarMode=minimal",
             "--runner.postScriptGC=false",
             "--server.fileWatcherType=none",
             "--server.port",

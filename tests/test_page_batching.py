@@ -91,3 +91,14 @@ def test_upload_good_and_bad_csv():
     assert not at.exception
     assert "row 2, column arrival" in at.error[0].value
     assert at.slider(key="batching_slots").value == 3  # the other inputs stay
+
+
+def test_both_cdf_panels_in_percent():
+    at = load()
+    cdf = next(
+        json.loads(c.proto.spec)
+        for c in at.get("plotly_chart")
+        if "latency = finished − arrival" in c.proto.spec or "latency = finished \\u2212 arrival" in c.proto.spec
+    )
+    layout = cdf["layout"]
+    assert layout["yaxis"]["tickformat"] == layout["yaxis2"]["tickformat"] == ".0%"  # the right one was 0–1

@@ -103,3 +103,54 @@ def test_tight_slo_is_reported_not_a_traceback():
     at.run()
     assert not at.exception
     assert any("cannot meet this SLO" in w.value for w in at.warning)
+
+
+def test_the_ranked_row_is_the_plan_and_using_it_keeps_the_ranking(monkeypatch):
+    import planner.capacity.recommend as rec
+    from planner.core.workload import TrafficSpec
+
+    every = rec.candidates
+    monkeypatch.setattr(rec, "candidates", lambda s, *a, **k: every(s, ["L40S", "A10G"], None, (1, 2)))
+    small = Scenario(target_rate=5.0, traffic=TrafficSpec(num_requests=200))
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.session_state["scenario"] = small
+    at.run()
+    at.button(key="cap_rank").click().run(timeout=600)
+    assert not at.exception, at.exception
+    rows = at.session_state["cap_ranking"][1]
+    best = rows[0]
+    at.button(key="cap_use").click().run(timeout=300)  # the sidebar applies the queued scenario on the next run
+    at.session_state["scenario"] = at.session_state["sb_pending_scenario"]
+    at.run(timeout=300)
+    assert not at.exception, at.exception
+    m = metrics(at)
+    assert m["Replicas"] == str(best["replicas"])
+    assert float(m["$ per hour"].lstrip("$").replace(",", "")) == pytest.approx(best["usd_per_hour"], abs=0.005)
+    assert m["Capacity per replica (req/s)"] == f"{best['max_rate_per_replica']:,.3g}"
+    assert best["feasible"] and at.get("plotly_chart") and at.dataframe  # the ranking is still on the page
+    assert not [i for i in at.info if "inputs changed" in i.value]
+
+
+def test_the_static_fleet_is_never_below_the_autoscaled_peak():
+    at = load()
+    day = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "Replicas" in c.proto.spec)
+    traces = {t["name"]: t for t in day["data"]}
+
+    def ys(trace):
+        from test_page_traffic import values
+
+        return values(trace["y"])
+
+    assert ys(traces["static peak"]).min() >= ys(traces["ready replicas"]).max()  # was 7 against 8
+
+
+def test_probe_chart_shows_both_targets_and_labels_each_failure_once():
+    at = load()
+    probes = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "TTFT target" in c.proto.spec)
+    titles = [a.get("text", "") for a in probes["layout"]["annotations"]]
+    assert "p95 TPOT (ms)" in titles and "TPOT target" in titles  # TPOT may bind: it is drawn too
+    assert all(titles)  # an annotation without text draws plotly's placeholder "new text"
+    labels = [t for tr in probes["data"] for t in (tr.get("text") or []) if t]
+    assert labels and len(labels) == len(set(labels))  # one label per failed criterion, not one per probe
+    header = next(h.value for h in at.header if "per replica" in h.value)
+    assert "((" not in header and "))" not in header

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
@@ -90,6 +92,16 @@ def test_the_default_long_prompts_get_a_prefill_pool():
     at = load(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment=Deployment(max_model_len=8192)))
     assert not at.exception
     assert metrics(at)["Prefill pool"] != "infeasible" and metrics(at)["Decode pool"] != "infeasible"
+
+
+def test_a_model_that_fits_no_layout_gets_a_plain_warning_not_empty_charts():
+    at = load(Scenario(model="deepseek-ai/DeepSeek-V3", gpu="L4", deployment=Deployment(weights="fp8")))
+    assert not at.exception
+    assert any("No layout of" in w.value and "GPUs in one instance" in w.value for w in at.warning)
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert not [sp for sp in specs if not sp["data"]]  # no empty chart (axes −1 to 4)
+    table = next(d.value for d in at.dataframe if "layout" in d.value.columns)
+    assert table["fits"].eq(False).all() and table["tokens_per_s"].isna().all()  # no speed for what cannot run
 
 
 def test_the_page_evaluates_a_given_1p1d_layout():

@@ -200,6 +200,101 @@ def test_a_fitting_scenario_says_so_plainly():
     assert any(s.value.startswith("**Fits.**") for s in at.success)
 
 
+def test_the_max_model_len_fix_is_the_largest_that_fits():
+    # 70B BF16 on 2 × A100-80GB at max_model_len 32,768: 16,384 fits one request, 20,480 does not; 2,048 (the
+    # request rounded up) also fits but throws away context the deployment can hold
+    at = app(
+        sb_model="meta-llama/Llama-3.1-70B",
+        sb_gpu="A100-80GB",
+        sb_tp=2,
+        sb_num_gpus=2,
+        sb_set_maxlen=True,
+        sb_max_len=32768,
+    )
+    assert not at.exception
+    shown = " ".join(m.value for m in at.markdown)
+    assert "**max_model_len:** max_model_len 16,384, the largest that fits" in shown, shown
+
+
+def test_a_checkpoint_published_in_fp8_loads_in_fp8():
+    at = app()
+    at.selectbox(key="sb_model").set_value("deepseek-ai/DeepSeek-V3").run()
+    assert not at.exception
+    assert at.session_state["sb_weights"] == "fp8" == at.session_state["scenario"].deployment.weights  # was bf16
+    at.selectbox(key="sb_model").set_value("meta-llama/Llama-3.1-8B").run()
+    assert at.session_state["sb_weights"] == "fp8"  # a BF16 checkpoint keeps the user's choice
+
+
+def test_fp8_on_ampere_is_labelled_weight_only_everywhere():
+    at = app(
+        sb_model="meta-llama/Llama-3.1-70B",
+        sb_gpu="A100-80GB",
+        sb_tp=2,
+        sb_num_gpus=2,
+        sb_set_maxlen=True,
+        sb_max_len=32768,
+    )
+    assert not at.exception
+    shown = " ".join(m.value for m in at.markdown)
+    assert "**precision:** FP8 (weight-only, Marlin) weights" in shown and "W8A8, E4M3" not in shown
+    assert resolve(Scenario(gpu="A100-80GB", deployment=Deployment(weights="fp8"))).weights.label == (
+        "FP8 (weight-only, Marlin)"
+    )
+    assert resolve(Scenario(gpu="H100-SXM", deployment=Deployment(weights="fp8"))).weights.label == "FP8 (W8A8, E4M3)"
+
+
+def test_one_prefix_caching_switch_on_by_default_and_in_the_link():
+    from planner.core.scenario_codec import to_query
+
+    at = app()
+    s = at.session_state["scenario"]
+    assert at.session_state["sb_prefix"] is True and s.deployment.enable_prefix_caching is True  # box was unticked
+    assert to_query(s)["pfx"] in ("1", "true")
+    off = app(sb_prefix=False).session_state["scenario"]
+    assert off.traffic.prefix_caching is False and off.deployment.enable_prefix_caching is False
+    assert to_query(off)["pfx"] in ("0", "false")  # unticking changed nothing in the link before
+
+
+def test_requests_fit_agrees_with_a_verdict_that_vllm_refuses_to_start():
+    at = app(
+        sb_model="meta-llama/Llama-3.1-70B",
+        sb_gpu="A100-80GB",
+        sb_tp=2,
+        sb_num_gpus=2,
+        sb_set_maxlen=True,
+        sb_max_len=32768,
+    )
+    assert any(e.value.startswith("**Does not fit:**") for e in at.error)
+    fit = next(m for m in at.metric if m.label == "vLLM: requests fit")
+    assert fit.value == "0" and "would not start" in fit.help  # was 11 beside "refuses to start"
+
+
+def test_a_json_error_reads_once_at_its_line():
+    at = app(sb_model=UPLOAD, sb_config_paste='{\n"hidden_size": 4096,\n"model_type": "llama')
+    errors = " ".join(e.value for e in at.error)
+    assert "Unterminated string starting at line 3" in errors and "at at" not in errors
+
+
+def test_a_rejected_upload_error_goes_when_a_config_is_pasted():
+    cfg = {
+        "hidden_size": 2048,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "intermediate_size": 8192,
+        "vocab_size": 32000,
+        "max_position_embeddings": 8192,
+    }
+    at = app(
+        sb_model=UPLOAD,
+        sb_upload_rejected="config.json: file is 2,000,000 bytes",
+        sb_config_paste=json.dumps(cfg),
+    )
+    assert not at.exception
+    assert not [e.value for e in at.error if "2,000,000 bytes" in e.value]  # the old error stayed
+    assert at.session_state["scenario"].model_spec.num_layers == 16
+
+
 def test_page_offers_the_launch_commands_of_the_scenario():
     # the default scenario (vLLM, Llama-3.1-8B on one GPU) as `vllm serve`, with a download
     at = app()

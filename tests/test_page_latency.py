@@ -132,3 +132,37 @@ def test_log_axes_tick_by_decade_and_legends_leave_the_right_axis_clear():
                 assert axis.get("dtick") == 1, (layout["title"]["text"], name)  # 1, 10, 100: not "1 2 5 10 2 5"
         if "yaxis2" in layout:  # a right-hand axis: the legend sits below the plot, not over its labels
             assert layout["legend"]["orientation"] == "h" and layout["legend"]["y"] < 0, layout["title"]["text"]
+
+
+def test_concurrency_above_the_memory_limit_runs_under_queueing_with_a_note():
+    # the default 8B on H100 fits 311 chat requests; a share link with latency_batch=2048 restores 2,048
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["scenario"] = Scenario()
+    at.session_state["latency_batch_wanted"] = 2048
+    at.run()
+    assert not at.exception and not at.error
+    batch = at.slider(key="latency_batch").value
+    note = " ".join(i.value for i in at.info)
+    assert batch > 311 and "above the memory limit" in note and "queueing" in note
+    m = metrics(at)
+    assert "TTFT" in m and "Static batch TTFT" in m
+
+
+def test_the_what_if_title_names_the_lever_that_saves_more():
+    # the code profile: long prompts, short answers; halving the prompt saves more than halving the output
+    at = fresh(Scenario(traffic=TrafficSpec(profile="custom", prompt="fixed:8000", output="fixed:20")))
+    assert not at.exception
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    what_if = next(t for t in titles if t.startswith("What if"))
+    assert what_if == "What if: prompt length is the bigger lever"
+    assert "What if: output length is the bigger lever" in [
+        json.loads(c.proto.spec)["layout"]["title"]["text"] for c in fresh().get("plotly_chart")
+    ]
+
+
+def test_right_axes_tick_on_their_own_round_numbers():
+    # Streamlit's theme syncs a right axis to the left gridlines (25.3, 50.6, 75.9 …) unless it ticks on its own
+    at = fresh(mode=STATIC)
+    right = [json.loads(c.proto.spec)["layout"].get("yaxis2") for c in at.get("plotly_chart")]
+    right = [axis for axis in right if axis]
+    assert right and all(axis.get("tickmode") == "auto" for axis in right)

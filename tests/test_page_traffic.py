@@ -128,3 +128,81 @@ def test_the_page_starts_from_the_scenario_workload_and_slo():
     assert at.text_input(key="load_prompt_spec").value == "fixed:700"
     assert at.number_input(key="load_seed").value == 5 and at.number_input(key="load_num_requests").value == 400
     assert (at.number_input(key="load_slo_ttft_ms").value, at.number_input(key="load_slo_tpot_ms").value) == (1500, 50)
+
+
+def test_long_series_are_downsampled_keeping_their_peaks():
+    from ui.charts.load import MAX_POINTS, min_max_downsample
+
+    at = load()
+    for fig in charts(at):
+        for trace in fig["data"]:
+            assert len(values(trace.get("x", []))) <= MAX_POINTS, fig["layout"].get("title")  # was 19k per line
+            assert trace["type"] != "scattergl"  # no WebGL context per chart
+    x = np.arange(100_000.0)
+    y = np.zeros_like(x)
+    y[31_337] = 7.0  # a one-step queue spike
+    xs, ys = min_max_downsample(x, y, 1000)
+    assert len(xs) <= 1002 and ys.max() == 7.0 and xs[0] == 0 and xs[-1] == 99_999
+    assert (np.diff(xs) > 0).all()
+
+
+def test_sweep_table_is_for_people_and_goodput_never_exceeds_served():
+    at = load()
+    at.button(key="load_run_sweep").click().run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "rate (req/s)" in d.value.columns)
+    assert not [c for c in table.columns if "_" in c]  # was rate_per_s, ttft_p95_s, ...
+    assert {"p95 TTFT (ms)", "p95 TPOT (ms)", "served (req/s)", "goodput (req/s)"} <= set(table.columns)
+    ttft_ms = table["p95 TTFT (ms)"].dropna()
+    assert (ttft_ms == ttft_ms.round(0)).all() and ttft_ms.max() > 1  # ms, rounded (was 0.1936… s)
+    both = table[["served (req/s)", "goodput (req/s)"]].dropna()
+    assert len(both) and (both["goodput (req/s)"] <= both["served (req/s)"] + 1e-9).all()
+    assert any("grid" in c.value or "one step" in c.value for c in at.caption)
+    labels = [t for f in charts(at) for tr in f["data"] if tr.get("mode") == "markers+text" for t in tr["text"] if t]
+    assert labels and len(labels) == len(set(labels))  # once per failed criterion
+    assert not [t for t in labels if "req/s" in t or " ms" in t]  # the criterion, not its figures (cut at the edge)
+
+
+def test_requests_over_max_model_len_are_named_as_the_cause():
+    from planner.core.scenario import Scenario
+    from planner.core.specs import Deployment
+    from planner.core.workload import TrafficSpec
+
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["scenario"] = Scenario(
+        traffic=TrafficSpec(profile="rag"), deployment=Deployment(max_model_len=8192)
+    )
+    at.run()
+    assert not at.exception
+    warning = " ".join(w.value for w in at.warning)
+    assert "longer than max_model_len 8,192" in warning and "Engine settings" in warning
+    rejected = next(m for m in at.metric if m.label == "Rejected")
+    assert int(rejected.value.replace(",", "")) > 0 and "max_model_len 8,192" in rejected.help
+
+
+def test_the_mean_request_matches_the_sidebar():
+    from planner.core.workload import TrafficSpec
+    from ui.workload_widgets import lengths_of
+
+    at = load()
+    sidebar = lengths_of(TrafficSpec())  # the sidebar's and Capacity's figure: the simulated requests' mean
+    text = " ".join(c.value for c in at.caption)
+    assert f"Mean prompt {sidebar.prompt_tokens:,} tokens, mean output {sidebar.output_tokens:,} tokens" in text
+
+
+def test_a_zero_queue_wait_is_shown_as_zero_not_missing():
+    import math
+
+    at = load()
+    at.slider(key="load_rate").set_value(at.slider(key="load_rate").min).run()  # a quiet server: no request waits
+    table = next(d.value for d in at.dataframe if "queue wait" in list(d.value.index))
+    p50 = table.loc["queue wait", "p50"]
+    assert not math.isnan(p50) and p50 >= 0  # 0 s read as missing ("None") before
+
+
+def test_the_queue_chart_keeps_the_longest_queue():
+    at = load()
+    longest = int(next(m.value for m in at.metric if m.label == "Longest queue").replace(",", ""))
+    series = charts(at)[0]  # the run's KV use, running batch and queue, in that order
+    queue = values(series["data"][2]["y"])
+    assert queue.max() == longest  # every-k-th-step thinning drew a flat 0 beside "Longest queue 1"

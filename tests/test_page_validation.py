@@ -95,3 +95,13 @@ def test_load_test_plan_follows_the_inputs(page):
     assert not [w for w in page.number_input if w.key in ("val_input", "val_output")]
     assert "--random-input-len 3000" in page.code[1].value
     assert "prompt_tokens=3000" in page.code[2].value
+
+
+def test_fourteen_metrics_get_fourteen_distinct_legend_keys(page):
+    parity = json.loads(page.get("plotly_chart")[0].proto.spec)
+    keys = [
+        (t["marker"]["color"], t["marker"].get("symbol", "circle"))
+        for t in parity["data"]
+        if t.get("mode") == "markers"
+    ]
+    assert len(keys) == 14 and len(set(keys)) == 14  # 10 colours repeated: two metrics looked the same

@@ -125,3 +125,26 @@ def test_practice_answers_accept_units(kind, typed):
     at.button(key="wt_check").click().run()
     assert not at.exception
     assert any("Correct" in s.value for s in at.success), [e.value for e in at.error]
+
+
+def test_the_throughput_solution_uses_only_what_the_question_gives():
+    at = page()
+    at.session_state["wt_kinds"] = ["server-throughput"]
+    at.run()
+    q = generate(1, 0, ("server-throughput",))
+    at.text_input(key="wt_answer").set_value(str(q.answer * 3 + 7)).run()
+    at.button(key="wt_check").click().run()
+    text = shown(at)
+    assert "Worked solution" in text
+    assert [s.number for s in q.solution] == ["4"]  # was steps 1-4: queue 40 ms, a 2,000-token prompt, 300 tokens
+    for unstated in ("2,000", "Queue wait", "Prefill"):
+        assert unstated not in " ".join(f"{s.title} {s.formula} {s.substituted}" for s in q.solution)
+
+
+def test_a_unit_error_quotes_what_was_typed():
+    at = page()
+    at.session_state["wt_kinds"] = ["ttft"]
+    at.run()
+    at.text_input(key="wt_answer").set_value("3 GB").run()
+    at.button(key="wt_check").click().run()
+    assert any("'GB' is not a unit of ms" in e.value for e in at.error)  # was 'gb'

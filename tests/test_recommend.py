@@ -75,3 +75,34 @@ def test_parallel_equals_serial_and_ranking_is_sorted_by_cost():
     costs = [r["usd_per_hour"] for r in rows if r["feasible"]]
     assert costs == sorted(costs) and len(rows) == len(tasks)
     assert any(r["pareto"] for r in rows)
+
+
+def test_bounded_ranking_keeps_the_exact_top_two_and_says_what_it_skipped():
+    kw = dict(gpu_ids=["H100-SXM", "L40S", "A10G"], tps=(1, 2), workers=1)
+    full = recommend(Scenario(), 20, SMALL, prune=False, **kw)
+    fast = recommend(Scenario(), 20, SMALL, **kw)
+    assert len(fast) == len(full)
+    assert without_timing(fast[:2]) == [{**r, "pareto": f["pareto"]} for r, f in zip(without_timing(full[:2]), fast)]
+    skipped = [r for r in fast if r.get("searched") is False]
+    assert skipped, "nothing was ruled out by its bound"
+    runner_up = fast[1]["usd_per_hour"]
+    for r in skipped:  # each one provably dearer than the runner-up: its lower bound is above it ...
+        assert r["usd_per_hour_lower_bound"] > runner_up and "not searched" in r["reason"]
+        exact = next(f for f in full if f["id"] == r["id"])  # ... and the exhaustive search agrees
+        assert not exact["feasible"] or exact["usd_per_hour"] >= r["usd_per_hour_lower_bound"]
+        assert r["max_rate_upper_bound"] is None or exact["max_rate_per_replica"] <= r["max_rate_upper_bound"]
+
+
+def test_a_ranked_row_is_the_capacity_plan_of_that_deployment():
+    from planner.capacity.replicas import capacity_plan
+    from planner.core.scenario import with_deployment
+
+    rows = recommend(Scenario(), 20, SMALL, gpu_ids=["L40S"], weights=["fp8"], tps=(1, 2), workers=1)
+    best = rows[0]
+    plan = capacity_plan(with_deployment(Scenario(), best["gpu"], best["weights"], best["tp"]), 20, SMALL)
+    assert (best["max_rate_per_replica"], best["replicas"], best["usd_per_hour"]) == (
+        plan.max_rate_per_replica,
+        plan.cost.replicas,
+        plan.cost.usd_per_hour,
+    )
+    assert best["ttft_p95_s"] == plan.operating_point.ttft_p95_s

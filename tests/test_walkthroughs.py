@@ -53,6 +53,14 @@ def test_latency_primer_section_5_steps_1_to_5():
     assert s["5"].result == "90 ms" and "240 → 90 ms" in s["5"].note  # 500 tokens = 50 ms
 
 
+def test_the_bigger_lever_is_computed_not_asserted():
+    assert "output length is the bigger lever" in steps("latency")["4b"].note  # 3.750 s against 0.100 s
+    # README's example: the output already at the cap gains nothing, so the prompt is the bigger lever
+    note = steps("latency", output_tokens=150)["4b"].note
+    assert "0.000 s gain" in note and "output length is the bigger lever" not in note
+    assert "prompt is the bigger lever" in note
+
+
 def test_latency_against_throughput_primer_section_5():
     s = steps("throughput")
     assert s["2"].result == "25 tokens/s"  # 1 / 0.040

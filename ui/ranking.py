@@ -7,6 +7,8 @@ sidebar applies it at the top of the next run (ui.scenario_widgets.apply_pending
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import streamlit as st
 
@@ -64,6 +66,29 @@ def ranking_table(rows: list[dict]) -> pd.DataFrame:
 
 def column_config() -> dict:
     return {name: st.column_config.NumberColumn(name, format=fmt) for name, fmt in FORMATS.items()}
+
+
+def ranking_key(s: Scenario) -> str:
+    """The scenario minus what the ranking varies (GPU, precision, TP, GPU count): loading a ranked deployment
+    keeps the ranking (and its runner-up) valid for the new scenario."""
+    dep = s.deployment.model_copy(update={"weights": "", "tensor_parallel_size": 1, "num_gpus": 1})
+    return s.model_copy(update={"gpu": "", "gpu_memory_gb": None, "deployment": dep}).model_dump_json()
+
+
+def progress_text(bar):
+    """A progress(done, total) callback for recommend() that fills `bar` and says the time left, estimated as
+    elapsed × (total − done) / done (total in simulations, shrinking as deployments are ruled out)."""
+    start = time.perf_counter()
+
+    def update(done: int, total: int) -> None:
+        elapsed = time.perf_counter() - start
+        left = elapsed * (total - done) / done if done else None
+        text = f"{done / total:.0%} of the simulations done" + (
+            f", about {left:,.0f} s left" if left is not None and done < total else ""
+        )
+        bar.progress(min(done / total, 1.0), text=text)
+
+    return update
 
 
 def use_scenario(s: Scenario, message: str) -> None:

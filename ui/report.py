@@ -27,6 +27,7 @@ from ui.charts.latency import tradeoff_chart
 from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack
 from ui.labels import error_text
+from ui.ranking import ranking_key
 from ui.workload_widgets import lengths_of
 
 PNG_SIZE = (1000, 450)  # pixels
@@ -82,7 +83,7 @@ def plan_report_rows(scenario: Scenario) -> list:
     user ranked deployments for this very scenario, the ranking (for the runner-up) and its prices."""
     stored = st.session_state.get("cap_ranking")
     ranking, prices = None, ()
-    if stored and stored[0][0] == scenario.model_dump_json():
+    if stored and stored[0][0] == ranking_key(scenario):
         ranking, prices = stored[1], stored[0][-1]
     try:
         cap = capacity_cached(scenario.model_dump_json(), tuple(prices))

@@ -18,12 +18,14 @@ from planner.core.catalog import (
     gpus,
     kv_precisions,
     model_family,
+    model_presets,
     presets_by_family,
     weight_precisions,
 )
 from planner.core.engine_defaults import DEFAULT_ENGINE, batch_defaults
 from planner.core.errors import InputError, from_validation_error
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
+from planner.core.precision import label_on
 from planner.core.safe_text import inline_markdown
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment, ModelSpec, custom_gpu
@@ -47,7 +49,9 @@ def _model_source() -> tuple[str, ModelSpec | None]:
         index=presets.index(DEFAULT_MODEL),
         key="sb_model",
         format_func=lambda p: f"{model_family(p)} · {p}" if p in presets else p,
-        help="Presets are published Hugging Face config.json files (data/models/), grouped by family.",
+        help="Presets are published Hugging Face config.json files (data/models/), grouped by family. A checkpoint "
+        "published quantized (DeepSeek-V3's FP8) sets Weights to its format, as the CLI does.",
+        on_change=_weights_follow_model,
     )
     if choice == UPLOAD:
         return choice, _uploaded_model()
@@ -55,6 +59,16 @@ def _model_source() -> tuple[str, ModelSpec | None]:
         return choice, _manual_model()
     st.caption(architecture_summary(get_model(choice)))
     return choice, None
+
+
+def _weights_follow_model() -> None:
+    """A preset published quantized (config.json's quantization_config) loads in that format, as the CLI's default
+    --weights does; other presets keep the user's choice."""
+    choice = st.session_state.get("sb_model")
+    if choice in model_presets():
+        fmt = get_model(choice).quantized_weights
+        if fmt and fmt in weight_precisions():
+            st.session_state["sb_weights"] = fmt
 
 
 class ShownError(InputError):
@@ -67,6 +81,9 @@ def _uploaded_model() -> ModelSpec | None:
         "config.json", type=["json"], key=f"sb_config_upload_{gen}", help=f"At most {MAX_CONFIG_BYTES // 1000:,} KB."
     )
     rejected = st.session_state.get("sb_upload_rejected")
+    if rejected and (up is not None or st.session_state.get("sb_config_paste", "").strip()):
+        st.session_state.pop("sb_upload_rejected")  # a later file or paste replaces the rejected one's error
+        rejected = None
     if rejected and up is None:
         st.error(f"{inline_markdown(rejected)} (the file was not used; the last valid model stays in use)")
     text = st.text_area("…or paste its contents", key="sb_config_paste", height=120)
@@ -159,7 +176,7 @@ def _hardware() -> dict:
         weights,
         index=weights.index("bf16"),
         key="sb_weights",
-        format_func=lambda p: weight_precisions()[p].label,
+        format_func=lambda p: label_on(weight_precisions()[p], bool(catalogue[gpu].tflops_fp8)),
     )
     _precision_note(gpu, w)
     kv = st.selectbox("KV cache", list(kv_precisions()), key="sb_kv", format_func=lambda p: kv_precisions()[p].label)
@@ -255,6 +272,7 @@ def _scenario_from_widgets() -> Scenario:
         max_num_seqs=eng["seqs"],
         max_num_batched_tokens=eng["batched"],
         enforce_eager=eng["eager"],
+        enable_prefix_caching=bool(st.session_state.get("sb_prefix", True)),  # the one switch (Workload and SLO)
     )
     dep = parallelism_section(dep)  # PP, DP attention, EP (ui/parallelism.py)
     previous = current_scenario()

@@ -14,6 +14,7 @@ import streamlit as st
 from planner.capacity.replicas import mean_tokens
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario
+from planner.core.specs import Deployment
 from planner.core.workload import PROFILES, SLO, TrafficSpec
 from ui.state import current_scenario
 
@@ -95,7 +96,7 @@ def widget_values(s: Scenario) -> dict:
         "sb_num_requests": t.num_requests,
         "sb_arrival": t.arrival,
         "sb_cv": float(t.cv),
-        "sb_prefix": t.prefix_caching,
+        "sb_prefix": s.deployment.enable_prefix_caching,  # the one switch: vLLM's --enable-prefix-caching
     }
     if slo.e2e_p99_s is not None:
         values["sb_slo_e2e_s"] = float(slo.e2e_p99_s)
@@ -110,8 +111,6 @@ def widget_values(s: Scenario) -> dict:
 
 
 def _profile_changed() -> None:
-    profile = st.session_state["sb_profile"]
-    st.session_state["sb_prefix"] = PROFILES[profile].prefix_caching
     st.session_state["sb_arrival"] = "poisson"
 
 
@@ -167,17 +166,26 @@ def render_workload() -> dict:
             "Arrivals", arrivals, key="sb_arrival", help="trace: the trace window's own timing, rescaled to the rate"
         )
         cv = st.number_input("Gamma arrivals: CV", 0.1, 10.0, 1.0, step=0.5, key="sb_cv", disabled=arrival != "gamma")
-        st.session_state.setdefault("sb_prefix", PROFILES[profile].prefix_caching)
+        st.session_state.setdefault("sb_prefix", Deployment().enable_prefix_caching)
         prefix = st.checkbox(
             "Prefix caching",
             key="sb_prefix",
-            help="Reuse cached prefix blocks (the rag trace shares 512-token prefixes).",
+            help="vLLM's --enable-prefix-caching, on by default in vLLM V1 (the link's pfx): reuse cached prefix "
+            "blocks (the rag trace shares 512-token prefixes; a preempted request re-hits its own blocks).",
         )
         c1, c2 = st.columns(2)
         seed = c1.number_input("Seed", 0, 2**31 - 1, 0, key="sb_seed")
         num_requests = c2.number_input("Requests per simulation", 100, 20_000, 1000, step=100, key="sb_num_requests")
     traffic = TrafficSpec(
-        profile=profile, arrival=arrival, cv=cv, num_requests=num_requests, seed=seed, prefix_caching=prefix, **lengths
+        profile=profile,
+        arrival=arrival,
+        cv=cv,
+        num_requests=num_requests,
+        seed=seed,
+        # the profile's own setting (the rag trace's shared prefixes), switched off with the box; the box itself is
+        # the deployment's --enable-prefix-caching (ui.sidebar), which the simulation follows otherwise
+        prefix_caching=PROFILES[profile].prefix_caching and prefix,
+        **lengths,
     )
     slo = SLO(ttft_p95_s=ttft_ms / 1e3, tpot_p95_s=tpot_ms / 1e3, e2e_p99_s=e2e_s if e2e_on else None)
     req = lengths_of(traffic)

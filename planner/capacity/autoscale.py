@@ -203,7 +203,7 @@ class DayReport:
     violating_request_share: float  # share of the day's requests that arrived in them
     replica_hours: float  # running + starting replicas, billed
     usd: float
-    static_replicas: int  # ceil(peak × headroom / capacity), all day
+    static_replicas: int  # max(ceil(peak × headroom / capacity), the autoscaler's peak ready replicas), all day
     static_replica_hours: float
     static_usd: float
     savings: float  # 1 − replica-hours / static replica-hours
@@ -217,7 +217,10 @@ def _report(rates, cols, events, m: ReplicaModel, p: Policy, slo_ttft_s, usd, ti
     arrivals = rates * tick_s
     violating = cols["ttft_p95_s"] > slo_ttft_s
     replica_hours = float(np.sum(cols["replicas"] + cols["starting"]) * tick_s / 3600.0)
-    static = static_peak_replicas(rates, m.max_rate_per_replica, headroom)
+    # the static fleet provisions at least what the autoscaler itself ran at its busiest minute: its target (a
+    # fraction of the at-capacity metric) can hold more spare than `headroom`, and a static fleet smaller than
+    # the autoscaled peak would make the saving look larger than it is
+    static = max(static_peak_replicas(rates, m.max_rate_per_replica, headroom), int(np.max(cols["replicas"])))
     static_hours = static * hours
     per_gpu_hour = m.gpus_per_replica * usd
     series = {"minute": np.arange(len(rates)) * tick_s / 60.0, "rate_per_s": rates, **cols}

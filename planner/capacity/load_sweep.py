@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.capacity.steady_state import (
     SATURATION_RATE_PER_S,
     judge,
@@ -25,7 +27,7 @@ from planner.capacity.steady_state import (
 from planner.core.errors import InputError
 from planner.core.workload import SLO
 from planner.latency.perf_model import PerfModel
-from planner.sim.records import ServingSummary, SimResult
+from planner.sim.records import ServingSummary, SimResult, meets_slo
 from planner.sim.serving import Replica, flat_row, result_summary, run_serving
 from planner.traffic.generators import closed_loop, open_loop
 from planner.traffic.profiles import mean_lengths
@@ -76,11 +78,29 @@ def rate_sweep(replica: Replica, rates, workload_for_rate, progress=None, slo: S
                 "reason": verdict.reason,
                 "queue_growth_per_s": verdict.queue_growth_per_s,
                 "saturated_rps": saturated,
+                "goodput_served_requests_per_s": steady_goodput_rps(res, slo),
             }
         )
         if progress is not None:
             progress(k, len(rates))
     return rows
+
+
+def steady_goodput_rps(res: SimResult, slo: SLO) -> float | None:
+    """Completions/s that met the SLO's p95 TTFT and TPOT targets (per request), over the same window as
+    `served_requests_per_s` (steady_rates: arrivals between their 10th and 90th percentiles), so it never exceeds
+    what was served. (The run's goodput_requests_per_s counts over the whole makespan, drain included.)"""
+    arr = res.requests.arrival_s
+    arr = arr[~np.isnan(arr)]
+    if len(arr) < 10:
+        return None
+    t0, t1 = (float(x) for x in np.quantile(arr, [0.1, 0.9]))
+    if t1 <= t0:
+        return None
+    done = res.requests.finished
+    fin = res.requests.finish_s[done]
+    good = meets_slo(res, slo.ttft_p95_s, slo.tpot_p95_s)
+    return int(np.count_nonzero(good & (fin >= t0) & (fin < t1))) / (t1 - t0)
 
 
 def find_knee(rows: list[dict]) -> dict | None:

@@ -7,6 +7,16 @@ scenario's model and engine settings. Each candidate is one `Task`, a picklable 
 function of it (capacity search + replicas + cost + the latency at the operating point), so a process pool or
 a Ray cluster returns exactly what a serial loop does. Results come back in task order whatever finishes first.
 
+Bound before search (`recommend(..., prune=True)`, the default): one replica never sustains more than
+(1 − STABILITY_MARGIN) × its saturated throughput (the steady-state verdict refuses any rate above it,
+planner/capacity/steady_state.py), so one saturation run per candidate gives an upper bound on its capacity and
+so a lower bound on its $/hour (replicas ≥ ceil(target × headroom / bound), ≥ 1). Candidates are then searched
+cheapest bound first; once the best and the runner-up are known, a candidate whose lower bound is above the
+runner-up's $/hour cannot enter the top two and is not searched (its row says so, with its bounds; it ranks after
+the searched feasible rows). The first two rows are therefore exactly what an exhaustive ranking gives; the saturation
+run is reused by the search (find_capacity(saturated=...)), so every searched row equals capacity_plan for that
+deployment. Ray runs stay exhaustive.
+
 Ranking: feasible deployments first, by $/hour for the target (integer replicas), then by $ per million output
 tokens at full utilisation (the cheaper per-token hardware wins a tie), then by id. Pareto: a point is on the
 frontier when no other point is at most as costly AND at most as slow, and strictly better in one of them.
@@ -14,13 +24,26 @@ frontier when no other point is at most as costly AND at most as slow, and stric
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, capacity_plan
-from planner.capacity.worker_pool import map_in_pool
+from planner.capacity.replicas import (
+    DEFAULT_HEADROOM,
+    DEFAULT_REL_TOL,
+    capacity_plan,
+    price_of,
+    replica_scenario,
+    replicas_for,
+    saturated_rps,
+    traffic_replica,
+)
+from planner.capacity.steady_state import STABILITY_MARGIN
+from planner.capacity.worker_pool import map_in_pool, no_main_reimport, stoppable_pool
 from planner.core.catalog import gpus
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
@@ -102,10 +125,18 @@ class Task:
     rel_tol: float = DEFAULT_REL_TOL
 
 
-def evaluate(task: Task) -> dict:
-    """One candidate as a flat row: capacity, replicas, cost and p95 latencies at the operating point."""
+def evaluate(task: Task, saturated: float | None | tuple = ()) -> dict:
+    """One candidate as a flat row: capacity, replicas, cost and p95 latencies at the operating point
+    (= capacity_plan of that deployment; `saturated` as in find_capacity)."""
     plan = capacity_plan(
-        task.scenario, task.target_rps, task.traffic, task.slo, task.headroom, dict(task.prices), rel_tol=task.rel_tol
+        task.scenario,
+        task.target_rps,
+        task.traffic,
+        task.slo,
+        task.headroom,
+        dict(task.prices),
+        rel_tol=task.rel_tol,
+        saturated=saturated,
     )
     op = plan.operating_point
     last = plan.probes[-1].reason if plan.probes else ""
@@ -120,8 +151,68 @@ def evaluate(task: Task) -> dict:
         reason=reason,
         operating_rate_per_replica=op.rate_per_s if op else None,
         price_date=plan.price_date,
+    )  # a row not searched carries searched=False (and its bounds); searched rows keep the contract's keys
+    return row
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A candidate's capacity upper bound and $/hour lower bound from one saturation run (module note)."""
+
+    saturated_rps: float | None  # one DP rank's; None: the batch holds the whole run (no bound but replicas >= 1)
+    max_rate_upper_bound: float | None
+    replicas_lower_bound: int
+    usd_per_hour_lower_bound: float
+    gpus_per_replica: int
+    usd_per_gpu_hour: float
+    price_date: str
+
+
+def bound(task: Task) -> Bound:
+    """Upper bound on the replica's capacity, lower bound on the deployment's $/hour (module note). The saturation
+    run is one DP rank's (find_capacity's); an instance of DP ranks serves DP × that."""
+    r = resolve(replica_scenario(task.scenario))
+    sat = saturated_rps(traffic_replica(r, task.traffic), task.traffic)
+    sat = float(sat) if sat else None
+    dp = r.deployment.data_parallel_size
+    ub = (1 - STABILITY_MARGIN) * sat * dp if sat else None
+    n = replicas_for(task.target_rps, ub, task.headroom) if ub else 1
+    gpus_each, usd = r.deployment.gpus_per_replica, price_of(r, dict(task.prices))
+    return Bound(sat, ub, n, n * gpus_each * usd, gpus_each, usd, r.gpu.price_date)
+
+
+def _pruned_row(task: Task, b: Bound, cutoff_usd: float) -> dict:
+    dep = task.scenario.deployment
+    row = dict.fromkeys(ROW_KEYS)
+    row.update(
+        id=f"{task.scenario.gpu} · {dep.weights} · TP{dep.tensor_parallel_size}",
+        gpu=task.scenario.gpu,
+        weights=dep.weights,
+        tp=dep.tensor_parallel_size,
+        gpus_per_replica=b.gpus_per_replica,
+        usd_per_gpu_hour=b.usd_per_gpu_hour,
+        feasible=False,
+        searched=False,
+        operating_rate_per_replica=None,
+        price_date=b.price_date,
+        saturated_rps=b.saturated_rps,
+        max_rate_upper_bound=b.max_rate_upper_bound,
+        usd_per_hour_lower_bound=b.usd_per_hour_lower_bound,
+        reason=(
+            "not searched: "
+            + (
+                f"at most {b.max_rate_upper_bound:,.3g} req/s per replica (95% of its saturated throughput), so "
+                if b.max_rate_upper_bound
+                else ""
+            )
+            + f"≥ {b.replicas_lower_bound} replicas at ≥ ${b.usd_per_hour_lower_bound:,.2f}/hour, dearer than the "
+            f"runner-up's ${cutoff_usd:,.2f}/hour"
+        ),
     )
     return row
+
+
+KEEP_EXACT = 2  # the best and the runner-up are always searched (module note)
 
 
 def tasks_for(
@@ -205,13 +296,15 @@ def _run_ray(tasks: list[Task], address: str, progress: Progress | None) -> list
 
 
 def rank(rows: list[dict]) -> list[dict]:
-    """Feasible first, then by $/hour, $ per million output tokens at capacity, id; `rank` numbered from 1."""
+    """Feasible first, then by $/hour, $ per million output tokens at capacity, id; then the rows not searched
+    (by their $/hour lower bound), then the infeasible; `rank` numbered from 1."""
 
     def key(row):
         feasible = bool(row.get("feasible"))
+        pruned = row.get("searched") is False
         return (
-            not feasible,
-            row.get("usd_per_hour") if feasible else 0.0,
+            0 if feasible else 1 if pruned else 2,
+            row.get("usd_per_hour") if feasible else row.get("usd_per_hour_lower_bound") or 0.0,
             row.get("usd_per_million_output_tokens_at_capacity") or 0.0,
             row.get("id", ""),
         )
@@ -256,13 +349,121 @@ def recommend(
     workers: int | None = None,
     ray_address: str | None = None,
     progress: Progress | None = None,
+    prune: bool = True,
 ) -> list[dict]:
-    """Every candidate evaluated and ranked by cost at the SLO, the Pareto frontier marked (the search options are
-    keyword-only: headroom, prices, the candidate space, the tolerance and where the tasks run)."""
+    """Every candidate bounded, the ones that can still be among the two cheapest searched, all ranked by cost at
+    the SLO, the Pareto frontier marked (module note; prune=False or Ray: every candidate searched; the search
+    options are keyword-only: headroom, prices, the candidate space, the tolerance and where the tasks run)."""
     tasks = tasks_for(s, target_rps, traffic, slo, headroom, prices, gpu_ids, weights, tps, rel_tol)
     if not tasks:
         raise InputError("gpus", f"no GPU × precision × TP fits {s.model}: try a larger GPU or a lower max_model_len")
+    if prune and not ray_address:
+        return mark_pareto(rank(run_pruned(tasks, workers, progress)))
     return mark_pareto(rank(run_tasks(tasks, workers, ray_address, progress)))
+
+
+# A search runs ~8-10 probes (bracket + bisection to 2%) and the operating point after its saturation run: a search
+# took 8.5 bound runs' time on the default 8B chat ranking (benchmarks/bench_ranking.py), so it weighs SEARCH_WEIGHT
+# bound runs in the progress estimate.
+SEARCH_WEIGHT = 9
+
+
+def run_pruned(tasks: list[Task], workers: int | None = None, progress: Progress | None = None) -> list[dict]:
+    """Bound every task, then search cheapest bound first until the rest cannot enter the top two (module note).
+    progress(done, total) counts work in bound runs (a search = SEARCH_WEIGHT); the searches still to come are
+    estimated as those whose bound is below the runner-up's cost (before two are known: below the second-lowest
+    bound, a lower estimate), so total moves as the run learns and done / total is the share of the work done."""
+    workers = workers or os.cpu_count() or 1
+    if workers < 1:
+        raise InputError("workers", "must be >= 1")
+    n = len(tasks)
+    rows: list[dict | None] = [None] * n
+    bounds: list[Bound | None] = [None] * n
+    feasible_costs: list[float] = []
+    queue: list[int] = []
+    inflight: dict = {}
+    done = [0]  # work units done
+
+    def cutoff() -> float:
+        return sorted(feasible_costs)[KEEP_EXACT - 1] if len(feasible_costs) >= KEEP_EXACT else math.inf
+
+    def report(phase: int) -> None:
+        if not progress:
+            return
+        if phase == 1:
+            searches = KEEP_EXACT + 1
+        else:
+            c = cutoff()
+            if c == math.inf:
+                lbs = sorted(b.usd_per_hour_lower_bound for b in bounds)
+                c = lbs[min(KEEP_EXACT, n) - 1]
+            searches = len(inflight) + sum(bounds[j].usd_per_hour_lower_bound <= c for j in queue)
+        left_bounds = sum(b is None for b in bounds)
+        progress(done[0], done[0] + left_bounds + SEARCH_WEIGHT * searches)
+
+    def settle_search(i: int, row: dict) -> None:
+        rows[i] = row
+        if row.get("feasible"):
+            feasible_costs.append(row["usd_per_hour"])
+        done[0] += SEARCH_WEIGHT
+
+    with _executor(workers, n) as pool:
+        # 1. bounds (one saturation run each)
+        for i, b in _map(pool, bound, [(t,) for t in tasks]):
+            bounds[i] = b
+            done[0] += 1
+            report(1)
+        # 2. searches, cheapest bound first; once one is above the cutoff, so are all after it (sorted), and
+        #    the cutoff only falls
+        queue.extend(sorted(range(n), key=lambda i: (bounds[i].usd_per_hour_lower_bound, i)))
+        report(2)
+        while queue or inflight:
+            while queue and len(inflight) < (workers if pool else 1):
+                i = queue[0]
+                if bounds[i].usd_per_hour_lower_bound > cutoff():
+                    for j in queue:
+                        rows[j] = _pruned_row(tasks[j], bounds[j], cutoff())
+                    queue.clear()
+                    break
+                queue.pop(0)
+                if pool is None:
+                    settle_search(i, evaluate(tasks[i], bounds[i].saturated_rps))
+                    report(2)
+                else:
+                    inflight[_submit(pool, evaluate, tasks[i], bounds[i].saturated_rps)] = i
+            if inflight:
+                finished, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    settle_search(inflight.pop(fut), fut.result())
+                report(2)
+    report(2)
+    return rows
+
+
+@contextmanager
+def _executor(workers: int, n: int):
+    """A pool for run_pruned (None: run here) that stops with the ranking and with this process (worker_pool.py)."""
+    if workers == 1 or n <= 1:
+        yield None
+        return
+    with stoppable_pool(min(workers, n), "planner.capacity.recommend") as pool:
+        yield pool
+
+
+def _submit(pool: ProcessPoolExecutor, fn, *args):
+    with no_main_reimport():  # a submit may start a worker
+        return pool.submit(fn, *args)
+
+
+def _map(pool, fn, args: list[tuple]):
+    """(index, fn(*args[index])) as they finish (in order when run here)."""
+    if pool is None:
+        for i, a in enumerate(args):
+            yield i, fn(*a)
+        return
+    futures = {_submit(pool, fn, *a): i for i, a in enumerate(args)}
+    for fut in as_completed(futures):
+        yield futures[fut], fut.result()
 
 
 # --- disaggregated options: opt-in rows for the same ranking -----------------------------------

@@ -180,13 +180,17 @@ def find_capacity(
     traffic: TrafficSpec = TrafficSpec(),
     slo: SLO = SLO(),
     rel_tol: float = DEFAULT_REL_TOL,
+    saturated: float | None | tuple = (),
 ) -> CapacityResult:
     """The highest arrival rate one replica sustains under `slo` (module note): a pure function of its inputs.
-    Every probe runs the same replica (traffic_replica: its memory plan and step-cost model are derived once)."""
+    Every probe runs the same replica (traffic_replica: its memory plan and step-cost model are derived once).
+    `saturated`: saturated_rps(replica, traffic) when the caller has it already (the ranking's bound); the same
+    number the search would compute, so the answer does not change."""
     t0 = time.perf_counter()
     mean_in, mean_out = mean_tokens(traffic)
     estimate = estimate_capacity_rps(replica, mean_in, mean_out)
-    saturated = saturated_rps(replica, traffic)
+    if isinstance(saturated, tuple):  # not given
+        saturated = saturated_rps(replica, traffic)
     probes: dict[float, Probe] = {}
 
     def sustains(rate: float) -> bool:
@@ -364,14 +368,15 @@ def capacity_plan(
     prices: dict[str, float] | None = None,
     rel_tol: float = DEFAULT_REL_TOL,
     operating_point: bool = True,
+    saturated: float | None | tuple = (),
 ) -> CapacityPlan:
     """Capacity, replicas and cost of one deployment for `target_rps`, plus the latency at the operating point
-    (target / replicas per replica) when `operating_point`."""
+    (target / replicas per replica) when `operating_point`; `saturated` as in find_capacity."""
     s = replica_scenario(s)
     r = resolve(s)
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
     replica = traffic_replica(r, traffic)
-    cap = find_capacity(replica, traffic, slo, rel_tol)  # one DP rank: each runs its own requests
+    cap = find_capacity(replica, traffic, slo, rel_tol, saturated)  # one DP rank: each runs its own requests
     tp, dp, gpus = r.deployment.tensor_parallel_size, r.deployment.data_parallel_size, r.deployment.gpus_per_replica
     rank_saturated = cap.saturated_rps
     if dp > 1:  # an instance of DP ranks serves DP × one rank's rate on TP × PP × DP GPUs

@@ -41,7 +41,7 @@ def map_in_pool(
         max_workers=min(workers, len(items)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
     )
     try:
-        with _no_main_reimport():  # the forkserver and the workers start during submit
+        with no_main_reimport():  # the forkserver and the workers start during submit
             futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
         for k, fut in enumerate(as_completed(futures), start=1):
             out[futures[fut]] = fut.result()  # a worker's InputError arrives as itself (it pickles)
@@ -54,6 +54,26 @@ def map_in_pool(
         raise
     pool.shutdown()
     return out
+
+
+@contextmanager
+def stoppable_pool(workers: int, preload: str):
+    """A forkserver ProcessPoolExecutor with map_in_pool's guarantees for callers that schedule their own tasks
+    (the ranking's bound-then-search): workers ignore SIGINT and die with their parent, and an exception or Ctrl-C
+    inside the block terminates the running workers instead of waiting for them. Submit under no_main_reimport()."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["planner.capacity.forkserver_init", preload])
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
+    try:
+        yield pool
+    except BaseException as err:
+        _stop(pool)
+        if isinstance(err, KeyboardInterrupt):
+            _stop_forkserver()
+        raise
+    pool.shutdown()
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -100,7 +120,7 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 
 @contextmanager
-def _no_main_reimport():
+def no_main_reimport():
     """Workers of a spawn/forkserver pool re-run the parent's __main__ file; under Streamlit (or AppTest) that
     is the page script. The pooled function needs only planner, so hide __main__ while the workers start."""
     saved = sys.modules.get("__main__")

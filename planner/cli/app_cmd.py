@@ -18,8 +18,11 @@ from pathlib import Path
 from planner.core.errors import InputError
 
 # The settings of .streamlit/config.toml, passed as options so that they hold from any directory (an installed
-# wheel has no config file beside the user): no Deploy button, no gc.collect() after every run, no source watching.
+# wheel has no config file beside the user): no Deploy button, no gc.collect() after every run, no source watching,
+# no usage statistics (Streamlit's default sends them to its servers; offline, every page load logged a console
+# error for the failed request).
 SERVER_DEFAULTS = {
+    "--browser.gatherUsageStats": "false",
     "--client.toolbarMode": "minimal",
     "--runner.postScriptGC": "false",
     "--server.fileWatcherType": "none",

@@ -251,13 +251,18 @@ def _stderr_progress(done: int, total: int) -> None:
 
 
 def _recommend_text(o: dict, top: int) -> str:
+    skipped = sum(r.get("searched") is False for r in o["options"])
     lines = [
-        f"{o['model']}: {o['num_options']} deployments ({o['num_feasible']} meet the SLO) for "
-        f"{o['target_rate']:g} req/s; cheapest first",
+        f"{o['model']}: {o['num_options']} deployments ({o['num_feasible']} searched meet the SLO"
+        + (f", {skipped} not searched: provably dearer than the runner-up" if skipped else "")
+        + f") for {o['target_rate']:g} req/s; cheapest first",
         f"  {'#':>3} {'deployment':<28} {'req/s/rep':>9} {'replicas':>8} {'$/hour':>9} {'$/M out':>8} "
         f"{'p95 TTFT ms':>11} {'p95 TPOT ms':>11}",
     ]
     for r in o["options"][:top]:
+        if r.get("searched") is False:
+            lines.append(f"  {r['rank']:>3} {r['id']:<28} not searched: ≥ ${r['usd_per_hour_lower_bound']:,.2f}/hour")
+            continue
         if not r["feasible"]:
             lines.append(f"  {r['rank']:>3} {r['id']:<28} cannot meet the SLO")
             continue

@@ -44,7 +44,7 @@ def register(subparsers) -> None:
         "validate",
         help="predicted against measured for a CSV of published measurements",
         description="Predict every row of a CSV in the format of published_points.csv and "
-        "report the absolute %% error per metric (median, 90th percentile).",
+        "report the absolute % error per metric (median, 90th percentile).",
     )
     p.add_argument(
         "--points",

@@ -367,6 +367,9 @@ def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
             raise InputError("model", f"{path} is not a regular file")
         with path.open("rb") as f:
             data = f.read(MAX_CONFIG_BYTES + 1)  # never read more than the cap (think /dev/zero)
+        if len(data) > MAX_CONFIG_BYTES:  # only the cap + 1 was read: say the file's own size
+            size = path.stat().st_size
+            raise InputError(path.name, f"file is {size:,} bytes; a config.json is at most {MAX_CONFIG_BYTES:,}")
     except OSError as err:
         raise InputError("model", f"cannot read {path}: {err.strerror}") from None
     spec = parse_config_text(data, name=name or path.stem, source=path.name)

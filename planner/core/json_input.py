@@ -76,7 +76,8 @@ def load_json(
     except _BadNumber as err:
         raise InputError(source, str(err)) from None
     except json.JSONDecodeError as err:
-        raise InputError(source, f"is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+        what = err.msg.removesuffix(" at")  # "Unterminated string starting at" + " at line 12" read "at at"
+        raise InputError(source, f"is not valid JSON: {what} at line {err.lineno}, column {err.colno}") from None
     except RecursionError:
         raise InputError(source, "is nested too deeply to be a real document") from None
     except UnicodeDecodeError:

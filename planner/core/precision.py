@@ -41,6 +41,15 @@ class WeightPrecision(BaseModel):
         return self.bits_per_weight / 8
 
 
+FP8_WEIGHT_ONLY_LABEL = "FP8 (weight-only, Marlin)"
+
+
+def label_on(p: WeightPrecision, has_fp8_tensor_cores: bool) -> str:
+    """The precision's label on a GPU: FP8 W8A8 needs FP8 tensor cores (Ada, Hopper or newer); without them vLLM
+    runs FP8 checkpoints weight-only through Marlin (vLLM docs, quantization/fp8), so "W8A8, E4M3" would be wrong."""
+    return FP8_WEIGHT_ONLY_LABEL if p.compute_dtype == "fp8" and not has_fp8_tensor_cores else p.label
+
+
 class KVPrecision(BaseModel):
     """A KV-cache dtype; `auto` (bytes_per_value None) follows the model's activation dtype."""
 

@@ -18,7 +18,7 @@ from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_pre
 from planner.core.engine import Engine, engine_for
 from planner.core.engine_defaults import DEFAULT_ENGINE, ENGINES, is_known_engine
 from planner.core.errors import InputError
-from planner.core.precision import KVPrecision, WeightPrecision, resolve_kv_bytes
+from planner.core.precision import KVPrecision, WeightPrecision, label_on, resolve_kv_bytes
 from planner.core.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
 from planner.core.workload import SLO, TrafficSpec
 
@@ -109,6 +109,8 @@ def resolve(s: Scenario) -> Resolved:
             f"{dep.tensor_parallel_size} (vLLM requires it)",
         )
     weights = get_weight_precision(dep.weights)
+    if label_on(weights, bool(gpu.tflops_fp8)) != weights.label:  # FP8 on Ampere and older: weight-only
+        weights = weights.model_copy(update={"label": label_on(weights, False)})
     kv = get_kv_precision(dep.kv_cache_dtype)
     max_len = dep.max_model_len or model.max_position_embeddings
     engine = engine_for(s.engine)

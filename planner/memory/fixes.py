@@ -2,9 +2,10 @@
 
 A deployment fits when vLLM would start (weights, activations and runtime leave a KV pool) and at least one request
 of the scenario's length fits that pool. The nearest fixes change one thing, in the order a platform engineer
-would try them: a max_model_len just above the requests (vLLM refuses to start when its pool holds less than one
-max_model_len request), a smaller weight precision on the same GPUs, more GPUs per replica (TP), then a GPU with more
-memory; for each kind, the first that fits (precisions by bits, TP upward, GPUs by memory then price).
+would try them: the largest max_model_len that fits (a power of two, or the requests' length; vLLM refuses to start
+when its pool holds less than one max_model_len request), a smaller weight precision on the same GPUs, more GPUs
+per replica (TP), then a GPU with more memory; for each kind, the first that fits (precisions by bits, TP upward,
+GPUs by memory then price).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from planner.core.catalog import gpus, weight_precisions
 from planner.core.errors import InputError
+from planner.core.precision import label_on
 from planner.core.scenario import Scenario, resolve, with_deployment
 from planner.memory.plan import TP_DEGREES, plan_memory
 
@@ -51,7 +53,10 @@ def nearest_fixes(s: Scenario) -> list[Fix]:
     catalogue = weight_precisions()
     precisions = [p for p in FIX_PRECISIONS if p in catalogue and catalogue[p].bits_per_weight < bits]
     precision = [
-        (f"{weight_precisions()[p].label} weights", with_deployment(s, s.gpu, p, d.tensor_parallel_size, d.num_gpus))
+        (
+            f"{label_on(catalogue[p], bool(r.gpu.tflops_fp8))} weights",
+            with_deployment(s, s.gpu, p, d.tensor_parallel_size, d.num_gpus),
+        )
         for p in precisions
     ]
     tps = [t for t in TP_DEGREES if t > d.tensor_parallel_size]
@@ -67,15 +72,15 @@ def nearest_fixes(s: Scenario) -> list[Fix]:
         for g in bigger
     ]
     ctx = -(-r.context_tokens // 1024) * 1024  # the request, rounded up to whole 1,024-token steps
-    shorter = (
-        [
-            (
-                f"max_model_len {ctx:,} (vLLM refuses a pool smaller than one max_model_len request)",
-                s.model_copy(update={"deployment": d.model_copy(update={"max_model_len": ctx})}),
-            )
-        ]
-        if ctx < r.max_model_len
-        else []
-    )
+    # the LARGEST max_model_len that fits: powers of two below the current one, down to the request itself
+    lens = sorted({ctx} | {2**k for k in range(10, 31) if ctx < 2**k < r.max_model_len}, reverse=True)
+    shorter = [
+        (
+            f"max_model_len {n:,}, the largest that fits (vLLM refuses a pool smaller than one max_model_len request)",
+            s.model_copy(update={"deployment": d.model_copy(update={"max_model_len": n})}),
+        )
+        for n in lens
+        if n < r.max_model_len
+    ]
     found = [_first("max_model_len", shorter), _first("precision", precision), _first("TP", tp), _first("GPU", gpu)]
     return [f for f in found if f is not None]

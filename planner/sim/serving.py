@@ -48,10 +48,11 @@ def scheduler_config_for(r: Resolved, memory: MemoryPlan | None = None, **overri
     dep = r.deployment
     num_blocks = (memory or plan_memory(r)).num_gpu_blocks
     if num_blocks <= 0 and "num_gpu_blocks" not in overrides:
-        raise InputError(
-            "num_gpu_blocks",
-            f"{r.model.name} leaves no KV pool on {dep.num_gpus} × {r.gpu.name} "
-            "(see the memory page): nothing can be served",
+        raise InputError(  # the GPU is what to change, not --gpu-memory-utilization (it cannot make room)
+            "gpu",
+            f"{r.model.name} does not fit {dep.tensor_parallel_size} × {r.gpu.name} per replica (no KV pool left): "
+            "use more GPUs per replica, a smaller weight precision or a larger GPU (`servingplan memory`, or the "
+            "app's Does it fit? page, shows the budget and the nearest fixes)",
         )
     values = dict(
         num_gpu_blocks=num_blocks,

@@ -220,6 +220,11 @@ KINDS: dict[str, tuple[str, str, Callable, Callable]] = {
 }
 
 
+# Kinds whose answer needs only some of the walkthrough's earlier steps: the solution shows just those (the
+# throughput walkthrough's steps 1-3 use a queue, a prompt and an output length the question does not give).
+SOLUTION_STEPS = {"server-throughput": ("4",)}
+
+
 def generate(seed: int, index: int, kinds: tuple[str, ...] | None = None) -> Question:
     """Question number `index` of the sequence for `seed` (optionally only of the given kinds)."""
     kinds = tuple(kinds or KINDS)
@@ -245,7 +250,7 @@ def generate(seed: int, index: int, kinds: tuple[str, ...] | None = None) -> Que
         unit=asked.unit,
         exact=asked.unit in EXACT_UNITS,
         digits=asked.digits,
-        solution=tuple(steps[: upto + 1]),
+        solution=tuple(s for s in steps[: upto + 1] if kind not in SOLUTION_STEPS or s.number in SOLUTION_STEPS[kind]),
     )
 
 
@@ -288,15 +293,17 @@ def parse_answer(text: str, unit: str | None = None) -> float:
     value = float(match.group(0))
     rest = cleaned[match.end() :].strip()
     rest = re.sub(r"^([kKM])(?![a-zA-Z])", lambda m: {"k": " thousand", "K": " thousand", "M": " million"}[m[1]], rest)
-    words = rest.lower().split()  # "3.45M" -> 3.45 million, "2k" -> 2 thousand
+    as_typed = rest.split()  # "3.45M" -> 3.45 million, "2k" -> 2 thousand
+    words = [w.lower() for w in as_typed]
     if words and words[0] in SCALES:
         value *= SCALES[words.pop(0)]
+        as_typed.pop(0)
     typed = words[0].rstrip(".") if words else ""
     if unit is None or typed not in UNITS or unit.lower() not in UNITS:
         return value
     (family, size), (want, want_size) = UNITS[typed], UNITS[unit.lower()]
     if family != want:
-        raise InputError("answer", f"{typed!r} is not a unit of {unit} (answer in {unit})")
+        raise InputError("answer", f"{as_typed[0].rstrip('.')!r} is not a unit of {unit} (answer in {unit})")
     return value * size / want_size
 
 

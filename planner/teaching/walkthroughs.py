@@ -250,7 +250,9 @@ def latency(i: LatencyInputs) -> list[Step]:
             base.decode_share * 100,
             "%",
             0,
-            "Decode dominates: it runs N − 1 sequential passes, prefill one.",
+            "Decode dominates: it runs N − 1 sequential passes, prefill one."
+            if base.decode_share >= 0.5
+            else "Prefill dominates here: the prompt is long next to the N − 1 decode passes.",
         ),
         Step(
             "4a",
@@ -270,7 +272,14 @@ def latency(i: LatencyInputs) -> list[Step]:
             capped.e2e_s,
             "s",
             3,
-            f"A {base.e2e_s - capped.e2e_s:.3f} s gain: output length is the bigger lever.",
+            f"A {base.e2e_s - capped.e2e_s:.3f} s gain"
+            + (
+                ": output length is the bigger lever."
+                if base.e2e_s - capped.e2e_s > base.e2e_s - short.e2e_s
+                else ": here the prompt is the bigger lever."
+                if base.e2e_s - short.e2e_s > base.e2e_s - capped.e2e_s
+                else ", the same as shortening the prompt."
+            ),
         ),
         Step(
             "5",

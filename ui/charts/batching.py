@@ -154,6 +154,7 @@ def wait_latency_cdf(results: dict[str, BatchingRun]) -> go.Figure:
             )
             fig.update_xaxes(title_text="steps", row=1, col=col)
     fig.update_yaxes(title_text="share of requests", tickformat=".0%", row=1, col=1)
+    fig.update_yaxes(tickformat=".0%", row=1, col=2)  # both panels in percent (the right one showed 0.2, 0.4…)
     fig.update_layout(height=340, margin=dict(l=40, r=10, t=80, b=40), legend=_TOP_LEGEND)
     return fig
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -17,56 +19,77 @@ COST_LABELS = {
 
 
 def short_reason(reason: str) -> str:
-    """The failing criterion of a probe, short enough to print beside its marker."""
+    """The failing criterion of a probe, short enough to print beside its marker: its name without the figures
+    ("queue grows", "p95 TTFT"; "queue grows 6.20 r…" was cut at the chart's edge)."""
     if reason.startswith("offered"):
         return "≥ 95% of saturation"
-    return reason.split(" (")[0].split(" > ")[0]
+    return re.split(r" [\d,.]+", reason.split(" (")[0].split(" > ")[0])[0]
 
 
-def search_probes(probes: list, capacity: float, slo_ttft_s: float, saturated_rps: float | None = None) -> go.Figure:
-    """Each simulated rate of the capacity search: its p95 TTFT, green when sustained, a failed probe labelled
-    with the criterion it failed (steady-state verdict); the capacity and the saturated throughput marked."""
+def once_per_reason(reasons) -> list[str]:
+    """short_reason for the first probe failing each criterion, "" for the rest (one label per criterion)."""
+    seen, out = set(), []
+    for reason in reasons:
+        short = short_reason(reason) if reason else ""
+        out.append(short if short and short not in seen else "")
+        seen.add(short)
+    return out
+
+
+def search_probes(
+    probes: list,
+    capacity: float,
+    slo_ttft_s: float,
+    saturated_rps: float | None = None,
+    slo_tpot_s: float | None = None,
+) -> go.Figure:
+    """Each simulated rate of the capacity search: its p95 TTFT and p95 TPOT side by side (either may bind), green
+    when sustained; failed probes labelled with the criterion they failed, once per criterion (the first rate
+    that fails it: the labels of neighbouring probes drew on top of each other); the capacity and the saturated
+    throughput marked."""
     df = pd.DataFrame(probes).sort_values("rate_per_s")
-    fig = go.Figure()
-    for ok, color, name in ((True, OK_COLOR, "sustains the SLO"), (False, FAIL_COLOR, "fails")):
-        part = df[df["sustains"] == ok]
-        fig.add_trace(
-            go.Scatter(
-                x=part["rate_per_s"],
-                y=part["ttft_p95_s"] * 1e3,
-                name=name,
-                mode="markers" if ok else "markers+text",
-                marker=dict(color=color, size=10),
-                text=None if ok else [short_reason(x) for x in part["reason"]],
-                textposition="top center",
-                textfont=dict(size=10, color=color),
-                customdata=part["reason"],
-                hovertemplate="%{x:,.3g} req/s<br>p95 TTFT %{y:,.0f} ms<br>%{customdata}<extra></extra>",
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=("p95 TTFT (ms)", "p95 TPOT (ms)"))
+    df = df.assign(label=once_per_reason(df["reason"]))
+    for col, key in ((1, "ttft_p95_s"), (2, "tpot_p95_s")):
+        for ok, color, name in ((True, OK_COLOR, "sustains the SLO"), (False, FAIL_COLOR, "fails")):
+            part = df[df["sustains"] == ok]
+            fig.add_trace(
+                go.Scatter(
+                    x=part["rate_per_s"],
+                    y=pd.to_numeric(part[key], errors="coerce") * 1e3,
+                    name=name,
+                    legendgroup=name,
+                    showlegend=col == 1,
+                    mode="markers" if ok else "markers+text",
+                    marker=dict(color=color, size=10),
+                    text=None if ok else list(part["label"]) if col == 1 else None,
+                    textposition="top left",
+                    textfont=dict(size=10, color=color),
+                    customdata=part["reason"],
+                    hovertemplate="%{x:,.3g} req/s<br>%{y:,.1f} ms<br>%{customdata}<extra></extra>",
+                ),
+                row=1,
+                col=col,
             )
+    fig.add_hline(y=slo_ttft_s * 1e3, line=dict(color="#999", dash="dot"), annotation_text="TTFT target", row=1, col=1)
+    if slo_tpot_s:
+        fig.add_hline(
+            y=slo_tpot_s * 1e3, line=dict(color="#999", dash="dot"), annotation_text="TPOT target", row=1, col=2
         )
-    fig.add_hline(y=slo_ttft_s * 1e3, line=dict(color="#999", dash="dot"), annotation_text="TTFT target")
-    if saturated_rps:
-        fig.add_vline(
-            x=saturated_rps,
-            line=dict(color="#999", dash="dot"),
-            annotation_position="bottom right",
-            annotation_text=f"saturated {saturated_rps:,.3g} req/s",
-        )
-    if capacity > 0:
-        fig.add_vline(
-            x=capacity,
-            line=dict(color=OK_COLOR, dash="dash"),
-            annotation_text=f"capacity {capacity:,.3g} req/s",
-            annotation_position="top left",
-        )
-    fig.update_layout(
-        height=320,
-        margin=dict(t=50, b=40),
-        legend=_TOP_LEGEND,
-        yaxis_rangemode="tozero",
-        xaxis_title="arrival rate per replica (requests/s)",
-        yaxis_title="p95 TTFT (ms)",
-    )
+    for col in (1, 2):  # the lines in both panels, their labels in the first (None would print "new text")
+        if saturated_rps:
+            label = dict(annotation_text=f"saturated {saturated_rps:,.3g} req/s", annotation_position="bottom right")
+            fig.add_vline(
+                x=saturated_rps, line=dict(color="#999", dash="dot"), row=1, col=col, **(label if col == 1 else {})
+            )
+        if capacity > 0:
+            label = dict(annotation_text=f"capacity {capacity:,.3g} req/s", annotation_position="top left")
+            fig.add_vline(
+                x=capacity, line=dict(color=OK_COLOR, dash="dash"), row=1, col=col, **(label if col == 1 else {})
+            )
+        fig.update_xaxes(title_text="arrival rate per replica (requests/s)", row=1, col=col)
+        fig.update_yaxes(rangemode="tozero", row=1, col=col)
+    fig.update_layout(height=340, margin=dict(t=70, b=40), legend=_TOP_LEGEND)
     return fig
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from planner.sim.records import ServingSummary
-from ui.charts.capacity import short_reason
+from ui.charts.capacity import once_per_reason
 
 RUN_COLORS = {"open loop": "#d62728", "closed loop": "#1f77b4", "run": "#1f77b4"}
 P95_COLOR, P50_COLOR, KNEE_COLOR = "#d62728", "#1f77b4", "#2ca02c"
@@ -66,8 +67,8 @@ def sweep_latency(rows: list[dict], knee: dict | None = None) -> go.Figure:
                 mode="markers+text",
                 name="fails the verdict",
                 marker=dict(color=P95_COLOR, symbol="x", size=11),
-                text=[short_reason(x) for x in bad["reason"]],
-                textposition="top center",
+                text=once_per_reason(bad["reason"]),
+                textposition="top left",  # into the plot: the last rate sits at the right edge
                 textfont=dict(size=10, color=P95_COLOR),
                 customdata=bad["reason"],
                 hovertemplate="%{x:,.3g} req/s<br>%{customdata}<extra></extra>",
@@ -140,8 +141,31 @@ def sweep_throughput(rows: list[dict], knee: dict | None = None) -> go.Figure:
     return fig
 
 
+MAX_POINTS = 1500  # per line: a chart ~1,000 px wide shows no more (min and max of each pixel-wide bucket)
+
+
+def min_max_downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most `max_points` points of a long series that keep its shape: the series cut into max_points / 2
+    buckets of equal count, each kept as its minimum and maximum in time order (a queue's peaks and a KV pool's
+    dips survive, unlike every-k-th sampling); first and last points kept. Short series come back as they are."""
+    x, y = np.asarray(x), np.asarray(y)
+    n = len(x)
+    if n <= max_points:
+        return x, y
+    edges = np.linspace(0, n, max_points // 2 + 1).astype(int)
+    keep = {0, n - 1}
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b > a:
+            seg = y[a:b]
+            keep.update((a + int(np.argmin(seg)), a + int(np.argmax(seg))))
+    idx = np.array(sorted(keep))
+    return x[idx], y[idx]
+
+
 def time_series(frames: dict[str, pd.DataFrame]) -> go.Figure:
-    """KV use, running batch and queue length over simulated time, one line per run (step_frame rows)."""
+    """KV use, running batch and queue length over simulated time, one line per run (step_frame rows), each
+    downsampled to MAX_POINTS (min_max_downsample): a run has one row per engine step, tens of thousands, which
+    the browser would otherwise receive and draw (58k WebGL points on the Traffic page before)."""
     fig = make_subplots(
         rows=3,
         cols=1,
@@ -152,10 +176,11 @@ def time_series(frames: dict[str, pd.DataFrame]) -> go.Figure:
     for name, df in frames.items():
         color = RUN_COLORS.get(name, "#7f7f7f")
         for row, (col, scale) in enumerate((("kv_use", 100.0), ("num_running", 1.0), ("num_waiting", 1.0)), start=1):
+            x, y = min_max_downsample(df["time_s"].to_numpy(), df[col].to_numpy() * scale)
             fig.add_trace(
-                go.Scattergl(
-                    x=df["time_s"],
-                    y=df[col] * scale,
+                go.Scatter(
+                    x=x,
+                    y=y,
                     mode="lines",
                     name=name,
                     line=dict(color=color, width=1),

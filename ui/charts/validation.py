@@ -8,6 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D", "#EECA3B", "#BAB0AC"]
+SYMBOLS = ["circle", "diamond", "square", "triangle-up"]
 BAND = 0.25  # the ±25 % lines around y = x
 MIN_SHOWN = 0.1  # values below this (the ITL slope, ~7e-4 ms per context token) would stretch the log axes
 
@@ -50,7 +51,12 @@ def parity_chart(df: pd.DataFrame, color: str = "metric", title: str = "Predicte
             y=g["predicted"],
             mode="markers",
             name=str(key)[:40],
-            marker=dict(size=8, color=PALETTE[i % len(PALETTE)], line=dict(width=0.5, color="white")),
+            marker=dict(
+                size=8,
+                color=PALETTE[i % len(PALETTE)],
+                symbol=SYMBOLS[i // len(PALETTE) % len(SYMBOLS)],  # past 10 series a new shape: no repeated key
+                line=dict(width=0.5, color="white"),
+            ),
             customdata=np.c_[g["id"], g["unit"], g["error_pct"].round(1), g["gpu"], g["engine"]],
             hovertemplate="%{customdata[0]} · %{customdata[3]} · %{customdata[4]}<br>measured %{x:.4g} "
             "%{customdata[1]}<br>predicted %{y:.4g}<br>error %{customdata[2]}%<extra></extra>",
