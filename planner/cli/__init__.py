@@ -134,11 +134,21 @@ def _json_default(value):
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+_PROGRESS_OPEN = [False]  # a progress line on stderr is waiting for its newline
+
+
+def progress_line(text: str, last: bool) -> None:
+    """A progress line rewritten in place on stderr (`\r`); the last one ends the line. An interrupt message
+    starts on a line of its own."""
+    print(f"\r{text}", end="\n" if last else "", file=sys.stderr, flush=True)
+    _PROGRESS_OPEN[0] = not last
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         return _run(sys.argv[1:] if argv is None else list(argv))
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT (128 + 2); workers already stopped
-        print("interrupted", file=sys.stderr)
+        print(("\n" if _PROGRESS_OPEN[0] else "") + "interrupted", file=sys.stderr)
         if argv is None:  # the process's entry point: run the exit handlers (multiprocessing's cleanup), then
             atexit._run_exitfuncs()  # skip the interpreter's 1.2-1.5 s teardown of numpy/pandas objects
             sys.stdout.flush()

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 
 from pydantic import ValidationError
 
 from planner.capacity.recommend import disaggregated_options, recommend, with_disaggregated
 from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, CapacityPlan, capacity_plan
-from planner.cli import emit
+from planner.cli import emit, progress_line
 from planner.cli.scenario_args import add_scenario_args, scenario_from_args
 from planner.cli.traffic_args import add_traffic_args, traffic_from_args
 from planner.core.catalog import gpus
@@ -247,7 +246,7 @@ def run_recommend(args: argparse.Namespace) -> int:
 
 
 def _stderr_progress(done: int, total: int) -> None:
-    print(f"\r  {done}/{total} deployments searched", end="\n" if done == total else "", file=sys.stderr)
+    progress_line(f"  {done}/{total} deployments searched", done == total)
 
 
 def _recommend_text(o: dict, top: int) -> str:
