@@ -11,7 +11,6 @@ from planner.capacity.recommend import mark_pareto, recommend, tasks_for
 from planner.capacity.replicas import base_workload
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
 from planner.core.catalog import gpus
-from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, with_deployment
 from planner.core.workload import PROFILES, SLO, TrafficSpec
@@ -144,12 +143,13 @@ st.plotly_chart(
     charts.search_probes(plan.probes, plan.max_rate_per_replica, slo.ttft_p95_s, plan.saturated_rps),
     key="cap_probes_chart",
 )
-vllm_default = batch_defaults(r.gpu, scenario.engine)
+engine_default = r.engine.batch_defaults(r.gpu)
 st.caption(
     f"Analytic starting point {plan.estimate_rps:,.3g} req/s; mean prompt {plan.mean_prompt_tokens:,.0f} "
     f"tokens, mean output {plan.mean_output_tokens:,.0f}; search took {plan.search_wall_s:.2f} s. "
     f"Engine limits: max_num_seqs {dep.max_num_seqs}, max_num_batched_tokens {dep.max_num_batched_tokens:,} "
-    f"(vLLM default for this GPU: {vllm_default.max_num_seqs} / {vllm_default.max_num_batched_tokens:,})."
+    f"({r.engine.label} default for this GPU: {engine_default.max_num_seqs} / "
+    f"{engine_default.max_num_batched_tokens:,})."
 )
 
 # --- ranking ---------------------------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from planner.cli import emit
-from planner.cli.scenario_args import add_scenario_args, resolved_from_args
+from planner.cli.scenario_args import add_scenario_args, scenario_from_args
+from planner.core.scenario import resolve
 from planner.core.units import GiB, fmt_gb
+from planner.memory.engine_pool import EnginePool
 from planner.memory.plan import plan_memory
 
 
@@ -15,10 +17,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    r = resolved_from_args(args)
+    s = scenario_from_args(args)
+    r = resolve(s)
     plan = plan_memory(r)
     out = plan.to_dict()
     out.update(model=r.model.name, gpu=r.gpu.id, weights=r.weights.id, kv_dtype=r.kv.id)
+    out.update(plan.engine_dict())
     par = f"TP={plan.tensor_parallel_size}" + "".join(
         f", {k}={v}"
         for k, v in (
@@ -28,6 +32,7 @@ def run(args) -> int:
         )
         if v > 1
     )
+    log_label = "pool" if isinstance(plan.pool, EnginePool) else f"{r.engine.label} would log"
     lines = [
         f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} ({par}), weights {r.weights.label}, KV {r.kv.label}",
         f"  parameters            {plan.params:,}"
@@ -37,8 +42,10 @@ def run(args) -> int:
         f"  KV per request        {fmt_gb(plan.kv_bytes_per_request)} for {plan.context_tokens:,} tokens",
         f"  textbook fit          {plan.textbook_max_requests} requests per replica "
         f"(floor(({r.gpu.memory_gb:g} GB − weights) / KV per request))",
-        f"  vLLM KV pool          {plan.kv_pool_bytes_per_gpu / GiB:,.2f} GiB per GPU, {plan.num_gpu_blocks:,} blocks",
-        *(f"  vLLM would log        {line}" for line in plan.pool.log_lines),
+        f"  {r.engine.label} KV pool".ljust(24)
+        + f"{plan.kv_pool_bytes_per_gpu / GiB:,.2f} GiB per GPU, {plan.kv_cache_tokens:,} tokens, "
+        f"{plan.num_gpu_blocks:,} blocks of {r.deployment.block_size} (memory rule {plan.memory_rule})",
+        *(f"  {log_label:<22}{line}" for line in plan.pool.log_lines),
         f"  deployment holds      {plan.deployment_max_concurrency:,} requests of {plan.max_model_len:,} tokens "
         f"({plan.num_replicas} replica(s) × {plan.data_parallel_size} DP rank(s))",
         *(f"  warning: {w}" for w in plan.warnings),
