@@ -151,6 +151,7 @@ st.caption(
     f"({r.engine.label} default for this GPU: {engine_default.max_num_seqs} / "
     f"{engine_default.max_num_batched_tokens:,})."
 )
+st.caption(f"Engine: {r.engine.summary}.")
 
 # --- ranking ---------------------------------------------------------------------------------------------
 st.header("Which deployment is cheapest at this SLO?")

@@ -13,6 +13,8 @@ from pydantic import ValidationError
 
 from planner.capacity.load_sweep import estimate_capacity_rps, find_knee, open_vs_closed, rate_sweep
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
+from planner.core.engine import engine_for
+from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.workload import PROFILES, TrafficSpec
@@ -191,7 +193,13 @@ seed = int(
 num_requests = int(
     c[2].number_input("Requests per run", min_value=100, max_value=20_000, step=100, key="load_num_requests")
 )
-engine = c[3].selectbox("Engine", ["vllm", "tensorrt-llm"], key="load_engine")
+engine = c[3].selectbox(
+    "Engine",
+    ENGINES,
+    index=ENGINES.index(scenario.engine) if scenario.engine in ENGINES else 0,  # the scenario's until changed
+    key="load_engine",
+)
+st.caption(f"Engine: {engine_for(engine).summary}.")
 st.caption(PROFILES[profile].note)
 
 prompt_spec = output_spec = ""

@@ -7,12 +7,18 @@ from planner.cli.scenario_args import add_scenario_args, scenario_from_args
 from planner.core.scenario import resolve
 from planner.core.units import GiB, fmt_gb
 from planner.memory.engine_pool import EnginePool
+from planner.memory.fixes import nearest_fixes
 from planner.memory.plan import plan_memory
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("memory", help="weights, KV cache and how many requests fit")
     add_scenario_args(p)
+    p.add_argument(
+        "--suggest",
+        action="store_true",
+        help="also list the nearest changes that make it fit (max_model_len, precision, TP, GPU)",
+    )
     p.set_defaults(func=run)
 
 
@@ -50,5 +56,10 @@ def run(args) -> int:
         f"({plan.num_replicas} replica(s) × {plan.data_parallel_size} DP rank(s))",
         *(f"  warning: {w}" for w in plan.warnings),
     ]
+    if args.suggest:
+        fixes = nearest_fixes(s)
+        out["fixes"] = [{"kind": f.kind, "label": f.label, "requests": f.requests} for f in fixes]
+        lines.append("nearest fixes:" if fixes else "nearest fixes: none (no single change makes it fit)")
+        lines += [f"  {f.kind:<14}{f.label} → {f.requests:,} requests fit" for f in fixes]
     emit(out, args.json, "\n".join(lines))
     return 0

@@ -20,6 +20,21 @@ from planner.core.engine_defaults import BatchDefaults, batch_defaults, fitted_e
 from planner.core.errors import InputError
 
 ENGINES_PATH = DATA_DIR / "engines.yaml"
+# one line per scheduler policy and memory rule (data/engines.yaml `policy`, `memory`), for captions and --help
+POLICY_TEXT = {
+    "vllm-v1": "a token budget per step, chunked prefill, the newest request preempted when the KV pool runs out",
+    "guaranteed-no-evict": "a request admitted only when its prompt and maximum output fit beside the running "
+    "ones; never preempts",
+    "sglang": "admission against prompt + reserved output × new_token_ratio; retracts requests when short",
+    "static-slots": "one request per slot of a fixed context; no paging, no preemption",
+}
+MEMORY_TEXT = {
+    "vllm-profiler": "gpu_memory_utilization × memory − weights − profiled activations − runtime",
+    "sglang-static": "mem_fraction_static × memory − weights",
+    "trtllm-free-fraction": "kv_cache_free_gpu_mem_fraction 0.9 × the memory free after weights and activations",
+    "lmdeploy-free-fraction": "cache_max_entry_count 0.8 × the memory free after weights",
+    "llamacpp-context": "the whole context (max_model_len × slots) allocated at start, no paging",
+}
 
 
 @dataclass(frozen=True)
@@ -53,6 +68,13 @@ class Engine:
         it has them, else vLLM's table (planner.core.engine_defaults)."""
         own = _OWN_BATCH_DEFAULTS.get(self.id)
         return own(self.defaults, gpu) if own else batch_defaults(gpu, self.id, usage)
+
+    @property
+    def summary(self) -> str:
+        """The engine in one sentence: its scheduler policy and memory rule (the pages' caption)."""
+        policy = POLICY_TEXT.get(self.policy, "see data/engines.yaml")
+        memory = MEMORY_TEXT.get(self.memory, "see data/engines.yaml")
+        return f"{self.label} {self.version}: scheduler {self.policy} ({policy}); KV memory {self.memory} ({memory})"
 
     def supports(self, weights: str) -> bool:
         """True when the engine runs weights in format `weights` (a precisions.yaml id)."""
