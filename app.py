@@ -12,6 +12,7 @@ PAGES = [
     st.Page("app_pages/latency.py", title="Latency & throughput", icon=":material/speed:"),
     st.Page("app_pages/batching.py", title="Batching", icon=":material/view_timeline:"),
     st.Page("app_pages/traffic.py", title="Traffic & load test", icon=":material/monitoring:"),
+    st.Page("app_pages/fleet.py", title="Fleet & routing", icon=":material/hub:"),
     st.Page("app_pages/capacity.py", title="Capacity & cost", icon=":material/payments:"),
     st.Page("app_pages/disagg.py", title="Disaggregation & parallelism", icon=":material/call_split:"),
     st.Page("app_pages/techniques.py", title="Techniques", icon=":material/tune:"),

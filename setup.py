@@ -8,7 +8,7 @@ looks there first) and app.py + app_pages/ as `ui/_app` (`servingplan app` runs 
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
-DATA_FILES = ["*.yaml", "*.md", "models/*.json", "models/*.md", "traces/*", "measurements/*"]
+DATA_FILES = ["*.yaml", "*.md", "models/*.json", "models/*.md", "traces/*", "measurements/*", "measurements/*/*"]
 
 
 class BuildPy(build_py):

@@ -9,6 +9,7 @@ from planner.batching.requests import SCENARIOS, parse_requests_csv, primer_six,
 from planner.batching.step_model import bucketing_pair, dynamic_policy, run_pair
 from planner.core.errors import InputError
 from ui.charts import batching as charts
+from ui.labels import error_text
 
 SOURCES = {
     "six": "Six requests (primer §6)",
@@ -148,7 +149,7 @@ if source == "upload":
 try:
     requests = with_spread(_requests(source, int(seed), csv_text), spread)
 except InputError as err:
-    st.error(f"Cannot use these requests: {err}")
+    st.error(f"Cannot use these requests: {error_text(err)}")
     st.stop()
 
 results = _pair(requests, slots, max_wait)

@@ -3,6 +3,8 @@ autoscaling (primer §9)."""
 
 from __future__ import annotations
 
+from concurrent.futures.process import BrokenProcessPool
+
 import pandas as pd
 import streamlit as st
 
@@ -11,9 +13,11 @@ from planner.capacity.recommend import mark_pareto, recommend, tasks_for
 from planner.capacity.replicas import base_workload
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
 from planner.core.catalog import gpus
+from planner.core.engine import get_engine, scheduler_policy
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, with_deployment
 from planner.core.workload import PROFILES, SLO, TrafficSpec
+from planner.sim.policies import describe
 from ui.cached import capacity_cached
 from ui.charts import capacity as charts
 from ui.labels import error_text
@@ -151,6 +155,7 @@ st.caption(
     f"({r.engine.label} default for this GPU: {engine_default.max_num_seqs} / "
     f"{engine_default.max_num_batched_tokens:,})."
 )
+st.caption(f"Scheduler of {get_engine(scenario.engine).label}: {describe(scheduler_policy(scenario.engine))}.")
 st.caption(f"Engine: {r.engine.summary}.")
 
 # --- ranking ---------------------------------------------------------------------------------------------
@@ -164,17 +169,23 @@ st.caption(
 rank_key = (scenario.model_dump_json(), float(target), traffic, slo, float(headroom), prices)
 if st.button("Rank all deployments", type="primary", key="cap_rank"):
     bar = st.progress(0.0, text="Searching…")
-    rows = recommend(
-        scenario,
-        float(target),
-        traffic.model_copy(update={"num_requests": RANKING_NUM_REQUESTS}),
-        slo,
-        headroom=float(headroom),
-        prices=dict(prices),
-        progress=lambda k, n: bar.progress(k / n, text=f"{k} of {n} deployments searched"),
-    )
-    bar.empty()
-    st.session_state["cap_ranking"] = (rank_key, rows)
+    try:
+        rows = recommend(
+            scenario,
+            float(target),
+            traffic.model_copy(update={"num_requests": RANKING_NUM_REQUESTS}),
+            slo,
+            headroom=float(headroom),
+            prices=dict(prices),
+            progress=lambda k, n: bar.progress(k / n, text=f"{k} of {n} deployments searched"),
+        )
+        st.session_state["cap_ranking"] = (rank_key, rows)
+    except InputError as err:  # one bad candidate (its worker's error, pickled back) stops the ranking, not the page
+        st.error(f"Cannot rank: {error_text(err)}")
+    except BrokenProcessPool:  # a worker killed from outside (out of memory, a signal)
+        st.error("Cannot rank: a worker process stopped before the ranking finished; press the button again.")
+    finally:
+        bar.empty()
 stored = st.session_state.get("cap_ranking")
 if stored and stored[0] == rank_key:
     c = st.columns(2)

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.capacity.disagg import DisaggPlan, disagg_plan
+from planner.capacity.disagg_layout import TRANSFER_ENGINES, GivenLayoutPlan, PoolLayout, evaluate_layout
 from planner.capacity.layouts import layout_rows, ratio_rows
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario
@@ -32,6 +33,18 @@ def _disagg(
 ) -> DisaggPlan:
     s = Scenario.model_validate_json(scenario_json)
     return disagg_plan(s, target, traffic, slo, link=link, layerwise=layerwise)
+
+
+@st.cache_data(show_spinner="Evaluating your xPyD layout…", max_entries=16)
+def _given(
+    scenario_json: str, target: float, traffic: TrafficSpec, slo: SLO, layout: tuple, transfer: str, link: str,
+    handoff_ms: float,
+) -> GivenLayoutPlan:  # fmt: skip
+    s = Scenario.model_validate_json(scenario_json)
+    p, d = PoolLayout(*layout[:4]), PoolLayout(*layout[4:])
+    return evaluate_layout(
+        s, target, p, d, traffic, slo, transfer=transfer, link=link, handoff_fixed_s=handoff_ms / 1e3
+    )
 
 
 @st.cache_data(show_spinner="Sweeping prompt and output lengths…", max_entries=8)
@@ -61,6 +74,17 @@ for key, value in (
     ("dg_tpot_ms", 50),
     ("dg_link", "nic"),
     ("dg_layerwise", False),
+    ("dg_given", False),
+    ("dg_px", 1),
+    ("dg_ptp", 8),
+    ("dg_pdp", 1),
+    ("dg_pep", 1),
+    ("dg_dy", 1),
+    ("dg_dtp", 8),
+    ("dg_ddp", 1),
+    ("dg_dep", 1),
+    ("dg_transfer", "nixl"),
+    ("dg_handoff_ms", 20.0),
 ):
     st.session_state.setdefault(key, value)
 
@@ -220,6 +244,53 @@ if p and d:
         f"{o.kv_link_gb_s:,.4g} GB/s ({o.kv_link}) + link latency = {_ms(o.kv_transfer_s)} ms."
     )
 
+st.subheader("Your own xPyD layout, evaluated as deployed")
+st.caption(
+    "X prefill instances and Y decode instances of the shapes you run (attention TP × DP, EP over the MoE layers). "
+    "TTFT = prefill queueing + prefill + KV transfer + hand-off (proxy, second hop, first decode step)."
+)
+if st.toggle("Evaluate my layout", key="dg_given"):
+    c = st.columns(4)
+    px = int(c[0].number_input("Prefill instances (X)", 1, 1000, key="dg_px"))
+    ptp = int(c[1].number_input("Prefill TP", 1, 512, key="dg_ptp"))
+    pdp = int(c[2].number_input("Prefill DP (attention)", 1, 512, key="dg_pdp"))
+    pep = int(c[3].number_input("Prefill EP", 1, 512, key="dg_pep"))
+    c = st.columns(4)
+    dy = int(c[0].number_input("Decode instances (Y)", 1, 1000, key="dg_dy"))
+    dtp = int(c[1].number_input("Decode TP", 1, 512, key="dg_dtp"))
+    ddp = int(c[2].number_input("Decode DP (attention)", 1, 512, key="dg_ddp"))
+    dep_ = int(c[3].number_input("Decode EP", 1, 512, key="dg_dep"))
+    c = st.columns(2)
+    transfer = c[0].selectbox(
+        "KV transfer engine",
+        list(TRANSFER_ENGINES),
+        key="dg_transfer",
+        format_func=lambda x: TRANSFER_ENGINES[x].label,
+        help="Its share of the link's line rate and the source of that figure are listed below.",
+    )
+    handoff_ms = c[1].number_input(
+        "Hand-off: proxy and second hop (ms)",
+        0.0,
+        10_000.0,
+        step=5.0,
+        key="dg_handoff_ms",
+        help="Fixed per request; 20 ms is an estimated idle floor (measured 7-180 ms under load).",
+    )
+    try:
+        g = _given(sj, float(target), traffic, slo, (px, ptp, pdp, pep, dy, dtp, ddp, dep_), transfer, link, handoff_ms)
+    except InputError as err:
+        st.error(error_text(err))
+    else:
+        c = st.columns(4)
+        c[0].metric("p95 TTFT (ms)", _ms(g.ttft_p95_s), help=f"floor for one request: {_ms(g.ttft_floor_s)} ms")
+        c[1].metric("p95 TPOT (ms)", _ms(g.tpot_p95_s))
+        c[2].metric("Hand-off (ms)", _ms(g.handoff_s), help="fixed part + 1.5 decode steps")
+        c[3].metric("SLO", "met" if g.meets_slo else "missed")
+        st.caption(
+            f"{g.num_gpus} GPUs, {_usd(g.usd_per_hour)}/hour; capacity {g.max_rate:,.3g} req/s at the SLO. KV "
+            f"transfer {_ms(g.kv_transfer_s)} ms over {g.kv_link} ({g.kv_link_gb_s:,.0f} GB/s; {g.transfer_source})."
+        )
+
 st.subheader("Prefill : decode instances as prompts and outputs change")
 st.plotly_chart(charts.ratio_lines(_ratios(sj, slo, link)), key="dg_ratio")
 st.caption(
@@ -240,7 +311,7 @@ with st.expander("Walkthrough: when would you disaggregate prefill and decode?",
             target_rps=float(target),
             prefill_rps_per_gpu=p.max_rate_per_instance / p.gpus_per_instance,
             decode_rps_per_gpu=d.max_rate_per_instance / d.gpus_per_instance,
-            colocated_rps_per_gpu=a.max_rate_per_replica / a.tp,
+            colocated_rps_per_gpu=a.max_rate_per_replica / a.gpus_per_replica,
         )
         st.caption("With this page's numbers: per-GPU rates of the sized pools and of the best aggregated replica.")
     else:

@@ -3,6 +3,8 @@
 import pandas as pd
 import streamlit as st
 
+from planner.capacity.launch import launch_plan
+from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.memory.plan import breakdown_per_gpu, concurrency_vs_context, plan_memory, tp_options
 from planner.memory.vllm_pool import vllm_constants
@@ -52,6 +54,7 @@ render_verdict(
     plan.paged_max_requests if plan.fits and plan.num_gpu_blocks > 0 else 0,
     plan.context_tokens,
     plan.blockers[0].message if plan.blockers else "",
+    plan.binding_limit,
 )
 c = st.columns(4)
 c[0].metric(
@@ -92,6 +95,32 @@ for w in plan.warnings[len(plan.blockers) :]:  # the blockers are the verdict ab
     st.warning(w)
 
 st.code("\n".join(f"INFO ... {line}" for line in plan.pool.log_lines), language="text")
+if plan.layer_kinds:  # hybrid models: what each layer kind holds per request on one GPU
+    st.subheader("Memory by layer kind (one GPU)")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "layers": f"{g.layers} × {g.label}",
+                    "KV per token (B)": round(g.kv_bytes_per_token),
+                    "state per request (MB)": round(g.state_bytes_per_request / 1e6, 2),
+                    f"tokens held of {plan.context_tokens:,}": g.tokens_held,
+                    "per request (MB)": round(g.bytes_per_request / 1e6, 2),
+                }
+                for g in plan.layer_kinds
+            ]
+        ),
+        hide_index=True,
+    )
+    if plan.hybrid:
+        h = plan.hybrid.pool
+        st.caption(
+            f"vLLM's hybrid manager: {h.num_groups} KV-cache groups of {h.group_size} layers sharing "
+            f"{h.num_blocks:,} pages of {h.page_bytes / 2**20:,.2f} MiB; attention blocks of "
+            f"{min(sp.block_size for sp in h.specs if sp.kind not in ('linear', 'mamba')):,} tokens; "
+            f"a request of {plan.context_tokens:,} tokens takes {plan.hybrid.blocks_per_request:,} pages "
+            f"({plan.hybrid.state_blocks_per_request} of them state)."
+        )
 
 # --- where the memory goes -------------------------------------------------------------------------
 st.plotly_chart(stack_fig, width="stretch")
@@ -176,3 +205,14 @@ with st.expander("Formula: tensor parallelism"):
         "GPU = max(1, KV heads / TP) (replicated beyond the KV-head count; MLA's latent is not split). "
         "Each extra GPU costs NCCL buffers (0.25 GiB assumed)."
     )
+
+st.subheader("Launch it")
+engine = current_scenario().engine
+try:
+    launch = launch_plan(r, engine)
+except InputError as err:
+    st.info(f"No launch command: {err.message}")
+else:
+    st.caption(f"{engine}: the layout, limits, KV dtype and prefix caching above under {engine}'s own flags")
+    st.code(launch.script, language="bash", wrap_lines=True)
+    st.download_button("Download the launch commands", launch.script, file_name="launch.sh", mime="text/x-sh")

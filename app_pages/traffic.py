@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import tempfile
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -13,32 +10,25 @@ from pydantic import ValidationError
 
 from planner.capacity.load_sweep import estimate_capacity_rps, find_knee, open_vs_closed, rate_sweep
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
-from planner.core.engine import engine_for
+from planner.core.engine import engine_for, get_engine, scheduler_policy
 from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.workload import PROFILES, TrafficSpec
+from planner.sim.policies import describe
 from planner.sim.records import request_frame, step_frame
 from planner.sim.serving import Replica, result_summary, run_serving
 from planner.sim.settings import ServerSettings
-from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist
+from planner.traffic.generators import ARRIVAL_PROCESSES
 from planner.traffic.profiles import mean_lengths, profile_workload
+from planner.traffic.trace_refs import save_upload, web_length_spec
 from planner.traffic.traces import load_trace
 from ui.charts import load as charts
 from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
+from ui.uploads import session_upload_dir
 
 TIMING_LABELS = {"poisson": "Poisson at the rate", "trace": "the trace's own timing, rescaled to the rate"}
-UPLOAD_DIR = Path(tempfile.gettempdir()) / "servingplan_uploads"
-
-
-def _save_upload(name: str, data: bytes) -> str:
-    folder = UPLOAD_DIR / hashlib.sha256(data).hexdigest()[:16]
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / Path(name).name
-    if not path.exists():
-        path.write_bytes(data)
-    return str(path)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -201,6 +191,7 @@ engine = c[3].selectbox(
 )
 st.caption(f"Engine: {engine_for(engine).summary}.")
 st.caption(PROFILES[profile].note)
+st.caption(f"Scheduler of {get_engine(engine).label}: {describe(scheduler_policy(engine))}.")
 
 prompt_spec = output_spec = ""
 upload_path, cv = "", 1.0
@@ -210,7 +201,8 @@ if profile == "custom":
         "Prompt lengths",
         "lognormal:mean=1000,sigma=0.8",
         key="load_prompt_spec",
-        help="fixed:N · uniform:LO,HI · lognormal:mean=M,sigma=S[,max=X] · empirical:TRACE",
+        help="fixed:N · uniform:LO,HI · lognormal:mean=M,sigma=S[,max=X] · empirical:TRACE (azure_conv, "
+        "azure_code, mooncake, or the name of a trace you uploaded with the upload profile)",
     )
     output_spec = c[1].text_input("Output lengths", "lognormal:mean=200,sigma=0.8", key="load_output_spec")
     arrival = c[2].selectbox("Arrivals", ARRIVAL_PROCESSES, key="load_arrival")
@@ -226,9 +218,9 @@ if profile == "custom":
                 help="Coefficient of variation of the gaps: 1 = Poisson, > 1 = burstier.",
             )
         )
-    try:
-        LengthDist.parse(prompt_spec, "Prompt lengths")
-        LengthDist.parse(output_spec, "Output lengths")
+    try:  # a web input names no server file: bundled traces and this session's uploads only
+        prompt_spec = web_length_spec(prompt_spec, "Prompt lengths", session_upload_dir())
+        output_spec = web_length_spec(output_spec, "Output lengths", session_upload_dir())
     except InputError as err:
         st.error(error_text(err))
         st.stop()
@@ -246,11 +238,11 @@ else:
         if upload is None:
             st.info("Upload a trace to replay it, or pick a built-in profile.")
             st.stop()
-        upload_path = _save_upload(upload.name, upload.getvalue())
         try:
+            upload_path = str(save_upload(session_upload_dir(), upload.name, upload.getvalue()))
             _trace(upload_path)
         except InputError as err:
-            st.error(f"Cannot read this trace: {err}")
+            st.error(f"Cannot read this trace: {error_text(err)}")
             st.stop()
     trace_ref = upload_path or PROFILES[profile].trace
     prompt_spec = output_spec = f"empirical:{trace_ref}"

@@ -6,6 +6,7 @@ import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
 from planner.core.errors import InputError
+from planner.core.safe_text import inline_markdown
 from planner.teaching.from_scenario import LOADS, inputs_from_scenario
 from planner.teaching.inputs import build_inputs, field_unit
 from planner.teaching.practice import KINDS, check_answer, generate, parse_answer
@@ -110,7 +111,7 @@ def walkthrough_tab() -> None:
     try:
         inputs = build_inputs(w.inputs, values)
     except InputError as err:  # a walkthrough input: its field name, as the widget's title shows it
-        st.error(f"{err.field}: {err.message}")
+        st.error(inline_markdown(f"{err.field}: {err.message}"))
         return
     show_steps(run_walkthrough(name, inputs))
 

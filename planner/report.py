@@ -19,6 +19,7 @@ from dataclasses import asdict
 
 from planner.capacity.replicas import CapacityPlan, capacity_plan
 from planner.core.errors import InputError
+from planner.core.safe_text import csv_cell, markdown_cell
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.units import GB, GiB
 from planner.latency.metrics import estimate, memory_limit
@@ -243,13 +244,16 @@ def to_csv(rows: list[ReportRow]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
-    writer.writerows((row.section, row.name, _csv_value(row.value), row.unit, row.note) for row in rows)
+    writer.writerows(  # text cells neutralised; numbers (a negative one too) written as numbers
+        (csv_cell(row.section), csv_cell(row.name), _csv_value(row.value), csv_cell(row.unit), csv_cell(row.note))
+        for row in rows
+    )
     return out.getvalue()
 
 
 def _csv_value(value):
-    """Floats to 10 significant digits (166.8, not 166.79999999999998); everything else as is."""
-    return f"{value:.10g}" if isinstance(value, float) else value
+    """Floats to 10 significant digits (166.8, not 166.79999999999998); text neutralised; everything else as is."""
+    return f"{value:.10g}" if isinstance(value, float) else csv_cell(value)
 
 
 def to_json(rows: list[ReportRow]) -> str:
@@ -277,13 +281,13 @@ def human(value, unit: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return markdown_cell(text)  # no link, image, code or raw HTML from a name or a note
 
 
 def to_markdown(rows: list[ReportRow], images: dict[str, bytes] | None = None, title: str = "Sizing report") -> str:
     """Markdown: one table per section, then the charts as PNG files named `<key>.png` next to the report."""
     lines = [
-        f"# {title}",
+        f"# {markdown_cell(title)}",
         "",
         "Each value with its unit (the CSV holds SI values: bytes, seconds, USD); GB = 1e9 bytes, GiB = 2^30 bytes.",
         "",

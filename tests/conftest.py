@@ -24,3 +24,9 @@ for _name in (
     "streamlit.runtime.scriptrunner.script_run_context",
 ):
     logging.getLogger(_name).addFilter(_NoScriptRunContext())
+
+
+# The simulator checks its state invariants at every step in the tests (planner/sim/invariants.py).
+import planner.sim.invariants  # noqa: E402
+
+planner.sim.invariants.ENABLED = True

@@ -23,8 +23,17 @@ REQUIRED_GPUS = [
     "RTX-6000-Ada",
     "A40",
     "MI300X",
+    "B300",
+    "GB200",
+    "GB300",
+    "H20",
+    "H800",
+    "MI325X",
+    "MI355X",
+    "RTX-PRO-6000",
 ]
 WEIGHT_IDS = "fp32 fp16 bf16 fp8 int8 gptq-int4 gptq-int8 awq-int4 nf4 q8_0 q6_k q5_k_m q4_k_m q3_k_m q2_k".split()
+WEIGHT_IDS += ["mxfp4", "nvfp4"]  # microscaled FP4 checkpoints (gpt-oss, ModelOpt NVFP4)
 
 
 def test_required_gpus_present_and_sourced():
@@ -46,7 +55,7 @@ def test_published_anchors():
 
 def test_precision_cli_names_are_exactly_the_contract():
     assert list(weight_precisions()) == WEIGHT_IDS
-    assert list(kv_precisions()) == ["auto", "fp16", "bf16", "fp8"]
+    assert list(kv_precisions()) == ["auto", "fp16", "bf16", "fp8", "nvfp4"]
     assert weight_precisions()["gptq-int4"].bits_per_weight == pytest.approx(4 + 20 / 128)
     assert all(p.engines and p.source for p in weight_precisions().values())
 

@@ -36,6 +36,8 @@ SHAPE = {
     "spec": "spec-decode --alpha 0.8 --k 4 --draft-model unsloth/Llama-3.2-1B-Instruct --batch 1",
     "tp": "tp --model meta-llama/Llama-3.1-70B",
     "simulate": "simulate --rate 5 --num-requests 200 --slo-ttft-ms 500 --slo-tpot-ms 50",
+    "fleet": "fleet --rate 5 --num-requests 200 --replicas 2 --router prefix-aware --turns 2 --think-time 1 "
+    "--system-prompt-tokens 512",
     "capacity": "capacity --target-rate 20 --slo-ttft-p95 2 --slo-tpot-p95 0.1",
     "disagg": "disagg --model meta-llama/Llama-3.1-8B --gpu H100-SXM --profile custom --input-tokens 4000 "
     "--output-tokens 200 --target-rate 5 --slo-ttft-p95 2 --slo-tpot-p95 0.05 --no-compare",

@@ -36,7 +36,7 @@ def test_every_engine_has_a_profile_policy_and_memory_rule():
         "sglang": "sglang",
         "tensorrt-llm": "guaranteed-no-evict",
         "llama.cpp": "static-slots",
-        "lmdeploy": "guaranteed-no-evict",
+        "lmdeploy": "turbomind",
     }
     assert all(e.source for e in engines().values())
 

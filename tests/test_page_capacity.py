@@ -41,6 +41,7 @@ def test_default_render_shows_capacity_replicas_cost_and_a_day():
     assert int(m["Replicas"]) >= 1 and m["$ per hour"].startswith("$")
     assert len(at.get("plotly_chart")) == 2  # search probes + the day
     assert at.button(key="cap_rank") is not None
+    assert any(c.value.startswith("Scheduler of vLLM: vllm-v1 (") for c in at.caption)  # the engine's policy
 
 
 def test_default_price_comes_from_the_catalogue():

@@ -90,3 +90,14 @@ def test_the_default_long_prompts_get_a_prefill_pool():
     at = load(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment=Deployment(max_model_len=8192)))
     assert not at.exception
     assert metrics(at)["Prefill pool"] != "infeasible" and metrics(at)["Decode pool"] != "infeasible"
+
+
+def test_the_page_evaluates_a_given_1p1d_layout():
+    # the layout the user runs (1P1D, TP 8 + TP 8 over NIXL), evaluated instead of searched
+    at = load(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment=Deployment(max_model_len=8192)))
+    at.toggle(key="dg_given").set_value(True).run()
+    assert not at.exception, at.exception
+    m = metrics(at)
+    assert m["SLO"] in ("met", "missed") and float(m["Hand-off (ms)"]) >= 20.0
+    assert float(m["p95 TTFT (ms)"].replace(",", "")) > float(m["Hand-off (ms)"])
+    assert any("16 GPUs" in c.value for c in at.caption)

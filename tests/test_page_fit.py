@@ -198,3 +198,12 @@ def test_plain_verdict_and_the_nearest_fix_one_click_away():
 def test_a_fitting_scenario_says_so_plainly():
     at = app()
     assert any(s.value.startswith("**Fits.**") for s in at.success)
+
+
+def test_page_offers_the_launch_commands_of_the_scenario():
+    # the default scenario (vLLM, Llama-3.1-8B on one GPU) as `vllm serve`, with a download
+    at = app()
+    assert not at.exception
+    code = [c.value for c in at.code if "vllm serve" in c.value]
+    assert code and "--max-model-len 8192" in code[0] and "--tensor-parallel-size 1" in code[0]
+    assert any(el.proto.label == "Download the launch commands" for el in at.get("download_button"))

@@ -57,6 +57,7 @@ def test_first_render_shows_metrics_time_series_and_open_vs_closed():
     assert len(sent) == 2  # open and closed loop side by side
     assert len(charts(at)) == 3  # time series, open-vs-closed bars, open-vs-closed series
     assert any("Press Run sweep" in i.value for i in at.info)
+    assert any(c.value.startswith("Scheduler of vLLM: vllm-v1 (") for c in at.caption)  # the engine's policy
 
 
 def test_sweep_button_runs_and_marks_the_knee():

@@ -117,11 +117,12 @@ def test_dense_model_data_parallel_ranks_each_hold_their_requests():
     assert dp4.num_replicas == 1 and dp4.gpus_per_replica == 4
 
 
-def test_expert_parallel_size_must_be_tp_times_dp(capsys):
+def test_expert_parallel_size_must_divide_tp_times_dp(capsys):
+    # EP may be any divisor of TP × DP (MoE-TP × EP = TP × DP); 3 does not divide 4
     p = argparse.ArgumentParser()
     add_scenario_args(p)
     with pytest.raises(InputError) as err:
-        scenario_from_args(p.parse_args(["--tp", "2", "--dp", "2", "--ep", "2"]))
+        scenario_from_args(p.parse_args(["--tp", "2", "--dp", "2", "--ep", "3"]))
     assert err.value.field == "--ep" and "4" in err.value.message
     assert main(["memory", "--tp", "2", "--pp", "2", "--num-gpus", "6"]) == 2
     assert "--num-gpus" in capsys.readouterr().err

@@ -152,7 +152,11 @@ def test_plan_is_consistent(scenario):
     plan = plan_memory(r)
     assert plan.kv_cache_tokens == plan.num_gpu_blocks * r.deployment.block_size
     dep = r.deployment  # vLLM V1's log: blocks / blocks per max_model_len request (sliding windows capped)
-    if r.model.sliding_window and r.model.num_sliding_layers:
+    if r.model.layer_groups:  # vLLM's hybrid layout: its blocks over a max_model_len request's blocks of all groups
+        h = plan.hybrid
+        assert math.isclose(plan.max_concurrency, h.pool.num_blocks / h.blocks_per_max_request)
+        assert plan.paged_max_requests == h.pool.num_blocks // h.blocks_per_request
+    elif r.model.sliding_window and r.model.num_sliding_layers:
         per_request = request_blocks(
             r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
         )

@@ -12,7 +12,8 @@ from planner.cli import main
 from planner.core.paths import published_points_csv
 
 FIXTURES = ROOT / "tests" / "fixtures"
-POINT_KEYS = {"id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group"}
+POINT_KEYS = {"id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group", "note"}
+ROW_KEYS = {"format", "rows", "rows_predicted", "rows_skipped", "skip_reasons"}  # keys added later (never renamed)
 SUMMARY_KEYS = {"n", "median_abs_error_pct", "p90_abs_error_pct"}
 
 
@@ -23,7 +24,9 @@ def run_json(capsys, *args) -> dict:
 
 def test_contract_keys_on_the_published_points(capsys):
     out = run_json(capsys, "--points", str(published_points_csv()))
-    assert set(out) == {"points", "summary"}
+    assert set(out) == {"points", "summary"} | ROW_KEYS
+    assert out["format"] == "published_points" and out["rows"] == 101
+    assert out["rows_predicted"] + out["rows_skipped"] == 101 == sum(out["skip_reasons"].values()) + 85
     assert len(out["points"]) == 101 and all(set(p) == POINT_KEYS for p in out["points"])
     assert all(set(v) == SUMMARY_KEYS for v in out["summary"].values())
     assert sum(v["n"] for v in out["summary"].values()) == 85

@@ -16,13 +16,20 @@ from planner.core.scenario import Scenario
 from planner.memory.fixes import nearest_fixes
 from ui.ranking import use_scenario
 
+LIMIT_TEXT = {
+    "max_num_seqs": "the scheduler's max_num_seqs binds before memory does",
+    "kv_tokens": "the KV cache binds (tokens of the attention layers)",
+    "state_slots": "the state slots bind (each request's fixed linear-attention / Mamba state, not its tokens)",
+}
 
-def render_verdict(s: Scenario, requests: int, context_tokens: int, reason: str = "") -> None:
-    """The plain verdict; when it does not fit, why (the memory plan's reason) and the nearest fixes, each with a
-    "Use this" button."""
+
+def render_verdict(s: Scenario, requests: int, context_tokens: int, reason: str = "", limit: str = "") -> None:
+    """The plain verdict, naming the limit that binds (planner.memory.layer_groups.binding_limit); when it does not
+    fit, why (the memory plan's reason) and the nearest fixes, each with a "Use this" button."""
     if requests >= 1:
         st.success(
-            f"**Fits.** {requests:,} requests of {context_tokens:,} tokens fit at once per replica in vLLM's KV pool.",
+            f"**Fits.** {requests:,} requests of {context_tokens:,} tokens fit at once per replica in vLLM's KV pool"
+            + (f"; {LIMIT_TEXT[limit]}." if limit in LIMIT_TEXT else "."),
             icon=":material/check_circle:",
         )
         return

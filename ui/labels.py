@@ -7,6 +7,7 @@ the same names to flags (planner/cli/flags.py). A field with no widget here is s
 from __future__ import annotations
 
 from planner.core.errors import InputError
+from planner.core.safe_text import inline_markdown
 
 WIDGET_LABELS = {
     # the sidebar scenario (ui/sidebar.py)
@@ -39,4 +40,4 @@ def label_for(field: str) -> str:
 
 def error_text(err: InputError) -> str:
     """An InputError as the UI shows it: "Tensor parallel: 32 attention heads are not divisible by 3 ..."."""
-    return f"{label_for(err.field)}: {err.message}"
+    return inline_markdown(f"{label_for(err.field)}: {err.message}")  # a file or model name cannot form a link

@@ -11,13 +11,24 @@ import json
 import streamlit as st
 from pydantic import ValidationError
 
-from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, gpus, kv_precisions, model_presets, weight_precisions
+from planner.core.catalog import (
+    DEFAULT_GPU,
+    DEFAULT_MODEL,
+    get_model,
+    gpus,
+    kv_precisions,
+    model_family,
+    presets_by_family,
+    weight_precisions,
+)
 from planner.core.engine import engine_for
 from planner.core.engine_defaults import DEFAULT_ENGINE
 from planner.core.errors import InputError, from_validation_error
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
+from planner.core.safe_text import inline_markdown
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment, ModelSpec, custom_gpu
+from planner.memory.layer_groups import architecture_summary
 from ui.labels import error_text
 from ui.parallelism import parallelism_section
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
@@ -29,19 +40,21 @@ MANUAL = "Manual fields"
 
 
 def _model_source() -> tuple[str, ModelSpec | None]:
-    presets = list(model_presets())
+    presets = presets_by_family()
     options = presets + [UPLOAD, MANUAL]
     choice = st.selectbox(
         "Model",
         options,
         index=presets.index(DEFAULT_MODEL),
         key="sb_model",
-        help="Presets are published Hugging Face config.json files (data/models/).",
+        format_func=lambda p: f"{model_family(p)} · {p}" if p in presets else p,
+        help="Presets are published Hugging Face config.json files (data/models/), grouped by family.",
     )
     if choice == UPLOAD:
         return choice, _uploaded_model()
     if choice == MANUAL:
         return choice, _manual_model()
+    st.caption(architecture_summary(get_model(choice)))
     return choice, None
 
 
@@ -56,7 +69,7 @@ def _uploaded_model() -> ModelSpec | None:
     )
     rejected = st.session_state.get("sb_upload_rejected")
     if rejected and up is None:
-        st.error(f"{rejected} (the file was not used; the last valid model stays in use)")
+        st.error(f"{inline_markdown(rejected)} (the file was not used; the last valid model stays in use)")
     text = st.text_area("…or paste its contents", key="sb_config_paste", height=120)
     raw = up.getvalue() if up is not None else text.strip()
     if not raw:
@@ -71,7 +84,7 @@ def _uploaded_model() -> ModelSpec | None:
             st.session_state["sb_upload_gen"] = gen + 1
             st.session_state["sb_upload_rejected"] = f"{err.field}: {err.message}"
             st.rerun()
-        st.error(f"{err.field}: {err.message}")
+        st.error(inline_markdown(f"{err.field}: {err.message}"))
         raise ShownError(err.field, err.message) from None
     st.session_state.pop("sb_upload_rejected", None)
     return _named(spec, raw)

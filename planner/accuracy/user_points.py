@@ -10,6 +10,10 @@ Three upload formats:
   "total_input_tokens", "total_output_tokens", "request_throughput", "output_throughput", "input_lens" /
   "output_lens" (per request, only with detailed results), "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms",
   "mean_tpot_ms", "median_tpot_ms", "mean_itl_ms", and "mean_e2el_ms" when e2el is among --percentile-metrics.
+- SGLang `bench_serving --output-file` JSONL: one result object per line, appended run after run
+  (sgl-project/sglang python/sglang/bench_serving.py, the `result` dict written in `benchmark()`): the same
+  request_rate / max_concurrency / completed / total_*_tokens / mean_ttft_ms / mean_tpot_ms names as vLLM, plus
+  "mean_e2e_latency_ms" (vLLM: "mean_e2el_ms") and "concurrency", the measured mean number of requests in flight.
 - GuideLLM JSON report (vllm-project/guidellm src/guidellm/benchmark/schemas/generative/metrics.py,
   GenerativeMetrics): {"benchmarks": [{"config": {"strategy": {...}}, "metrics": {NAME: {"successful": {"mean",
   "median", "percentiles", ...}, "errored": ..., "incomplete": ..., "total": ...}}}]} with NAME among
@@ -28,11 +32,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from dataclasses import dataclass
 
 from planner.core.errors import InputError
+from planner.core.json_input import load_json
 
 CSV_COLUMNS = ("batch", "input_tokens", "output_tokens", "tpot_ms", "ttft_ms")
 CSV_ALIASES = {
@@ -60,6 +64,10 @@ class UserPoint:
     ttft_ms: float | None
     ttft_batch: float  # prompts prefilled together before the first token: B for a static batch, 1 when serving
     note: str = ""
+    # how the client sent the requests: N users in a closed loop (vllm bench serve --max-concurrency N at rate inf,
+    # GuideLLM concurrent/synchronous), or arrivals at request_rate per second; None/False for a static batch
+    request_rate: float | None = None
+    users: int | None = None  # closed loop: this many clients, each sending its next request when a reply ends
 
 
 @dataclass(frozen=True)
@@ -79,13 +87,27 @@ def parse_upload(name: str, data: bytes | str) -> UserData:
         raise InputError(name or "upload", "is empty")
     if text.lstrip()[:1] in "{[":
         try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise InputError(name or "upload", f"is not valid JSON (line {err.lineno}: {err.msg})") from None
+            doc = load_json(text, name or "upload", check_numbers=False)  # depth and digits; _check names a bad number
+        except InputError as err:
+            doc = _json_lines(text)  # SGLang's bench_serving appends one result per line
+            if doc is None:
+                raise err from None
         if isinstance(doc, dict) and "benchmarks" in doc:
             return parse_guidellm(doc)
         return parse_benchmark_serving(doc)
     return parse_csv(text)
+
+
+def _json_lines(text: str) -> list | None:
+    """SGLang's appended JSONL (one result per line), or None if a line is not a JSON object."""
+    docs = []
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                docs.append(load_json(line, "line", check_numbers=False))
+            except InputError:
+                return None
+    return docs if len(docs) > 1 and all(isinstance(d, dict) for d in docs) else None
 
 
 # -- vLLM benchmark_serving --------------------------------------------------------------------------------------
@@ -95,9 +117,10 @@ def parse_benchmark_serving(doc) -> UserData:
     if not results or not all(isinstance(r, dict) for r in results):
         raise InputError("benchmark_serving JSON", "must be a result object or a list of result objects")
     points = [_serving_point(r, f"result[{i}]" if isinstance(doc, list) else "result") for i, r in enumerate(results)]
-    model = str(results[0].get("model_id") or "")
+    model = str(results[0].get("model_id") or results[0].get("model") or results[0].get("tokenizer_id") or "")
+    sglang = any("mean_e2e_latency_ms" in r for r in results)
     return UserData(
-        "benchmark_serving",
+        "sglang_bench_serving" if sglang else "benchmark_serving",
         tuple(points),
         model,
         (
@@ -117,8 +140,10 @@ def _serving_point(r: dict, where: str) -> UserPoint:
     rate = r.get("request_rate")
     if r.get("max_concurrency") is not None:
         batch, how = _number(r, "max_concurrency", where), "max_concurrency"
+    elif r.get("concurrency") is not None:  # SGLang: measured mean requests in flight
+        batch, how = _number(r, "concurrency", where), "SGLang's measured mean concurrency"
     else:
-        e2e_ms = r.get("mean_e2el_ms") or ttft + (mean_out - 1) * tpot  # E2E = TTFT + (N − 1) × TPOT
+        e2e_ms = r.get("mean_e2el_ms") or r.get("mean_e2e_latency_ms") or ttft + (mean_out - 1) * tpot
         throughput = r.get("request_throughput")
         lam = _number(r, "request_throughput", where) if throughput is not None else _number(r, "request_rate", where)
         batch, how = lam * e2e_ms / 1e3, f"Little's law {lam:.3g} req/s × {e2e_ms / 1e3:.3g} s"
@@ -132,7 +157,20 @@ def _serving_point(r: dict, where: str) -> UserPoint:
         ttft_ms=ttft,
         ttft_batch=1.0,
         note=f"batch ≈ {max(batch, 1.0):.1f} ({how})",
+        request_rate=_finite_rate(rate),
+        users=int(r["max_concurrency"])
+        if r.get("max_concurrency") is not None and _finite_rate(rate) is None
+        else None,
     )
+
+
+def _finite_rate(rate) -> float | None:
+    """A request rate per second, or None for "inf" (every request sent at once, or as a slot frees)."""
+    try:
+        value = float(rate)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) and value > 0 else None
 
 
 def _mean_len(r: dict, lens_key: str, total_key: str, completed: float, where: str) -> float:
@@ -169,6 +207,11 @@ def parse_guidellm(doc: dict) -> UserData:
         label = str(strategy.get("type_", f"benchmark {i}")) + (
             f" {strategy['rate']:g}/s" if isinstance(strategy.get("rate"), (int, float)) else ""
         )
+        kind, streams = str(strategy.get("type_", "")), strategy.get("streams")
+        users = 1 if kind == "synchronous" else None  # GuideLLM synchronous: one request at a time
+        if kind == "concurrent" and isinstance(streams, (int, float)) and streams >= 1:
+            users = int(streams)
+        rate = strategy.get("rate") if kind in ("constant", "poisson") else None
         points.append(
             UserPoint(
                 label=label,
@@ -179,6 +222,8 @@ def parse_guidellm(doc: dict) -> UserData:
                 ttft_ms=ttft,
                 ttft_batch=1.0,
                 note=f"batch ≈ {max(conc, 1.0):.1f} ({how})",
+                request_rate=_finite_rate(rate),
+                users=users,
             )
         )
     return UserData(
@@ -244,18 +289,24 @@ def _column(header: str) -> str:
 
 
 # -- numbers -------------------------------------------------------------------------------------------------------
+MAX_POINT_VALUE = 1e9  # 11 days in ms, 1e9 tokens or requests: beyond any benchmark; 1e300 only breaks the fit
+
+
 def _check(value, where: str) -> float:
     """A finite, positive number (bools and strings that are not numbers are rejected with the field named)."""
     if isinstance(value, bool):
         raise InputError(where, f"must be a number, got {value!r}")
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."  # never echo a whole field
     try:
         x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(where, f"not a number: {value!r}") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer such as 10^400
+        raise InputError(where, f"not a number: {shown}") from None
     if math.isnan(x) or math.isinf(x):
-        raise InputError(where, f"must be finite, got {value!r}")
+        raise InputError(where, f"must be finite, got {shown}")
     if x <= 0:
-        raise InputError(where, f"must be positive, got {value!r}")
+        raise InputError(where, f"must be positive, got {shown}")
+    if x > MAX_POINT_VALUE:
+        raise InputError(where, f"must be at most {MAX_POINT_VALUE:g} (ms, tokens or requests), got {shown}")
     return x
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from planner.accuracy import names
 from planner.accuracy import published_points as cp
 from planner.core.catalog import DATA_DIR, _read_yaml, get_gpu, gpus, model_presets
 from planner.core.engine_defaults import ENGINES
@@ -130,12 +131,14 @@ def to_point(row: dict) -> tuple[cp.Point | None, str]:
 
 
 def _model_id(text: str) -> str | None:
-    """A preset id only (a CSV row must not name files to read)."""
+    """A preset id only (a CSV row must not name files to read): the published points' table, the preset's own
+    id, else a checkpoint of the same architecture (planner.accuracy.names: "-Instruct", "-FP8", Llama 3.3)."""
     try:
         model = cp._first_word(text.strip(), cp.MODELS)
     except KeyError:
         model = text.strip()
-    return next((pid for pid in model_presets() if pid.lower() == model.lower()), None)
+    exact = next((pid for pid in model_presets() if pid.lower() == model.lower()), None)
+    return exact or names.resolve_model(text)[0]
 
 
 def _gpu_id(text: str) -> str | None:
@@ -146,7 +149,26 @@ def _gpu_id(text: str) -> str | None:
     try:
         return get_gpu(text.strip()).id
     except InputError:
-        return None
+        return names.resolve_gpu(text)[0]  # "H200 SXM 141GB" -> H200
+
+
+def name_note(row: dict) -> str:
+    """How a row's model and GPU names were read when neither the table nor an exact id matched them."""
+    notes = []
+    model, gpu = (row.get("model") or "").strip(), (row.get("gpu") or "").strip()
+    try:
+        cp._first_word(model, cp.MODELS)
+    except KeyError:
+        if not any(pid.lower() == model.lower() for pid in model_presets()):
+            notes.append(names.resolve_model(model)[1])
+    try:
+        cp._first_word(gpu, cp.GPUS)
+    except KeyError:
+        try:
+            get_gpu(gpu)
+        except InputError:
+            notes.append(names.resolve_gpu(gpu)[1])
+    return "; ".join(n for n in notes if n)
 
 
 def _predict_row(p: cp.Point, profiles: dict[str, EfficiencyProfile]) -> dict:
@@ -192,6 +214,7 @@ def points_table(
             "family": "",
             "group": "",
             "reason": reason,
+            "note": name_note(row) if p is not None else "",
         }
         if p is not None:
             out.update(gpu=p.gpu, engine=p.engine, group=p.group, **_predict_row(p, profiles or {}))

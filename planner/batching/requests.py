@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.core.errors import InputError
+from planner.core.safe_text import csv_cell
 
 OUTPUT_LENGTHS = (20, 40, 80, 160, 400)  # output tokens the built-in scenarios draw from (primer §6 spread)
 PROMPT_RANGE = (32, 2048)  # prompt tokens of the built-in scenarios: uniform, inclusive
@@ -151,5 +152,6 @@ def to_csv(requests: RequestSet) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(("name", "arrival", "output_tokens", "prompt_tokens"))
-    writer.writerows(zip(requests.names, requests.arrival, requests.output_tokens, requests.prompt_tokens))
+    names = (csv_cell(str(n)) for n in requests.names)  # a name a spreadsheet would run as a formula gets a '
+    writer.writerows(zip(names, requests.arrival, requests.output_tokens, requests.prompt_tokens))
     return out.getvalue()

@@ -53,7 +53,13 @@ def instance_shapes(s: Scenario, tps: tuple[int, ...] = TP_DEGREES) -> list[Reso
     """One-instance scenarios vLLM can start: TP-only shapes plus the scenario's own layout (module note)."""
     dep = s.deployment
     layouts = [
-        dict(tensor_parallel_size=tp, pipeline_parallel_size=1, data_parallel_size=1, enable_expert_parallel=False)
+        dict(
+            tensor_parallel_size=tp,
+            pipeline_parallel_size=1,
+            data_parallel_size=1,
+            enable_expert_parallel=False,
+            ep_size=None,
+        )
         for tp in tps
     ]
     own = dict(
@@ -61,6 +67,7 @@ def instance_shapes(s: Scenario, tps: tuple[int, ...] = TP_DEGREES) -> list[Reso
         pipeline_parallel_size=dep.pipeline_parallel_size,
         data_parallel_size=dep.data_parallel_size,
         enable_expert_parallel=dep.enable_expert_parallel,
+        ep_size=dep.ep_size,
     )
     if own not in layouts:
         layouts.append(own)
@@ -236,9 +243,8 @@ def aggregated_best(
 ) -> tuple[AggregatedOption | None, list[AggregatedOption]]:
     """capacity_plan at each shape without PP; the cheapest feasible one (by $/h, then GPUs).
 
-    capacity_plan simulates one DP rank on its TP GPUs, so for DP > 1 its replicas are DP ranks: instances =
-    ceil(ranks / DP), GPUs = instances × TP × DP. PP shapes are left out: the simulator runs one batch at a time
-    and would miss the batches PP keeps in flight."""
+    capacity_plan prices whole instances of TP × DP GPUs (it runs one DP rank at rate / DP). PP shapes are left
+    out: the simulator runs one batch at a time and would miss the batches PP keeps in flight."""
     rows = []
     for r in shapes:
         d = r.deployment
@@ -255,8 +261,7 @@ def aggregated_best(
             operating_point=True,
         )
         op = plan.operating_point
-        ranks = plan.cost.replicas if plan.cost else None
-        instances = math.ceil(ranks / d.data_parallel_size) if ranks else None
+        instances = plan.cost.replicas if plan.cost else None
         gpus = instances * d.gpus_per_replica if instances else None
         usd_h = gpus * plan.usd_per_gpu_hour if gpus else None
         per_m = usd_h / (target * plan.mean_output_tokens * SECONDS_PER_HOUR) * 1e6 if usd_h else None
@@ -268,7 +273,7 @@ def aggregated_best(
                 replicas=instances,
                 gpus=gpus,
                 gpus_per_replica=d.gpus_per_replica,
-                max_rate_per_replica=plan.max_rate_per_replica * d.data_parallel_size,
+                max_rate_per_replica=plan.max_rate_per_replica,
                 usd_per_hour=usd_h,
                 usd_per_million_output_tokens=per_m,
                 ttft_p95_s=op.ttft_p95_s if op else None,

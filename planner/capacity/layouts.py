@@ -45,6 +45,8 @@ def layout_label(d) -> str:
         parts.append(f"DP {d.data_parallel_size}")
     if d.enable_expert_parallel:
         parts.append(f"EP {d.expert_parallel_size}")
+        if d.moe_tensor_parallel_size > 1:
+            parts[-1] += f" (MoE-TP {d.moe_tensor_parallel_size})"
     if d.pipeline_parallel_size > 1:
         parts.append(f"PP {d.pipeline_parallel_size}")
     return " × ".join(parts[:2]) + "".join(f" + {p}" for p in parts[2:])
@@ -55,7 +57,13 @@ def layout_rows(s: Scenario, num_gpus: int, batch: int, context: int, skew: floa
     base = s.deployment
     rows = []
     for layout in layout_options(num_gpus, resolve(s).model.is_moe):
-        fields = {"pipeline_parallel_size": 1, "data_parallel_size": 1, "enable_expert_parallel": False, **layout}
+        fields = {
+            "pipeline_parallel_size": 1,
+            "data_parallel_size": 1,
+            "enable_expert_parallel": False,
+            "ep_size": None,
+            **layout,
+        }
         dep = base.model_copy(update=fields)
         dep = dep.model_copy(update={"num_gpus": dep.gpus_per_replica})
         label = layout_label(dep)

@@ -174,10 +174,14 @@ def _run_pool(tasks: list[Task], workers: int, progress: Progress | None) -> lis
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
         with _no_main_reimport():  # workers start during submit
             futures = {pool.submit(evaluate, t): i for i, t in enumerate(tasks)}
-        for k, fut in enumerate(as_completed(futures), start=1):
-            rows[futures[fut]] = fut.result()
-            if progress:
-                progress(k, len(tasks))
+        try:
+            for k, fut in enumerate(as_completed(futures), start=1):
+                rows[futures[fut]] = fut.result()  # a worker's InputError arrives as itself (it pickles)
+                if progress:
+                    progress(k, len(tasks))
+        except BaseException:  # one bad candidate or Ctrl-C: drop the queued ones, do not wait for a full ranking
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     return rows
 
 

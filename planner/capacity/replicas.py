@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
 from planner.capacity.load_sweep import estimate_capacity_rps
@@ -269,9 +269,9 @@ def usd_per_million_output_at_capacity(cap: CapacityResult, gpus_per_replica: in
 
 
 def replica_scenario(s: Scenario) -> Scenario:
-    """The scenario as ONE replica: num_gpus = TP (replicas are counted by the capacity plan instead)."""
+    """The scenario as ONE replica: num_gpus = TP × PP × DP (replicas are counted by the capacity plan instead)."""
     dep = s.deployment
-    return s.model_copy(update={"deployment": dep.model_copy(update={"num_gpus": dep.tensor_parallel_size})})
+    return s.model_copy(update={"deployment": dep.model_copy(update={"num_gpus": dep.gpus_per_replica})})
 
 
 def price_of(r: Resolved, prices: dict[str, float] | None = None) -> float:
@@ -318,9 +318,8 @@ class CapacityPlan:
     def feasible(self) -> bool:
         return self.max_rate_per_replica > 0
 
-    @property
-    def gpus_per_replica(self) -> int:
-        return self.tp
+    gpus_per_replica: int = 1  # one engine instance: TP × PP × DP GPUs
+    data_parallel_size: int = 1  # DP ranks per instance; the search runs one rank at rate / DP
 
     def to_dict(self) -> dict:
         out = {
@@ -350,8 +349,9 @@ class CapacityPlan:
             "saturated_rps": self.saturated_rps,
         }
         out.update(asdict(self.cost) if self.cost else dict.fromkeys(Cost.__dataclass_fields__, None))
-        out.update(gpus_per_replica=self.tp, usd_per_gpu_hour=self.usd_per_gpu_hour)  # also without a cost
+        out.update(gpus_per_replica=self.gpus_per_replica, usd_per_gpu_hour=self.usd_per_gpu_hour)  # also w/o a cost
         out["operating_point"] = asdict(self.operating_point) if self.operating_point else None
+        out["data_parallel_size"] = self.data_parallel_size
         return out
 
 
@@ -371,12 +371,21 @@ def capacity_plan(
     r = resolve(s)
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
     replica = traffic_replica(r, traffic)
-    cap = find_capacity(replica, traffic, slo, rel_tol)
-    tp = r.deployment.tensor_parallel_size
+    cap = find_capacity(replica, traffic, slo, rel_tol)  # one DP rank: each runs its own requests
+    tp, dp, gpus = r.deployment.tensor_parallel_size, r.deployment.data_parallel_size, r.deployment.gpus_per_replica
+    rank_saturated = cap.saturated_rps
+    if dp > 1:  # an instance of DP ranks serves DP × one rank's rate on TP × PP × DP GPUs
+        cap = replace(
+            cap,
+            max_rate_per_replica=cap.max_rate_per_replica * dp,
+            estimate_rps=cap.estimate_rps * dp,
+            saturated_rps=cap.saturated_rps * dp if cap.saturated_rps else cap.saturated_rps,
+        )
     usd = price_of(r, prices)
     n = replicas_for(target_rps, cap.max_rate_per_replica, headroom)
-    cost = cost_for(target_rps, n, tp, usd, cap.mean_prompt_tokens, cap.mean_output_tokens) if n else None
-    op = probe(replica, traffic, slo, target_rps / n, cap.saturated_rps) if n and operating_point else None
+    cost = cost_for(target_rps, n, gpus, usd, cap.mean_prompt_tokens, cap.mean_output_tokens) if n else None
+    rank_rate = target_rps / n / dp if n else 0.0
+    op = probe(replica, traffic, slo, rank_rate, rank_saturated) if n and operating_point else None
     return CapacityPlan(
         model=r.model.name,
         gpu=r.gpu.id,
@@ -396,11 +405,13 @@ def capacity_plan(
         usd_per_gpu_hour=usd,
         price_date=r.gpu.price_date,
         price_source=r.gpu.source.get("price", ""),
-        usd_per_million_output_tokens_at_capacity=usd_per_million_output_at_capacity(cap, tp, usd),
+        usd_per_million_output_tokens_at_capacity=usd_per_million_output_at_capacity(cap, gpus, usd),
         at_capacity=cap.at_capacity,
         probes=cap.probes,
         search_wall_s=cap.wall_s,
         saturated_rps=cap.saturated_rps,
         cost=cost,
         operating_point=op,
+        gpus_per_replica=gpus,
+        data_parallel_size=dp,
     )

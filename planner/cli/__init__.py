@@ -13,16 +13,23 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
 import pkgutil
 import sys
 
 from planner.cli.flags import flag_for
+from planner.cli.numbers import register_number_types
 from planner.core.errors import InputError
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one line and exit code 2 (argparse's own convention)."""
+    """argparse that reports usage errors as one line and exit code 2 (argparse's own convention), and reads every
+    `type=float` / `type=int` flag as a finite, bounded number (planner/cli/numbers.py)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        register_number_types(self)
 
     def error(self, message: str):  # noqa: D401 - argparse hook
         self.exit(2, f"error: {message}\n")
@@ -34,9 +41,11 @@ COMMANDS = {
     "estimate": ("estimate_cmd", "latency and throughput of a static batch (roofline model)"),
     "batching": ("batching_cmd", "static vs continuous batching on a CSV of requests (times in decode steps)"),
     "simulate": ("simulate_cmd", "simulate one replica serving open-loop, closed-loop or trace traffic"),
+    "fleet": ("fleet_cmd", "simulate N replicas behind a router (round robin, least load, prefix-aware)"),
     "capacity": ("capacity_cmd", "replicas and $ for a target rate at a p95 SLO (one deployment)"),
     "recommend": ("capacity_cmd", "rank every GPU × precision × TP that fits by cost at the SLO"),
     "disagg": ("disagg_cmd", "disaggregated prefill/decode pools vs aggregated, at the SLO"),
+    "launch": ("launch_cmd", "the engine's launch command (and a Kubernetes manifest) for the layout"),
     "quant": ("quant_tp_lora_cmd", "every weight format: memory, KV headroom, concurrency, decode speed"),
     "tp": ("quant_tp_lora_cmd", "tensor parallelism 1/2/4/8: memory per GPU, TPOT, throughput"),
     "lora": ("quant_tp_lora_cmd", "multi-LoRA: adapter bytes and what GPU adapter slots cost"),
@@ -89,10 +98,23 @@ def _unlisted_modules() -> list[str]:
 
 def emit(result: dict, as_json: bool, text: str) -> None:
     """Print a result as JSON (machine contract) or as the human text."""
-    if as_json:
-        print(json.dumps(result, indent=2, default=_json_default))
+    if as_json:  # strict JSON: a non-finite number (no rate, an unbounded ratio) is null, never Infinity or NaN
+        print(json.dumps(_finite(result), indent=2, default=_json_default, allow_nan=False))
     else:
         print(text)
+
+
+def _finite(value):
+    """The result with every non-finite float (numpy's too) replaced by None, containers walked."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "item") and not hasattr(value, "__len__"):  # a numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _json_default(value):

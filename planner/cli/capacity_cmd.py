@@ -18,7 +18,9 @@ from planner.core.catalog import gpus
 from planner.core.errors import InputError, from_validation_error
 from planner.core.workload import SLO
 from planner.memory.plan import TP_DEGREES
+from planner.traffic.generators import MAX_RATE_PER_S, MIN_RATE_PER_S
 
+MAX_HEADROOM = 100.0  # provisioning 100× the target is already a typo; beyond it replica counts overflow
 RANKING_NUM_REQUESTS = 600  # per probe in the ranking: keeps ~140 searches within ~30 s on two cores
 
 
@@ -115,10 +117,13 @@ def _prices(items: list[str]) -> dict[str, float]:
 
 
 def _check(args) -> None:
-    if not (math.isfinite(args.target_rate) and args.target_rate > 0):
-        raise InputError("--target-rate", f"must be a number of requests/s > 0, got {args.target_rate:g}")
-    if not (math.isfinite(args.headroom) and args.headroom >= 1):
-        raise InputError("--headroom", "must be >= 1 (1.2 = 20% spare)")
+    if not (math.isfinite(args.target_rate) and MIN_RATE_PER_S <= args.target_rate <= MAX_RATE_PER_S):
+        raise InputError(
+            "--target-rate",
+            f"must be from {MIN_RATE_PER_S:g} to {MAX_RATE_PER_S:g} requests/s, got {args.target_rate:.3g}",
+        )
+    if not (math.isfinite(args.headroom) and 1 <= args.headroom <= MAX_HEADROOM):
+        raise InputError("--headroom", f"must be from 1 to {MAX_HEADROOM:g} (1.2 = 20% spare)")
     if not 1e-4 <= args.rel_tol < 0.5:
         raise InputError("--rel-tol", "must be from 0.0001 to 0.5 (each halving of it costs one more simulation)")
     if args.seed < 0:

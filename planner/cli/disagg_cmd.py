@@ -9,6 +9,7 @@ import argparse
 import math
 
 from planner.capacity.disagg import DisaggPlan, PoolRow, disagg_plan
+from planner.capacity.disagg_layout import TRANSFER_ENGINES, GivenLayoutPlan, PoolLayout, evaluate_layout
 from planner.capacity.disagg_pools import DEFAULT_LINK_LATENCY_S, LINKS
 from planner.cli import emit
 from planner.cli.capacity_cmd import _add_common, _check, _prices, _slo
@@ -48,7 +49,88 @@ def register(subparsers) -> None:
         help="send each layer's KV as soon as it is computed (Splitwise); default: after the prefill",
     )
     k.add_argument("--no-compare", action="store_true", help="skip the aggregated searches (faster)")
+    g = add_layout_args(p)
+    g.add_argument(
+        "--handoff-ms",
+        type=float,
+        default=None,
+        help="fixed per-request hand-off (proxy, second hop), ms; default the estimated 20 ms",
+    )
     p.set_defaults(func=run)
+
+
+def add_layout_args(p: argparse.ArgumentParser):
+    """--prefill-* / --decode-* / --transfer-engine: a given xPyD layout (disagg evaluates it, launch launches it)."""
+    g = p.add_argument_group("a given xPyD layout (instead of a search)")
+    for role in ("prefill", "decode"):
+        g.add_argument(f"--{role}-instances", type=int, default=None, help=f"{role} instances (X or Y)")
+        g.add_argument(f"--{role}-tp", type=int, default=None, help=f"TP of a {role} instance")
+        g.add_argument(f"--{role}-dp", type=int, default=1, help=f"attention DP of a {role} instance (default 1)")
+        g.add_argument(f"--{role}-ep", type=int, default=1, help=f"EP of a {role} instance (divides TP × DP)")
+    g.add_argument(
+        "--transfer-engine",
+        default="nixl",
+        choices=tuple(TRANSFER_ENGINES),
+        help="what moves the KV: nixl (UCX/RDMA), mooncake (RDMA), tcp (default nixl)",
+    )
+    return g
+
+
+def given_layout(args: argparse.Namespace) -> tuple[PoolLayout, PoolLayout] | None:
+    """The --prefill-* / --decode-* layout, or None to search (all four counts needed once one is given)."""
+    names = ("prefill_instances", "prefill_tp", "decode_instances", "decode_tp")
+    values = [getattr(args, n) for n in names]
+    if all(v is None for v in values):
+        return None
+    for name, value in zip(names, values):
+        if value is None or value < 1:
+            raise InputError("--" + name.replace("_", "-"), "a given layout needs X, Y and both TPs, each >= 1")
+    return tuple(
+        PoolLayout(getattr(args, f"{r}_instances"), getattr(args, f"{r}_tp"), getattr(args, f"{r}_dp"),
+                   getattr(args, f"{r}_ep"))
+        for r in ("prefill", "decode")
+    )  # fmt: skip
+
+
+def _run_given(args, s, traffic, slo, layout) -> int:
+    if args.handoff_ms is not None and not (math.isfinite(args.handoff_ms) and args.handoff_ms >= 0):
+        raise InputError("--handoff-ms", "must be a number of ms >= 0")
+    plan = evaluate_layout(
+        s,
+        args.target_rate,
+        *layout,
+        traffic,
+        slo,
+        args.transfer_engine,
+        args.kv_link,
+        args.kv_link_latency_ms / 1e3,
+        None if args.handoff_ms is None else args.handoff_ms / 1e3,
+        args.rel_tol,
+    )
+    out = {"mode": "given", **plan.to_dict()}
+    out.update(model=s.model_spec.name if s.model_spec else s.model, gpu=s.gpu, engine=args.engine)
+    emit(out, args.json, _given_text(plan))
+    return 0
+
+
+def _given_text(o: GivenLayoutPlan) -> str:
+    pools = [
+        f"  {p.role:<8} {p.instances} × TP={p.tp}" + (f" DP={p.dp}" if p.dp > 1 else "")
+        + (f" EP={p.ep}" if p.ep > 1 else "") + f" = {p.gpus} GPUs, {p.max_rate_per_instance:,.3g} req/s per "
+        f"instance at the SLO"
+        for p in (o.prefill, o.decode)
+    ]  # fmt: skip
+    return "\n".join(
+        [
+            f"{o.prefill.instances}P{o.decode.instances}D at {o.target_rate:g} req/s",
+            *pools,
+            f"  KV transfer {o.kv_transfer_s * 1e3:,.2f} ms over {o.kv_link} ({o.kv_link_gb_s:,.0f} GB/s)",
+            f"  hand-off    {o.handoff_s * 1e3:,.1f} ms ({o.handoff_status}: proxy, second hop, first decode step)",
+            f"  p95 TTFT    {o.ttft_p95_s * 1e3:,.0f} ms (floor {o.ttft_floor_s * 1e3:,.0f} ms), "
+            f"p95 TPOT {o.tpot_p95_s * 1e3:,.1f} ms: " + ("meets" if o.meets_slo else "misses") + " the SLO",
+            f"  capacity    {o.max_rate:,.3g} req/s; {o.num_gpus} GPUs, ${o.usd_per_hour:,.2f}/hour",
+        ]
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,6 +138,9 @@ def run(args: argparse.Namespace) -> int:
     if not math.isfinite(args.kv_link_latency_ms) or args.kv_link_latency_ms < 0:
         raise InputError("--kv-link-latency-ms", "must be a number of ms >= 0")
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
+    layout = given_layout(args)
+    if layout is not None:
+        return _run_given(args, s, traffic, slo, layout)
     plan = disagg_plan(
         s,
         args.target_rate,

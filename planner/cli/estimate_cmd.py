@@ -32,7 +32,8 @@ def register(subparsers) -> None:
         "--batch",
         type=int,
         required=True,
-        help="static: requests decoded together, at most max_num_seqs (per replica); continuous: the concurrency B",
+        help="static: requests decoded together per DP rank (each DP rank runs its own batch), at most max_num_seqs; "
+        "continuous: the concurrency B per DP rank. JSON shows per DP rank and per deployment",
     )
     g.add_argument("--input-tokens", type=int, required=True, help="prompt tokens per request")
     g.add_argument("--output-tokens", type=int, required=True, help="output tokens per request")
@@ -54,13 +55,21 @@ def run(args) -> int:
     )
     if args.mode == "continuous":
         c = continuous(r, args.batch, args.input_tokens, args.output_tokens)
-        emit({"mode": "continuous", **c.to_dict(), **head}, args.json, _continuous_text(c, r))
+        ranks = r.deployment.data_parallel_size * r.deployment.num_replicas
+        counts = dict(concurrency_per_dp_rank=args.batch, concurrency_per_deployment=args.batch * ranks)
+        emit({"mode": "continuous", **c.to_dict(), **head, **counts}, args.json, _continuous_text(c, r))
         return 0
     max_seqs = r.deployment.max_num_seqs
     batch = min(args.batch, max_seqs)  # vLLM never runs more than max_num_seqs sequences in one step
     est = estimate(r, batch, args.input_tokens, args.output_tokens, args.queue_wait_ms / 1e3)
     out = est.to_dict()
     out.update(head, requested_batch=args.batch, batch_capped_by_max_num_seqs=batch < args.batch)
+    dp = r.deployment.data_parallel_size
+    out.update(
+        data_parallel_size=dp,
+        batch_per_dp_rank=batch,  # each DP rank decodes its own batch
+        batch_per_deployment=batch * dp * r.deployment.num_replicas,
+    )
     text = _text(est, r)
     if batch < args.batch:
         text += (

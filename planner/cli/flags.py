@@ -37,6 +37,12 @@ FIELD_FLAGS = {
     "think_time_s": "--think-time",
     "max_queue": "--max-queue",
     "num_gpu_blocks": "--gpu-memory-utilization",
+    "turns": "--turns",
+    "system_prompt_tokens": "--system-prompt-tokens",
+    "first_input": "--first-input-tokens",
+    # the fleet (planner.sim.fleet, planner.sim.router)
+    "replicas": "--replicas",
+    "router": "--router",
     # capacity and recommend (planner.capacity)
     "target_rps": "--target-rate",
     "headroom": "--headroom",
@@ -55,6 +61,14 @@ FIELD_FLAGS = {
     "kv_link": "--kv-link",
     "kv_link_latency_ms": "--kv-link-latency-ms",
     "kv_link_gb_s": "--kv-link-gb-s",
+    "ep_size": "--ep",
+    # a given xPyD layout (planner.capacity.disagg_layout)
+    "prefill_instances": "--prefill-instances",
+    "prefill_ep": "--prefill-ep",
+    "decode_instances": "--decode-instances",
+    "decode_ep": "--decode-ep",
+    "transfer_engine": "--transfer-engine",
+    "handoff_ms": "--handoff-ms",
 }
 
 

@@ -6,6 +6,7 @@ from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, scenario_from_args
 from planner.core.scenario import resolve
 from planner.core.units import GiB, fmt_gb
+from planner.latency.collectives import collectives
 from planner.memory.engine_pool import EnginePool
 from planner.memory.fixes import nearest_fixes
 from planner.memory.plan import plan_memory
@@ -28,6 +29,9 @@ def run(args) -> int:
     plan = plan_memory(r)
     out = plan.to_dict()
     out.update(model=r.model.name, gpu=r.gpu.id, weights=r.weights.id, kv_dtype=r.kv.id)
+    out["requests_per_dp_rank"] = plan.requests_per_dp_rank  # × DP ranks × replicas = deployment_max_concurrency
+    out["moe_tensor_parallel_size"] = r.deployment.moe_tensor_parallel_size if r.model.is_moe else 1
+    out["collectives"] = [c.to_dict() for c in collectives(r)]
     out.update(plan.engine_dict())
     par = f"TP={plan.tensor_parallel_size}" + "".join(
         f", {k}={v}"
@@ -38,6 +42,8 @@ def run(args) -> int:
         )
         if v > 1
     )
+    if r.model.is_moe and plan.expert_parallel_size > 1 and r.deployment.moe_tensor_parallel_size > 1:
+        par += f" (MoE-TP={r.deployment.moe_tensor_parallel_size})"
     log_label = "pool" if isinstance(plan.pool, EnginePool) else f"{r.engine.label} would log"
     lines = [
         f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} ({par}), weights {r.weights.label}, KV {r.kv.label}",
@@ -53,7 +59,15 @@ def run(args) -> int:
         f"{plan.num_gpu_blocks:,} blocks of {r.deployment.block_size} (memory rule {plan.memory_rule})",
         *(f"  {log_label:<22}{line}" for line in plan.pool.log_lines),
         f"  deployment holds      {plan.deployment_max_concurrency:,} requests of {plan.max_model_len:,} tokens "
-        f"({plan.num_replicas} replica(s) × {plan.data_parallel_size} DP rank(s))",
+        f"({plan.num_replicas} replica(s) × {plan.data_parallel_size} DP rank(s) × {plan.requests_per_dp_rank:,} "
+        "per rank)",
+        *(
+            f"  layer kind            {g.layers} × {g.label}: {g.kv_bytes_per_token:,.0f} B per token per GPU, "
+            f"{g.state_bytes_per_request / 1e6:,.2f} MB state per request, holds {g.tokens_held:,} tokens"
+            for g in plan.layer_kinds
+        ),
+        f"  binding limit         {plan.binding_limit}: {plan.binding_requests:,} requests of "
+        f"{plan.context_tokens:,} tokens per DP rank (max_num_seqs {r.deployment.max_num_seqs:,})",
         *(f"  warning: {w}" for w in plan.warnings),
     ]
     if args.suggest:

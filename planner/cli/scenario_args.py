@@ -27,6 +27,7 @@ _FLAG = {
     "pipeline_parallel_size": "--pp",
     "data_parallel_size": "--dp",
     "enable_expert_parallel": "--ep",
+    "ep_size": "--ep",
     "long_prefill_token_threshold": "--long-prefill-token-threshold",
 }
 
@@ -47,7 +48,8 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
         "--ep",
         type=int,
         default=1,
-        help="expert-parallel size: 1 (experts TP-sharded) or TP × DP (vLLM --enable-expert-parallel)",
+        help="expert-parallel size: 1 (experts TP-sharded), TP × DP (vLLM --enable-expert-parallel), or a divisor "
+        "of TP × DP with MoE-TP = TP × DP / EP (TensorRT-LLM moe_expert_parallel_size, SGLang --ep-size)",
     )
     g.add_argument(
         "--weights",
@@ -97,16 +99,15 @@ def _default_weights(args: argparse.Namespace) -> str:
         return "bf16"  # the bad --model is reported by resolve, naming --model
 
 
-def _expert_parallel(args: argparse.Namespace) -> bool:
-    """--ep must be 1 or TP × DP (vLLM: EP_SIZE = TP_SIZE × DP_SIZE; SGLang: ep_size = tp_size)."""
+def _expert_parallel(args: argparse.Namespace) -> int:
+    """--ep divides TP × DP (MoE-TP × EP = TP × DP; TensorRT-LLM llm_args.py, SGLang --ep-size <= --tp-size)."""
     tp, dp, ep = args.tp, getattr(args, "dp", 1), getattr(args, "ep", 1)
-    if ep != 1 and ep != tp * dp:
+    if ep < 1 or ep > tp * dp or (tp * dp) % ep:
         raise InputError(
             "--ep",
-            f"must be 1 or TP × DP = {tp * dp} (vLLM and SGLang put the MoE layers' experts "
-            f"over all TP × DP GPUs), got {ep}",
+            f"must divide TP × DP = {tp * dp} (the MoE layers span TP × DP GPUs as MoE-TP × EP), got {ep}",
         )
-    return ep > 1
+    return ep
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
@@ -119,7 +120,8 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         "tensor_parallel_size": args.tp,
         "pipeline_parallel_size": pp,
         "data_parallel_size": dp,
-        "enable_expert_parallel": _expert_parallel(args),
+        "enable_expert_parallel": _expert_parallel(args) > 1,
+        "ep_size": _expert_parallel(args),
         "weights": _default_weights(args),
         "kv_cache_dtype": args.kv_dtype,
         "gpu_memory_utilization": args.gpu_memory_utilization,

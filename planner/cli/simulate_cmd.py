@@ -12,9 +12,11 @@ from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
 from planner.core.errors import InputError
 from planner.sim.records import LatencyStats, ServingSummary
-from planner.sim.serving import Replica, result_summary, run_serving
+from planner.sim.serving import Replica, benchmark_clients, result_summary, run_serving
 from planner.sim.settings import ServerSettings, SpecDecoding
+from planner.techniques.spec_decode import alpha_from_acceptance_length
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, closed_loop, open_loop
+from planner.traffic.sessions import sessions
 from planner.traffic.traces import load_trace, rescale, sample
 from planner.traffic.workload import Workload
 
@@ -29,6 +31,12 @@ def register(subparsers) -> None:
         "paged KV, preemption, optional prefix caching) with step times from the latency model. "
         "Length SPECs: fixed:N | uniform:LO,HI | lognormal:mean=M,sigma=S[,max=X] | empirical:TRACE.",
     )
+    add_simulate_args(p)
+    p.set_defaults(func=run)
+
+
+def add_simulate_args(p: argparse.ArgumentParser) -> None:
+    """The scenario, traffic, session, server and speculative-decoding flags of `simulate` (and `fleet`)."""
     add_scenario_args(p)
     t = p.add_argument_group("traffic (pick one)").add_mutually_exclusive_group(required=True)
     t.add_argument("--rate", type=float, help="open loop: mean arrivals per second")
@@ -37,7 +45,13 @@ def register(subparsers) -> None:
     g = p.add_argument_group("traffic options")
     g.add_argument("--arrival", default="poisson", choices=ARRIVAL_PROCESSES, help="open-loop arrival process")
     g.add_argument("--cv", type=float, default=None, help="gamma arrivals: coefficient of variation (1 = Poisson)")
-    g.add_argument("--think-time", type=float, default=None, help="closed loop: mean think time, seconds")
+    g.add_argument(
+        "--think-time",
+        type=float,
+        default=None,
+        help="closed loop or sessions: mean think time, seconds (0 with --users: benchmark clients, as "
+        "--max-concurrency runs them)",
+    )
     g.add_argument("--time-scale", type=float, default=1.0, help="trace: speed-up (2 = twice the arrival rate)")
     g.add_argument(
         "--num-requests",
@@ -47,6 +61,19 @@ def register(subparsers) -> None:
         "subset, which lowers the rate; default the whole trace)",
     )
     add_length_args(g)
+    c = p.add_argument_group(
+        "sessions (traffic that comes back: each turn re-sends the history; --rate = sessions started per second)"
+    )
+    c.add_argument("--turns", type=int, default=None, help="turns per session (each re-sends the last prompt + answer)")
+    c.add_argument(
+        "--system-prompt-tokens", type=int, default=None, help="a system prompt this long, shared by every session"
+    )
+    c.add_argument(
+        "--first-input-tokens",
+        type=int,
+        default=None,
+        help="the first turn's message (an agent's task and context; later turns: --input-tokens/--input-dist)",
+    )
     s = p.add_argument_group("server and SLO")
     s.add_argument(
         "--prefix-caching",
@@ -65,10 +92,20 @@ def register(subparsers) -> None:
     d = p.add_argument_group("speculative decoding (off unless --spec-model)")
     d.add_argument("--spec-model", default=None, help="draft model: preset id or config.json path")
     d.add_argument("--spec-k", type=int, default=4, help="draft tokens per verification step (default 4)")
-    d.add_argument(
-        "--spec-alpha", type=float, default=0.7, help="per-token acceptance rate of the drafts, 0..1 (default 0.7)"
+    a = d.add_mutually_exclusive_group()
+    a.add_argument(
+        "--spec-alpha",
+        type=float,
+        default=None,
+        help="per-token acceptance rate of the drafts, 0..1 (measured; no default: give it or --acceptance-length)",
     )
-    p.set_defaults(func=run)
+    a.add_argument(
+        "--acceptance-length",
+        type=float,
+        default=None,
+        help="mean tokens per verification pass, 1..k+1, as EAGLE papers and vLLM's spec-decode metrics report it "
+        "(converted to the per-token rate at --spec-k)",
+    )
 
 
 def _positive(flag: str, value, integer: bool = False, allow_zero: bool = False) -> None:
@@ -90,22 +127,46 @@ def _check_flags(args: argparse.Namespace) -> None:
         ("--cv", args.cv),
         ("--slo-ttft-ms", args.slo_ttft_ms),
         ("--slo-tpot-ms", args.slo_tpot_ms),
+        ("--turns", args.turns),
+        ("--first-input-tokens", args.first_input_tokens),
     ):
         _positive(flag, value)
     _positive("--think-time", args.think_time, allow_zero=True)
+    _positive("--system-prompt-tokens", args.system_prompt_tokens, allow_zero=True)
     _positive("--max-queue", args.max_queue, allow_zero=True)
     _positive("--seed", args.seed, allow_zero=True)
     if args.spec_model is not None:
         if not 1 <= args.spec_k <= 32:
             raise InputError("--spec-k", f"must be from 1 to 32, got {args.spec_k}")
+        if args.spec_alpha is None and args.acceptance_length is None:
+            raise InputError(
+                "--spec-alpha",
+                "speculative decoding needs the drafts' acceptance: --spec-alpha (per token) or --acceptance-length "
+                "(tokens per pass), measured or published for this draft, model and task (no default is assumed)",
+            )
+        if args.acceptance_length is not None:
+            try:
+                args.spec_alpha = alpha_from_acceptance_length(args.acceptance_length, args.spec_k)
+            except InputError as err:
+                raise InputError("--acceptance-length", err.message) from None
         if not (math.isfinite(args.spec_alpha) and 0 <= args.spec_alpha <= 1):
             raise InputError("--spec-alpha", f"must be from 0 to 1, got {args.spec_alpha:g}")
+    elif args.spec_alpha is not None or args.acceptance_length is not None:
+        raise InputError("--spec-alpha", "applies only with --spec-model")
     if args.cv is not None and args.arrival != "gamma":
         raise InputError("--cv", "applies only to --arrival gamma")
     if args.users is not None and args.think_time is None:
         raise InputError("--think-time", "is required with --users (seconds each user waits between replies)")
-    if args.users is None and args.think_time is not None:
-        raise InputError("--think-time", "applies only to --users")
+    sessions = _sessions(args)
+    if args.users is None and args.think_time is not None and not sessions:
+        raise InputError("--think-time", "applies only to --users or sessions (--turns)")
+    if sessions:
+        if args.trace is not None:
+            raise InputError("--turns", "sessions are generated: not with --trace (its prefix ids are its own)")
+        if (args.turns or 1) > 1 and args.think_time is None:
+            raise InputError("--think-time", "is required with --turns above 1 (seconds before each next turn)")
+        if args.arrival != "poisson":
+            raise InputError("--arrival", "sessions start as a Poisson process")
     if args.trace is None and args.time_scale != 1.0:
         raise InputError("--time-scale", "applies only to --trace")
     if args.trace is not None:
@@ -116,13 +177,17 @@ def _check_flags(args: argparse.Namespace) -> None:
             raise InputError("--arrival", "a trace keeps its own arrival times (use --time-scale)")
 
 
+def _sessions(args: argparse.Namespace) -> bool:
+    return any(getattr(args, f, None) is not None for f in ("turns", "system_prompt_tokens", "first_input_tokens"))
+
+
 def _length(tokens: int | None, spec: str | None, default: str, flag: str) -> LengthDist:
     if tokens is not None:
         return LengthDist.parse(f"fixed:{tokens}", flag.replace("dist", "tokens"))
     return LengthDist.parse(spec or default, flag)
 
 
-def workload_from_args(args: argparse.Namespace) -> Workload:
+def workload_from_args(args: argparse.Namespace, r=None) -> Workload:
     """The traffic the flags describe (flags already checked)."""
     n = args.num_requests
     if args.trace is not None:
@@ -136,6 +201,23 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     prompt = _length(args.input_tokens, args.input_dist, DEFAULT_INPUT, "--input-dist")
     output = _length(args.output_tokens, args.output_dist, DEFAULT_OUTPUT, "--output-dist")
     n = n or DEFAULT_NUM_REQUESTS
+    if _sessions(args):
+        first = None if args.first_input_tokens is None else f"fixed:{args.first_input_tokens}"
+        return sessions(
+            n,
+            args.turns or 1,
+            args.system_prompt_tokens or 0,
+            prompt,
+            output,
+            args.think_time or 0.0,
+            rate_per_s=args.rate,
+            num_users=args.users,
+            first_user=first,
+            seed=args.seed,
+        )
+    if args.users is not None and not args.think_time and r is not None:
+        # zero think time = benchmark clients: a client turnaround, started as they drift apart (planner.sim.serving)
+        return benchmark_clients(r, args.users, n, prompt, output, args.seed)
     if args.users is not None:
         return closed_loop(args.users, n, args.think_time, prompt, output, seed=args.seed)
     cv = args.cv if args.cv is not None else 1.0
@@ -159,7 +241,7 @@ def settings_from_args(args: argparse.Namespace, r) -> ServerSettings:
 def run(args: argparse.Namespace) -> int:
     _check_flags(args)
     r = resolved_from_args(args)
-    wl = workload_from_args(args)
+    wl = workload_from_args(args, r)
     replica = Replica(r, settings_from_args(args, r))
     try:
         _ = replica.draft_cost  # the draft model is looked up before the run
@@ -178,8 +260,9 @@ def run(args: argparse.Namespace) -> int:
         spec_model=args.spec_model,
         spec_k=res.config.spec_k,
         spec_alpha=res.config.spec_alpha,
+        scheduler_policy=res.config.admission_policy,
     )
-    emit(out, args.json, _text(summary, r, args.engine))
+    emit(out, args.json, _text(summary, r, args.engine, res.config.admission_policy))
     return 0
 
 
@@ -187,15 +270,15 @@ def _ms(stat: LatencyStats) -> str:
     return "  ".join(f"{k} {'–' if v is None else f'{v * 1e3:,.1f}':>9}" for k, v in dataclasses.asdict(stat).items())
 
 
-def _text(s: ServingSummary, r, engine: str) -> str:
+def _text(s: ServingSummary, r, engine: str, policy: str) -> str:
     good = (
         ""
         if s.slo_attainment is None or (s.slo_ttft_s is None and s.slo_tpot_s is None)
         else f"; goodput {s.goodput_requests_per_s:,.2f} req/s ({s.slo_attainment:.1%} met the SLO)"
     )
     lines = [
-        f"{r.model.name} on {r.gpu.id} (TP={r.deployment.tensor_parallel_size}), engine {engine}, one replica, "
-        f"seed {s.seed}",
+        f"{r.model.name} on {r.gpu.id} (TP={r.deployment.tensor_parallel_size}), engine {engine} "
+        f"(scheduler policy {policy}), one replica, seed {s.seed}",
         f"  traffic: {s.source}",
         f"  {s.completed:,} of {s.num_requests:,} completed, {s.rejected:,} rejected "
         f"({s.rejected_queue_full:,} queue full, {s.rejected_too_long:,} too long); "

@@ -1,7 +1,17 @@
-"""`python -m planner validate`: predicted against measured for a published_points.csv-format file (a contract).
+"""`python -m planner validate`: predicted against measured for a file of measurements, read as it is (a contract).
 
-JSON: {"points": [{"id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group"}],
-       "summary": {METRIC: {"n", "median_abs_error_pct", "p90_abs_error_pct"}}}
+Formats, told apart by their columns: published_points.csv (one metric per row), and aiconfigurator's silicon CSV
+(mean TTFT and TPOT of N closed-loop users per row: each predicted by the serving simulator as `simulate --users N`
+would, planner.accuracy.serving_points), and a client's own result files (`vllm bench serve --save-result` JSON,
+SGLang `bench_serving` JSONL, a GuideLLM report: planner.accuracy.user_points) on the replica --model, --gpu, --tp
+and --engine name: a run at --max-concurrency N as N closed-loop users, a run at a request rate as Poisson arrivals.
+Common names are resolved ("H200 SXM 141GB" -> H200, an "-Instruct" or "-FP8" checkpoint -> the preset of the same
+architecture) and each point's `note` says so.
+
+JSON: {"points": [{"id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group", "note"}],
+       "summary": {METRIC: {"n", "median_abs_error_pct", "p90_abs_error_pct"}},
+       "format": "published_points" | "aiconfigurator" | "benchmark_serving" | "sglang_bench_serving" | "guidellm",
+       "rows": rows (CSV lines or result objects), "rows_predicted", "rows_skipped", "skip_reasons": {REASON: rows}}
 `predicted` and `error_pct` are null, with a `reason`, for a row the model cannot predict (unknown model or GPU,
 a metric it does not compute, a free-text cell such as tp "mixed TP/PP/DP": the row is reported, the file goes on).
 `status` says where the constants come from: calibrated (the engine's own points on that GPU family), transferred
@@ -12,15 +22,21 @@ A malformed CSV (missing column, a `value` that is not a positive number) exits 
 
 from __future__ import annotations
 
+import argparse
+import csv
+import io
 import math
 from pathlib import Path
 
 from planner.accuracy.published_points import MEASUREMENTS_CSV
+from planner.accuracy.serving_points import is_aiconfigurator, read_aiconfigurator, serving_table, upload_points
+from planner.accuracy.user_points import parse_upload
 from planner.accuracy.validation import error_summary, overall, points_table, summary_dict
 from planner.cli import emit
+from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
 
-POINT_KEYS = ("id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group")
+POINT_KEYS = ("id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group", "note")
 
 
 def register(subparsers) -> None:
@@ -36,19 +52,55 @@ def register(subparsers) -> None:
         default=MEASUREMENTS_CSV,
         help="CSV in the format of data/measurements/published_points.csv (default: that file)",
     )
+    u = p.add_argument_group("a client's result file (vllm bench serve JSON, SGLang bench_serving JSONL, GuideLLM)")
+    u.add_argument("--model", default=None, help="preset the runs served (default: the file's model id)")
+    u.add_argument("--gpu", default=None, help="GPU the runs ran on (the file does not record it)")
+    u.add_argument("--tp", type=int, default=1, help="tensor-parallel size of the replica")
+    u.add_argument("--engine", default="vllm", choices=ENGINES, help="engine that served the runs")
+    u.add_argument("--weights", default=None, help="weight precision id (default: the checkpoint name's, else bf16)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     try:
-        df = points_table(args.points)
+        fmt, df = read_table(args.points, args)
     except InputError as err:  # rows and columns are positions in the --points file
         raise InputError(err.field if err.field == "points" else f"points {err.field}", err.message) from None
     points = [{k: _clean(row[k]) for k in POINT_KEYS} for row in df.to_dict("records")]
-    result = {"points": points, "summary": summary_dict(df)}
+    result = {"points": points, "summary": summary_dict(df), "format": fmt, **row_counts(df)}
     emit(result, args.json, _text(df, args.points))
     return 0
+
+
+def read_table(path: Path, args=None):
+    """(format, predicted-against-measured table) for the file, its format told by its content."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except OSError as err:
+        raise InputError("points", f"cannot read {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError("points", f"{path} is not UTF-8 text (is it a binary file?)") from None
+    if text.lstrip()[:1] in "{[":  # a client's own results: the replica comes from the flags
+        data = parse_upload(Path(path).name, text)
+        a = args or argparse.Namespace(model=None, gpu=None, tp=1, engine="vllm", weights=None)
+        return data.kind, serving_table(upload_points(data, a.model, a.gpu, a.tp, a.engine, a.weights))
+    header = next(csv.reader(io.StringIO(text)), [])
+    if is_aiconfigurator(header):
+        return "aiconfigurator", serving_table(read_aiconfigurator(text))
+    return "published_points", points_table(text=text)
+
+
+def row_counts(df) -> dict:
+    """CSV rows predicted and skipped, and how many rows each reason skipped (a row is one CSV line)."""
+    rows = df.drop_duplicates("row" if "row" in df else "id")
+    skipped = rows[rows["reason"] != ""]
+    return {
+        "rows": len(rows),
+        "rows_predicted": len(rows) - len(skipped),
+        "rows_skipped": len(skipped),
+        "skip_reasons": {str(k): int(v) for k, v in skipped["reason"].value_counts().items()},
+    }
 
 
 def _clean(value):
@@ -59,8 +111,12 @@ def _clean(value):
 
 
 def _text(df, path: Path) -> str:
-    o = overall(df)
-    lines = [f"{path}: {o.n} of {len(df)} points predicted"]
+    o, counts = overall(df), row_counts(df)
+    lines = [
+        f"{path}: {o.n} of {len(df)} points predicted; {counts['rows_predicted']} of {counts['rows']} rows "
+        f"predicted, {counts['rows_skipped']} skipped"
+    ]
+    lines += [f"  skipped {n:4d} rows: {reason}" for reason, n in counts["skip_reasons"].items()]
     for _, r in df.iterrows():
         if r["reason"]:
             lines.append(
@@ -70,6 +126,7 @@ def _text(df, path: Path) -> str:
             lines.append(
                 f"  {r['id']:6s} {r['metric'][:30]:30s} measured {r['measured']:>10.4g}  predicted "
                 f"{r['predicted']:>10.4g}  error {r['error_pct']:+6.1f}%  ({r['profile']}, {r['status']})"
+                + (f"  [{r['note']}]" if r["note"] else "")
             )
     lines.append("\nabsolute % error by metric")
     s = error_summary(df)

@@ -19,6 +19,7 @@ from planner.core.specs import GPUSpec, ModelSpec
 
 DATA_DIR = data_dir()
 MODELS_DIR = DATA_DIR / "models"
+QUANT_SUFFIX = ".hf_quant_config.json"  # a ModelOpt checkpoint's quantisation file beside its config (not a preset)
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"
 DEFAULT_GPU = "H100-SXM"
 
@@ -123,10 +124,41 @@ def preset_id(path: Path) -> str:
     return path.stem.replace("--", "/", 1)
 
 
+FAMILIES = (  # (family, what a preset id starts with or contains), first match wins
+    ("gpt-oss", "openai/gpt-oss"),
+    ("DeepSeek", "deepseek-ai/"),
+    ("Qwen3.5", "qwen/qwen3.5"),
+    ("Qwen3", "qwen/qwen3"),
+    ("Qwen2.5", "qwen/qwen2.5"),
+    ("Llama 4", "llama-4"),
+    ("Llama", "llama"),
+    ("Gemma", "google/gemma"),
+    ("Mistral", "mistralai/"),
+    ("Nemotron", "nvidia/"),
+    ("Step", "stepfun-ai/"),
+    ("MiMo", "xiaomimimo/"),
+    ("Phi", "microsoft/phi"),
+    ("Falcon", "tiiuae/falcon"),
+)
+
+
+def model_family(preset: str) -> str:
+    """The family a preset belongs to (the sidebar groups presets by it); "Other" when none matches."""
+    low = preset.lower()
+    return next((family for family, key in FAMILIES if low.startswith(key) or key in low), "Other")
+
+
+def presets_by_family() -> list[str]:
+    """Preset ids grouped by family in FAMILIES order, ids sorted within a family."""
+    order = {family: i for i, (family, _) in enumerate(FAMILIES)}
+    return sorted(model_presets(), key=lambda p: (order.get(model_family(p), len(order)), p.lower()))
+
+
 @lru_cache(maxsize=1)
 def model_presets() -> dict[str, Path]:
     """Preset id -> config.json path, sorted by id."""
-    return {preset_id(p): p for p in sorted(MODELS_DIR.glob("*.json"), key=lambda p: preset_id(p).lower())}
+    configs = [p for p in MODELS_DIR.glob("*.json") if not p.name.endswith(QUANT_SUFFIX)]
+    return {preset_id(p): p for p in sorted(configs, key=lambda p: preset_id(p).lower())}
 
 
 @lru_cache(maxsize=64)

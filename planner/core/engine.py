@@ -173,5 +173,5 @@ def engine_supports(engine: str, weights: str) -> bool:
 
 
 def scheduler_policy(engine: str) -> str:
-    """The simulator's admission policy name for this engine (vllm-v1, guaranteed-no-evict, sglang, static-slots)."""
+    """The simulator's scheduler policy for this engine (a key of planner.sim.policies.POLICIES)."""
     return get_engine(engine).policy

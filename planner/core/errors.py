@@ -13,6 +13,11 @@ class InputError(ValueError):
         self.message = message
         super().__init__(f"{field}: {message}")
 
+    def __reduce__(self):
+        """Pickle as (field, message): a process-pool worker's InputError reaches the parent as itself (the default
+        pickles the one formatted argument, which __init__ cannot take back)."""
+        return type(self), (self.field, self.message)
+
 
 def from_validation_error(err: ValidationError, prefix: str = "") -> InputError:
     """Turn pydantic's multi-line error into one InputError naming the first bad field."""

@@ -19,10 +19,22 @@ class WeightPrecision(BaseModel):
     bits_per_weight: PositiveFloat
     group_size: PositiveInt | None = None
     keeps_embeddings_16bit: bool = False  # GPTQ/AWQ/NF4 leave embeddings and lm_head at 16 bits
-    compute_dtype: Literal["fp32", "fp16", "bf16", "fp8", "int8"]
+    compute_dtype: Literal["fp32", "fp16", "bf16", "fp8", "int8", "fp4"]
     dequant_overhead: float = Field(default=0.0, ge=0, le=2)  # extra decode time fraction for dequant kernels
+    # GPU families (data/gpus.yaml `family`) whose tensor cores multiply the format natively, and those where the
+    # engines run it as weight-only kernels (dequantised to 16 bits: Marlin on Hopper/Ampere, Triton on MI300X)
+    native_families: list[str] = Field(default_factory=list)
+    weight_only_families: list[str] = Field(default_factory=list)
     engines: list[str]
     source: str
+
+    def support_on(self, family: str) -> str:
+        """ "native", "weight-only" or "unsupported" on a GPU family; formats without lists run everywhere listed."""
+        if not self.native_families and not self.weight_only_families:
+            return "native"
+        if family in self.native_families:
+            return "native"
+        return "weight-only" if family in self.weight_only_families else "unsupported"
 
     @property
     def bytes_per_weight(self) -> float:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
+from planner.core.bounded import BoundedModel
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
 from planner.core.engine import Engine, engine_for
 from planner.core.engine_defaults import DEFAULT_ENGINE, ENGINES, is_known_engine
@@ -25,7 +26,7 @@ DEFAULT_TARGET_RATE = 50.0  # requests/s the fleet must serve
 DEFAULT_HEADROOM = 1.2  # provision target × headroom (planner.capacity.replicas uses the same default)
 
 
-class Calibration(BaseModel):
+class Calibration(BoundedModel):
     """Efficiency constants the user fitted on their own benchmark results, for one engine and GPU family.
 
     `profile` holds the constants by field name (an EfficiencyProfile's non-default fields): the core package does
@@ -47,7 +48,7 @@ class Calibration(BaseModel):
         return self.engine.lower() == engine.lower() and self.gpu_family.lower() == gpu_family.lower()
 
 
-class Scenario(BaseModel):
+class Scenario(BoundedModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str = DEFAULT_MODEL  # a preset id or a config.json path

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pydantic import ValidationError
 
 from planner.core.errors import InputError, from_validation_error
+from planner.core.json_input import load_json
 from planner.core.scenario import Calibration, Scenario
 from planner.core.specs import Deployment, ModelSpec
 from planner.core.workload import SLO, TrafficSpec
@@ -39,6 +40,7 @@ _DEPLOYMENT = {
     "pp": "pipeline_parallel_size",
     "dp": "data_parallel_size",
     "ep": "enable_expert_parallel",
+    "eps": "ep_size",
     "pfx": "enable_prefix_caching",
     "lpt": "long_prefill_token_threshold",
 }
@@ -138,7 +140,9 @@ def decode_calibration(text: str) -> Calibration:
     try:
         packed = base64.urlsafe_b64decode(parts[2] + "=" * (-len(parts[2]) % 4))
         raw = zlib.decompressobj().decompress(packed, MAX_CALIBRATION_BYTES)  # never inflate more than this
-        return Calibration(engine=parts[0], gpu_family=parts[1], profile=json.loads(raw))
+        return Calibration(engine=parts[0], gpu_family=parts[1], profile=load_json(raw, "URL parameter cal"))
+    except InputError:
+        raise
     except (binascii.Error, zlib.error, ValueError) as err:
         detail = from_validation_error(err).message if isinstance(err, ValidationError) else "cannot be decoded"
         raise InputError("URL parameter cal", f"the fitted constants {detail}") from None
@@ -253,10 +257,7 @@ def from_json(text: str | bytes, source: str = "scenario.json") -> Scenario:
     """A Scenario from a saved JSON document, every field validated."""
     if len(text) > MAX_SCENARIO_BYTES:
         raise InputError(source, f"file is {len(text):,} bytes; a saved scenario is at most {MAX_SCENARIO_BYTES:,}")
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as err:  # bad JSON, bad UTF-8, a 5,000-digit number, deep nesting
-        raise InputError(source, f"is not valid JSON ({type(err).__name__}: {str(err)[:200]})") from None
+    data = load_json(text, source)  # bad JSON, bad UTF-8, 10^400, a 5,000-digit number, deep nesting
     if not isinstance(data, dict) or data.pop("servingplan_scenario", None) != 1:
         raise InputError(source, 'is not a servingplan scenario (missing "servingplan_scenario": 1)')
     ctx = data.get("context_tokens")

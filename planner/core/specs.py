@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+
+from planner.core.bounded import BoundedModel
+from planner.core.safe_text import SafeName
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 # A part without its own microbenchmark takes the median of its vendor's measured parts in data/gpus.yaml (a test
@@ -16,12 +19,66 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 ACHIEVED_DEFAULTS = {"nvidia": {"bandwidth": 0.885, "matmul": 0.8}, "amd": {"bandwidth": 0.77, "matmul": 0.51}}
 
 
-class ModelSpec(BaseModel):
+LayerKind = Literal["full", "sliding", "chunked", "linear", "mamba"]
+ATTENTION_KINDS = ("full", "sliding", "chunked")  # kinds that cache keys/values per token
+
+
+class LayerGroup(BoundedModel):
+    """Token-mixing layers of one kind and one geometry (vLLM builds one KV-cache spec per such group).
+
+    Attention kinds (full, sliding window, chunked local) cache per token: K and V for each KV head, or MLA's latent
+    (one vector shared by all heads), plus DeepSeek Sparse Attention's indexer key. Linear attention (Gated DeltaNet,
+    KDA) and Mamba-2 hold a fixed state per request: a short convolution window plus a recurrent (SSM) matrix.
+    """
+
+    model_config = _FROZEN
+
+    kind: LayerKind
+    count: PositiveInt
+    window: PositiveInt | None = None  # sliding: tokens kept; chunked: attention chunk size
+    sinks: bool = False  # learned attention-sink logits per head (gpt-oss, MiMo SWA): no cached tokens
+    # attention geometry (also what the projections' parameters depend on)
+    num_heads: int = Field(default=0, ge=0)  # query heads
+    num_kv_heads: int = Field(default=0, ge=0)
+    head_dim: int = Field(default=0, ge=0)  # query/key head dim
+    v_head_dim: int = Field(default=0, ge=0)  # 0 = head_dim
+    kv_shared: bool = False  # K = V (Gemma-4 global layers, DeepSeek-V4): one tensor cached
+    output_gate: bool = False  # Qwen3-Next/3.5: q_proj also emits a sigmoid gate per head (2x its width)
+    latent_dim: int = Field(default=0, ge=0)  # MLA: kv_lora_rank + qk_rope_head_dim values per token, all heads
+    compress_ratio: int = Field(default=1, ge=1)  # DeepSeek-V4: one cached entry per `compress_ratio` tokens
+    indexer_head_dim: int = Field(default=0, ge=0)  # DSA lightning indexer: one key of this size per token
+    indexer_heads: int = Field(default=0, ge=0)  # the indexer's query heads (parameters only)
+    shares_layers: bool = False  # a second cache branch of layers counted in another group (DeepSeek-V4)
+    # recurrent state per request (linear attention, Mamba-2): TP splits the heads and the conv channels
+    state_heads: int = Field(default=0, ge=0)  # value heads (GDN) / Mamba heads
+    state_key_dim: int = Field(default=0, ge=0)  # key head dim (GDN) / ssm_state_size (Mamba-2)
+    state_value_dim: int = Field(default=0, ge=0)  # value head dim (GDN) / mamba_head_dim
+    conv_channels: int = Field(default=0, ge=0)  # channels of the causal conv1d
+    conv_kernel: int = Field(default=0, ge=0)  # conv state keeps kernel − 1 columns
+    state_dtype_bytes: float | None = Field(default=None, gt=0)  # recurrent state dtype (fp32 = 4); None = KV dtype
+    num_groups: int = Field(default=0, ge=0)  # key heads (GDN) / n_groups of B and C (Mamba-2), for parameters
+
+    @property
+    def caches_tokens(self) -> bool:
+        return self.kind in ATTENTION_KINDS
+
+    @property
+    def label(self) -> str:
+        return {
+            "full": "full attention",
+            "sliding": f"sliding window {self.window}",
+            "chunked": f"chunked attention {self.window}",
+            "linear": "linear attention",
+            "mamba": "Mamba-2",
+        }[self.kind]
+
+
+class ModelSpec(BoundedModel):
     """A decoder-only transformer's architecture, as far as memory and FLOPs depend on it."""
 
     model_config = _FROZEN
 
-    name: str = Field(min_length=1)
+    name: SafeName = Field(min_length=1)  # shown in captions and exports: Markdown/HTML/formula characters dropped
     model_type: str = "llama"
     hidden_size: PositiveInt
     num_layers: PositiveInt
@@ -58,6 +115,24 @@ class ModelSpec(BaseModel):
     # The checkpoint's own weight format (a data/precisions.yaml id) from config.json's quantization_config, e.g.
     # DeepSeek-V3 ships FP8 (block-scaled e4m3): the preset's default precision. None = the 16-bit torch_dtype.
     quantized_weights: str | None = None
+    # Per-group default weight formats of the checkpoint (e.g. gpt-oss: {"experts": "mxfp4"}, the rest 16-bit);
+    # tensor groups: experts, attention, dense, vocabulary. Empty = quantized_weights (or 16-bit) everywhere.
+    quantized_groups: dict[str, str] = Field(default_factory=dict)
+    kv_cache_quant: str | None = None  # a KV dtype the checkpoint ships scales for (hf_quant_config.json)
+    # Architectures beyond one layer kind (planner.core.hf_config reads them; empty = all layers as above):
+    layer_groups: tuple[LayerGroup, ...] = ()  # token-mixing layers by kind; counts sum to the mixer layers
+    num_mlp_layers: int | None = Field(default=None, ge=0)  # MLP blocks (Nemotron-H: not one per layer); None = layers
+    dense_intermediate_size: int = Field(default=0, ge=0)  # an MoE model's dense-layer width (0 = intermediate_size)
+    shared_expert_intermediate_size: int = Field(default=0, ge=0)  # 0 = moe_intermediate_size
+    moe_latent_size: int = Field(default=0, ge=0)  # Nemotron-3: experts run in a smaller latent width
+    dense_mlp_in_moe_layers: bool = False  # Gemma-4: every MoE layer also has a dense MLP
+    router_bias: bool = False
+    num_mtp_layers: int = Field(default=0, ge=0)  # multi-token-prediction modules (a decoder layer + projection)
+    mtp_shares_vocabulary: bool = True  # False: the checkpoint stores the MTP module's own embedding and head
+    vision_params: int = Field(default=0, ge=0)  # vision tower + projector the checkpoint carries
+    hyper_connections: int = Field(default=0, ge=0)  # DeepSeek-V4 hc_mult: residual streams per token
+    o_lora_rank: int = Field(default=0, ge=0)  # DeepSeek-V4: grouped low-rank output projection
+    o_groups: int = Field(default=0, ge=0)
 
     @property
     def is_moe(self) -> bool:
@@ -66,6 +141,15 @@ class ModelSpec(BaseModel):
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank > 0
+
+    @property
+    def is_hybrid(self) -> bool:
+        """More than one token-mixing kind (or a state-holding kind): vLLM's hybrid KV cache manager applies."""
+        return len({g.kind for g in self.layer_groups}) > 1 or any(not g.caches_tokens for g in self.layer_groups)
+
+    @property
+    def mlp_layers(self) -> int:
+        return self.num_layers if self.num_mlp_layers is None else self.num_mlp_layers
 
     @model_validator(mode="after")
     def kv_heads_divide_query_heads(self) -> ModelSpec:
@@ -82,7 +166,7 @@ class ModelSpec(BaseModel):
                 raise ValueError("num_experts_per_tok must be between 1 and num_experts")
             if self.moe_intermediate_size <= 0:
                 raise ValueError("moe_intermediate_size must be positive for a mixture-of-experts model")
-            if self.num_dense_layers > self.num_layers:
+            if self.num_dense_layers > self.mlp_layers:
                 raise ValueError("num_dense_layers must not exceed num_layers")
         return self
 
@@ -95,7 +179,7 @@ class ModelSpec(BaseModel):
         return self
 
 
-class GPUSpec(BaseModel):
+class GPUSpec(BoundedModel):
     """One accelerator as catalogued in data/gpus.yaml (every figure sourced there)."""
 
     model_config = _FROZEN
@@ -110,11 +194,14 @@ class GPUSpec(BaseModel):
     tflops_bf16: PositiveFloat | None = None
     tflops_fp8: PositiveFloat | None = None
     tflops_int8: PositiveFloat | None = None
+    tflops_fp4: PositiveFloat | None = None  # dense FP4 tensor cores (Blackwell NVFP4/MXFP4, CDNA4 MXFP4)
     hbm_bandwidth_gb_s: PositiveFloat
     interconnect: str = "PCIe"
     interconnect_bandwidth_gb_s: PositiveFloat = 32.0
     scale_out_bandwidth_gb_s: PositiveFloat | None = None  # per-GPU NIC between nodes, one direction
     gpus_per_node: PositiveInt = 8  # GPUs on one NVLink / Infinity Fabric board
+    # GPUs in one NVLink scale-up domain: 72 on a GB200/GB300 NVL72 rack (4 per host); None in the file = gpus_per_node
+    nvlink_domain_gpus: PositiveInt | None = None  # always set: nvlink_domain_defaults_to_node
     usd_per_hour: float = Field(default=0.0, ge=0)
     price_date: str = ""
     # what kernels can move per streaming multiprocessor (AMD: compute unit) per clock bounds latency-bound kernels
@@ -126,6 +213,13 @@ class GPUSpec(BaseModel):
     achieved_bandwidth_fraction: float | None = Field(default=None, gt=0, le=1)
     achieved_matmul_fraction: dict[str, float] = Field(default_factory=dict)  # compute dtype -> fraction
     source: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def nvlink_domain_defaults_to_node(cls, data):
+        if isinstance(data, dict) and data.get("nvlink_domain_gpus") is None:
+            data = {**data, "nvlink_domain_gpus": data.get("gpus_per_node", 8)}
+        return data
 
     @property
     def marketed_bytes(self) -> float:
@@ -171,6 +265,7 @@ class GPUSpec(BaseModel):
             "bf16": self.tflops_bf16,
             "fp8": self.tflops_fp8,
             "int8": self.tflops_int8,
+            "fp4": self.tflops_fp4,
         }.get(dtype)
         return tflops * 1e12 if tflops else None
 
@@ -199,7 +294,7 @@ def custom_gpu(memory_gb: float, like: GPUSpec | None = None) -> GPUSpec:
     return GPUSpec(**base)
 
 
-class Deployment(BaseModel):
+class Deployment(BoundedModel):
     """How the model is served: GPU count, parallelism, precision and vLLM's own engine settings.
 
     Parallelism uses vLLM's names and rules. One engine instance (a "replica") spans
@@ -210,6 +305,10 @@ class Deployment(BaseModel):
       enable_expert_parallel (EP size = TP × DP, vLLM docs/serving/expert_parallel_deployment.md);
     - pipeline stages each hold a contiguous share of the layers.
     SGLang's `--tp 8 --dp 8 --ep 8 --enable-dp-attention` is vLLM's `--tp 1 --dp 8 --enable-expert-parallel`.
+    ep_size below TP × DP splits the MoE layers MoE-TP × EP with MoE-TP = TP × DP / EP (TensorRT-LLM's
+    moe_tensor_parallel_size × moe_expert_parallel_size, SGLang's --ep-size below --tp-size): each expert is
+    sliced over MoE-TP GPUs and the experts are spread over EP groups (planner.core.engine_flags has each
+    engine's names).
     """
 
     model_config = _FROZEN
@@ -219,6 +318,7 @@ class Deployment(BaseModel):
     pipeline_parallel_size: PositiveInt = 1
     data_parallel_size: PositiveInt = 1  # attention data-parallel ranks inside one instance
     enable_expert_parallel: bool = False  # MoE experts split over EP = TP × DP ranks instead of TP-sharded
+    ep_size: PositiveInt | None = None  # EP ranks when below TP × DP (MoE-TP = TP × DP / EP); None = the default
     weights: str = "bf16"  # a weight precision id from data/precisions.yaml
     kv_cache_dtype: str = "auto"  # auto = the model's activation dtype
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
@@ -229,6 +329,28 @@ class Deployment(BaseModel):
     enforce_eager: bool = False  # no CUDA graphs (saves their memory, costs per-step overhead)
     enable_prefix_caching: bool = True  # vLLM V1's default for generative models
     long_prefill_token_threshold: int = Field(default=0, ge=0)  # most prompt tokens per request per step; 0 = off
+
+    @model_validator(mode="before")
+    @classmethod
+    def ep_size_sets_expert_parallel(cls, values):
+        """ep_size > 1 turns expert parallelism on, 1 off; ep_size = TP × DP is the default layout (stored as None)."""
+        if not isinstance(values, dict) or values.get("ep_size") is None:
+            return values
+        values = dict(values)
+        ep, moe_group = values["ep_size"], values.get("tensor_parallel_size", 1) * values.get("data_parallel_size", 1)
+        if isinstance(ep, int) and isinstance(moe_group, int):
+            values["enable_expert_parallel"] = ep > 1
+            if ep == 1 or ep == moe_group:
+                values["ep_size"] = None
+        return values
+
+    @model_validator(mode="after")
+    def ep_divides_moe_group(self) -> Deployment:
+        if self.ep_size is not None and (self.ep_size > self.moe_shard_size or self.moe_shard_size % self.ep_size):
+            raise ValueError(
+                f"ep_size must divide TP × DP = {self.moe_shard_size} (MoE-TP = TP × DP / EP), got {self.ep_size}"
+            )
+        return self
 
     @model_validator(mode="after")
     def tp_divides_gpus(self) -> Deployment:
@@ -247,8 +369,15 @@ class Deployment(BaseModel):
 
     @property
     def expert_parallel_size(self) -> int:
-        """EP = TP × DP when expert parallelism is on (vLLM's and SGLang's rule), else 1 (experts TP-sharded)."""
+        """EP: ep_size if given, else TP × DP when expert parallelism is on (vLLM's rule), else 1 (TP-sharded)."""
+        if self.ep_size is not None:
+            return self.ep_size
         return self.tensor_parallel_size * self.data_parallel_size if self.enable_expert_parallel else 1
+
+    @property
+    def moe_tensor_parallel_size(self) -> int:
+        """GPUs each expert is sliced over: MoE-TP = TP × DP / EP (TensorRT-LLM moe_tensor_parallel_size)."""
+        return max(1, self.moe_shard_size // self.expert_parallel_size)
 
     @property
     def moe_shard_size(self) -> int:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+
+from planner.core.bounded import BoundedModel
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ PROFILES = {
 }
 
 
-class SLO(BaseModel):
+class SLO(BoundedModel):
     """Latency targets one replica must meet (seconds)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -52,7 +54,7 @@ class SLO(BaseModel):
     e2e_p99_s: PositiveFloat | None = None
 
 
-class TrafficSpec(BaseModel):
+class TrafficSpec(BoundedModel):
     """Traffic without its rate: a load_sweep profile (chat/code/rag trace lengths, or custom distributions),
     the arrival process and the request count per simulation; picklable and hashable (a cache key)."""
 

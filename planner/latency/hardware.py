@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.core.scenario import Resolved
+from planner.core.specs import GPUSpec
 
 # Ampere-style mma.sync kernels on Hopper reach about 35/75 of what its warpgroup MMA (wgmma) kernels reach:
 # FlashAttention-2 "only 35% utilization on the H100" vs FlashAttention-3 "up to 740 TFLOPs/s (75% utilization)"
@@ -60,9 +61,27 @@ def hardware_basis(r: Resolved, compute_dtype: str, eng) -> HardwareBasis:
     return HardwareBasis(bw, bw_measured, mm, mm_measured, attn, kernel, peak, tuple(notes))
 
 
+def fp4_native(gpu: GPUSpec, weights_id: str) -> bool:
+    """Whether `gpu` multiplies this FP4 format on its tensor cores (else the weights are dequantised: weight-only).
+
+    NVIDIA Blackwell (sm_100/sm_103/sm_120) runs both NVFP4 and MXFP4 block-scaled MMA; AMD CDNA4 runs the OCP MX
+    formats only (MXFP4/MXFP6, no E4M3-scaled 16-blocks): the AMD CDNA 4 ISA lists V_MFMA_SCALE_F32_*_F8F6F4 with
+    E8M0 scales. A part without tflops_fp4 (Hopper, Ada, CDNA3) has no FP4 datapath at all.
+    """
+    if not gpu.tflops_fp4:
+        return False
+    return not (gpu.vendor == "amd" and weights_id == "nvfp4")
+
+
 def compute_peak_flops(r: Resolved) -> tuple[float, str]:
-    """(dense FLOP/s for the weights' compute dtype, dtype used); falls back to 16-bit where the GPU lacks it."""
-    for dtype in (r.weights.compute_dtype, "bf16", "fp16"):
+    """(dense FLOP/s for the weights' compute dtype, dtype used); falls back to 16-bit where the GPU lacks it.
+
+    FP4 checkpoints run at the part's tflops_fp4 where it has that format natively (fp4_native), otherwise
+    weight-only: dequantised in the kernel to 16-bit math (vLLM's Marlin/triton MXFP4 and NVFP4 paths on Hopper)."""
+    dtypes = (r.weights.compute_dtype, "bf16", "fp16")
+    if r.weights.compute_dtype == "fp4" and not fp4_native(r.gpu, r.weights.id):
+        dtypes = ("bf16", "fp16")
+    for dtype in dtypes:
         peak = r.gpu.peak_flops(dtype)
         if peak:
             return peak, dtype

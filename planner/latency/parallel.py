@@ -2,8 +2,11 @@
 imbalance, pipeline stages and tensor parallelism across nodes. PerfModel (planner.latency.perf_model) times a
 step of one TP group; `ParallelTerms` adds what DP attention, EP, PP and multi-node placement change.
 
-Placement: an instance's GPUs are numbered TP fastest, then DP, then PP stage, and fill nodes of
-`gpus_per_node` (data/gpus.yaml) in that order, as vLLM and SGLang launch them.
+Placement: an instance's GPUs are numbered TP fastest, then DP, then PP stage, and fill NVLink domains of
+`nvlink_domain_gpus` (data/gpus.yaml; None = `gpus_per_node`; GB200/GB300 NVL72 = 72) in that order, as vLLM and
+SGLang launch them; a group that fits inside one domain talks over NVLink, a larger one over the NIC.
+MoE layouts: the MoE layers span TP × DP GPUs as MoE-TP × EP (MoE-TP fastest); planner.latency.collectives lists
+what each step runs over which link.
 
 Expert all-to-all (EP > 1; DeepEP's dispatch and combine, deepseek-ai/DeepEP@dd758caf docs/legacy.md):
     per MoE layer, each GPU sends its T / TP tokens to the ranks holding their top-k experts and gets them back:
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.core.scenario import Resolved
+from planner.latency.collectives import nvlink_domain
 
 A2A_EFFICIENCY = 0.9  # DeepEP normal kernels: 153-158 GB/s over H800's ~160 GB/s NVLink (docs/legacy.md)
 A2A_LATENCY_S = 10e-6  # per collective; aiconfigurator systems/h200_sxm.yaml p2p_latency 10 us
@@ -92,7 +96,7 @@ class Links:
 
 def links_for(r: Resolved) -> Links:
     d, g = r.deployment, r.gpu
-    node = g.gpus_per_node
+    node = nvlink_domain(g)
     nic = (g.scale_out_bandwidth_gb_s or 0) * 1e9
     moe_group = d.tensor_parallel_size * d.data_parallel_size
     return Links(
@@ -102,7 +106,7 @@ def links_for(r: Resolved) -> Links:
         node,
         math.ceil(d.gpus_per_replica / node),
         d.tensor_parallel_size > node,
-        min(moe_group, node),
+        max(1, min(moe_group, node) // d.moe_tensor_parallel_size),  # EP ranks per domain (MoE-TP fastest)
         d.pipeline_parallel_size > 1 and d.gpus_per_replica > node,
     )
 

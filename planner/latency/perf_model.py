@@ -21,8 +21,9 @@ part's FP16-accumulate rate. Then, per GPU of the TP group:
                 kernels dequantise on the tensor-core path: precisions.yaml dequant_overhead)
     comm      = 2 × layers × all-reduce(n × hidden × 2 B) with the engine's algorithm and the GPU's link
                 (planner.latency.allreduce.allreduce_s: one-shot / two-shot custom all-reduce or an NCCL ring)
-    fixed     = per step + layers × (per layer + eager launch cost when enforce_eager) + s × per sequence
-                + n × per token
+    fixed     = per step + layers × (per layer × k + eager launch cost when enforce_eager) + s × per sequence
+                + n × per token      k = the layer's kernels / a dense Llama layer's 9 (layer_kernels: MoE
+                routing and grouped GEMMs, shared experts, MLA projections, Qwen3's q/k norms)
     step      = max(memory, compute) + comm + fixed                    (the bound is the larger side)
 
 A prefill also pays request_overhead_s once per prompt (input processing, KV allocation, sampler set-up); the
@@ -33,8 +34,9 @@ mixture of experts the expected distinct experts its tokens touch, E × (1 − (
 matmul FLOPs = 2 × active parameters per token (lm_head only for each sequence's last token); attention FLOPs =
 4 × heads × head dim per query-key pair; MLA decode runs with absorbed weights on the latent (per head and pair
 2 × (kv_lora_rank + qk_rope_head_dim) + 2 × kv_lora_rank), MLA prefill in expanded form (qk_nope + qk_rope, v).
-FP8/INT8 compute runs at its own peak only where the GPU has it (else weight-only at 16-bit peak). The constants
-come from data/efficiency.yaml (planner.latency.efficiency), the eager cost and all-reduce algorithm from
+FP8/INT8 compute runs at its own peak only where the GPU has it (else weight-only at 16-bit peak); NVFP4/MXFP4 at
+the part's tflops_fp4 where it has that format (planner.latency.hardware.fp4_native), else weight-only likewise.
+The constants come from data/efficiency.yaml (planner.latency.efficiency), the eager cost and all-reduce algorithm from
 data/engines.yaml. Pipeline, data-parallel attention, expert parallelism and multi-node links are added by
 planner.latency.parallel (one hook); speculative decoding and prefix-cache hits are handled elsewhere.
 """
@@ -48,7 +50,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from planner.core.params import count_params, mlp_params
+from planner.core.params import count_params
 from planner.core.scenario import Resolved
 from planner.latency.allreduce import allreduce_s
 from planner.latency.calibration import fitted_profile
@@ -56,6 +58,7 @@ from planner.latency.efficiency import EfficiencyProfile, ProfileChoice, choose_
 from planner.latency.hardware import compute_peak_flops, hardware_basis
 from planner.latency.parallel import parallel_terms
 from planner.memory import sizes as memory
+from planner.memory.layer_groups import kv_bytes_per_token_per_layer, state_bytes_per_request
 
 ACT_BYTES = 2  # activations and all-reduce payloads run in 16 bits
 WEIGHT_ONLY_DEQUANT = 0.1  # FP8/INT8 weights on a GPU without that tensor-core dtype (precisions.yaml: "~0.1")
@@ -75,6 +78,49 @@ class StepCost(Protocol):
         when verifying drafts); num_seqs: sequences in the pass; kv_read_tokens: sum of context lengths read;
         attn_pairs: sum of new_tokens_i x context_len_i (attention FLOPs are proportional to it)."""
         ...
+
+
+# Kernels one decoder layer runs on the CUDA-graph decode path, counted from vLLM's model code
+# (vllm-project/vllm vllm/model_executor/models/llama.py LlamaDecoderLayer, qwen3.py / qwen3_moe.py, deepseek_v2.py
+# DeepseekV2MLAAttention and DeepseekV2MoE, layers/fused_moe): the fitted layer_overhead_s is that of a dense
+# Llama-type layer; a layer of another architecture costs it in proportion to its kernels (each kernel's launch,
+# ramp-up and tail at small batch). Dense Llama layer: 2 fused add+RMSNorm, qkv_proj, rotary, attention, o_proj,
+# gate_up_proj, SiLU-and-mul, down_proj = 9.
+DENSE_LAYER_KERNELS = 9
+ATTENTION_KERNELS = 4  # qkv_proj, rotary embedding, attention, o_proj
+QK_NORM_KERNELS = 2  # Qwen3: RMSNorm over q heads and over k heads
+# MLA (DeepSeek-V2/V3): q_a_proj, q_a_layernorm, q_b_proj (or one q_proj without a q LoRA), kv_a_proj_with_mqa,
+# kv_a_layernorm, rotary, the absorbed W_UK bmm, attention on the latent, the W_UV bmm, o_proj
+MLA_KERNELS, MLA_NO_Q_LORA_KERNELS = 10, 8
+DENSE_MLP_KERNELS = 3  # gate_up_proj, SiLU-and-mul, down_proj
+# routed experts: router gate GEMM, top-k softmax (grouped top-k), token alignment/permutation, the w13 grouped
+# GEMM, SiLU-and-mul, the w2 grouped GEMM, the weighted sum over top-k; shared experts add a dense MLP
+ROUTED_MOE_KERNELS = 7
+# engines whose layers run that kernel sequence: SGLang's model files (python/sglang/srt/models/llama.py,
+# qwen3_moe.py, deepseek_v2.py) follow vLLM's; TensorRT-LLM's fused plugins (attention with rotary, MoE with
+# routing and permutation) launch other sequences, not counted here (its per-layer constant stands as fitted)
+KERNEL_COUNTED_ENGINES = ("vllm", "sglang")
+
+
+def layer_kernels(m) -> float:
+    """Kernels per decoder layer, averaged over the model's layers (dense MLP layers of an MoE model included)."""
+    if m.is_mla:
+        attn = MLA_KERNELS if m.q_lora_rank else MLA_NO_Q_LORA_KERNELS
+    else:
+        attn = ATTENTION_KERNELS + (QK_NORM_KERNELS if m.qk_norm else 0)
+    moe = ROUTED_MOE_KERNELS + (DENSE_MLP_KERNELS if m.num_shared_experts else 0)
+    moe_layers = (m.num_layers - m.num_dense_layers) if m.is_moe else 0
+    mlp = (moe * moe_layers + DENSE_MLP_KERNELS * (m.num_layers - moe_layers)) / m.num_layers
+    return 2 + attn + mlp  # + the two fused residual-add RMSNorms
+
+
+def _kinds(m, kv_bytes: float, tp: int) -> tuple[float, float, int, int]:
+    """(KV bytes per token of the full-attention layers, of the windowed/chunked layers, their layer counts)."""
+    full = [g for g in m.layer_groups if g.kind == "full"]
+    windowed = [g for g in m.layer_groups if g.kind in ("sliding", "chunked")]
+    per = lambda gs: sum(g.count * kv_bytes_per_token_per_layer(g, kv_bytes, tp) for g in gs)  # noqa: E731
+    count = lambda gs: sum(g.count for g in gs if not g.shares_layers)  # noqa: E731
+    return per(full), per(windowed), count(full), count(windowed)
 
 
 def expected_experts(num_experts: int, top_k: int, tokens):
@@ -106,7 +152,7 @@ class PerfModel:
     `step_time_s` evaluates the same expression (`_terms`) on plain floats for the simulator.
     """
 
-    def __init__(self, r: Resolved, profile: EfficiencyProfile | None = None):
+    def __init__(self, r: Resolved, *, profile: EfficiencyProfile | None = None):
         """The scenario's engine (`r.engine`) picks the efficiency profile and the kernel path; `profile` replaces
         the profile (a fit under test)."""
         self.resolved = r
@@ -133,9 +179,10 @@ class PerfModel:
         bpw = r.weights.bytes_per_weight
         emb_bpw = ACT_BYTES if r.weights.keeps_embeddings_16bit else bpw
         lm_head = m.vocab_size * m.hidden_size  # read every step even when tied to the embedding
-        moe_layers = (m.num_layers - m.num_dense_layers) if m.is_moe else 0
-        expert = moe_layers * mlp_params(m, m.moe_intermediate_size)  # one routed expert, all MoE layers
-        body = pc.total - pc.embedding - m.num_experts * expert  # attention, dense MLP, shared experts, norms
+        # one routed expert over all MoE layers (interleaved, latent experts: planner.core.params counts them)
+        expert = pc.breakdown["experts_routed"] // m.num_experts if m.is_moe else 0
+        # attention, dense MLP, shared experts, norms (a text token does not read the vision tower)
+        body = pc.total - pc.embedding - m.num_experts * expert - pc.vision
         self.num_experts, self.top_k = m.num_experts, m.num_experts_per_tok
         # bytes every step reads per GPU (the input embedding is a gather of a few rows: not counted)
         self.dense_weight_bytes = (body * bpw + lm_head * emb_bpw) / tp
@@ -156,24 +203,32 @@ class PerfModel:
         self.window = m.sliding_window or 0
         self.kv_bytes_full = kv_layer * (m.num_layers - self.window_layers)  # per token, layers without window
         self.kv_bytes_window = kv_layer * self.window_layers
+        full_layers = m.num_layers - self.window_layers
+        if m.layer_groups:  # layer kinds (planner.memory.layer_groups): only the attention layers cache tokens
+            self.kv_bytes_full, self.kv_bytes_window, full_layers, self.window_layers = _kinds(m, r.kv_bytes, tp)
+            self.window = max((g.window or 0 for g in m.layer_groups if g.kind in ("sliding", "chunked")), default=0)
+            # a linear-attention / Mamba state is read and written back once per step per sequence
+            self.act_bytes_per_seq += 2 * state_bytes_per_request(m, tp)
         heads_per_gpu = m.num_attention_heads / tp
         if m.is_mla:  # expanded (prefill) and absorbed-on-the-latent (decode) forms
             pair_prefill = 2.0 * heads_per_gpu * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
             pair_decode = 2.0 * heads_per_gpu * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
         else:
             pair_prefill = pair_decode = 2.0 * heads_per_gpu * 2 * m.head_dim  # QKᵀ and PV, 2 FLOPs per MAC
-        full_layers = m.num_layers - self.window_layers
         self.attn_flops_full, self.attn_flops_window = pair_prefill * full_layers, pair_prefill * self.window_layers
         self.attn_decode_extra = (pair_decode - pair_prefill) / pair_prefill if pair_prefill else 0.0
         eng = r.engine
         _, self.compute_dtype = compute_peak_flops(r)
         self.hardware = hw = hardware_basis(r, self.compute_dtype, eng)
         self.dequant = r.weights.dequant_overhead
-        if self.compute_dtype != r.weights.compute_dtype and r.weights.compute_dtype in ("fp8", "int8"):
-            self.dequant += WEIGHT_ONLY_DEQUANT
+        if self.compute_dtype != r.weights.compute_dtype and r.weights.compute_dtype in ("fp8", "int8", "fp4"):
+            self.dequant += WEIGHT_ONLY_DEQUANT  # FP4 on a part without that format: dequantised like FP8-Marlin
         # quantized-weight kernels: weight-only formats (fewer than 16 bits stored, 16-bit tensor-core math: Marlin
-        # GPTQ/AWQ, FP8-Marlin on Ampere) and sub-byte GGUF k-quants (int8 dot products on unpacked blocks)
-        self.weight_only = (bpw < ACT_BYTES and self.compute_dtype in ("fp16", "bf16")) or bpw < 1.0
+        # GPTQ/AWQ, FP8-Marlin on Ampere, FP4 on Hopper) and sub-byte GGUF k-quants (int8 dot products on unpacked
+        # blocks); native FP4 block-scaled MMA (Blackwell, CDNA4 MXFP4) reads its bytes as a native dtype does
+        self.weight_only = (bpw < ACT_BYTES and self.compute_dtype in ("fp16", "bf16")) or (
+            bpw < 1.0 and self.compute_dtype != "fp4"
+        )
         self.peak_flops = hw.datasheet_flops * hw.matmul_fraction * hw.kernel_fraction  # what the part reaches
         self.attn_peak_flops = (
             (r.gpu.peak_flops("bf16") or r.gpu.peak_flops("fp16")) * hw.attention_fraction * hw.kernel_fraction
@@ -186,6 +241,8 @@ class PerfModel:
         self.link_bytes_per_s, self.interconnect = r.gpu.interconnect_bytes_per_s, r.gpu.interconnect
         self.ar_bytes_per_token = m.hidden_size * ACT_BYTES
         self.eager_layer_s = eng.eager_layer_overhead_s if r.deployment.enforce_eager else 0.0
+        counted = self.choice.engine in KERNEL_COUNTED_ENGINES
+        self.kernel_ratio = layer_kernels(m) / DENSE_LAYER_KERNELS if counted else 1.0
         self._resolved = r
         self._apply(eff)
 
@@ -198,7 +255,8 @@ class PerfModel:
             self.peak_flops * eff.matmul_efficiency / (1.0 + (self.dequant if self.weight_only else 0.0))
         )
         self.attn_flops_per_s = self.attn_peak_flops * eff.attention_efficiency
-        self.overhead_s = eff.step_overhead_s + self.num_layers * (eff.layer_overhead_s + self.eager_layer_s)
+        layer_s = eff.layer_overhead_s * self.kernel_ratio  # per-layer kernels by architecture (layer_kernels)
+        self.overhead_s = eff.step_overhead_s + self.num_layers * (layer_s + self.eager_layer_s)
         self.seq_overhead_s, self.token_overhead_s = eff.seq_overhead_s, eff.token_overhead_s
         self._comm_cache: dict[float, float] = {}
         # kept for callers of the first model: the all-reduce cost of one token and of an empty step

@@ -20,6 +20,7 @@ from planner.core.params import count_params
 from planner.core.scenario import Resolved
 from planner.memory import sizes as memory
 from planner.memory.engine_pool import EnginePool, engine_pool
+from planner.memory.layer_groups import GroupBytes, HybridFit, binding_limit, group_bytes, hybrid_fit
 from planner.memory.sliding_window import request_blocks
 from planner.memory.vllm_pool import VllmPool
 
@@ -34,7 +35,7 @@ class Blocker:
     """One reason the deployment cannot serve (kind: a short id; message: the sentence the pages show)."""
 
     kind: str  # heads_not_divisible | weights_exceed_budget | pool_below_one_request | context_exceeds_memory
-    #            | experts_not_divisible | stages_exceed_layers
+    #            | stages_exceed_layers
     message: str
 
 
@@ -66,22 +67,36 @@ class MemoryPlan:
     expert_parallel_size: int
     gpus_per_replica: int
     deployment_max_concurrency: int  # requests of max_model_len the whole deployment holds
+    requests_per_dp_rank: int  # whole requests of max_model_len one DP rank holds (× DP × replicas = the line above)
     warnings: tuple[str, ...]
     engine: str  # the scenario's engine id
     memory_rule: str  # its memory rule (data/engines.yaml `memory`)
     pool: VllmPool  # an EnginePool for engines other than vLLM
     blockers: tuple[Blocker, ...] = ()
+    # which limit binds per DP rank (planner.memory.layer_groups.BINDING_LIMITS) and the requests it allows
+    binding_limit: str = "kv_tokens"
+    binding_requests: int = 0
+    state_bytes_per_request_per_gpu: float = 0.0  # linear-attention / Mamba state, fixed per request
+    layer_kinds: tuple[GroupBytes, ...] = ()  # per layer kind on one GPU at context_tokens (hybrid models)
+    hybrid: HybridFit | None = None  # vLLM's hybrid layout (groups, unified pages) when the model mixes kinds
 
     def to_dict(self) -> dict:
         """The `memory --json` keys as they were before engines had memory rules (the CLI appends engine_dict)."""
         out = asdict(self)
-        for key in ("pool", *ENGINE_KEYS):
+        for key in ("pool", "hybrid", *ENGINE_KEYS):
             out.pop(key)
+        new = {k: out.pop(k) for k in ("binding_limit", "binding_requests", "state_bytes_per_request_per_gpu")}
+        out.pop("layer_kinds")
         out["warnings"] = list(self.warnings)
         out["vllm_log"] = list(self.pool.log_lines) if not isinstance(self.pool, EnginePool) else []
         out["breakdown_per_gpu"] = breakdown_per_gpu(self)
         out["textbook_max_requests_total"] = self.textbook_max_requests * self.num_replicas
         out["max_concurrency_total"] = self.max_concurrency * self.num_replicas * self.data_parallel_size
+        out.pop("requests_per_dp_rank")  # the memory command prints it after its older keys
+        out.update(new)  # keys added later, after the older ones
+        out["layer_kinds"] = [g.to_dict() for g in self.layer_kinds]
+        out["kv_cache_groups"] = self.hybrid.pool.num_groups if self.hybrid else 1
+        out["vllm_hybrid_blocks"] = self.hybrid.pool.num_blocks if self.hybrid else self.num_gpu_blocks
         return out
 
     def engine_dict(self) -> dict:
@@ -105,7 +120,8 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
     tp, pp, dp = dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size
     pc = count_params(r.model)
     weights = memory.weight_bytes(r.model, r.weights)
-    w_gpu = memory.weight_bytes_per_gpu_parallel(r.model, r.weights, tp, pp, dp)
+    ep = dep.expert_parallel_size if r.model.is_moe else 1
+    w_gpu = memory.weight_bytes_per_gpu_parallel(r.model, r.weights, tp, pp, dp, ep)
     share = memory.stage_layer_share(r.model.num_layers, pp)  # a pipeline stage caches its own layers only
     kv_tok = memory.kv_bytes_per_token(r.model, r.kv_bytes)
     kv_tok_gpu = memory.kv_bytes_per_token(r.model, r.kv_bytes, tp) * share
@@ -124,15 +140,35 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
             r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
         )
         pool = replace(pool, max_concurrency=pool.num_gpu_blocks / per_request)
-    contiguous = max(0, int(max(pool.kv_pool_bytes, 0) // (r.max_model_len * kv_tok_gpu)))
+    hybrid = None
+    if r.model.layer_groups:  # vLLM's hybrid manager: groups per layer kind, unified pages, state slots
+        hybrid = hybrid_fit(
+            r.model,
+            r.kv_bytes,
+            pool.kv_pool_bytes / share,
+            tp,
+            dep.block_size,
+            ctx,
+            dep.max_num_batched_tokens,
+            r.max_model_len,
+            dep.enable_prefix_caching,
+        )
+        pool, paged = _hybrid_pool(pool, hybrid, dep.block_size, r.max_model_len), hybrid.paged_max_requests
+    contiguous = max(0, int(max(pool.kv_pool_bytes, 0) // (r.max_model_len * kv_tok_gpu))) if kv_tok_gpu else 0
     blockers = _blockers(r, tp, pool, w_gpu) + _parallel_blockers(r, dep)
     warnings = tuple(b.message for b in blockers) + tuple(_warnings(r, tp) + _parallel_warnings(r, dep))
     per_rank = pool.num_gpu_blocks // request_blocks(
         r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
     )
+    if hybrid:
+        per_rank = int(hybrid.max_concurrency)
     slots = getattr(pool, "slots", None)
     if slots is not None:  # llama.cpp: no paging, one request per slot of max_model_len
         paged = contiguous = per_rank = slots if pool.kv_cache_tokens else 0
+    fits = not blockers
+    limit, limit_requests = binding_limit(
+        dep.max_num_seqs, paged, hybrid.pool_limit if hybrid else "kv_tokens", fits and pool.kv_pool_bytes > 0
+    )
     return MemoryPlan(
         params=pc.total,
         active_params=pc.active,
@@ -154,7 +190,7 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
         contiguous_max_requests=contiguous,
         num_replicas=dep.num_replicas,
         tensor_parallel_size=tp,
-        fits=not blockers,
+        fits=fits,
         warnings=warnings,
         pool=pool,
         blockers=blockers,
@@ -165,20 +201,26 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
         expert_parallel_size=dep.expert_parallel_size,
         gpus_per_replica=dep.gpus_per_replica,
         deployment_max_concurrency=per_rank * dp * dep.num_replicas,
+        binding_limit=limit,
+        binding_requests=limit_requests,
+        state_bytes_per_request_per_gpu=memory.layer_groups.state_bytes_per_request(r.model, tp) * share,
+        layer_kinds=tuple(group_bytes(r.model, r.kv_bytes, ctx, tp)),
+        hybrid=hybrid,
+        requests_per_dp_rank=per_rank,
     )
 
 
+def _hybrid_pool(pool: VllmPool, h: HybridFit, block_size: int, max_model_len: int) -> VllmPool:
+    """The pool in blocks of block_size full-attention tokens that give vLLM's hybrid concurrency at max_model_len
+    (what the simulator and the capacity search count in), with vLLM's own "Maximum concurrency"."""
+    blocks = int(h.max_concurrency * math.ceil(max_model_len / block_size))
+    return replace(pool, num_gpu_blocks=blocks, kv_cache_tokens=blocks * block_size, max_concurrency=h.max_concurrency)
+
+
 def _parallel_blockers(r: Resolved, dep) -> tuple[Blocker, ...]:
-    """Rules of vLLM's EP and PP: experts divide evenly over EP ranks, stages need at least one layer each."""
+    """vLLM's PP rule: stages need at least one layer each (uneven experts are a warning: the fullest rank counts)."""
     out = []
     m = r.model
-    if m.is_moe and m.num_experts % dep.moe_shard_size and dep.enable_expert_parallel:
-        out.append(
-            Blocker(
-                "experts_not_divisible",
-                f"Does not fit: {m.num_experts} experts do not divide over EP={dep.expert_parallel_size} ranks",
-            )
-        )
     if dep.pipeline_parallel_size > m.num_layers:
         out.append(
             Blocker(
@@ -194,7 +236,14 @@ def _parallel_warnings(r: Resolved, dep) -> list[str]:
     m = r.model
     if dep.enable_expert_parallel and not m.is_moe:
         out.append("Expert parallelism has no effect: the model has no experts")
-    node = r.gpu.gpus_per_node
+    ep = dep.expert_parallel_size
+    if m.is_moe and ep > 1 and m.num_experts % ep:
+        out.append(
+            f"Uneven experts: {m.num_experts} experts over EP={ep} ranks; vLLM gives the fullest rank "
+            f"{memory.experts_on_fullest_rank(m.num_experts, ep)} (memory counts it), which also sets the pace. "
+            "SGLang needs experts + --ep-num-redundant-experts divisible by EP"
+        )
+    node = r.gpu.nvlink_domain_gpus or r.gpu.gpus_per_node  # one NVLink domain (NVL72: 72)
     if dep.tensor_parallel_size > node:
         out.append(
             f"Slow: TP={dep.tensor_parallel_size} spans nodes of {node} GPUs, so every all-reduce crosses the "
@@ -242,7 +291,7 @@ def _blockers(r: Resolved, tp: int, pool: VllmPool, w_gpu: float) -> tuple[Block
                 "weights; lower max_model_len or the slots)",
             )
         )
-    elif pool.kv_cache_tokens < r.max_model_len:
+    elif pool.max_concurrency < 1 if r.model.layer_groups else pool.kv_cache_tokens < r.max_model_len:
         stop = "vLLM refuses to start" if not isinstance(pool, EnginePool) else f"{engine} cannot serve one"
         out.append(
             Blocker(
@@ -272,6 +321,9 @@ def breakdown_per_gpu(p: MemoryPlan) -> dict[str, float]:
     """Usable memory of one GPU split into weights, activations, runtime overhead, KV pool and unused (bytes)."""
     pool = p.pool
     kv_used = p.kv_cache_tokens * p.kv_bytes_per_token_per_gpu  # whole blocks only
+    if p.hybrid:  # vLLM's hybrid pages: every block is one page in each of group_size layers
+        h = p.hybrid.pool
+        kv_used = h.num_blocks * h.page_bytes * h.group_size * stage_share(p)
     parts = {
         "weights": pool.weights_bytes,
         "activations": pool.activation_bytes,
@@ -280,6 +332,12 @@ def breakdown_per_gpu(p: MemoryPlan) -> dict[str, float]:
     }
     parts["unused"] = p.usable_memory_bytes - sum(parts.values())
     return parts
+
+
+def stage_share(p: MemoryPlan) -> float:
+    """The fullest pipeline stage's share of the layers (1 without PP)."""
+    layers = sum(g.layers for g in p.layer_kinds) or 1
+    return math.ceil(layers / p.pipeline_parallel_size) / layers
 
 
 def tp_options(r: Resolved) -> list[dict]:
@@ -314,14 +372,19 @@ def concurrency_vs_context(r: Resolved, contexts: list[int] | None = None) -> li
     rows = []
     for ctx in contexts:
         req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, base.tensor_parallel_size)
+        dep = r.deployment
+        if base.hybrid:  # vLLM's hybrid layout: blocks of every group a request of ctx tokens holds
+            h = base.hybrid.pool
+            paged = h.num_blocks // h.blocks_per_request(ctx, dep.max_num_batched_tokens, r.max_model_len)
+        else:
+            paged = base.num_gpu_blocks // request_blocks(
+                r.model, ctx, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
+            )
         rows.append(
             {
                 "context_tokens": ctx,
                 "textbook": memory.textbook_max_requests(base.gpu_memory_bytes, base.weight_bytes_per_gpu, req_gpu),
-                "vllm_paged": base.num_gpu_blocks
-                // request_blocks(
-                    r.model, ctx, r.deployment.max_num_batched_tokens, r.max_model_len, r.deployment.block_size
-                ),
+                "vllm_paged": paged,
                 "contiguous": base.contiguous_max_requests,
             }
         )

@@ -8,7 +8,11 @@
 Per GPU under TP × PP × DP (+ EP) (vLLM docs/serving/data_parallel_deployment.md, expert_parallel_deployment.md):
     weights per GPU    = stage share × (attention + dense + shared experts + norms) / TP
                          + vocabulary matrices on the stage / TP
-                         + stage share × routed experts / (TP × DP)     (EP: E / EP whole experts; else TP-sliced)
+                         + stage share × routed experts × ceil(E / EP) / E / MoE-TP
+                           (MoE-TP × EP = TP × DP; EP = 1: every expert sliced over TP × DP; EP = TP × DP: whole
+                           experts; E not divisible by EP: vLLM gives the first E mod EP ranks one more expert,
+                           vllm/model_executor/layers/fused_moe/layer.py `determine_expert_map`, so the fullest
+                           rank holds ceil(E / EP); equals routed experts / (TP × DP) whenever EP divides E)
     KV per token/GPU   = stage layers × (MLA: latent, whole on every TP rank; GQA: 2 × KV heads / TP × head dim)
     stage share        = ceil(layers / PP) / layers  (the largest stage)
 Each DP rank holds its own requests, so the instance holds DP × (requests per DP rank).
@@ -21,6 +25,7 @@ import math
 from planner.core.params import count_params
 from planner.core.precision import WeightPrecision
 from planner.core.specs import ModelSpec
+from planner.memory import layer_groups
 
 BYTES_16BIT = 2
 
@@ -30,8 +35,26 @@ def weight_bytes_for_params(params: float, bits_per_weight: float) -> float:
     return params * bits_per_weight / 8
 
 
+def checkpoint_formats(model: ModelSpec, precision: WeightPrecision) -> dict[str, float] | None:
+    """Bits per weight of each tensor group when `precision` is the checkpoint's own mixed format (gpt-oss: MXFP4
+    experts, BF16 attention; NVIDIA's DeepSeek NVFP4: BF16 attention); None when one format covers every layer."""
+    if not model.quantized_groups or precision.id != model.quantized_weights:
+        return None
+    from planner.core.catalog import get_weight_precision  # the catalogue reads data/precisions.yaml
+
+    groups = model.quantized_groups
+    bits = {
+        k: get_weight_precision(groups[k]).bits_per_weight if k in groups else precision.bits_per_weight
+        for k in ("attention", "dense", "experts")
+    }
+    bits["vocabulary"] = 8 * BYTES_16BIT if precision.keeps_embeddings_16bit else precision.bits_per_weight
+    return bits
+
+
 def weight_bytes(model: ModelSpec, precision: WeightPrecision) -> float:
     """Bytes of all weights: quantized linear layers at the format's effective bits, embeddings where kept 16-bit."""
+    if checkpoint_formats(model, precision):
+        return sum(weight_bytes_by_part(model, precision).values())
     params = count_params(model)
     if precision.keeps_embeddings_16bit:
         quantized = params.total - params.embedding
@@ -59,12 +82,18 @@ def kv_values_per_token_per_layer(model: ModelSpec, tp: int = 1) -> int:
 
 
 def kv_bytes_per_token(model: ModelSpec, kv_bytes: float, tp: int = 1) -> float:
-    """KV bytes one token adds across all layers (on one GPU when tp > 1)."""
+    """KV bytes one token adds across all layers (on one GPU when tp > 1); a model with layer kinds counts its
+    token-caching layers only (planner.memory.layer_groups)."""
+    if model.layer_groups:
+        return layer_groups.kv_bytes_per_token(model, kv_bytes, tp)
     return model.num_layers * kv_values_per_token_per_layer(model, tp) * kv_bytes
 
 
 def kv_bytes_per_request(model: ModelSpec, kv_bytes: float, tokens: int, tp: int = 1) -> float:
-    """KV bytes of one request of `tokens` (prompt + output); sliding-window layers hold at most the window."""
+    """KV bytes of one request of `tokens` (prompt + output); sliding-window layers hold at most the window; with
+    layer kinds, chunked layers the chunk and linear-attention / Mamba layers their fixed state."""
+    if model.layer_groups:
+        return layer_groups.bytes_per_request(model, kv_bytes, tokens, tp)
     per_layer = kv_values_per_token_per_layer(model, tp) * kv_bytes
     windowed = model.num_sliding_layers
     window_tokens = min(tokens, model.sliding_window or tokens)
@@ -95,6 +124,16 @@ def weight_bytes_by_part(model: ModelSpec, precision: WeightPrecision) -> dict[s
     params = count_params(model)
     vocab_bits = 8 * BYTES_16BIT if precision.keeps_embeddings_16bit else precision.bits_per_weight
     experts = params.breakdown["experts_routed"]
+    mixed = checkpoint_formats(model, precision)
+    if mixed:  # attention at its own format, the rest of the layers (dense MLPs, shared experts) at theirs
+        attention = params.breakdown["attention"]
+        rest = params.total - params.embedding - experts - attention
+        return {
+            "layers": weight_bytes_for_params(attention, mixed["attention"])
+            + weight_bytes_for_params(rest, mixed["dense"]),
+            "experts": weight_bytes_for_params(experts, mixed["experts"]),
+            "vocabulary": weight_bytes_for_params(params.embedding, mixed["vocabulary"]),
+        }
     return {
         "layers": weight_bytes_for_params(params.total - params.embedding - experts, precision.bits_per_weight),
         "experts": weight_bytes_for_params(experts, precision.bits_per_weight),
@@ -107,12 +146,19 @@ def stage_layer_share(num_layers: int, pp: int) -> float:
     return math.ceil(num_layers / pp) / num_layers
 
 
+def experts_on_fullest_rank(num_experts: int, ep: int) -> int:
+    """Routed experts the fullest EP rank holds: ceil(E / EP) (vLLM spreads the remainder one per rank)."""
+    return math.ceil(num_experts / ep)
+
+
 def weight_bytes_per_gpu_parallel(
-    model: ModelSpec, precision: WeightPrecision, tp: int, pp: int = 1, dp: int = 1
+    model: ModelSpec, precision: WeightPrecision, tp: int, pp: int = 1, dp: int = 1, ep: int = 1
 ) -> float:
-    """Weights on the fullest GPU of a TP × PP × DP instance (module note); equals weights / TP at PP = DP = 1."""
+    """Weights on the fullest GPU of a TP × PP × DP instance with EP expert groups (module note)."""
     parts = weight_bytes_by_part(model, precision)
+    moe_tp = tp * dp // ep  # each expert's matrices sliced over MoE-TP GPUs
+    expert_share = experts_on_fullest_rank(model.num_experts, ep) / model.num_experts if model.num_experts else 1.0
     share = stage_layer_share(model.num_layers, pp)
     # PP > 1: the first stage holds the embedding, the last the lm_head; the fullest holds one vocabulary matrix
     vocab = parts["vocabulary"] if pp == 1 else parts["vocabulary"] / (1 if model.tie_word_embeddings else 2)
-    return share * parts["layers"] / tp + vocab / tp + share * parts["experts"] / (tp * dp)
+    return share * parts["layers"] / tp + vocab / tp + share * parts["experts"] * expert_share / moe_tp

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.core.errors import InputError, from_validation_error
+from planner.sim.policies import POLICY_NAMES
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,10 @@ class ConstantStepCost:
         return self.seconds + 0.0 * kv_read_tokens  # keeps the array shape when called vectorised
 
     step_times_s = step_time_s
+
+    def decode_step_fn(self, n: int):
+        """A decode step of n sequences as a function of the contexts read (planner/sim/lockstep.py)."""
+        return lambda ctx: self.seconds + 0.0 * ctx
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,10 @@ class LinearStepCost:
 
     step_times_s = step_time_s
 
+    def decode_step_fn(self, n: int):
+        """A decode step of n sequences as a function of the contexts read (planner/sim/lockstep.py)."""
+        return lambda ctx: self.step_time_s(n, n, ctx, ctx)
+
 
 def llama31_8b_h100_cost() -> LinearStepCost:
     """Rough Llama-3.1-8B BF16 on one H100-SXM (3.35 TB/s HBM, ~600 TFLOPS achievable dense BF16)."""
@@ -61,17 +70,20 @@ def llama31_8b_h100_cost() -> LinearStepCost:
 LLAMA31_8B_H100_KV_TOKENS = 450_000  # ≈ (0.9 x 80 GB - 16 GB weights - activations) / 131 kB per token
 
 
-ADMISSION_POLICIES = ("vllm-v1", "guaranteed-no-evict", "sglang", "static-slots")
+ADMISSION_POLICIES = POLICY_NAMES
 
 
 class SchedulerConfig(BaseModel):
     """vLLM-like scheduler knobs (names follow vLLM's engine arguments) plus the SLO used for goodput.
 
-    admission_policy (planner/sim/simulator.py module note): vllm-v1 (default; vLLM V1 Scheduler.schedule),
-    guaranteed-no-evict (TensorRT-LLM's default capacity scheduler: admit only if prompt + max output tokens
-    fit beside every running request's reservation; never preempts), sglang (a new request needs prompt +
-    min(max_new, 4096) tokens beside running requests' remaining × new_token_ratio; retracts when short),
-    static-slots (llama.cpp server: max_num_seqs slots of pool/max_num_seqs tokens each, no paging)."""
+    admission_policy: the engine's scheduler (planner/sim/policies.py, docs/schedulers.md): vllm-v1 (default;
+    vLLM V1 Scheduler.schedule), guaranteed-no-evict (TensorRT-LLM's default capacity scheduler: admit only if
+    prompt + max output tokens fit beside every running request's reservation; never preempts),
+    max-utilization (TensorRT-LLM's other capacity scheduler: pauses the newest started request when short),
+    sglang / sglang-lpm (a new request needs prompt + min(max_new, 4096) tokens beside running requests'
+    remaining × new_token_ratio; retracts when short; lpm: longest cached prefix first), static-slots
+    (llama.cpp server: max_num_seqs slots of pool/max_num_seqs tokens each, no paging), turbomind (LMDeploy:
+    a request starts when its whole prompt's blocks are free; preempts the newest)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -84,7 +96,9 @@ class SchedulerConfig(BaseModel):
     enable_prefix_caching: bool = True  # vLLM V1's default for generative models
     long_prefill_token_threshold: int = Field(0, ge=0, description="most prompt tokens per request per step (0 off)")
     scheduler_reserve_full_isl: bool = False  # admit only when the whole known sequence fits (vLLM PR #37307)
-    admission_policy: Literal["vllm-v1", "guaranteed-no-evict", "sglang", "static-slots"] = "vllm-v1"
+    admission_policy: Literal[
+        "vllm-v1", "guaranteed-no-evict", "max-utilization", "sglang", "sglang-lpm", "static-slots", "turbomind"
+    ] = "vllm-v1"
     max_blocks_per_request: int | None = Field(None, gt=0, description="sliding-window cap on blocks held")
     max_queue: int | None = Field(
         None, ge=0, description="most requests left waiting after a step (0 = admit only what can start now)"

@@ -9,13 +9,16 @@ and every decode step that carries a prompt chunk is slower (TPOT includes the p
 with). Step times come from the roofline model (planner.latency.perf_model.PerfModel) under the engine's
 efficiency profile: the same one the static-batch estimate and the capacity search use.
 
+The B clients are benchmark clients (planner.sim.serving.benchmark_clients): each next request reaches the engine a
+client turnaround after the reply, during the following step; they start spread over one request's duration
+(benchmark clients start together but drift apart within the warm-up, and started together a deterministic
+simulation of equal requests would stay in lockstep, every TTFT waiting for a whole wave of B prefills).
 Reported as the benchmark does (mean and p95 of per-request TTFT, TPOT = (e2e − TTFT) / (N − 1), end-to-end), over
-the steady part of the run: the first B requests (all arriving at once, a prefill wave) and the last B (the
-concurrency draining) are left out. Requests/s per replica = B / mean end-to-end (Little's law: the closed loop
+the steady part of the run: the first B requests (the clients ramping up) and the last B (the concurrency
+draining) are left out. Requests/s per replica = B / mean end-to-end (Little's law: the closed loop
 keeps exactly B requests in the system); throughput = that × output tokens × replicas.
 
-Left out: network and detokenisation time (the benchmark's client sees them), a request reaching the engine in
-the middle of a step (here it joins at the next step boundary), and B above max_num_seqs queueing in the server
+Left out: network and detokenisation time beyond the client turnaround, and B above max_num_seqs queueing in the server
 (the simulator queues them: TTFT then includes that wait, as vLLM's does).
 """
 
@@ -29,8 +32,7 @@ from planner.core.errors import InputError
 from planner.core.scenario import Resolved
 from planner.latency.metrics import memory_limit, validate_request
 from planner.sim.records import latencies
-from planner.sim.serving import Replica, run_serving
-from planner.traffic.generators import closed_loop
+from planner.sim.serving import Replica, benchmark_clients, run_serving
 
 WAVES = 4  # requests per client: one warm-up, two steady, one draining
 MIN_STEADY_REQUESTS = 32  # at small B, more requests per client so the percentiles have samples
@@ -77,7 +79,7 @@ def continuous(r: Resolved, concurrency: int, input_tokens: int, output_tokens: 
         raise InputError("input_tokens", f"not one request of {input_tokens + output_tokens:,} tokens fits the KV pool")
     b = concurrency
     n = max(WAVES * b, 2 * b + MIN_STEADY_REQUESTS)
-    wl = closed_loop(b, n, 0.0, f"fixed:{input_tokens}", f"fixed:{output_tokens}", think="fixed")
+    wl = benchmark_clients(r, b, n, f"fixed:{input_tokens}", f"fixed:{output_tokens}")  # not in lockstep
     replica = Replica(r)
     res = run_serving(replica, wl)
     order = np.argsort(res.requests.arrival_s[res.requests.finished], kind="stable")

@@ -77,38 +77,65 @@ class StepRecords:
 
 
 class StepRecorder:
-    """Collects step rows into growing numpy buffers (one row per step, or a run of pure-decode steps)."""
+    """Collects step rows (one per step, or a run of pure-decode steps) and moves them into growing numpy columns
+    every FLUSH_ROWS rows. Between flushes the per-step values (start, duration, blocks allocated in the run) sit
+    in Python lists and the values shared by a run's steps (sequences, running, waiting, blocks held before the
+    run, tokens) once per run: appending to a list costs less than writing into numpy arrays, and the lists stay
+    short, so memory stays that of the numpy columns."""
 
     FIELDS = ("time_s", "duration_s", "num_seqs", "num_running", "num_waiting", "kv_blocks", "new_tokens")
     DTYPES = (np.float64, np.float64, np.int32, np.int32, np.int32, np.int32, np.int32)
+    FLUSH_ROWS = 1 << 14
 
     def __init__(self, capacity: int = 1 << 16):
-        self.size = 0
+        self.size = 0  # rows in the numpy columns
         self.cols = [np.empty(capacity, dtype=d) for d in self.DTYPES]
+        self.time_s: list[float] = []
+        self.duration_s: list[float] = []
+        self.run_blocks: list[int] = []  # blocks allocated since the run began (0 for a single step)
+        self.shared: list[tuple[int, int, int, int, int]] = []  # (seqs, running, waiting, blocks before, tokens)
+        self.counts: list[int] = []  # steps sharing each `shared` row
 
-    def _reserve(self, m: int) -> None:
+    def _flush(self) -> None:
+        m = len(self.time_s)
+        if not m:
+            return
         if self.size + m > len(self.cols[0]):
             cap = max(2 * len(self.cols[0]), self.size + m)
             self.cols = [np.concatenate((c[: self.size], np.empty(cap - self.size, dtype=c.dtype))) for c in self.cols]
-
-    def add(self, *values) -> None:
-        self._reserve(1)
-        k = self.size
-        for col, v in zip(self.cols, values):
-            col[k] = v
-        self.size = k + 1
-
-    def add_run(self, time_s, duration_s, num_seqs: int, num_running: int, kv_blocks) -> None:
-        """len(time_s) pure-decode steps: every sequence decodes one token, nobody waits."""
-        m = len(time_s)
-        self._reserve(m)
         k, cols = self.size, self.cols
-        run = (time_s, duration_s, num_seqs, num_running, 0, kv_blocks, num_seqs)
-        for col, v in zip(cols, run):
-            col[k : k + m] = v
+        shared = np.repeat(np.array(self.shared, dtype=np.int64), np.array(self.counts, dtype=np.int64), axis=0)
+        cols[0][k : k + m] = np.fromiter(self.time_s, np.float64, m)
+        cols[1][k : k + m] = np.fromiter(self.duration_s, np.float64, m)
+        for c, j in ((2, 0), (3, 1), (4, 2), (6, 4)):
+            cols[c][k : k + m] = shared[:, j]
+        cols[5][k : k + m] = shared[:, 3] + np.fromiter(self.run_blocks, np.int64, m)
+        for rows in (self.time_s, self.duration_s, self.run_blocks, self.shared, self.counts):
+            rows.clear()
         self.size = k + m
 
+    def add(self, time_s, duration_s, num_seqs, num_running, num_waiting, kv_blocks, new_tokens) -> None:
+        self.time_s.append(time_s)
+        self.duration_s.append(duration_s)
+        self.run_blocks.append(0)
+        self.shared.append((num_seqs, num_running, num_waiting, kv_blocks, new_tokens))
+        self.counts.append(1)
+        if len(self.time_s) >= self.FLUSH_ROWS:
+            self._flush()
+
+    def add_run(self, time_s, duration_s, num_seqs: int, num_running: int, kv_blocks0: int, new_blocks) -> None:
+        """len(time_s) pure-decode steps: every sequence decodes one token, nobody waits; the KV blocks held are
+        kv_blocks0 + the cumulative blocks allocated (`new_blocks`)."""
+        self.time_s.extend(time_s)
+        self.duration_s.extend(duration_s)
+        self.run_blocks.extend(new_blocks)
+        self.shared.append((num_seqs, num_running, 0, kv_blocks0, num_seqs))
+        self.counts.append(len(time_s))
+        if len(self.time_s) >= self.FLUSH_ROWS:
+            self._flush()
+
     def finish(self) -> StepRecords:
+        self._flush()
         return StepRecords(*(c[: self.size].copy() for c in self.cols))
 
 

@@ -25,6 +25,7 @@ from planner.sim.config import SchedulerConfig, scheduler_config
 from planner.sim.records import LatencyStats, ServingSummary, SimResult, latencies, stats, summary
 from planner.sim.settings import ServerSettings
 from planner.sim.simulator import simulate
+from planner.traffic.generators import closed_loop
 from planner.traffic.workload import Workload
 
 LATENCY_KEYS = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "e2e_s": "e2e_s", "queue_s": "queue_wait_s"}
@@ -42,8 +43,8 @@ def max_blocks_per_request(r: Resolved) -> int | None:
 
 
 def scheduler_config_for(r: Resolved, memory: MemoryPlan | None = None, **overrides) -> SchedulerConfig:
-    """vLLM scheduler knobs of one replica: the KV pool from the memory model (`memory`, else planned here), the
-    rest from the Deployment."""
+    """Scheduler knobs of one replica: the KV pool from the memory model (`memory`, else planned here), the engine's
+    scheduling policy (data/engines.yaml `policy`, planner/sim/policies.py), the rest from the Deployment."""
     dep = r.deployment
     num_blocks = (memory or plan_memory(r)).num_gpu_blocks
     if num_blocks <= 0 and "num_gpu_blocks" not in overrides:
@@ -61,6 +62,7 @@ def scheduler_config_for(r: Resolved, memory: MemoryPlan | None = None, **overri
         enable_prefix_caching=getattr(dep, "enable_prefix_caching", True),
         long_prefill_token_threshold=getattr(dep, "long_prefill_token_threshold", None) or 0,
         max_blocks_per_request=max_blocks_per_request(r),
+        admission_policy=r.engine.policy,  # the engine's scheduler (data/engines.yaml, planner/sim/policies.py)
     )
     values.update({k: v for k, v in overrides.items() if v is not None or k in ("max_queue",)})
     return scheduler_config(values)
@@ -89,6 +91,12 @@ class DecodeRunCost:
             fixed = float(b.total_s[0]) - max(mem0, cmp0)  # communication + per-step overhead
             self._coef[n] = (mem0, mem1, cmp0, cmp1, fixed)
         return self._coef[n]
+
+    def decode_affine(self, n: int) -> tuple[float, float, float, float, float] | None:
+        """(mem0, mem1, cmp0, cmp1, fixed) of a batch of n decoding sequences: a step reading ctx context tokens
+        takes max(mem0 + mem1 × ctx, cmp0 + cmp1 × ctx) + fixed, as step_times_s computes it (the simulator's
+        short runs, planner/sim/lockstep.py); None for a model with sliding-window layers."""
+        return self._coefficients(n) if self._affine else None
 
     def step_times_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
         n = int(new_tokens)
@@ -126,6 +134,45 @@ def draft_cost_for(r: Resolved, draft_model: str) -> DraftStepCost:
 def step_cost_for(r: Resolved) -> DecodeRunCost:
     """The latency model (PerfModel) of one replica under the scenario engine's efficiency profile, as a StepCost."""
     return DecodeRunCost(PerfModel(r))
+
+
+# A benchmark client's turnaround: the last token of one reply is detokenised and streamed, the client sends the next
+# request and the API server tokenises it before the engine sees it (a few ms on one host). Any positive value
+# shorter than a step has the same effect: the next request reaches the engine DURING the step that follows the
+# reply's last token, so it waits for that step to end before its prefill is scheduled (the engine admits new
+# requests only between steps: vLLM v1 EngineCore's busy loop polls its input queue once per step).
+CLIENT_TURNAROUND_S = 0.002
+
+
+def benchmark_clients(r: Resolved, users: int, num_requests: int, prompt, output, seed: int = 0) -> Workload:
+    """N benchmark clients (`--max-concurrency N`, aiperf `--concurrency N`): a closed loop whose next request
+    follows a reply after CLIENT_TURNAROUND_S, the clients started spread over one request (drifted_start_s)."""
+    first = closed_loop(users, num_requests, CLIENT_TURNAROUND_S, prompt, output, "fixed", seed)
+    mean_in, mean_out = float(first.prompt_tokens.mean()), float(first.output_tokens.mean())
+    spread = drifted_start_s(r, users, mean_in, mean_out)
+    return closed_loop(users, num_requests, CLIENT_TURNAROUND_S, prompt, output, "fixed", seed, spread)
+
+
+def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens: float) -> float:
+    """Seconds over which N zero-think closed-loop users' first requests are spread (generators.closed_loop
+    stagger_s): one request's duration with N in flight, prefill(1 prompt) + (output − 1) × decode(N at mid context).
+
+    What benchmark clients do: `vllm bench serve --max-concurrency N` (vllm-project/vllm vllm/benchmarks/serve.py)
+    creates every request task at once (request rate inf) behind an asyncio.Semaphore(N), so N requests start
+    together and each later one the moment a slot frees; aiperf `--concurrency N --warmup-request-count 2N` (as
+    aiconfigurator runs it: ai-dynamo/aiconfigurator@095f58a5 bench_run.sh.j2) issues a new request per finished
+    one, after 2N warm-up requests. On a server the N streams drift apart within the first rounds (prompts chunked
+    over several steps under the token budget, HTTP and detokenisation jitter of a step or more), and the mean over
+    the measured requests is that of spread-out streams: each TTFT is one prompt's prefill in a step shared with the
+    others' decodes, each TPOT carries the others' prefill chunks. With equal lengths and no think time a
+    deterministic simulation started together would stay in lockstep instead (Llama-3.1-70B FP8 on 2 x H200, 4
+    users, 1024/1024 tokens: 388 ms TTFT in lockstep, 106 ms spread; vLLM measured 121 ms, aiconfigurator's split).
+    The simulator therefore assumes the drifted state: starts spread evenly over one request's duration, the first
+    request of each user discarded as warm-up by the callers that compare with a benchmark."""
+    pm = PerfModel(r)
+    prefill = float(pm.prefill(1, prompt_tokens).total_s)
+    decode = float(pm.decode(users, prompt_tokens + output_tokens / 2).total_s)
+    return prefill + max(output_tokens - 1, 0) * decode
 
 
 def run_by(r: Resolved, settings: ServerSettings) -> Resolved:

@@ -34,12 +34,14 @@ decoding: a decoding request verifies 1 + k tokens per step and keeps 1 + a (eac
 alpha until the first rejection, seeded); the step is charged k passes of the draft model over the verifying
 sequences (`draft_cost`, its own roofline step; or a fixed `spec_draft_cost_s`). Arrivals join the queue at the
 next step boundary; with `max_queue`, requests that cannot start and would leave more than max_queue waiting are
-rejected (0 = admit only what can start now). Other admission policies: planner/sim/admission.py.
+rejected (0 = admit only what can start now). Other engines' schedulers: planner/sim/policies.py (docs/schedulers.md).
 
 Not modelled: CPU swap, multiple replicas or routing, priority scheduling, detokenisation and network time, a
 draft model's own KV cache, stop strings (outputs have their trace length).
 Speed: decoding requests advance in lock step (planner/sim/lockstep.py): O(1) per step in the batch size, and
-runs of pure-decode steps between events are planned in one vectorised call.
+runs of pure-decode steps between events are planned in one call (plain Python for the usual few steps, numpy
+for long runs); steps are recorded in lists flushed to numpy in blocks (records.StepRecorder). Cost is linear in
+the number of steps and events (benchmarks/bench_simulator.py prints the scaling line).
 """
 
 from __future__ import annotations
@@ -53,10 +55,11 @@ import numpy as np
 
 from planner.core.errors import InputError
 from planner.latency.perf_model import StepCost
-from planner.sim import admission
+from planner.sim import admission, invariants
 from planner.sim.block_pool import BlockPool
 from planner.sim.config import SchedulerConfig, scheduler_config
 from planner.sim.lockstep import DecodeBatch, plan_decode_run
+from planner.sim.policies import make_policy, overrides
 from planner.sim.records import (
     REJECT_QUEUE_FULL,
     REJECT_TOO_LONG,
@@ -94,11 +97,18 @@ class Replica:
         n, bs = wl.num_requests, cfg.block_size
         self.prompt_tokens = wl.prompt_tokens.tolist()
         self.output_tokens = wl.output_tokens.tolist()
-        self.policy = cfg.admission_policy
+        self.policy = policy = make_policy(cfg)  # the engine's scheduler (planner/sim/policies.py)
+        # the hooks this policy overrides (the others are skipped: vLLM's loop pays nothing for them)
+        self.order_waiting = policy.order_waiting if overrides(policy, "order_waiting") else None
+        self.admission_hooks = overrides(policy, "admits") or overrides(policy, "on_admit")
+        self.decode_hook = policy.on_decode_steps if overrides(policy, "on_decode_steps") else None
+        self.release_hook = policy.on_release if overrides(policy, "on_release") else None
+        self.chunk_unit = policy.chunk_unit
         self.block_size, self.max_blocks = bs, cfg.max_blocks_per_request
         self.own_caching = cfg.enable_prefix_caching and cfg.max_blocks_per_request is None
         self.prefix_sharing = cfg.enable_prefix_caching and wl.prefix_ids is not None
         self.prefix_block_tokens = wl.prefix_block_tokens
+        self.publish_answers = self.prefix_sharing and wl.prefix_covers_output
         if self.prefix_sharing and wl.prefix_block_tokens % bs:
             raise InputError(
                 "block_size",
@@ -117,15 +127,13 @@ class Replica:
         self.tokens_lost_at_preemption = [0] * n
         self.computed_tokens = [0] * n  # individually stepped requests (decoders: see DecodeBatch)
         self.generated_tokens = [0] * n
-        self.reserved_blocks = [0] * n
-        self.total_reserved_blocks = 0
         self.decoders = DecodeBatch(n, bs, cfg.max_blocks_per_request)
         self.running: dict[int, None] = {}  # admission order; the last is the newest
         self.stepped_individually: dict[int, None] = {}  # prefilling (and spec-decoding) running requests
         self.waiting: deque[int] = deque()
         self.num_waiting_new = 0  # waiting requests never scheduled (the back of the queue)
-        self.sglang_ratio = admission.SGLangRatio()
         self.now, self.step_index = 0.0, 0
+        self.horizon_s = math.inf  # a fleet (planner/sim/fleet.py) caps decode runs at its next arrival
         self.decode_slots_taken = self.preempted_this_step = False
         self.recorder = StepRecorder()
         self.out = request_records(wl)
@@ -139,7 +147,7 @@ class Replica:
 
     def _init_arrivals(self) -> None:
         wl, cfg = self.wl, self.cfg
-        too_long = admission.refused_at_arrival(wl.prompt_tokens, wl.output_tokens, cfg)
+        too_long = admission.refused_at_arrival(wl.prompt_tokens, wl.output_tokens, cfg, self.policy)
         self.too_long = too_long.tolist()
         self.next_of = [-1] * wl.num_requests
         if wl.is_closed_loop:
@@ -159,7 +167,7 @@ class Replica:
                 if not self.pending:
                     break
                 self.now = max(self.now, self.pending[0][0])
-                self.sglang_ratio.reset()
+                self.policy.on_idle()
                 continue
             if not (self._can_fast_forward() and self._fast_forward()):
                 self._step()
@@ -219,12 +227,14 @@ class Replica:
         self.prefix_entries_at_preemption[i] = len(self.shared_prefix_held[i])
         self.shared_prefix_held[i] = []
         self.next_prefix_to_publish[i] = 0
-        self.total_reserved_blocks -= self.reserved_blocks[i]
-        self.reserved_blocks[i] = 0
+        if self.release_hook is not None:
+            self.release_hook(self, i)
         del self.running[i]
         self.stepped_individually.pop(i, None)
 
     def _finish(self, i: int, tokens_held: int) -> None:
+        if self.publish_answers:
+            self._publish_answer(i, tokens_held)
         self._release(i, tokens_held)
         self.generated_tokens[i] = self.output_tokens[i]
         self.out.finish_s[i] = self.now
@@ -232,6 +242,8 @@ class Replica:
 
     def _preempt(self, i: int) -> None:
         """vLLM's _preempt_request: free the blocks (full ones stay cached), computed = 0, front of the queue."""
+        if not self.policy.may_preempt:
+            raise RuntimeError(f"the {self.policy.name} policy never preempts, yet request {i} had to be")
         if self.decoders.member[i]:
             computed, self.generated_tokens[i] = self.decoders.leave(i, self.step_index)
             held = computed + (1 if self.decode_slots_taken else 0)  # this step's slot already taken
@@ -243,12 +255,14 @@ class Replica:
         self.computed_tokens[i] = 0
         self.waiting.appendleft(i)
         self.preempted_this_step = True
-        if self.policy == "sglang":
-            decoded = sum(self._generated(j) for j in self.running)
-            max_new = sum(self.output_tokens[j] for j in self.running)
-            self.sglang_ratio.after_retract(decoded, max_new, len(self.running))
+        self.policy.on_preempt(self)
 
-    def _generated(self, i: int) -> int:
+    def num_waiting_started(self) -> int:
+        """Waiting requests that started before (preempted ones, at the front of the queue)."""
+        return len(self.waiting) - self.num_waiting_new
+
+    def generated(self, i: int) -> int:
+        """Tokens request i has generated so far (for the policies)."""
         if self.decoders.member[i]:
             return self.decoders.base_generated[i] + self.step_index
         return self.generated_tokens[i]
@@ -292,7 +306,7 @@ class Replica:
             left = threshold
         if left > budget and not self.cfg.enable_chunked_prefill:
             return 0
-        return min(left, budget)
+        return left if left <= budget else budget - budget % self.chunk_unit
 
     def _schedule_running(self, budget: int, scheduled: list) -> int:
         for i in list(self.stepped_individually):
@@ -329,14 +343,10 @@ class Replica:
             own = 0
         return num_prefix, own
 
-    def _sglang_admits(self, i: int, hit_blocks: int) -> bool:
-        clip = admission.SGLANG_CLIP_MAX_NEW_TOKENS
-        held_back = sum(min(self.output_tokens[j] - self._generated(j), clip) for j in self.running)
-        need = self.prompt_tokens[i] - hit_blocks * self.cfg.block_size + min(self.output_tokens[i], clip)
-        return need + held_back * self.sglang_ratio.value < self.pool.num_free * self.cfg.block_size
-
     def _schedule_waiting(self, budget: int, scheduled: list) -> None:
-        cfg, pool = self.cfg, self.pool
+        cfg, pool, policy = self.cfg, self.pool, self.policy
+        if self.order_waiting is not None:
+            self.order_waiting(self)
         while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
             i = self.waiting[0]
             known = self.prompt_tokens[i] + self.generated_tokens[i]
@@ -348,26 +358,18 @@ class Replica:
                 num_new = cfg.long_prefill_token_threshold
             if num_new > budget and not cfg.enable_chunked_prefill:
                 break
-            num_new = min(num_new, budget)
+            if num_new > budget:
+                num_new = budget - budget % self.chunk_unit
+            if num_new <= 0:
+                break
             hits = self.prefix_ids[i][:num_prefix] if num_prefix else ()
             new_blocks = self._blocks(hit_tokens + num_new) - hit_blocks
-            checked = self._blocks(known) - hit_blocks if cfg.scheduler_reserve_full_isl else new_blocks
+            whole = cfg.scheduler_reserve_full_isl or policy.admit_whole_prompt
+            checked = self._blocks(known) - hit_blocks if whole else new_blocks
             evictable_hits = own + (pool.num_evictable_among(hits) * pool.blocks_per_prefix if hits else 0)
             if checked + evictable_hits > pool.num_free:
                 break
-            reserve = 0
-            if self.policy in admission.RESERVING:
-                reserve = admission.reservation_blocks(
-                    self.policy,
-                    self.prompt_tokens[i],
-                    self.output_tokens[i],
-                    cfg.block_size,
-                    cfg.num_gpu_blocks,
-                    cfg.max_num_seqs,
-                )
-                if self.total_reserved_blocks + reserve > cfg.num_gpu_blocks:
-                    break
-            elif self.policy == "sglang" and not self._sglang_admits(i, hit_blocks):
+            if self.admission_hooks and not policy.admits(self, i, hit_blocks):
                 break
             self.waiting.popleft()
             if num_prefix:
@@ -376,8 +378,8 @@ class Replica:
             if own:
                 pool.take_own(i)
             pool.allocate(new_blocks)
-            self.reserved_blocks[i] = reserve
-            self.total_reserved_blocks += reserve
+            if self.admission_hooks:
+                policy.on_admit(self, i)
             self.next_prefix_to_publish[i] = num_prefix
             self.computed_tokens[i] = hit_tokens
             self.out.prefix_hit_tokens[i] += num_prefix * self.prefix_block_tokens  # shared prefix hits
@@ -421,14 +423,16 @@ class Replica:
             dt += self.cfg.spec_k * per_pass
         start, self.now = self.now, self.now + dt
         self.recorder.add(start, dt, num_seqs, len(self.running), len(self.waiting), self.pool.num_active, new_tokens)
-        if batch.count and self.policy == "sglang":
-            self.sglang_ratio.decay()
+        if batch.count and self.decode_hook is not None:
+            self.decode_hook(1)
         for i, held in batch.pop_finished(step):
             self._finish(i, held)
         for i, num_new in scheduled:
             self._advance(i, num_new)
         self.step_index += 1
         self.decode_slots_taken = False
+        if invariants.ENABLED:
+            invariants.check(self)
 
     def _advance(self, i: int, num_new: int) -> None:
         """Apply one step's tokens to an individually stepped request."""
@@ -472,6 +476,16 @@ class Replica:
                 self.shared_prefix_held[i].append(self.prefix_ids[i][j])
         self.next_prefix_to_publish[i] = max(self.next_prefix_to_publish[i], full)
 
+    def _publish_answer(self, i: int, tokens_held: int) -> None:
+        """Sessions: the answer's full blocks join the prefix cache as the request finishes (vLLM caches every
+        full block it computed; the session's next turn re-sends the answer as part of its prompt)."""
+        ids = self.prefix_ids[i]
+        full = min(len(ids), tokens_held // self.prefix_block_tokens)
+        for j in range(self.next_prefix_to_publish[i], full):
+            if self.pool.register(ids[j]):
+                self.shared_prefix_held[i].append(ids[j])
+        self.next_prefix_to_publish[i] = max(self.next_prefix_to_publish[i], full)
+
     # --- runs of pure-decode steps --------------------------------------------------------------------------
     def _can_fast_forward(self) -> bool:
         return bool(self.decoders.count) and not self.stepped_individually and not self.waiting and not self.spec
@@ -480,19 +494,20 @@ class Replica:
         """Advance a run of pure-decode steps at once (planner/sim/lockstep.py); False if none fits."""
         batch, s0 = self.decoders, self.step_index
         batch.apply_caps(s0)
-        next_arrival = self.pending[0][0] if self.pending else math.inf
+        next_arrival = min(self.pending[0][0] if self.pending else math.inf, self.horizon_s)
         starts, dts, cum_blocks = plan_decode_run(batch, s0, self.pool.num_free, self.now, next_arrival, self.cost)
         m = len(dts)
         if m == 0:
             return False
         active0 = self.pool.num_active
         self.pool.allocate(int(cum_blocks[-1]))
-        self.recorder.add_run(starts, dts, batch.count, len(self.running), active0 + cum_blocks)
-        if self.policy == "sglang":
-            for _ in range(m):
-                self.sglang_ratio.decay()
+        self.recorder.add_run(starts, dts, batch.count, len(self.running), active0, cum_blocks)
+        if self.decode_hook is not None:
+            self.decode_hook(m)
         self.now = float(starts[-1] + dts[-1])
         self.step_index = s0 + m
         for i, held in batch.pop_finished(s0 + m - 1):
             self._finish(i, held)
+        if invariants.ENABLED:
+            invariants.check(self)
         return True

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.core.catalog import get_model, model_presets
+from planner.core.errors import InputError
 from planner.core.params import count_params
 from planner.core.scenario import Resolved
 from planner.core.specs import ModelSpec
@@ -39,6 +40,26 @@ def expected_tokens_per_pass(alpha: float, k: int) -> float:
     if alpha >= 1.0:
         return float(k + 1)
     return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
+
+
+def alpha_from_acceptance_length(acceptance_length: float, k: int) -> float:
+    """The per-token acceptance α whose expected tokens per pass (1 − α^(k+1)) / (1 − α) equals the published
+    acceptance length τ (EAGLE papers report τ; DeepSeek-V3's MTP reports α itself); bisection, as the
+    expectation rises monotonically from 1 (α = 0) to k + 1 (α = 1)."""
+    if not (isinstance(k, int) and k >= 1):
+        raise InputError("spec_k", f"must be a whole number >= 1, got {k!r}")
+    if not (1.0 <= acceptance_length <= k + 1):
+        raise InputError(
+            "acceptance_length", f"must be from 1 to k + 1 = {k + 1} tokens per pass, got {acceptance_length:g}"
+        )
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # 2^-60: below float resolution
+        mid = (lo + hi) / 2
+        if expected_tokens_per_pass(mid, k) < acceptance_length:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
 
 
 def tokens_from_pass(agreements: list[bool]) -> int:

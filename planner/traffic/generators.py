@@ -190,9 +190,17 @@ def closed_loop(
     output: str | LengthDist,
     think: str = "exponential",
     seed: int = 0,
+    stagger_s: float = 0.0,
 ) -> Workload:
     """Closed-loop traffic: request j belongs to user j mod N; each user's first request arrives after one
-    think time (staggered start), each later one a think time after the user's previous reply finishes."""
+    think time (staggered start), each later one a think time after the user's previous reply finishes.
+
+    stagger_s spreads the first requests evenly over that many seconds (user u starts u × stagger_s / N later).
+    Benchmark clients (`vllm bench serve --max-concurrency N`, aiperf/GenAI-Perf `--concurrency N`) launch N
+    requests together, but with zero think time and fixed lengths a deterministic simulation would keep them in
+    lockstep for ever (every TTFT waiting for a whole wave of prefills), while on a real server they drift apart
+    within the warm-up (see planner.sim.serving.drifted_start_s): spreading them over one request's duration starts
+    the run in that drifted state."""
     _check_positive("num_users", num_users, integer=True)
     _check_positive("num_requests", num_requests, integer=True)
     _check_at_most("num_users", num_users, MAX_USERS)
@@ -212,9 +220,12 @@ def closed_loop(
     user_id = np.arange(num_requests, dtype=np.int64) % num_users
     arrival_s = np.full(num_requests, np.nan)
     first = np.arange(min(num_users, num_requests))
-    arrival_s[first] = think_s[first]
+    if not (math.isfinite(stagger_s) and stagger_s >= 0):
+        raise InputError("stagger_s", "must be a number >= 0")
+    arrival_s[first] = think_s[first] + stagger_s * first / num_users
+    spread = f", starts spread over {stagger_s:.3g} s" if stagger_s else ""
     src = (
-        f"closed loop, {num_users} users, {think} think {think_time_s:g} s; "
+        f"closed loop, {num_users} users, {think} think {think_time_s:g} s{spread}; "
         f"prompt {prompt_d.spec}; output {output_d.spec}"
     )
     return Workload(arrival_s, prompt_tokens, output_tokens, user_id=user_id, think_s=think_s, seed=seed, source=src)

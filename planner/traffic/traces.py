@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from planner.core.errors import InputError
+from planner.core.json_input import load_json
 from planner.core.paths import traces_dir
 from planner.traffic.workload import Workload
 
@@ -34,6 +34,13 @@ AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 GENERIC_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 MOONCAKE_BLOCK_TOKENS = 512  # Mooncake FAST'25 README: one hash id per 512-token block
 MAX_TRACE_BYTES = 512 * 2**20
+MAX_TRACE_NUMBER = 1e15  # ms since 1970 is ~1.8e12; no token count comes near it (10^400 would overflow float)
+
+
+def _short(value) -> str:
+    """A value for an error message, cut short (a hostile line can hold a 5,000-digit number)."""
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 128 else f"{str(value)[:12]}..."
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def resolve_trace_path(path_or_name: str | Path, field: str = "trace") -> Path:
@@ -179,24 +186,25 @@ def _parse_mooncake(text: str, path: Path) -> Workload:
 
 def _mooncake_record(line: str, lineno: int, path: Path) -> tuple[float, int, int, np.ndarray]:
     where = f"{path.name}: row {lineno}"
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise InputError(where, f"not valid JSON ({err.msg})") from None
+    obj = load_json(line, where, check_ints=False)  # finite floats, bounded depth; integers checked below
     if not isinstance(obj, dict):
         raise InputError(where, "expected a JSON object")
     out = []
     for key, minimum in (("timestamp", 0), ("input_length", 1), ("output_length", 1)):
         val = obj.get(key)
-        if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val) or val < minimum:
-            raise InputError(f"{where}, column {key}", f"{val!r} is not a number >= {minimum}")
+        if isinstance(val, bool) or not isinstance(val, (int, float)) or not minimum <= val <= MAX_TRACE_NUMBER:
+            raise InputError(f"{where}, column {key}", f"{_short(val)} is not a number from {minimum} to 1e15")
         if key != "timestamp" and val != int(val):
             raise InputError(f"{where}, column {key}", f"{val!r} is not a whole number")
         out.append(val)
     hashes = obj.get("hash_ids", [])
     if not isinstance(hashes, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in hashes):
         raise InputError(f"{where}, column hash_ids", "must be a list of integers")
-    return float(out[0]), int(out[1]), int(out[2]), np.asarray(hashes, dtype=np.int64)
+    try:
+        ids = np.asarray(hashes, dtype=np.int64)
+    except OverflowError:
+        raise InputError(f"{where}, column hash_ids", "must be 64-bit integers") from None
+    return float(out[0]), int(out[1]), int(out[2]), ids
 
 
 def rescale(workload: Workload, speedup: float = 1.0) -> Workload:

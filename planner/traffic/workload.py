@@ -27,6 +27,9 @@ class Workload:
     seed: int | None = None  # the seed that generated or sampled this workload (None: replayed as is)
     source: str = ""  # one line on where it came from
     extra: dict = field(default_factory=dict, compare=False)
+    # sessions: prefix_ids run on over the answer (the next turn re-sends it), so a finished request's answer
+    # blocks stay cached; off for traces, whose hash ids cover the prompt only
+    prefix_covers_output: bool = False
 
     def __post_init__(self) -> None:
         n = len(self.arrival_s)
@@ -63,4 +66,5 @@ class Workload:
             self.prefix_block_tokens,
             seed=self.seed if seed is None else seed,
             source=source or self.source,
+            prefix_covers_output=self.prefix_covers_output,
         )

@@ -9,9 +9,11 @@ from planner.core.scenario import Resolved
 from planner.core.units import fmt_bytes
 from planner.techniques import flash_attention as fa
 from planner.techniques.lora import ALL_MODULES, module_dims
+from planner.traffic.trace_refs import web_length_spec
 from ui.charts.techniques import flash_chart, lora_chart, paged_chart
 from ui.labels import error_text
 from ui.techniques.data import Request, flash_sweep, lora, paged
+from ui.uploads import session_upload_dir
 
 
 def paged_tab(sj: str, r: Resolved, q: Request) -> None:
@@ -30,7 +32,9 @@ def paged_tab(sj: str, r: Resolved, q: Request) -> None:
         help="older engines reserved max_model_len per request",
     )
     seed = c[3].number_input("Seed", 0, 2**31 - 1, key="tech_paged_seed")
-    try:
+    try:  # a web input names no server file: bundled traces and this session's uploads only
+        prompt_spec = web_length_spec(prompt_spec, "Prompt lengths", session_upload_dir())
+        output_spec = web_length_spec(output_spec, "Output lengths", session_upload_dir())
         p = paged(sj, prompt_spec, output_spec, int(reserve), int(seed))
     except InputError as err:
         st.error(error_text(err))

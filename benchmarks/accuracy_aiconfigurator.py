@@ -1,0 +1,118 @@
+"""Loaded serving accuracy on aiconfigurator's silicon calibration split (data/measurements/aiconfigurator/).
+
+    python -m benchmarks.accuracy_aiconfigurator                 # stratified sample (8 rows per stratum)
+    python -m benchmarks.accuracy_aiconfigurator --per-stratum 3 # quicker
+    python -m benchmarks.accuracy_aiconfigurator --all           # every aggregated row
+    python -m benchmarks.accuracy_aiconfigurator --csv out.csv   # also write every prediction
+
+Every aggregated row goes through the path `validate` takes (planner.accuracy.serving_points: the row's engine,
+GPU, model preset, weights and TP/PP/DP/EP; N closed-loop users as `simulate --users N` runs them; one warm-up
+request per user discarded, the next two averaged). A stratum is one (engine, model, GPU); the sample takes up to
+--per-stratum rows of each, chosen with a seeded generator from the rows sorted by id, so a rerun is identical.
+
+Printed: the fraction of rows the planner can predict (and why the rest cannot), then the median |error| of mean
+TTFT and mean TPOT overall and per engine, per model class (dense; MoE/MLA) and per GPU. None of these rows was used
+to fit data/efficiency.yaml, so every figure is out of sample; the per-model, per-GPU and per-engine lines are the
+leave-one-out figures of a fit that never saw the held-out group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+from planner.accuracy.serving_points import read_aiconfigurator, serving_table
+from planner.core.paths import measurements_dir
+
+CSV = measurements_dir() / "aiconfigurator" / "silicon_calibration.csv"
+# data/efficiency.yaml was fitted on none of these rows, so each group below is what a fit that never saw it predicts
+HELD_OUT = {
+    "engine": "leave one engine out:",
+    "model_class": "by model class (dense; MoE or MLA):",
+    "gpu": "leave one GPU out:",
+    "model": "leave one model out:",
+}
+
+
+def sample(points, per_stratum: int | None, seed: int):
+    """Aggregated rows, up to `per_stratum` per (engine, model, GPU) (None: all), reproducibly."""
+    agg = sorted((p for p in points if "disaggregated" not in p.excluded), key=lambda p: p.id)
+    if per_stratum is None:
+        return agg
+    rng = np.random.default_rng(seed)
+    strata: dict[tuple, list] = {}
+    for p in agg:
+        strata.setdefault((p.engine, p.model, p.gpu), []).append(p)
+    out = []
+    for key in sorted(strata):
+        rows = strata[key]
+        pick = rng.choice(len(rows), size=min(per_stratum, len(rows)), replace=False)
+        out += [rows[i] for i in sorted(pick)]
+    return out
+
+
+def reason_kind(reason: str) -> str:
+    """A skip reason without the row's own values (for counting)."""
+    for kind in ("unknown model", "MoE layers split", "MoE group", "unknown GPU", "leaves no KV pool"):
+        if kind in reason:
+            return kind
+    return reason[:60] if reason else ""
+
+
+def report(df: pd.DataFrame, label: str) -> list[str]:
+    used = df[df["predicted"].notna()].assign(abs_err=lambda d: d["error_pct"].abs())
+    lines = [f"\n{label}: median |error| (median signed error) of mean TTFT / mean TPOT (rows)"]
+    for by in (None, "engine", "model_class", "gpu", "model"):
+        groups = [("all", used)] if by is None else sorted(used.groupby(by), key=lambda kv: str(kv[0]))
+        if by in HELD_OUT:
+            lines.append(f"  {HELD_OUT[by]}")
+        for name, g in groups:
+            ttft, tpot = (g[g["metric"] == m] for m in ("mean_ttft_ms", "mean_tpot_ms"))
+            lines.append(
+                f"  {(by or ''):11s} {str(name)[:34]:34s} TTFT {ttft['abs_err'].median():6.1f}% "
+                f"({ttft['error_pct'].median():+6.1f}%)  TPOT {tpot['abs_err'].median():6.1f}% "
+                f"({tpot['error_pct'].median():+6.1f}%)  ({len(ttft)} rows)"
+            )
+    return lines
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--per-stratum", type=int, default=8, help="rows per (engine, model, GPU) (default 8)")
+    ap.add_argument("--all", action="store_true", help="every aggregated row")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--csv", default=None, help="write every prediction to this CSV")
+    args = ap.parse_args(argv)
+    points = read_aiconfigurator(CSV.read_text(encoding="utf-8"))
+    rows = sample(points, None if args.all else args.per_stratum, args.seed)
+    t0 = time.time()
+    df = serving_table(rows)
+    wall = time.time() - t0
+    by_row = {p.id: p for p in rows}
+    df["model_class"] = [by_row[r].model_class or "unknown" for r in df["row"]]
+    df["model"] = [by_row[r].preset or by_row[r].model for r in df["row"]]
+    per_row = df.drop_duplicates("row")
+    ok = per_row["reason"] == ""
+    n_agg = sum("disaggregated" not in p.excluded for p in points)
+    print(
+        f"{CSV.name}: {len(points)} rows, {n_agg} aggregated; sampled {len(rows)} aggregated rows "
+        f"({'all' if args.all else f'up to {args.per_stratum} per engine/model/GPU'}, seed {args.seed})"
+    )
+    print(
+        f"predictable: {ok.sum()} of {len(per_row)} = {ok.mean():.0%}  (simulated in {wall:.1f} s, "
+        f"{wall / max(ok.sum(), 1) * 1e3:.0f} ms per row)"
+    )
+    for kind, n in Counter(reason_kind(r) for r in per_row.loc[~ok, "reason"]).most_common():
+        print(f"  skipped {n:4d}: {kind}")
+    print("\n".join(report(df, "out of sample (no row of this file was fitted)")))
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+        print(f"\nwrote {args.csv}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""A given xPyD layout under a closed loop of C clients (a benchmark's --max-concurrency C): mean TTFT and TPOT.
+
+Each client sends its next request when the last one finishes, so the rate follows from the latencies:
+    λ = C / (TTFT + (O − 1) × TPOT)                                         (Little's law over the cycle)
+Decode: Y instances × DP ranks hold n = λ (O − 1) TPOT / (Y × DP) sequences each, at most the rank's batch B;
+    TPOT = one decode step of n sequences at context I + O/2 (PerfModel, EP and DP terms included).
+Prefill: X instances × DP ranks, each serving a request in t_p = PerfModel prefill of one prompt of I tokens;
+    a rank at utilisation ρ = λ t_p / (X × DP) waits ρ t_p / (2 (1 − ρ)) on average (M/D/1), and never longer
+    than all C clients queued ahead of it: C t_p / (X × DP) (a closed loop holds at most C requests).
+    TTFT = wait + t_p + KV transfer + hand-off (planner.capacity.disagg_layout).
+The loop's rate is the λ in (0, capacity) solving λ (TTFT + (O − 1) TPOT) = C; `bottleneck` names a pool run
+    at 90% or more of its capacity. When even the capacity
+    min(X × DP / t_p, Y × DP × B / ((O − 1) TPOT(B))) leaves clients waiting, the rate is that capacity and the
+    waiting shows in TTFT: TTFT = C / λ − (O − 1) TPOT (the queue sits before the first token).
+Left out: prefill batching of several prompts per forward (it raises prefill capacity for short prompts), chunked
+transfer overlap, and the tails (the silicon figures are means).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.capacity.disagg_layout import (
+    DECODE_STEPS_TO_FIRST_TOKEN,
+    HANDOFF_FIXED_S,
+    TRANSFER_ENGINES,
+    PoolLayout,
+    instance,
+)
+from planner.capacity.disagg_pools import decode_step_s, kv_link, visible_transfer_s
+from planner.core.scenario import Scenario
+from planner.latency.perf_model import PerfModel
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    concurrency: int
+    rate_per_s: float
+    ttft_s: float
+    tpot_s: float
+    prefill_s: float  # one prompt on one prefill rank
+    kv_transfer_s: float
+    handoff_s: float
+    decode_batch_per_rank: float
+    bottleneck: str  # "none", "prefill" or "decode"
+
+
+def closed_loop(
+    s: Scenario,
+    concurrency: int,
+    prefill: PoolLayout,
+    decode: PoolLayout,
+    input_tokens: int,
+    output_tokens: int,
+    decode_batch: int,
+    transfer: str = "nixl",
+    handoff_fixed_s: float = HANDOFF_FIXED_S,
+) -> ClosedLoop:
+    """Mean TTFT and TPOT of the layout with `concurrency` clients (module note)."""
+    rp, rd = instance(s, prefill, "prefill"), instance(s, decode, "decode")
+    pm_p, pm_d = PerfModel(rp), PerfModel(rd)
+    base = kv_link(rp, "nic")
+    link = type(base)(base.bytes_per_s * TRANSFER_ENGINES[transfer].efficiency, base.latency_s, base.label)
+    t_p = float(pm_p.prefill(1, float(input_tokens)).total_s)
+    transfer_s = float(visible_transfer_s(rp, float(input_tokens), link, pm_p))
+    ranks_p, ranks_d = prefill.instances * prefill.dp, decode.instances * decode.dp
+    steps, context = max(output_tokens - 1, 1), input_tokens + output_tokens / 2
+
+    def tpot_at(rate: float) -> tuple[float, float]:
+        n = 1.0
+        for _ in range(25):  # n = λ (O − 1) t(n) / ranks, a contraction for the rates below capacity
+            n = min(max(rate * steps * decode_step_s(pm_d, n, context) / ranks_d, 1.0), decode_batch)
+        return decode_step_s(pm_d, n, context), n
+
+    def ttft_at(rate: float, tpot: float) -> float:
+        rho = rate * t_p / ranks_p
+        wait = rho * t_p / (2 * (1 - rho)) if rho < 1 else math.inf
+        wait = min(wait, concurrency * t_p / ranks_p)
+        return wait + t_p + transfer_s + handoff_fixed_s + DECODE_STEPS_TO_FIRST_TOKEN * tpot
+
+    cap_p = ranks_p / t_p
+    cap_d = ranks_d * decode_batch / (steps * decode_step_s(pm_d, decode_batch, context))
+    cap = min(cap_p, cap_d)
+    lo, hi = 0.0, cap * (1 - 1e-6)
+    tp_hi, _ = tpot_at(hi)
+    if hi * (ttft_at(hi, tp_hi) + steps * tp_hi) < concurrency:  # saturated: the queue sits before the first token
+        tpot, n = tpot_at(cap)
+        ttft = max(concurrency / cap - steps * tpot, ttft_at(0.0, tpot))
+        handoff = handoff_fixed_s + DECODE_STEPS_TO_FIRST_TOKEN * tpot
+        return ClosedLoop(concurrency, cap, ttft, tpot, t_p, transfer_s, handoff, n,
+                          "prefill" if cap_p <= cap_d else "decode")  # fmt: skip
+    for _ in range(40):  # λ (TTFT(λ) + (O − 1) TPOT(λ)) grows with λ: bisect for C
+        mid = (lo + hi) / 2
+        tp_mid, _ = tpot_at(mid)
+        lo, hi = (mid, hi) if mid * (ttft_at(mid, tp_mid) + steps * tp_mid) < concurrency else (lo, mid)
+    tpot, n = tpot_at(lo)
+    ttft = ttft_at(lo, tpot)
+    handoff = handoff_fixed_s + DECODE_STEPS_TO_FIRST_TOKEN * tpot
+    busy = "prefill" if lo >= 0.9 * cap_p else "decode" if n >= 0.9 * decode_batch else "none"
+    return ClosedLoop(concurrency, lo, ttft, tpot, t_p, transfer_s, handoff, n, busy)

@@ -1,0 +1,200 @@
+"""The scenario as its engine would launch it: the command line per role and, for Kubernetes, a manifest.
+
+Each engine gets the scenario's parallel layout (planner.core.engine_flags: LAYOUT_NAMES), its limits (context
+length, running requests, batched tokens, KV block size, memory share), KV dtype, weight format and prefix caching
+under its own flag names (planner.capacity.launch_engines); every flag emitted is one its parser accepts at the
+pinned commit (planner.core.engine_flags.KNOWN_FLAGS, checked by tests/test_launch.py). A layout the engine cannot
+express raises InputError naming --engine.
+
+Memory shares differ: vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static are shares of the whole
+GPU; TensorRT-LLM's kv_cache_free_gpu_memory_fraction and LMDeploy's --cache-max-entry-count are shares of the
+memory left after the weights, so they get the planned KV pool / (usable memory − weights per GPU).
+
+Kubernetes: a Deployment of `replicas` pods for a one-node instance; a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1,
+whose pods get LWS_LEADER_ADDRESS and LWS_WORKER_INDEX) of `replicas` groups of `nodes` pods for a multi-node one;
+each pod requests its node's GPUs as nvidia.com/gpu and a memory-backed /dev/shm (NCCL needs more than the default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import yaml
+
+from planner.capacity.launch_engines import BUILDERS, PORT, Command, Settings
+from planner.core.errors import InputError
+from planner.core.scenario import Resolved
+from planner.memory.plan import plan_memory
+
+TARGETS = ("shell", "k8s")
+IMAGES = {  # the engines' published serving images
+    "vllm": "vllm/vllm-openai:latest",
+    "sglang": "lmsysorg/sglang:latest",
+    "tensorrt-llm": "nvcr.io/nvidia/tensorrt-llm/release:latest",
+    "llama.cpp": "ghcr.io/ggml-org/llama.cpp:server-cuda",
+    "lmdeploy": "openmmlab/lmdeploy:latest",
+}
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """Launch lines per role, files they read, and a manifest for --target k8s (`launch --json`'s contract)."""
+
+    engine: str
+    target: str
+    nodes: int  # nodes (pods) of one instance
+    gpus_per_node: int
+    replicas: int
+    commands: tuple[Command, ...]
+    files: dict[str, str] = field(default_factory=dict)
+    manifest: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def script(self) -> str:
+        """A shell script: the files as here-documents, then each role's line (for a download)."""
+        out = [
+            "#!/bin/sh",
+            f"# {self.engine}: {self.replicas} replica(s) of {self.nodes} node(s) × {self.gpus_per_node} GPU(s)",
+        ]
+        for name, text in self.files.items():
+            out += [f"cat > {name} <<'EOF'", text.rstrip("\n"), "EOF"]
+        for c in self.commands:
+            out += [f"# {c.role}", c.text]
+        out += [f"# note: {n}" for n in self.notes]
+        return "\n".join(out) + "\n"
+
+    def to_dict(self) -> dict:
+        return {
+            "engine": self.engine,
+            "target": self.target,
+            "commands": {c.role: c.text for c in self.commands},
+            "manifest": self.manifest,
+            "files": dict(self.files),
+            "replicas": self.replicas,
+            "nodes_per_replica": self.nodes,
+            "gpus_per_node": self.gpus_per_node,
+            "notes": list(self.notes),
+        }
+
+
+def settings_for(r: Resolved) -> Settings:
+    """The launch settings of a resolved scenario (one instance)."""
+    d = r.deployment
+    node = r.gpu.gpus_per_node
+    plan = plan_memory(r)
+    free = r.gpu.usable_memory_bytes - plan.weight_bytes_per_gpu
+    share = plan.kv_pool_bytes_per_gpu / free if free > 0 else 0.0
+    moe = r.model.is_moe
+    return Settings(
+        model=r.model.name,
+        tp=d.tensor_parallel_size,
+        dp=d.data_parallel_size,
+        pp=d.pipeline_parallel_size,
+        ep=d.expert_parallel_size if moe else 1,
+        moe_tp=d.moe_tensor_parallel_size if moe else 1,
+        gpus=d.gpus_per_replica,
+        nodes=-(-d.gpus_per_replica // node),
+        node_gpus=min(d.gpus_per_replica, node),
+        max_model_len=r.max_model_len,
+        max_num_seqs=d.max_num_seqs,
+        max_batched_tokens=d.max_num_batched_tokens,
+        block_size=d.block_size,
+        util=d.gpu_memory_utilization,
+        free_share=round(min(max(share, 0.01), 0.99), 2),
+        kv=r.kv.id,
+        weights=r.weights.id,
+        checkpoint_weights=r.model.quantized_weights or "bf16",
+        prefix_caching=d.enable_prefix_caching,
+        eager=d.enforce_eager,
+    )
+
+
+def launch_plan(r: Resolved, engine: str, target: str = "shell") -> LaunchPlan:
+    """The launch lines (and for k8s the manifest) of the scenario's deployment on `engine`."""
+    if engine not in BUILDERS:
+        raise InputError("--engine", f"no launch line for {engine!r}; one of {', '.join(BUILDERS)}")
+    if target not in TARGETS:
+        raise InputError("--target", f"must be one of {', '.join(TARGETS)}, got {target!r}")
+    s = settings_for(r)
+    notes: list[str] = []
+    files: dict[str, str] = {}
+    commands = tuple(BUILDERS[engine](s, notes, files))
+    plan = LaunchPlan(engine, target, s.nodes, s.node_gpus, r.deployment.num_replicas, commands, files)
+    manifest = k8s_manifest(plan, r.model.name) if target == "k8s" else None
+    return LaunchPlan(**{**plan.__dict__, "manifest": manifest, "notes": tuple(notes)})
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """YAML without anchors and aliases: every pod template spelled out, as kubectl users read them."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+def _dump(doc: dict) -> str:
+    return yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False)
+
+
+def _name(model: str) -> str:
+    """A DNS-1123 name from a model id."""
+    base = "".join(ch if ch.isalnum() else "-" for ch in model.split("/")[-1].lower()).strip("-")
+    return (base or "model")[:50]
+
+
+def _pod_spec(plan: LaunchPlan, role: str, env: list[dict]) -> dict:
+    """One pod: the engine image running `role`'s line, its node's GPUs, a memory-backed /dev/shm."""
+    command = next(c for c in plan.commands if c.role == role)
+    script = "".join(f"cat > {n} <<'EOF'\n{t}EOF\n" for n, t in plan.files.items()) + command.text
+    return {
+        "containers": [
+            {
+                "name": plan.engine.replace(".", "-"),
+                "image": IMAGES[plan.engine],
+                "command": ["/bin/sh", "-c", script],
+                "env": env,
+                "ports": [{"containerPort": PORT}],
+                "resources": {"limits": {"nvidia.com/gpu": plan.gpus_per_node}},
+                "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+            }
+        ],
+        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+    }
+
+
+def k8s_manifest(plan: LaunchPlan, model: str) -> str:
+    """A Deployment (one-node instances) or a LeaderWorkerSet (multi-node) as YAML text."""
+    name = _name(model)
+    labels = {"app": name}
+    if plan.nodes == 1:
+        doc = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "replicas": plan.replicas,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": _pod_spec(plan, "server", [])},
+            },
+        }
+        return _dump(doc)
+    env = [
+        {"name": "LEADER_IP", "value": "$(LWS_LEADER_ADDRESS)"},
+        {"name": "NODE_RANK", "value": "$(LWS_WORKER_INDEX)"},
+    ]
+    roles = {c.role for c in plan.commands}
+    leader, worker = ("leader", "worker") if "leader" in roles else ("server", "server")
+    doc = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "replicas": plan.replicas,
+            "leaderWorkerTemplate": {
+                "size": plan.nodes,
+                "leaderTemplate": {"metadata": {"labels": labels}, "spec": _pod_spec(plan, leader, env)},
+                "workerTemplate": {"metadata": {"labels": labels}, "spec": _pod_spec(plan, worker, env)},
+            },
+        },
+    }
+    return _dump(doc)

@@ -1,0 +1,61 @@
+"""Launch lines for a disaggregated xPyD layout: X prefill and Y decode instances of the engine, each told its role
+and the KV transfer engine, as vLLM and SGLang take them.
+
+    vLLM    both roles: --kv-transfer-config {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+            (vllm/engine/arg_utils.py @99d7eb5d: --kv-transfer-config; docs/features/nixl_connector_usage.md)
+    SGLang  --disaggregation-mode prefill | decode, --disaggregation-transfer-backend mooncake | nixl
+            (docs/advanced_features/server_arguments.md @b36e8e19, "PD disaggregation")
+The router in front (SGLang's PD router, vLLM's proxy or llm-d) is named in a note, not given as a line: its flags
+moved between releases and are not in the pinned parsers. Kubernetes: one Deployment (or LeaderWorkerSet) per role.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from planner.capacity.disagg_layout import PoolLayout, instance
+from planner.capacity.launch import LaunchPlan, k8s_manifest, launch_plan
+from planner.core.errors import InputError
+from planner.core.scenario import Scenario
+
+NIXL_CONFIG = json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, separators=(",", ":"))
+ROUTER_NOTE = {
+    "vllm": "route requests through a P/D proxy (vLLM's NixlConnector proxy example, vllm-project/router or llm-d)",
+    "sglang": "route requests through SGLang's PD router (--pd-disaggregation with the prefill and decode URLs)",
+}
+
+
+def _role_flags(engine: str, role: str, transfer: str) -> tuple[str, ...]:
+    if engine == "vllm":
+        if transfer != "nixl":
+            raise InputError("--transfer-engine", f"vLLM's lines here use NixlConnector, not {transfer}")
+        return ("--kv-transfer-config", NIXL_CONFIG)
+    if transfer not in ("nixl", "mooncake"):
+        raise InputError("--transfer-engine", f"SGLang moves KV with mooncake or nixl, not {transfer}")
+    return ("--disaggregation-mode", role, "--disaggregation-transfer-backend", transfer)
+
+
+def disagg_launch_plan(
+    s: Scenario, engine: str, prefill: PoolLayout, decode: PoolLayout, transfer: str = "nixl", target: str = "shell"
+) -> LaunchPlan:
+    """Prefill and decode lines (and for k8s a manifest per role) of the given xPyD layout (module note)."""
+    if engine not in ROUTER_NOTE:
+        raise InputError("--engine", f"disaggregated launch lines are for {' and '.join(ROUTER_NOTE)}, not {engine}")
+    commands, manifests, notes, files = [], [], [], {}
+    nodes = gpus = 0
+    for role, pool in (("prefill", prefill), ("decode", decode)):
+        one = launch_plan(instance(s, pool, role), engine, "shell")
+        flags = _role_flags(engine, role, transfer)
+        with_flags = tuple(replace(c, argv=c.argv + flags) for c in one.commands)
+        if target == "k8s":  # the pods run the role's lines under their own names (server, leader, worker)
+            pods = replace(one, replicas=pool.instances, commands=with_flags)
+            manifests.append(k8s_manifest(pods, f"{s.model}-{role}"))
+        commands += [replace(c, role=role if c.role == "server" else f"{role} {c.role}") for c in with_flags]
+        notes += [n for n in one.notes if n not in notes]
+        files.update(one.files)
+        nodes, gpus = max(nodes, one.nodes), max(gpus, one.gpus_per_node)
+    notes.append(ROUTER_NOTE[engine])
+    manifest = "---\n".join(manifests) if target == "k8s" else None
+    replicas = prefill.instances + decode.instances
+    return LaunchPlan(engine, target, nodes, gpus, replicas, tuple(commands), files, manifest, tuple(notes))

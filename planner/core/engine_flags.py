@@ -1,0 +1,180 @@
+"""Each engine's own names for a deployment's settings, and the flags its argument parser accepts.
+
+One scenario layout (attention TP × attention DP, MoE-TP × EP over the same TP × DP GPUs, PP) under each engine's
+names (LAYOUT_NAMES). Engines count GPUs differently: vLLM's --tensor-parallel-size is the attention TP of one DP
+rank; SGLang's --tp-size and TensorRT-LLM's tensor_parallel_size are all TP × DP GPUs of the instance, with DP
+attention switched on by --enable-dp-attention / enable_attention_dp (TensorRT-LLM's attention DP means attention
+TP 1). vLLM's EP is TP × DP or nothing; SGLang's --ep-size and TensorRT-LLM's moe_expert_parallel_size may be any
+divisor, the rest of the group slicing each expert (MoE-TP).
+
+KNOWN_FLAGS copies, per engine, the option strings of its parser at a pinned commit (SOURCES): a launch line may
+emit only these (tests/test_launch.py checks every one).
+"""
+
+from __future__ import annotations
+
+SOURCES = {
+    "vllm": "vllm-project/vllm@99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b vllm/engine/arg_utils.py "
+    "(EngineArgs.add_cli_args; bool fields get --no-*), docs/serving/data_parallel_deployment.md (--headless)",
+    "sglang": "sgl-project/sglang@b36e8e198b71553316b55bce53de6ecf9b3a9a47 docs/advanced_features/"
+    "server_arguments.md (generated from python/sglang/srt/server_args.py ServerArgs.add_cli_args)",
+    "tensorrt-llm": "NVIDIA/TensorRT-LLM@4c05a74891e4df8066f08ed4ce14b0972abe4e25 tensorrt_llm/commands/serve.py "
+    "(click options); YAML keys: @fcd3f31682808ae56118ae43c1d7864a3a945e6f tensorrt_llm/llmapi/llm_args.py",
+    "llama.cpp": "ggml-org/llama.cpp@145b6280d6aa1890e22457143dad0badb3fd6820 common/arg.cpp",
+    "lmdeploy": "InternLM/lmdeploy@1263d5cd889b7ad500e85b8eb20401327a4516ab lmdeploy/cli/serve.py "
+    "(add_parser_api_server) and lmdeploy/cli/utils.py (ArgumentHelper)",
+}
+
+KNOWN_FLAGS: dict[str, frozenset[str]] = {
+    "vllm": frozenset(
+        {
+            "--tensor-parallel-size",
+            "--pipeline-parallel-size",
+            "--data-parallel-size",
+            "--data-parallel-size-local",
+            "--data-parallel-address",
+            "--data-parallel-rpc-port",
+            "--data-parallel-start-rank",
+            "--enable-expert-parallel",
+            "--enable-eplb",
+            "--max-model-len",
+            "--max-num-seqs",
+            "--max-num-batched-tokens",
+            "--long-prefill-token-threshold",
+            "--gpu-memory-utilization",
+            "--block-size",
+            "--kv-cache-dtype",
+            "--quantization",
+            "--enable-prefix-caching",
+            "--no-enable-prefix-caching",
+            "--enforce-eager",
+            "--kv-transfer-config",
+            "--served-model-name",
+            "--headless",
+            "--host",
+            "--port",
+        }
+    ),
+    "sglang": frozenset(
+        {
+            "--model-path",
+            "--tp-size",
+            "--dp-size",
+            "--ep-size",
+            "--pp-size",
+            "--enable-dp-attention",
+            "--moe-dense-tp-size",
+            "--moe-a2a-backend",
+            "--context-length",
+            "--max-running-requests",
+            "--chunked-prefill-size",
+            "--mem-fraction-static",
+            "--page-size",
+            "--kv-cache-dtype",
+            "--quantization",
+            "--disable-radix-cache",
+            "--disable-cuda-graph",
+            "--nnodes",
+            "--node-rank",
+            "--dist-init-addr",
+            "--disaggregation-mode",
+            "--disaggregation-transfer-backend",
+            "--host",
+            "--port",
+        }
+    ),
+    "tensorrt-llm": frozenset(
+        {
+            "--backend",
+            "--tp_size",
+            "--pp_size",
+            "--ep_size",
+            "--max_batch_size",
+            "--max_num_tokens",
+            "--max_seq_len",
+            "--kv_cache_free_gpu_memory_fraction",
+            "--extra_llm_api_options",
+            "--server_role",
+            "--host",
+            "--port",
+        }
+    ),
+    "llama.cpp": frozenset(
+        {
+            "--model",
+            "--ctx-size",
+            "--parallel",
+            "--n-gpu-layers",
+            "--split-mode",
+            "--cache-type-k",
+            "--cache-type-v",
+            "--batch-size",
+            "--host",
+            "--port",
+        }
+    ),
+    "lmdeploy": frozenset(
+        {
+            "--backend",
+            "--tp",
+            "--dp",
+            "--ep",
+            "--session-len",
+            "--max-batch-size",
+            "--max-prefill-token-num",
+            "--cache-max-entry-count",
+            "--cache-block-seq-len",
+            "--quant-policy",
+            "--enable-prefix-caching",
+            "--eager-mode",
+            "--role",
+            "--nnodes",
+            "--node-rank",
+            "--dist-init-addr",
+            "--server-name",
+            "--server-port",
+        }
+    ),
+}
+
+LAYOUT_NAMES = {
+    "attention TP": {
+        "vllm": "--tensor-parallel-size TP",
+        "sglang": "--tp-size TP × DP with --dp-size DP --enable-dp-attention (attention TP = tp / dp)",
+        "tensorrt-llm": "tensor_parallel_size = TP × DP (attention TP = 1 with enable_attention_dp)",
+    },
+    "attention DP": {
+        "vllm": "--data-parallel-size DP",
+        "sglang": "--dp-size DP --enable-dp-attention",
+        "tensorrt-llm": "enable_attention_dp: true (DP = tensor_parallel_size)",
+    },
+    "EP": {
+        "vllm": "--enable-expert-parallel (EP = TP × DP only)",
+        "sglang": "--ep-size EP (MoE-TP = tp_size / ep_size)",
+        "tensorrt-llm": "moe_expert_parallel_size: EP (--ep_size)",
+    },
+    "MoE-TP": {
+        "vllm": "TP × DP without EP, else 1",
+        "sglang": "tp_size / ep_size",
+        "tensorrt-llm": "moe_tensor_parallel_size: TP × DP / EP",
+    },
+    "PP": {
+        "vllm": "--pipeline-parallel-size",
+        "sglang": "--pp-size",
+        "tensorrt-llm": "pipeline_parallel_size (--pp_size)",
+    },
+}
+
+# TensorRT-LLM's extra-options YAML keys (LlmArgs / TorchLlmArgs fields and KvCacheConfig's), same source
+TRTLLM_YAML_KEYS = frozenset(
+    {
+        "enable_attention_dp",
+        "moe_expert_parallel_size",
+        "moe_tensor_parallel_size",
+        "kv_cache_config",
+        "dtype",
+        "enable_block_reuse",
+        "free_gpu_memory_fraction",
+        "cuda_graph_config",
+    }
+)

@@ -1,0 +1,46 @@
+"""Headless test of app_pages/fleet.py: the router comparison and one router's replicas."""
+
+from __future__ import annotations
+
+from conftest import ROOT
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(ROOT / "app_pages" / "fleet.py")
+
+
+def load() -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["fleet_num"] = 200  # a small run keeps the test short
+    return at.run()
+
+
+def test_first_render_compares_every_router_and_shows_the_replicas():
+    at = load()
+    assert not at.exception
+    routers = at.dataframe[0].value["router"].tolist()
+    assert routers == ["round-robin", "least-outstanding", "least-kv", "prefix-aware"]
+    assert len(at.dataframe[1].value) == 4  # four replicas by default
+    assert {"p95 TTFT (ms)", "Prefix hit rate", "Completed"} <= {m.label for m in at.metric}
+    assert [m.value for m in at.metric if m.label == "Completed"] == ["200"]
+    # the shared 2,000-token system prompt draws every request to the replica that holds it: the page says so
+    assert any("Hot spot" in w.value for w in at.warning)
+
+
+def test_choosing_a_router_and_a_replica_count_reruns():
+    at = load()
+    at.number_input(key="fleet_replicas").set_value(2)
+    at.selectbox(key="fleet_router").set_value("round-robin")
+    at.run()
+    assert not at.exception
+    frame = at.dataframe[1].value
+    assert frame["requests"].tolist() == [100, 100]  # round robin: even by construction
+
+
+def test_bad_input_is_one_sentence_not_a_traceback():
+    at = load()
+    at.number_input(key="fleet_later").set_value(1)
+    at.number_input(key="fleet_system").set_value(200_000)  # longer than max_model_len: every turn is rejected
+    at.run()
+    assert not at.exception
+    assert [m.value for m in at.metric if m.label == "Completed"] == ["0"]
+    assert [m.value for m in at.metric if m.label == "p95 TTFT (ms)"] == ["–"]
