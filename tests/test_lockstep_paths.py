@@ -15,7 +15,7 @@ from planner.sim.records import StepRecorder
 from planner.sim.serving import step_cost_for
 
 COSTS = {
-    "perf_model": step_cost_for(resolve(Scenario()), "vllm"),  # Llama-3.1-8B on one H100-SXM: decode_affine
+    "perf_model": step_cost_for(resolve(Scenario())),  # Llama-3.1-8B on one H100-SXM: decode_affine
     "linear": LinearStepCost(0.01, 2e-5, 1e-6, 1e-9),  # decode_step_fn
     "constant": ConstantStepCost(0.02),
 }
