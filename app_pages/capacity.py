@@ -14,7 +14,6 @@ from planner.capacity.replicas import base_workload
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
 from planner.core.catalog import gpus
 from planner.core.engine import get_engine, scheduler_policy
-from planner.core.engine_defaults import batch_defaults
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, with_deployment
 from planner.core.workload import PROFILES, SLO, TrafficSpec
@@ -146,14 +145,16 @@ st.plotly_chart(
     charts.search_probes(plan.probes, plan.max_rate_per_replica, slo.ttft_p95_s, plan.saturated_rps, slo.tpot_p95_s),
     key="cap_probes_chart",
 )
-vllm_default = batch_defaults(r.gpu, scenario.engine)
+engine_default = r.engine.batch_defaults(r.gpu)
 st.caption(
     f"Analytic starting point {plan.estimate_rps:,.3g} req/s; mean prompt {plan.mean_prompt_tokens:,.0f} "
     f"tokens, mean output {plan.mean_output_tokens:,.0f}; search took {plan.search_wall_s:.2f} s. "
     f"Engine limits: max_num_seqs {dep.max_num_seqs}, max_num_batched_tokens {dep.max_num_batched_tokens:,} "
-    f"(vLLM default for this GPU: {vllm_default.max_num_seqs} / {vllm_default.max_num_batched_tokens:,})."
+    f"({r.engine.label} default for this GPU: {engine_default.max_num_seqs} / "
+    f"{engine_default.max_num_batched_tokens:,})."
 )
 st.caption(f"Scheduler of {get_engine(scenario.engine).label}: {describe(scheduler_policy(scenario.engine))}.")
+st.caption(f"Engine: {r.engine.summary}.")
 
 # --- ranking ---------------------------------------------------------------------------------------------
 st.header("Which deployment is cheapest at this SLO?")

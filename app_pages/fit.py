@@ -54,7 +54,7 @@ render_verdict(
     current_scenario(),
     plan.paged_max_requests if starts else 0,
     plan.context_tokens,
-    next((w for w in plan.warnings if w.startswith("Does not fit")), ""),
+    plan.blockers[0].message if plan.blockers else "",
     plan.binding_limit,
 )
 c = st.columns(4)
@@ -94,13 +94,12 @@ c[1].metric(
 )
 c[2].metric("vLLM: max concurrency", f"{plan.max_concurrency:,.2f}x", help=plan.pool.log_lines[1])
 c[3].metric(
-    "vLLM KV pool per GPU (GiB)",
+    f"{r.engine.label} KV pool per GPU (GiB)",
     f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB",
     help=f"binary GiB (2^30 B), as vLLM logs it = {plan.kv_pool_bytes_per_gpu / 1e9:,.2f} GB",
 )
-for w in plan.warnings:
-    if not w.startswith("Does not fit"):  # that one is the verdict above
-        st.warning(w)
+for w in plan.warnings[len(plan.blockers) :]:  # the blockers are the verdict above
+    st.warning(w)
 
 st.code("\n".join(f"INFO ... {line}" for line in plan.pool.log_lines), language="text")
 if plan.layer_kinds:  # hybrid models: what each layer kind holds per request on one GPU

@@ -10,8 +10,8 @@ from pydantic import ValidationError
 
 from planner.capacity.load_sweep import estimate_capacity_rps, find_knee, open_vs_closed, rate_sweep
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
-from planner.core.engine import get_engine, scheduler_policy
-from planner.core.engine_defaults import batch_defaults
+from planner.core.engine import engine_for, get_engine, scheduler_policy
+from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.workload import PROFILES, TrafficSpec
@@ -154,11 +154,12 @@ st.caption(
 scenario = current_scenario()
 r = resolved_or_stop()
 dep = r.deployment
-vllm_default = batch_defaults(r.gpu, scenario.engine)
+engine_default = r.engine.batch_defaults(r.gpu)
 st.caption(
     f"{r.model.name} · {dep.tensor_parallel_size} × {r.gpu.name} per replica · weights {r.weights.label} · "
     f"max_num_seqs {dep.max_num_seqs} · max_num_batched_tokens {dep.max_num_batched_tokens:,} "
-    f"(vLLM default for this GPU: {vllm_default.max_num_seqs} / {vllm_default.max_num_batched_tokens:,})"
+    f"({r.engine.label} default for this GPU: {engine_default.max_num_seqs} / "
+    f"{engine_default.max_num_batched_tokens:,})"
 )
 
 # --- traffic ---------------------------------------------------------------------------------------------
@@ -183,7 +184,13 @@ seed = int(
 num_requests = int(
     c[2].number_input("Requests per run", min_value=100, max_value=20_000, step=100, key="load_num_requests")
 )
-engine = c[3].selectbox("Engine", ["vllm", "tensorrt-llm"], key="load_engine")
+engine = c[3].selectbox(
+    "Engine",
+    ENGINES,
+    index=ENGINES.index(scenario.engine) if scenario.engine in ENGINES else 0,  # the scenario's until changed
+    key="load_engine",
+)
+st.caption(f"Engine: {engine_for(engine).summary}.")
 st.caption(PROFILES[profile].note)
 st.caption(f"Scheduler of {get_engine(engine).label}: {describe(scheduler_policy(engine))}.")
 

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from planner.core.catalog import get_gpu, kv_precisions, model_presets, weight_precisions
-from planner.core.engine_defaults import batch_defaults
+from planner.core.engine import engine_for
 from planner.core.errors import InputError
 from planner.core.hf_config import spec_document
 from planner.core.scenario import Scenario
@@ -44,7 +44,7 @@ PARAM_OF = {
 def widget_values(s: Scenario, upload_choice: str) -> dict:
     """The sidebar widget values that reproduce scenario `s` (InputError when a value has no widget)."""
     d = s.deployment
-    engine_default = batch_defaults(get_gpu(s.gpu), s.engine)  # batch limits left unset: vLLM's for this GPU
+    engine_default = engine_for(s.engine).batch_defaults(get_gpu(s.gpu))  # limits left unset: the engine's
     if s.model_spec is None and s.model not in model_presets():
         raise InputError("model", f"{s.model!r} is not a preset; share a custom model as its spec")
     values = {

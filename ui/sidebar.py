@@ -22,7 +22,8 @@ from planner.core.catalog import (
     presets_by_family,
     weight_precisions,
 )
-from planner.core.engine_defaults import DEFAULT_ENGINE, batch_defaults
+from planner.core.engine import engine_for
+from planner.core.engine_defaults import DEFAULT_ENGINE
 from planner.core.errors import InputError, from_validation_error
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
 from planner.core.precision import label_on
@@ -220,8 +221,8 @@ def _engine(hw: dict | None = None) -> dict:
             "Set max_num_seqs and max_num_batched_tokens",
             value=False,
             key="sb_set_batch",
-            help="Off: vLLM's default for this GPU and `vllm serve` (get_batch_defaults: 8,192 tokens and 1,024 "
-            "sequences on 70 GiB+ GPUs other than A100, else 2,048 and 256).",
+            help="Off: the engine's defaults for this GPU (vLLM's `vllm serve` get_batch_defaults: 8,192 tokens "
+            "and 1,024 sequences on 70 GiB+ GPUs other than A100, else 2,048 and 256).",
         )
         if own:
             seqs = st.number_input("max_num_seqs", 1, 4096, default.max_num_seqs, key="sb_max_seqs")
@@ -249,7 +250,7 @@ def _batch_default(hw: dict | None):
     gpu = ids[hw["gpu"]] if hw and hw["gpu"] in ids else ids[DEFAULT_GPU]
     if hw and hw["gpu_memory_gb"] is not None:
         gpu = custom_gpu(hw["gpu_memory_gb"], like=gpu)
-    return batch_defaults(gpu, _engine_id())
+    return engine_for(_engine_id()).batch_defaults(gpu)
 
 
 def _scenario_from_widgets() -> Scenario:

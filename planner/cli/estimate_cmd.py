@@ -5,7 +5,7 @@ keys are a contract) or, with `--mode continuous`, for B concurrent requests und
 from __future__ import annotations
 
 from planner.cli import emit
-from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolved_from_args
+from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.core.errors import InputError
 from planner.latency.metrics import Estimate, estimate
 from planner.sim.continuous import ContinuousEstimate, continuous
@@ -37,7 +37,6 @@ def register(subparsers) -> None:
     )
     g.add_argument("--input-tokens", type=int, required=True, help="prompt tokens per request")
     g.add_argument("--output-tokens", type=int, required=True, help="output tokens per request")
-    add_engine_arg(g)
     g.add_argument("--queue-wait-ms", type=float, default=0.0, help="queue wait added to TTFT")
     p.set_defaults(func=run)
 

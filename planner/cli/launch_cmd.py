@@ -7,14 +7,13 @@ from planner.capacity.launch import TARGETS, launch_plan
 from planner.capacity.launch_disagg import disagg_launch_plan
 from planner.cli import emit
 from planner.cli.disagg_cmd import add_layout_args, given_layout
-from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolved_from_args, scenario_from_args
+from planner.cli.scenario_args import add_scenario_args, resolved_from_args, scenario_from_args
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("launch", help="the engine's launch command (and a Kubernetes manifest) for the layout")
     add_scenario_args(p)
     g = p.add_argument_group("launch")
-    add_engine_arg(g)
     g.add_argument("--target", default="shell", choices=TARGETS, help="shell lines, or a Kubernetes manifest too")
     add_layout_args(p)
     p.set_defaults(func=run)

@@ -32,11 +32,6 @@ _FLAG = {
 }
 
 
-def add_engine_arg(group) -> None:
-    """--engine: which efficiency profile (data/efficiency.yaml) the latency model uses."""
-    group.add_argument("--engine", default=DEFAULT_ENGINE, choices=ENGINES, help="efficiency profile (default vllm)")
-
-
 def add_scenario_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model and hardware")
     g.add_argument("--model", default=DEFAULT_MODEL, help="preset id (Hugging Face repo id) or path to a config.json")
@@ -63,7 +58,13 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
         "checkpoint's own format (e.g. fp8 for DeepSeek-V3), else bf16",
     )
     g.add_argument("--kv-dtype", default="auto", help="KV-cache dtype: auto fp16 bf16 fp8")
-    e = p.add_argument_group("engine (vLLM names)")
+    e = p.add_argument_group("engine (limits by vLLM's names; each engine maps them onto its own)")
+    e.add_argument(
+        "--engine",
+        default=DEFAULT_ENGINE,
+        choices=ENGINES,
+        help="serving engine: its memory rule, scheduler, batch defaults and efficiency profile (default vllm)",
+    )
     e.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     e.add_argument("--max-model-len", type=int, default=None, help="default: the model's max_position_embeddings")
     e.add_argument("--block-size", type=int, default=16)

@@ -8,7 +8,7 @@ import dataclasses
 import math
 
 from planner.cli import emit
-from planner.cli.scenario_args import add_engine_arg, add_scenario_args, resolved_from_args
+from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
 from planner.core.errors import InputError
 from planner.sim.records import LatencyStats, ServingSummary
@@ -38,7 +38,6 @@ def register(subparsers) -> None:
 def add_simulate_args(p: argparse.ArgumentParser) -> None:
     """The scenario, traffic, session, server and speculative-decoding flags of `simulate` (and `fleet`)."""
     add_scenario_args(p)
-    add_engine_arg(p)
     t = p.add_argument_group("traffic (pick one)").add_mutually_exclusive_group(required=True)
     t.add_argument("--rate", type=float, help="open loop: mean arrivals per second")
     t.add_argument("--users", type=int, help="closed loop: simulated users, each waiting for its reply")

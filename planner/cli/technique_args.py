@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from planner.cli.scenario_args import add_engine_arg
 from planner.core.errors import InputError
 
 
@@ -16,7 +15,6 @@ def add_request_args(p: argparse.ArgumentParser, batch_default: int | None = 32)
         g.add_argument(
             "--batch", type=int, default=batch_default, help=f"requests decoding together (default {batch_default})"
         )
-    add_engine_arg(g)
 
 
 def positive(args: argparse.Namespace, *names: str) -> None:

@@ -12,7 +12,6 @@ import argparse
 
 from pydantic import ValidationError
 
-from planner.cli.scenario_args import add_engine_arg
 from planner.core.errors import InputError, from_validation_error
 from planner.core.workload import PROFILES, TrafficSpec
 from planner.traffic.generators import LengthDist
@@ -66,7 +65,6 @@ def add_traffic_args(p: argparse.ArgumentParser, default_num_requests: int = 100
         action="store_true",
         help="reuse cached blocks (on by default as in vLLM V1; --no-enable-prefix-caching turns it off)",
     )
-    add_engine_arg(g)
 
 
 def _length(tokens: int | None, spec: str | None, default: str, flag: str) -> str:

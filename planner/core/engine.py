@@ -16,10 +16,25 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from planner.core.catalog import DATA_DIR, _read_yaml
-from planner.core.engine_defaults import BatchDefaults, batch_defaults, fitted_engines
+from planner.core.engine_defaults import BatchDefaults, batch_defaults, fitted_engines, sglang_chunked_prefill_size
 from planner.core.errors import InputError
 
 ENGINES_PATH = DATA_DIR / "engines.yaml"
+# one line per scheduler policy and memory rule (data/engines.yaml `policy`, `memory`), for captions and --help
+POLICY_TEXT = {
+    "vllm-v1": "a token budget per step, chunked prefill, the newest request preempted when the KV pool runs out",
+    "guaranteed-no-evict": "a request admitted only when its prompt and maximum output fit beside the running "
+    "ones; never preempts",
+    "sglang": "admission against prompt + reserved output × new_token_ratio; retracts requests when short",
+    "static-slots": "one request per slot of a fixed context; no paging, no preemption",
+}
+MEMORY_TEXT = {
+    "vllm-profiler": "gpu_memory_utilization × memory − weights − profiled activations − runtime",
+    "sglang-static": "mem_fraction_static × memory − weights",
+    "trtllm-free-fraction": "kv_cache_free_gpu_mem_fraction 0.9 × the memory free after weights and activations",
+    "lmdeploy-free-fraction": "cache_max_entry_count 0.8 × the memory free after weights",
+    "llamacpp-context": "the whole context (max_model_len × slots) allocated at start, no paging",
+}
 
 
 @dataclass(frozen=True)
@@ -49,12 +64,54 @@ class Engine:
         }
 
     def batch_defaults(self, gpu, usage: str = "serve") -> BatchDefaults:
-        """max_num_batched_tokens / max_num_seqs this engine picks on `gpu` (engines without a table: vLLM's)."""
-        return batch_defaults(gpu, self.id, usage)
+        """max_num_batched_tokens / max_num_seqs this engine picks on `gpu`: its own defaults (engines.yaml) where
+        it has them, else vLLM's table (planner.core.engine_defaults)."""
+        own = _OWN_BATCH_DEFAULTS.get(self.id)
+        return own(self.defaults, gpu) if own else batch_defaults(gpu, self.id, usage)
+
+    @property
+    def summary(self) -> str:
+        """The engine in one sentence: its scheduler policy and memory rule (the pages' caption)."""
+        policy = POLICY_TEXT.get(self.policy, "see data/engines.yaml")
+        memory = MEMORY_TEXT.get(self.memory, "see data/engines.yaml")
+        return f"{self.label} {self.version}: scheduler {self.policy} ({policy}); KV memory {self.memory} ({memory})"
 
     def supports(self, weights: str) -> bool:
         """True when the engine runs weights in format `weights` (a precisions.yaml id)."""
         return weights.lower() in self.formats
+
+
+def _trtllm_batch(d: dict, gpu) -> BatchDefaults:
+    return BatchDefaults(
+        d["max_num_tokens"], d["max_batch_size"], "TensorRT-LLM defaults (BuildConfig max_num_tokens, max_batch_size)"
+    )
+
+
+def _llamacpp_batch(d: dict, gpu) -> BatchDefaults:
+    return BatchDefaults(d["n_batch"], d["n_parallel"], "llama.cpp defaults (-b n_batch, -np slots)")
+
+
+def _lmdeploy_batch(d: dict, gpu) -> BatchDefaults:
+    """TurboMind's max_prefill_token_num, and lmdeploy/utils.py get_max_batch_size by device name."""
+    name = f"{gpu.id} {gpu.name}".lower()
+    seqs = 384 if "a100" in name else 1024 if ("h100" in name or "h200" in name) else d["max_batch_size"]
+    return BatchDefaults(d["max_prefill_token_num"], seqs, "LMDeploy defaults (max_prefill_token_num, max_batch_size)")
+
+
+def _sglang_batch(d: dict, gpu) -> BatchDefaults:
+    """SGLang's chunked_prefill_size by GPU memory; max_running_requests follows the token pool in SGLang, so the
+    running limit stays vLLM's for the GPU (an assumption)."""
+    tokens = sglang_chunked_prefill_size(gpu.usable_memory_bytes)
+    seqs = batch_defaults(gpu, "vllm").max_num_seqs
+    return BatchDefaults(tokens, min(seqs, tokens), "SGLang default chunked_prefill_size for this GPU")
+
+
+_OWN_BATCH_DEFAULTS = {
+    "sglang": _sglang_batch,
+    "tensorrt-llm": _trtllm_batch,
+    "llama.cpp": _llamacpp_batch,
+    "lmdeploy": _lmdeploy_batch,
+}
 
 
 @lru_cache(maxsize=1)

@@ -65,6 +65,12 @@ def batch_defaults(gpu, engine: str, usage: str = "serve") -> BatchDefaults:
     return ENGINE_BATCH_DEFAULTS.get(engine, vllm_v1)(gpu, usage)
 
 
+def sglang_chunked_prefill_size(total_bytes: float) -> int:
+    """SGLang's default chunked_prefill_size by GPU memory (server_args.py _handle_gpu_memory_settings, MiB)."""
+    gpu_mem = total_bytes / 2**20
+    return 2048 if gpu_mem < 35 * 1024 else 4096 if gpu_mem < 60 * 1024 else 8192 if gpu_mem < 160 * 1024 else 16384
+
+
 @lru_cache(maxsize=1)
 def fitted_engines() -> tuple[str, ...]:
     """Engines with fitted constants in data/efficiency.yaml: ENGINES plus calibration-only ones (splitwise)."""

@@ -1,8 +1,14 @@
-"""Where every byte goes for a scenario: the textbook fit and vLLM's real pool, per GPU, with TP options.
+"""Where every byte goes for a scenario: the textbook fit and the engine's real pool, per GPU, with TP options.
 
-With pipeline, data and expert parallelism (planner.memory.sizes module note) the figures are those of the fullest
-GPU; `max_concurrency` is vLLM's logged figure for one DP rank, and `deployment_max_concurrency` counts the
-requests of max_model_len the whole deployment holds: replicas × DP ranks × whole requests per DP rank.
+The pool follows the scenario's engine (`r.engine.memory`, planner.memory.engine_pool): vLLM's profiled pool,
+SGLang's mem_fraction_static, TensorRT-LLM's fraction of free memory, LMDeploy's cache_max_entry_count, llama.cpp's
+fixed context over -np slots. With pipeline, data and expert parallelism (planner.memory.sizes module note) the
+figures are those of the fullest GPU; `max_concurrency` is the engine's figure for one DP rank (vLLM's logged
+one; llama.cpp's slots), and `deployment_max_concurrency` counts the requests of max_model_len the whole
+deployment holds: replicas × DP ranks × whole requests per DP rank.
+
+What stops a deployment is data: `blockers`, each a Blocker(kind, message); `fits` is true when there is none.
+The warnings repeat the blockers' messages first (the text the pages and `--json` show), then the rest.
 """
 
 from __future__ import annotations
@@ -13,11 +19,24 @@ from dataclasses import asdict, dataclass, replace
 from planner.core.params import count_params
 from planner.core.scenario import Resolved
 from planner.memory import sizes as memory
+from planner.memory.engine_pool import EnginePool, engine_pool
 from planner.memory.layer_groups import GroupBytes, HybridFit, binding_limit, group_bytes, hybrid_fit
 from planner.memory.sliding_window import request_blocks
-from planner.memory.vllm_pool import VllmPool, vllm_pool
+from planner.memory.vllm_pool import VllmPool
 
 TP_DEGREES = (1, 2, 4, 8)
+
+
+ENGINE_KEYS = ("blockers", "engine", "memory_rule")  # MemoryPlan fields that engine_dict() prints
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """One reason the deployment cannot serve (kind: a short id; message: the sentence the pages show)."""
+
+    kind: str  # heads_not_divisible | weights_exceed_budget | pool_below_one_request | context_exceeds_memory
+    #            | stages_exceed_layers
+    message: str
 
 
 @dataclass(frozen=True)
@@ -50,7 +69,10 @@ class MemoryPlan:
     deployment_max_concurrency: int  # requests of max_model_len the whole deployment holds
     requests_per_dp_rank: int  # whole requests of max_model_len one DP rank holds (× DP × replicas = the line above)
     warnings: tuple[str, ...]
-    pool: VllmPool
+    engine: str  # the scenario's engine id
+    memory_rule: str  # its memory rule (data/engines.yaml `memory`)
+    pool: VllmPool  # an EnginePool for engines other than vLLM
+    blockers: tuple[Blocker, ...] = ()
     # which limit binds per DP rank (planner.memory.layer_groups.BINDING_LIMITS) and the requests it allows
     binding_limit: str = "kv_tokens"
     binding_requests: int = 0
@@ -59,13 +81,14 @@ class MemoryPlan:
     hybrid: HybridFit | None = None  # vLLM's hybrid layout (groups, unified pages) when the model mixes kinds
 
     def to_dict(self) -> dict:
+        """The `memory --json` keys as they were before engines had memory rules (the CLI appends engine_dict)."""
         out = asdict(self)
-        out.pop("pool")
-        out.pop("hybrid")
+        for key in ("pool", "hybrid", *ENGINE_KEYS):
+            out.pop(key)
         new = {k: out.pop(k) for k in ("binding_limit", "binding_requests", "state_bytes_per_request_per_gpu")}
         out.pop("layer_kinds")
         out["warnings"] = list(self.warnings)
-        out["vllm_log"] = list(self.pool.log_lines)
+        out["vllm_log"] = list(self.pool.log_lines) if not isinstance(self.pool, EnginePool) else []
         out["breakdown_per_gpu"] = breakdown_per_gpu(self)
         out["textbook_max_requests_total"] = self.textbook_max_requests * self.num_replicas
         out["max_concurrency_total"] = self.max_concurrency * self.num_replicas * self.data_parallel_size
@@ -75,6 +98,16 @@ class MemoryPlan:
         out["kv_cache_groups"] = self.hybrid.pool.num_groups if self.hybrid else 1
         out["vllm_hybrid_blocks"] = self.hybrid.pool.num_blocks if self.hybrid else self.num_gpu_blocks
         return out
+
+    def engine_dict(self) -> dict:
+        """The keys added with engine memory rules (appended after the older ones: `--json` only gains keys)."""
+        return {
+            "engine": self.engine,
+            "memory_rule": self.memory_rule,
+            "blockers": [asdict(b) for b in self.blockers],
+            "engine_log": list(self.pool.log_lines),
+            "slots": getattr(self.pool, "slots", None),
+        }
 
 
 def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
@@ -95,11 +128,14 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
     ctx = r.context_tokens
     req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, tp) * share
     textbook = memory.textbook_max_requests(r.gpu.marketed_bytes, w_gpu, req_gpu)
-    pool = vllm_pool(r.gpu.usable_memory_bytes, w_gpu, kv_tok_gpu, r.model, dep, r.max_model_len, r.gpu.interconnect)
+    pool = engine_pool(
+        r.engine, r.gpu.usable_memory_bytes, w_gpu, kv_tok_gpu, r.model, dep, r.max_model_len, r.gpu.interconnect
+    )
     paged = pool.num_gpu_blocks // request_blocks(
         r.model, ctx, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
     )
-    if r.model.sliding_window and r.model.num_sliding_layers:  # vLLM V1's log counts windowed blocks too
+    if r.model.sliding_window and r.model.num_sliding_layers and not isinstance(pool, EnginePool):
+        # vLLM V1's log counts windowed blocks too
         per_request = request_blocks(
             r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
         )
@@ -119,13 +155,17 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
         )
         pool, paged = _hybrid_pool(pool, hybrid, dep.block_size, r.max_model_len), hybrid.paged_max_requests
     contiguous = max(0, int(max(pool.kv_pool_bytes, 0) // (r.max_model_len * kv_tok_gpu))) if kv_tok_gpu else 0
-    warnings = _warnings(r, tp, pool, w_gpu) + _parallel_warnings(r, dep)
+    blockers = _blockers(r, tp, pool, w_gpu) + _parallel_blockers(r, dep)
+    warnings = tuple(b.message for b in blockers) + tuple(_warnings(r, tp) + _parallel_warnings(r, dep))
     per_rank = pool.num_gpu_blocks // request_blocks(
         r.model, r.max_model_len, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
     )
     if hybrid:
         per_rank = int(hybrid.max_concurrency)
-    fits = not any(w.startswith("Does not fit") for w in warnings)
+    slots = getattr(pool, "slots", None)
+    if slots is not None:  # llama.cpp: no paging, one request per slot of max_model_len
+        paged = contiguous = per_rank = slots if pool.kv_cache_tokens else 0
+    fits = not blockers
     limit, limit_requests = binding_limit(
         dep.max_num_seqs, paged, hybrid.pool_limit if hybrid else "kv_tokens", fits and pool.kv_pool_bytes > 0
     )
@@ -151,8 +191,11 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
         num_replicas=dep.num_replicas,
         tensor_parallel_size=tp,
         fits=fits,
-        warnings=tuple(warnings),
+        warnings=warnings,
         pool=pool,
+        blockers=blockers,
+        engine=r.engine.id,
+        memory_rule=r.engine.memory,
         pipeline_parallel_size=pp,
         data_parallel_size=dp,
         expert_parallel_size=dep.expert_parallel_size,
@@ -174,8 +217,21 @@ def _hybrid_pool(pool: VllmPool, h: HybridFit, block_size: int, max_model_len: i
     return replace(pool, num_gpu_blocks=blocks, kv_cache_tokens=blocks * block_size, max_concurrency=h.max_concurrency)
 
 
+def _parallel_blockers(r: Resolved, dep) -> tuple[Blocker, ...]:
+    """vLLM's PP rule: stages need at least one layer each (uneven experts are a warning: the fullest rank counts)."""
+    out = []
+    m = r.model
+    if dep.pipeline_parallel_size > m.num_layers:
+        out.append(
+            Blocker(
+                "stages_exceed_layers",
+                f"Does not fit: PP={dep.pipeline_parallel_size} exceeds the {m.num_layers} layers",
+            )
+        )
+    return tuple(out)
+
+
 def _parallel_warnings(r: Resolved, dep) -> list[str]:
-    """Rules of vLLM's EP and PP: experts divide evenly over EP ranks, stages need at least one layer each."""
     out = []
     m = r.model
     if dep.enable_expert_parallel and not m.is_moe:
@@ -193,8 +249,6 @@ def _parallel_warnings(r: Resolved, dep) -> list[str]:
             f"Slow: TP={dep.tensor_parallel_size} spans nodes of {node} GPUs, so every all-reduce crosses the "
             "network; keep TP within a node and use PP, DP or EP across nodes"
         )
-    if dep.pipeline_parallel_size > m.num_layers:
-        out.append(f"Does not fit: PP={dep.pipeline_parallel_size} exceeds the {m.num_layers} layers")
     if m.is_mla and dep.tensor_parallel_size > 1:
         out.append(
             f"MLA latent cache is replicated on all {dep.tensor_parallel_size} TP ranks; data-parallel "
@@ -203,20 +257,54 @@ def _parallel_warnings(r: Resolved, dep) -> list[str]:
     return out
 
 
-def _warnings(r: Resolved, tp: int, pool: VllmPool, w_gpu: float) -> list[str]:
+def _budget_rule(pool: VllmPool) -> str:
+    """How the pool's memory budget is set, for a blocker's message."""
+    if not isinstance(pool, EnginePool):
+        return "gpu_memory_utilization × usable memory"
+    return "mem_fraction_static × usable memory" if pool.rule == "sglang-static" else "usable memory"
+
+
+def _blockers(r: Resolved, tp: int, pool: VllmPool, w_gpu: float) -> tuple[Blocker, ...]:
     out = []
+    engine = r.engine.label
     if r.model.num_attention_heads % tp:
-        out.append(f"Does not fit: vLLM needs the {r.model.num_attention_heads} attention heads divisible by TP={tp}")
+        out.append(
+            Blocker(
+                "heads_not_divisible",
+                f"Does not fit: {engine} needs the {r.model.num_attention_heads} attention heads divisible by TP={tp}",
+            )
+        )
     if w_gpu >= pool.budget_bytes:
         out.append(
-            f"Does not fit: weights per GPU ({w_gpu / 1e9:.1f} GB) exceed the memory budget "
-            f"({pool.budget_bytes / 1e9:.1f} GB = gpu_memory_utilization × usable memory)"
+            Blocker(
+                "weights_exceed_budget",
+                f"Does not fit: weights per GPU ({w_gpu / 1e9:.1f} GB) exceed the memory budget "
+                f"({pool.budget_bytes / 1e9:.1f} GB = {_budget_rule(pool)})",
+            )
+        )
+    elif getattr(pool, "slots", None) is not None and pool.kv_cache_tokens == 0:
+        out.append(
+            Blocker(
+                "context_exceeds_memory",
+                f"Does not fit: {engine} allocates its whole context at start ({pool.slots} slot(s) × "
+                f"{r.max_model_len:,} tokens = {-pool.kv_pool_bytes / 1e9:.1f} GB more than is left after the "
+                "weights; lower max_model_len or the slots)",
+            )
         )
     elif pool.max_concurrency < 1 if r.model.layer_groups else pool.kv_cache_tokens < r.max_model_len:
+        stop = "vLLM refuses to start" if not isinstance(pool, EnginePool) else f"{engine} cannot serve one"
         out.append(
-            f"Does not fit: the KV pool holds {pool.kv_cache_tokens:,} tokens, fewer than one request of "
-            f"max_model_len={r.max_model_len:,}; vLLM refuses to start (lower max_model_len or add GPUs)"
+            Blocker(
+                "pool_below_one_request",
+                f"Does not fit: the KV pool holds {pool.kv_cache_tokens:,} tokens, fewer than one request of "
+                f"max_model_len={r.max_model_len:,}; {stop} (lower max_model_len or add GPUs)",
+            )
         )
+    return tuple(out)
+
+
+def _warnings(r: Resolved, tp: int) -> list[str]:
+    out = []
     if r.context_tokens > r.max_model_len:
         out.append(f"Context of {r.context_tokens:,} tokens exceeds max_model_len={r.max_model_len:,}")
     if r.model.num_kv_heads < tp and not r.model.is_mla:
