@@ -55,7 +55,8 @@ def test_scheduler_config_carries_the_engines_policy(engine, policy):
 
 
 def test_llama_cpp_concurrency_never_exceeds_its_slots():
-    r = resolve(Scenario(gpu="A100-80GB", engine="llama.cpp"))
+    # llama.cpp allocates slots × max_model_len cells at start: 4 × 8,192 here (4 × 131,072 would not fit)
+    r = resolve(Scenario(gpu="A100-80GB", engine="llama.cpp", deployment={"max_model_len": 8192}))
     wl = open_loop(200, 40.0, "fixed:4000", "fixed:800", seed=0)
     settings = ServerSettings.of(r, max_num_seqs=4, max_num_batched_tokens=2048)  # llama-server -np 4
     res = run_serving(ServingReplica(r, settings), wl)
