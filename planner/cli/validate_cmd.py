@@ -31,10 +31,11 @@ from pathlib import Path
 from planner.accuracy.published_points import MEASUREMENTS_CSV
 from planner.accuracy.serving_points import is_aiconfigurator, read_aiconfigurator, serving_table, upload_points
 from planner.accuracy.user_points import parse_upload
-from planner.accuracy.validation import error_summary, overall, points_table, summary_dict
+from planner.accuracy.validation import MAX_POINTS_CSV_BYTES, error_summary, overall, points_table, summary_dict
 from planner.cli import emit
 from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
+from planner.core.user_files import read_user_text
 
 POINT_KEYS = ("id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group", "note")
 
@@ -75,12 +76,7 @@ def run(args) -> int:
 
 def read_table(path: Path, args=None):
     """(format, predicted-against-measured table) for the file, its format told by its content."""
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except OSError as err:
-        raise InputError("points", f"cannot read {path}: {err.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError("points", f"{path} is not UTF-8 text (is it a binary file?)") from None
+    text = read_user_text(Path(path), "points", MAX_POINTS_CSV_BYTES).removeprefix("\ufeff")  # regular files only
     if text.lstrip()[:1] in "{[":  # a client's own results: the replica comes from the flags
         data = parse_upload(Path(path).name, text)
         a = args or argparse.Namespace(model=None, gpu=None, tp=1, engine="vllm", weights=None)
