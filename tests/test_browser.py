@@ -40,7 +40,7 @@ def test_pick_model_and_gpu_updates_fit_metrics(page):
     assert int(fit.replace(",", "")) < int(before["Textbook: requests fit"].replace(",", ""))
     assert metric_values(page)["vLLM: max concurrency"] != before["vLLM: max concurrency"]
 
-    sidebar_select(page, "Model", "Llama-2-7b-hf", "meta-llama/Llama-2-7b-hf")
+    sidebar_select(page, "Model", "Llama-2-7b-hf", "Llama · meta-llama/Llama-2-7b-hf")  # presets grouped by family
     assert wait_for_metric_change(page, "Parameters", "8.03 B") == "6.74 B"
     after = metric_values(page)
     assert after["KV per token"] == "524,288 B"  # primer §3: 2 × 32 × 32 × 128 × 2

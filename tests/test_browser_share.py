@@ -24,7 +24,7 @@ from browser_fixtures import (
     wait_idle,
 )
 
-from planner.core.catalog import get_gpu, weight_precisions
+from planner.core.catalog import get_gpu, model_family, weight_precisions
 from planner.core.hf_config import MAX_CONFIG_BYTES
 from planner.core.scenario import Scenario, resolve
 from planner.core.scenario_codec import from_json, from_query, to_query
@@ -143,7 +143,7 @@ def _assert_fit_metrics(page, s: Scenario) -> None:
 
 def _assert_sidebar_shows(page, s: Scenario) -> None:
     """The sidebar's inputs hold scenario `s` (model, GPU, weights, the request's prompt tokens, target rate)."""
-    wait_for_value(page, _combobox(page, "Model"), s.model, "Model")
+    wait_for_value(page, _combobox(page, "Model"), f"{model_family(s.model)} · {s.model}", "Model")  # grouped by family
     wait_for_value(page, _combobox(page, "GPU"), _gpu_label(s.gpu), "GPU")
     wait_for_value(page, _combobox(page, "Weights"), weight_precisions()[s.deployment.weights].label, "Weights")
     wait_for_value(page, _prompt_input(page), s.traffic.prompt.removeprefix("fixed:"), PROMPT_LABEL)
