@@ -3,7 +3,7 @@
     python -m benchmarks.bench_pages
 
 Each page: one warm-up run (imports, catalogues, st.cache_data), then the median of 5 reruns. The budget is
-300 ms; tests/test_page_speed.py fails when a page exceeds it.
+300 ms; the benchmark prints OVER for a page that exceeds it (a timing budget belongs here, not in the tests).
 """
 
 from __future__ import annotations
