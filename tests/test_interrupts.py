@@ -54,7 +54,15 @@ def _alive(pid: int) -> bool:
 def _start_with_workers(stderr=subprocess.PIPE) -> tuple[subprocess.Popen, list[int]]:
     """The ranking, once its two workers run (forkserver + resource tracker + 2 workers); polled, not timed."""
     proc = subprocess.Popen(
-        RECOMMEND, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True
+        RECOMMEND,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        text=True,
+        start_new_session=True,
+        # a job started with `&` by a non-interactive shell (CI, a background run) inherits SIGINT ignored, and
+        # Python then installs no KeyboardInterrupt handler: give the child the terminal's default, as a user has
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     for _ in range(240):  # at most ~2 minutes on a loaded machine
         found = _descendants(proc.pid)
