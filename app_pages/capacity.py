@@ -161,16 +161,16 @@ st.header("Which deployment is cheapest at this SLO?")
 num_tasks = len(tasks_for(scenario, float(target), traffic, slo, float(headroom), dict(prices)))
 st.caption(
     f"Every catalogue GPU × weight precision (BF16/FP16, FP8 where supported, AWQ-INT4) × TP 1/2/4/8 that "
-    f"fits {r.model.name}: {num_tasks} deployments. Each is first bounded by one saturated run: a replica never "
-    "sustains more than 95% of its saturated throughput, which sets the fewest replicas and so the lowest $/hour "
-    "it could cost. The ones whose lowest $/hour can still be among the two cheapest are then searched exactly as "
-    "the plan above is (same "
+    f"fits {r.model.name}: {num_tasks} deployments. Each costs at least one replica's price, and after one "
+    "saturated run at least the replicas that 95% of its saturated throughput needs: cheapest first, a "
+    "deployment whose lowest $/hour can still be among the two cheapest is bounded by that run, then searched "
+    "exactly as the plan above is (same "
     f"{traffic.num_requests:,} requests per probe, same rounding), in parallel on all cores. Ranked by $/hour for "
     "the target, then $ per token at full use."
 )
 rank_key = (ranking_key(scenario), float(target), traffic, slo, float(headroom), prices)
 if st.button("Rank all deployments", type="primary", key="cap_rank"):
-    bar = st.progress(0.0, text="Bounding every deployment…")
+    bar = st.progress(0.0, text="Bounding the deployments, cheapest first…")
     try:
         rows = recommend(
             scenario,

@@ -106,3 +106,24 @@ def test_a_ranked_row_is_the_capacity_plan_of_that_deployment():
         plan.cost.usd_per_hour,
     )
     assert best["ttft_p95_s"] == plan.operating_point.ttft_p95_s
+
+
+def test_a_deployment_whose_price_alone_is_above_the_runner_up_is_never_run():
+    # one replica of H100 TP 8 costs 8 GPU-hours: above the runner-up of this small catalogue, so it is not even
+    # bounded by a saturation run; the top two stay what the exhaustive ranking (prune=False) gives, serial or not
+    # (in parallel, work started before the runner-up was known may bound or search a few more)
+    kw = dict(gpu_ids=["H100-SXM", "L40S"], weights=["fp8"], tps=(1, 2, 4, 8))
+    full = recommend(Scenario(), 20, SMALL, prune=False, workers=1, **kw)
+    serial = recommend(Scenario(), 20, SMALL, workers=1, **kw)
+    parallel = recommend(Scenario(), 20, SMALL, workers=2, **kw)
+    assert without_timing(serial[:2]) == without_timing(parallel[:2])
+    assert sorted(r["id"] for r in serial) == sorted(r["id"] for r in parallel)
+    assert [r["id"] for r in serial[:2]] == [r["id"] for r in full[:2]]
+    assert [r["usd_per_hour"] for r in serial[:2]] == [r["usd_per_hour"] for r in full[:2]]
+    by_price = [r for r in serial if r.get("bound_run") is False]
+    assert "H100-SXM · fp8 · TP8" in {r["id"] for r in by_price}
+    for r in by_price:  # one replica's price, above the runner-up: a bound that needs no run
+        assert (
+            r["usd_per_hour_lower_bound"] == r["gpus_per_replica"] * r["usd_per_gpu_hour"] > serial[1]["usd_per_hour"]
+        )
+        assert r["saturated_rps"] is None and "one replica" in r["reason"]

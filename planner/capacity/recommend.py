@@ -7,15 +7,17 @@ scenario's model and engine settings. Each candidate is one `Task`, a picklable 
 function of it (capacity search + replicas + cost + the latency at the operating point), so a process pool or
 a Ray cluster returns exactly what a serial loop does. Results come back in task order whatever finishes first.
 
-Bound before search (`recommend(..., prune=True)`, the default): one replica never sustains more than
+Bound before search (`recommend(..., prune=True)`, the default): a deployment costs at least one replica, so its price
+alone (GPUs per replica × $/GPU-hour) is a first lower bound on its $/hour. One replica never sustains more than
 (1 − STABILITY_MARGIN) × its saturated throughput (the steady-state verdict refuses any rate above it,
-planner/capacity/steady_state.py), so one saturation run per candidate gives an upper bound on its capacity and
-so a lower bound on its $/hour (replicas ≥ ceil(target × headroom / bound), ≥ 1). Candidates are then searched
-cheapest bound first; once the best and the runner-up are known, a candidate whose lower bound is above the
-runner-up's $/hour cannot enter the top two and is not searched (its row says so, with its bounds; it ranks after
-the searched feasible rows). The first two rows are therefore exactly what an exhaustive ranking gives; the saturation
-run is reused by the search (find_capacity(saturated=...)), so every searched row equals capacity_plan for that
-deployment. Ray runs stay exhaustive.
+planner/capacity/steady_state.py), so one saturation run gives an upper bound on its capacity and so a tighter
+lower bound (replicas ≥ ceil(target × headroom / bound), ≥ 1). Candidates are taken best-first by their current
+lower bound: the cheapest is bounded by its saturation run (and waits again with that bound) or, once bounded,
+searched; once the best and the runner-up are known, a candidate whose lower bound is above the runner-up's $/hour
+cannot enter the top two and is not run further (its row says so, with its bounds and `bound_run` False when its
+price alone ruled it out; it ranks after the searched feasible rows). The first two rows are therefore exactly what an
+exhaustive ranking gives; the saturation run is reused by the search (find_capacity(saturated=...)), so every
+searched row equals capacity_plan for that deployment. Ray runs stay exhaustive.
 
 Ranking: feasible deployments first, by $/hour for the target (integer replicas), then by $ per million output
 tokens at full utilisation (the cheaper per-token hardware wins a tie), then by id. Pareto: a point is on the
@@ -24,6 +26,7 @@ frontier when no other point is at most as costly AND at most as slow, and stric
 
 from __future__ import annotations
 
+import heapq
 import math
 import os
 from collections.abc import Callable
@@ -166,6 +169,14 @@ class Bound:
     gpus_per_replica: int
     usd_per_gpu_hour: float
     price_date: str
+    simulated: bool = True  # False: the price alone (one replica), before any saturation run
+
+
+def price_bound(task: Task) -> Bound:
+    """The $/hour lower bound before any run: one replica of the candidate's GPUs at their price."""
+    r = resolve(replica_scenario(task.scenario))
+    gpus_each, usd = r.deployment.gpus_per_replica, price_of(r, dict(task.prices))
+    return Bound(None, None, 1, gpus_each * usd, gpus_each, usd, r.gpu.price_date, simulated=False)
 
 
 def bound(task: Task) -> Bound:
@@ -198,18 +209,26 @@ def _pruned_row(task: Task, b: Bound, cutoff_usd: float) -> dict:
         saturated_rps=b.saturated_rps,
         max_rate_upper_bound=b.max_rate_upper_bound,
         usd_per_hour_lower_bound=b.usd_per_hour_lower_bound,
-        reason=(
-            "not searched: "
-            + (
-                f"at most {b.max_rate_upper_bound:,.3g} req/s per replica (95% of its saturated throughput), so "
-                if b.max_rate_upper_bound
-                else ""
-            )
-            + f"≥ {b.replicas_lower_bound} replicas at ≥ ${b.usd_per_hour_lower_bound:,.2f}/hour, dearer than the "
-            f"runner-up's ${cutoff_usd:,.2f}/hour"
-        ),
+        bound_run=b.simulated,
+        reason=_pruned_reason(b, cutoff_usd),
     )
     return row
+
+
+def _pruned_reason(b: Bound, cutoff_usd: float) -> str:
+    runner_up = f"dearer than the runner-up's ${cutoff_usd:,.2f}/hour"
+    if not b.simulated:  # never run: one replica already costs more
+        return (
+            f"not searched: one replica ({b.gpus_per_replica} GPU{'s' if b.gpus_per_replica > 1 else ''} at "
+            f"${b.usd_per_gpu_hour:,.2f}/hour) costs ${b.usd_per_hour_lower_bound:,.2f}/hour, {runner_up}"
+        )
+    limit = (
+        f"at most {b.max_rate_upper_bound:,.3g} req/s per replica (95% of its saturated throughput), so "
+        if b.max_rate_upper_bound
+        else ""
+    )
+    usd = f"${b.usd_per_hour_lower_bound:,.2f}/hour"
+    return f"not searched: {limit}≥ {b.replicas_lower_bound} replicas at ≥ {usd}, {runner_up}"
 
 
 KEEP_EXACT = 2  # the best and the runner-up are always searched (module note)
@@ -362,81 +381,86 @@ def recommend(
     return mark_pareto(rank(run_tasks(tasks, workers, ray_address, progress)))
 
 
-# A search runs ~8-10 probes (bracket + bisection to 2%) and the operating point after its saturation run: a search
-# took 8.5 bound runs' time on the default 8B chat ranking (benchmarks/bench_ranking.py), so it weighs SEARCH_WEIGHT
-# bound runs in the progress estimate.
-SEARCH_WEIGHT = 9
+# A search runs ~8-10 probes (bracket + bisection to 2%) and the operating point after its saturation run. The
+# saturation runs left after the price bounds are the cheap GPUs' (small KV pools: many short steps), dearer than the
+# average, and the searches are the cheapest deployments': on the default 8B chat ranking a search took ~6 of those
+# bound runs' time (benchmarks/bench_ranking.py), so it weighs SEARCH_WEIGHT bound runs in the progress estimate.
+SEARCH_WEIGHT = 6
+BOUND, SEARCH = 0, 1  # what a candidate needs next in run_pruned: its saturation run, then its search
 
 
 def run_pruned(tasks: list[Task], workers: int | None = None, progress: Progress | None = None) -> list[dict]:
-    """Bound every task, then search cheapest bound first until the rest cannot enter the top two (module note).
-    progress(done, total) counts work in bound runs (a search = SEARCH_WEIGHT); the searches still to come are
-    estimated as those whose bound is below the runner-up's cost (before two are known: below the second-lowest
-    bound, a lower estimate), so total moves as the run learns and done / total is the share of the work done."""
+    """Best-first over lower bounds on $/hour (module note): every candidate starts with its price alone (≥ 1
+    replica); the cheapest is bounded by its saturation run (and goes back with that bound) or, once bounded,
+    searched; when the cheapest lower bound left is above the runner-up's $/hour, the rest are not run at all.
+    progress(done, total) counts work in bound runs (a search = SEARCH_WEIGHT); the work still to come is the
+    candidates whose lower bound is at most the runner-up's cost (before two are known: the second-lowest bound
+    from a saturation run, a guess that falls as the run learns), so total moves and done / total is the share done."""
     workers = workers or os.cpu_count() or 1
     if workers < 1:
         raise InputError("workers", "must be >= 1")
     n = len(tasks)
     rows: list[dict | None] = [None] * n
-    bounds: list[Bound | None] = [None] * n
+    bounds: list[Bound] = [price_bound(t) for t in tasks]
     feasible_costs: list[float] = []
-    queue: list[int] = []
-    inflight: dict = {}
+    heap = [(b.usd_per_hour_lower_bound, BOUND, i) for i, b in enumerate(bounds)]
+    heapq.heapify(heap)
+    inflight: dict = {}  # future -> (stage, index)
     done = [0]  # work units done
 
     def cutoff() -> float:
         return sorted(feasible_costs)[KEEP_EXACT - 1] if len(feasible_costs) >= KEEP_EXACT else math.inf
 
-    def report(phase: int) -> None:
+    def report() -> None:
         if not progress:
             return
-        if phase == 1:
-            searches = KEEP_EXACT + 1
-        else:
-            c = cutoff()
-            if c == math.inf:
-                lbs = sorted(b.usd_per_hour_lower_bound for b in bounds)
-                c = lbs[min(KEEP_EXACT, n) - 1]
-            searches = len(inflight) + sum(bounds[j].usd_per_hour_lower_bound <= c for j in queue)
-        left_bounds = sum(b is None for b in bounds)
-        progress(done[0], done[0] + left_bounds + SEARCH_WEIGHT * searches)
+        c = cutoff()
+        if c == math.inf:  # the guess: the second-lowest bound known from a saturation run (else every candidate)
+            known = sorted(lb for lb, stage, _ in heap if stage == SEARCH)
+            c = known[KEEP_EXACT - 1] if len(known) >= KEEP_EXACT else math.inf
+        left = sum((1 if stage == BOUND else SEARCH_WEIGHT) for lb, stage, _ in heap if lb <= c)
+        left += sum((1 if stage == BOUND else SEARCH_WEIGHT) for stage, _ in inflight.values())
+        left += SEARCH_WEIGHT * max(
+            0, KEEP_EXACT - len(feasible_costs) - sum(s == SEARCH for s, _ in inflight.values())
+        )
+        progress(done[0], done[0] + left)
 
-    def settle_search(i: int, row: dict) -> None:
-        rows[i] = row
-        if row.get("feasible"):
-            feasible_costs.append(row["usd_per_hour"])
-        done[0] += SEARCH_WEIGHT
+    def settle(stage: int, i: int, result) -> None:
+        if stage == BOUND:
+            bounds[i] = result
+            heapq.heappush(heap, (result.usd_per_hour_lower_bound, SEARCH, i))
+            done[0] += 1
+        else:
+            rows[i] = result
+            if result.get("feasible"):
+                feasible_costs.append(result["usd_per_hour"])
+            done[0] += SEARCH_WEIGHT
+
+    def job(stage: int, i: int) -> tuple:
+        return (bound, tasks[i]) if stage == BOUND else (evaluate, tasks[i], bounds[i].saturated_rps)
 
     with _executor(workers, n) as pool:
-        # 1. bounds (one saturation run each)
-        for i, b in _map(pool, bound, [(t,) for t in tasks]):
-            bounds[i] = b
-            done[0] += 1
-            report(1)
-        # 2. searches, cheapest bound first; once one is above the cutoff, so are all after it (sorted), and
-        #    the cutoff only falls
-        queue.extend(sorted(range(n), key=lambda i: (bounds[i].usd_per_hour_lower_bound, i)))
-        report(2)
-        while queue or inflight:
-            while queue and len(inflight) < (workers if pool else 1):
-                i = queue[0]
-                if bounds[i].usd_per_hour_lower_bound > cutoff():
-                    for j in queue:
-                        rows[j] = _pruned_row(tasks[j], bounds[j], cutoff())
-                    queue.clear()
-                    break
-                queue.pop(0)
+        report()
+        while heap or inflight:
+            # the cutoff only falls, so a candidate above it now stays above it: it waits in the heap, unrun
+            while heap and heap[0][0] <= cutoff() and len(inflight) < (workers if pool else 1):
+                _, stage, i = heapq.heappop(heap)
+                fn, *args = job(stage, i)
                 if pool is None:
-                    settle_search(i, evaluate(tasks[i], bounds[i].saturated_rps))
-                    report(2)
+                    settle(stage, i, fn(*args))
+                    report()
                 else:
-                    inflight[_submit(pool, evaluate, tasks[i], bounds[i].saturated_rps)] = i
-            if inflight:
-                finished, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    settle_search(inflight.pop(fut), fut.result())
-                report(2)
-    report(2)
+                    inflight[_submit(pool, fn, *args)] = (stage, i)
+            if not inflight:
+                break
+            finished, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+            for fut in finished:
+                settle(*inflight.pop(fut), fut.result())
+            report()
+    for _, _, i in heap:
+        rows[i] = _pruned_row(tasks[i], bounds[i], cutoff())
+    if progress:
+        progress(done[0], done[0])
     return rows
 
 
