@@ -18,6 +18,7 @@ from planner.teaching.walkthroughs import run_walkthrough
 from ui.charts import disagg as charts
 from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
+from ui.text_column import text_column
 
 NUM_REQUESTS = 300  # per simulated probe: keeps the page within a few seconds
 
@@ -142,7 +143,7 @@ st.dataframe(
         "imbalance_ms": NUM("expert imbalance (ms)", format="%.2f"),
         "pipeline_ms": NUM("pipeline hand-offs (ms)", format="%.2f"),
         "cross_node_tp_ms": NUM("TP across nodes (ms)", format="%.2f"),
-        "note": "note",
+        "note": text_column("note", [row.get("note") for row in shown]),
     },
 )
 st.markdown(

@@ -12,6 +12,7 @@ from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack
 from ui.fit_verdict import render_verdict
 from ui.state import current_scenario, resolved_or_stop
+from ui.text_column import text_column
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)
@@ -204,6 +205,7 @@ st.dataframe(
         "kv_cache_tokens": st.column_config.NumberColumn("KV tokens", format="%d"),
         "max_concurrency": st.column_config.NumberColumn("vLLM concurrency", format="%.2fx"),
         "textbook_max_requests": st.column_config.NumberColumn("textbook fit", format="%d"),
+        "note": text_column("note", df["note"]),  # as wide as the longest note (issue 27 #20: it was cut)
     },
 )
 with st.expander("Formula: tensor parallelism"):

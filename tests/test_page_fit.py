@@ -29,12 +29,15 @@ def test_default_scenario_renders_the_key_numbers():
         resolve(
             Scenario(
                 context_tokens=ctx,
-                deployment=Deployment(max_model_len=8192),  # batch limits: vLLM's default for the GPU
+                # max_model_len: the model's context window (131,072), vLLM's and the CLI's default (issue 27 #19);
+                # batch limits: vLLM's default for the GPU
+                deployment=Deployment(),
             )
         )
     )
     assert m["Textbook: requests fit"] == f"{expected.textbook_max_requests:,}"
     assert m["vLLM: max concurrency"] == f"{expected.max_concurrency:,.2f}x"
+    assert at.session_state["scenario"].deployment.max_model_len is None and expected.max_model_len == 131_072
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert len(charts) == 2 and all(chart["data"] for chart in charts)
     assert len(at.dataframe[0].value) == 4  # TP 1, 2, 4, 8
@@ -174,23 +177,41 @@ def test_streamlit_toolbar_has_no_deploy_button():
     assert config["client"]["toolbarMode"] == "minimal"  # "minimal" hides Deploy and the developer options
 
 
+def test_uploaders_say_the_limit_their_reader_enforces():
+    # issue 27 #15: the config.json uploader said Streamlit's "200MB per file" while 1,000,000 bytes are read
+    import tomllib
+
+    from conftest import ROOT
+
+    from planner.cli.app_cmd import SERVER_DEFAULTS
+
+    at = app(sb_model=UPLOAD)
+    assert not at.exception
+    limits = {u.proto.label: u.proto.max_upload_size_mb for u in at.get("file_uploader")}
+    assert limits["config.json"] == 1 and limits["Load a saved scenario JSON"] == 1
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())  # the largest: a trace
+    assert config["server"]["maxUploadSize"] == int(SERVER_DEFAULTS["--server.maxUploadSize"]) == 200
+
+
 def test_plain_verdict_and_the_nearest_fix_one_click_away():
     at = app(sb_model="meta-llama/Llama-3.1-70B", sb_gpu="A100-80GB")
     assert not at.exception
     verdict = next(e.value for e in at.error if e.value.startswith("**Does not fit:**"))
     assert "Nearest fixes" in verdict and "weights" in verdict  # the plan's reason, in one sentence
     shown = " ".join(m.value for m in at.markdown)
-    assert "**precision:** AWQ INT4" in shown and "**TP:** TP 2" in shown and "**GPU:**" in shown
-    at.button(key="fit_use_1").click().run()  # TP 2
+    # at the model's 131,072-token window (vLLM's default max_model_len) AWQ on one A100 and TP 2 cannot hold one
+    # request of that length: TP 4 is the nearest (as `memory --suggest`); at 8,192 it was AWQ INT4, then TP 2
+    assert "**TP:** TP 4" in shown and "**GPU:**" in shown and "AWQ" not in shown
+    at.button(key="fit_use_0").click().run()  # TP 4
     assert not at.exception
     # the rerun applies it in the sidebar: widgets and scenario (test_page_capacity checks the same for a queued one)
     assert (at.session_state["sb_gpu"], at.session_state["sb_tp"], at.session_state["sb_num_gpus"]) == (
         "A100-80GB",
-        2,
-        2,
+        4,
+        4,
     )
     loaded = at.session_state["scenario"]
-    assert (loaded.gpu, loaded.deployment.tensor_parallel_size, loaded.deployment.num_gpus) == ("A100-80GB", 2, 2)
+    assert (loaded.gpu, loaded.deployment.tensor_parallel_size, loaded.deployment.num_gpus) == ("A100-80GB", 4, 4)
     assert loaded.model == "meta-llama/Llama-3.1-70B"
     assert any(s.value.startswith("**Fits.**") for s in at.success)
 
@@ -300,5 +321,43 @@ def test_page_offers_the_launch_commands_of_the_scenario():
     at = app()
     assert not at.exception
     code = [c.value for c in at.code if "vllm serve" in c.value]
-    assert code and "--max-model-len 8192" in code[0] and "--tensor-parallel-size 1" in code[0]
+    # max_model_len: the model's window, written out as the CLI's `launch` does (issue 27 #19; it was 8192)
+    assert code and "--max-model-len 131072" in code[0] and "--tensor-parallel-size 1" in code[0]
     assert any(el.proto.label == "Download the launch commands" for el in at.get("download_button"))
+
+
+def test_the_app_and_the_cli_report_the_same_memory_for_the_same_scenario(capsys):
+    # issue 27 #19: the app's report said 345 textbook requests and `servingplan report` 3 (max_model_len 8,192 in
+    # the app, 131,072 in the CLI; context = the chat profile's mean request in the app, max_model_len in the CLI)
+    import csv
+    import io
+
+    from planner.cli import main
+    from planner.report import report_rows, to_csv
+
+    def values(text: str) -> dict[str, str]:
+        return {row["name"]: row["value"] for row in csv.DictReader(io.StringIO(text)) if row["name"] in wanted}
+
+    at = app()
+    assert not at.exception
+    wanted = {
+        "textbook_max_requests",
+        "max_model_len (resolved)",
+        "context_tokens",
+        "max_concurrency",
+        "kv_cache_tokens",
+    }
+    ours = values(to_csv(report_rows(at.session_state["scenario"])))
+    assert main(["report"]) == 0
+    assert ours == values(capsys.readouterr().out) and len(ours) == len(wanted)
+    assert ours["max_model_len (resolved)"] == "131072" and ours["textbook_max_requests"] == "345"
+
+
+def test_the_tp_table_note_column_is_as_wide_as_its_longest_note():
+    # issue 27 #20: "Does not fit: the KV pool holds …" (151 characters) was cut at Streamlit's column width
+    at = app(sb_model="meta-llama/Llama-3.1-70B", sb_gpu="A100-80GB")
+    assert not at.exception
+    table = next(d for d in at.dataframe if "note" in d.value.columns)
+    longest = max(len(n) for n in table.value["note"])
+    assert longest > 100
+    assert json.loads(table.proto.columns)["note"]["width"] >= 6.5 * longest

@@ -15,10 +15,11 @@ from planner.core.engine import engine_for
 from planner.core.errors import InputError
 from planner.core.hf_config import spec_document
 from planner.core.scenario import Scenario
-from planner.core.scenario_codec import from_json, from_query, to_json, to_query
+from planner.core.scenario_codec import MAX_SCENARIO_BYTES, from_json, from_query, to_json, to_query
 from ui.page_inputs import page_query, restore_page_inputs
 from ui.parallelism import widget_values as parallelism_values
 from ui.state import calibration_to_state
+from ui.uploads import upload_limit
 from ui.workload_widgets import widget_values as workload_values
 
 TP_CHOICES = [1, 2, 4, 8]
@@ -144,4 +145,10 @@ def render_share_box(s: Scenario) -> None:
             key="sb_save_scenario",
             on_click="ignore",
         )  # built on click
-        st.file_uploader("Load a saved scenario JSON", type=["json"], key="sb_scenario_file")
+        st.file_uploader(
+            "Load a saved scenario JSON",
+            type=["json"],
+            key="sb_scenario_file",
+            help=f"At most {MAX_SCENARIO_BYTES:,} bytes.",
+            **upload_limit(MAX_SCENARIO_BYTES),
+        )

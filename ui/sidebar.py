@@ -35,6 +35,7 @@ from ui.labels import error_text
 from ui.parallelism import parallelism_section
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
 from ui.state import calibration_from_state, current_scenario, set_scenario
+from ui.uploads import upload_limit
 from ui.workload_widgets import render_workload
 
 UPLOAD = "Upload or paste config.json"
@@ -79,7 +80,11 @@ class ShownError(InputError):
 def _uploaded_model() -> ModelSpec | None:
     gen = st.session_state.get("sb_upload_gen", 0)  # a new key empties the uploader after a rejected file
     up = st.file_uploader(
-        "config.json", type=["json"], key=f"sb_config_upload_{gen}", help=f"At most {MAX_CONFIG_BYTES // 1000:,} KB."
+        "config.json",
+        type=["json"],
+        key=f"sb_config_upload_{gen}",
+        help=f"At most {MAX_CONFIG_BYTES:,} bytes.",
+        **upload_limit(MAX_CONFIG_BYTES),
     )
     rejected = st.session_state.get("sb_upload_rejected")
     if rejected and (up is not None or st.session_state.get("sb_config_paste", "").strip()):
@@ -203,18 +208,27 @@ def _precision_note(gpu_id: str, weights: str) -> None:
         )
 
 
-def _engine(hw: dict | None = None) -> dict:
+def _engine(hw: dict | None = None, window: int | None = None) -> dict:
+    """The engine settings; max_model_len defaults to the model's context window `window`, as `vllm serve` and the
+    CLI's --max-model-len do (one default: planner.core.scenario.resolve)."""
+    window = window or get_model(DEFAULT_MODEL).max_position_embeddings
     with st.expander("Engine settings (vLLM names)"):
         util = st.slider("gpu_memory_utilization", 0.5, 0.99, 0.9, 0.01, key="sb_util")
         limit = st.checkbox(
             "Set max_model_len",
-            value=True,
+            value=False,
             key="sb_set_maxlen",
-            help="Off: the model's max_position_embeddings, as vLLM defaults.",
+            help=f"Off (the default): the model's context window, {window:,} tokens (config.json's "
+            "max_position_embeddings), as `vllm serve` and the CLI's --max-model-len default. vLLM refuses to start "
+            "when one request of that length does not fit the KV pool; a shorter limit starts with less memory.",
         )
-        max_len = (
-            st.number_input("max_model_len", 128, 10_000_000, 8192, step=1024, key="sb_max_len") if limit else None
-        )
+        if limit:
+            max_len = st.number_input(
+                "max_model_len", 128, 10_000_000, min(window, 10_000_000), step=1024, key="sb_max_len"
+            )
+        else:
+            max_len = None
+            st.caption(f"max_model_len: {window:,} tokens, the model's context window (vLLM's default).")
         block = st.selectbox("block_size", [8, 16, 32], index=1, key="sb_block")
         default = _batch_default(hw)
         own = st.checkbox(
@@ -239,6 +253,15 @@ def _engine(hw: dict | None = None) -> dict:
     return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager)
 
 
+def _window(previous: Scenario, choice: str, spec: ModelSpec | None) -> int:
+    """The context window of the model the sidebar will use: a new spec, a preset, else the last valid model."""
+    if spec is None and choice in model_presets():
+        spec = get_model(choice)
+    if spec is None:
+        spec = previous.model_spec or get_model(previous.model)
+    return spec.max_position_embeddings
+
+
 def _engine_id() -> str:
     """The scenario's engine: from a link or saved JSON (no sidebar widget), else the default of a new Scenario."""
     return st.session_state.get("sb_engine", DEFAULT_ENGINE)
@@ -254,14 +277,16 @@ def _batch_default(hw: dict | None):
 
 
 def _scenario_from_widgets() -> Scenario:
+    previous = current_scenario()
     try:
         choice, spec = _model_source()
     except InputError:
         # still draw them: undrawn widgets lose their values
-        _engine(_hardware()), render_workload(), parallelism_section(Deployment())
+        _engine(_hardware(), _window(previous, previous.model, None)), render_workload()
+        parallelism_section(Deployment())
         raise
     hw = _hardware()
-    eng, work = _engine(hw), render_workload()
+    eng, work = _engine(hw, _window(previous, choice, spec)), render_workload()
     dep = Deployment(
         num_gpus=hw["num_gpus"] // hw["tp"] * hw["tp"],
         tensor_parallel_size=hw["tp"],
@@ -276,7 +301,6 @@ def _scenario_from_widgets() -> Scenario:
         enable_prefix_caching=bool(st.session_state.get("sb_prefix", True)),  # the one switch (Workload and SLO)
     )
     dep = parallelism_section(dep)  # PP, DP attention, EP (ui/parallelism.py)
-    previous = current_scenario()
     model_id = choice if spec is None and choice not in (UPLOAD, MANUAL) else previous.model
     if spec is None and choice in (UPLOAD, MANUAL):
         spec = previous.model_spec  # keep the last valid upload while the user fixes theirs

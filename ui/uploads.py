@@ -7,6 +7,8 @@ and let length specs name only files found here (planner/traffic/trace_refs.py).
 
 from __future__ import annotations
 
+import inspect
+import math
 import tempfile
 from pathlib import Path
 
@@ -22,3 +24,13 @@ def session_upload_dir() -> Path:
         held = tempfile.TemporaryDirectory(prefix="servingplan_session_")
         st.session_state[UPLOADS_KEY] = held
     return Path(held.name)
+
+
+def upload_limit(max_bytes: int) -> dict:
+    """file_uploader keyword arguments that make Streamlit show and enforce a reader's own cap (its "Limit N MB per
+    file" instead of the server's 200MB): `max_upload_size` in whole MB as Streamlit counts them (2^20 B), rounded
+    up, so a file Streamlit lets through above `max_bytes` still gets the reader's one-line error. Streamlit before
+    the argument (1.40-1.52) shows the server's limit."""
+    if "max_upload_size" not in inspect.signature(st.file_uploader).parameters:
+        return {}
+    return {"max_upload_size": max(1, math.ceil(max_bytes / 2**20))}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from planner.capacity.replicas import mean_tokens
+from planner.capacity.replicas import mean_request_tokens
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario
 from planner.core.specs import Deployment
@@ -76,8 +76,8 @@ def lengths_of(traffic: TrafficSpec) -> Lengths:
             return Lengths(fixed_length(traffic.prompt, "in"), fixed_length(traffic.output, "out"), "custom lengths")
         except InputError:
             pass  # a distribution: its sampled mean, below
-    prompt, output = mean_tokens(traffic)
-    return Lengths(max(1, round(prompt)), max(1, round(output)), f"mean of the {traffic.profile} profile's requests")
+    prompt, output = mean_request_tokens(traffic)
+    return Lengths(prompt, output, f"mean of the {traffic.profile} profile's requests")
 
 
 def widget_values(s: Scenario) -> dict:

@@ -96,6 +96,13 @@ def mean_tokens(traffic: TrafficSpec) -> tuple[float, float]:
     return float(wl.prompt_tokens.mean()), float(wl.output_tokens.mean())
 
 
+def mean_request_tokens(traffic: TrafficSpec) -> tuple[int, int]:
+    """The one request of the traffic (mean prompt, mean output tokens, rounded, at least 1 each): the length the
+    app's single-request pages and the sizing report (app and CLI alike) size the KV per request with."""
+    prompt, output = mean_tokens(traffic)
+    return max(1, round(prompt)), max(1, round(output))
+
+
 # One probe = one steady-state verdict (planner/capacity/steady_state.py), shared with the load-test knee.
 Probe = Verdict
 

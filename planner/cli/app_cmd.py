@@ -20,12 +20,13 @@ from planner.core.errors import InputError
 # The settings of .streamlit/config.toml, passed as options so that they hold from any directory (an installed
 # wheel has no config file beside the user): no Deploy button, no gc.collect() after every run, no source watching,
 # no usage statistics (Streamlit's default sends them to its servers; offline, every page load logged a console
-# error for the failed request).
+# error for the failed request), uploads up to 200 MB (a trace).
 SERVER_DEFAULTS = {
     "--browser.gatherUsageStats": "false",
     "--client.toolbarMode": "minimal",
     "--runner.postScriptGC": "false",
     "--server.fileWatcherType": "none",
+    "--server.maxUploadSize": "200",  # MB: a trace; the small files' uploaders set their own (ui/uploads.py)
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from planner.capacity.recommend import recommend
+from planner.capacity.replicas import mean_request_tokens
 from planner.cli.capacity_cmd import RANKING_NUM_REQUESTS, _add_common, _check, _prices, _slo
 from planner.cli.scenario_args import scenario_from_args
 from planner.cli.traffic_args import traffic_from_args
@@ -29,6 +30,11 @@ def register(subparsers) -> None:
     target = next(a for a in p._actions if a.dest == "target_rate")
     target.required, target.default = False, DEFAULT_TARGET_RATE
     target.help = f"fleet traffic to serve, requests/s (default {DEFAULT_TARGET_RATE:g})"
+    context = next(a for a in p._actions if a.dest == "context")
+    context.help = (
+        "tokens per request (prompt + output) for the memory rows; default: the traffic's mean request, as the "
+        "app's report (max_model_len stays the model's context window unless --max-model-len)"
+    )
     p.add_argument(
         "--rank",
         action="store_true",
@@ -41,10 +47,12 @@ def register(subparsers) -> None:
 
 def scenario_for_report(args):
     """The scenario with the command line's traffic, SLO, target, headroom and engine."""
-    s = scenario_from_args(args)
+    s, traffic = scenario_from_args(args), traffic_from_args(args)
+    context = s.context_tokens or sum(mean_request_tokens(traffic))  # the app's report sizes this one request
     return s.model_copy(
         update={
-            "traffic": traffic_from_args(args),
+            "context_tokens": context,
+            "traffic": traffic,
             "slo": _slo(args),
             "target_rate": args.target_rate,
             "headroom": args.headroom,

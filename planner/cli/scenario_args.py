@@ -66,7 +66,13 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
         help="serving engine: its memory rule, scheduler, batch defaults and efficiency profile (default vllm)",
     )
     e.add_argument("--gpu-memory-utilization", type=float, default=0.9)
-    e.add_argument("--max-model-len", type=int, default=None, help="default: the model's max_position_embeddings")
+    e.add_argument(
+        "--max-model-len",
+        type=int,
+        default=None,
+        help="default: the model's context window (config.json's max_position_embeddings), as `vllm serve` and "
+        "the app (Engine settings) default",
+    )
     e.add_argument("--block-size", type=int, default=16)
     e.add_argument("--max-num-seqs", type=int, default=None, help="default: vLLM's default for the GPU")
     e.add_argument("--max-num-batched-tokens", type=int, default=None, help="default: vLLM's default for the GPU")

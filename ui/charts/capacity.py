@@ -8,6 +8,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ui.charts.axes import log_axis
+
 OK_COLOR, FAIL_COLOR, FRONT_COLOR, OTHER_COLOR = "#2ca02c", "#d62728", "#d62728", "#9aa7b8"
 AUTO_COLOR, STATIC_COLOR, DEMAND_COLOR = "#1f77b4", "#7f7f7f", "#ff7f0e"
 _TOP_LEGEND = dict(orientation="h", yanchor="bottom", y=1.08, x=0)
@@ -119,8 +121,8 @@ def pareto(rows: list[dict], cost_key: str = "usd_per_hour", latency_key: str = 
         height=420,
         margin=dict(t=50, b=40),
         legend=_TOP_LEGEND,
-        xaxis=dict(type="log", dtick=1),
-        yaxis=dict(type="log", dtick=1),
+        xaxis=log_axis(df[latency_key], ",.3g"),  # at least three labels on a span under a decade
+        yaxis=log_axis(df[cost_key], ",.3g"),
         xaxis_title=LATENCY_LABELS.get(latency_key, latency_key) + " at the operating point, log",
         yaxis_title=COST_LABELS.get(cost_key, cost_key) + ", log",
     )

@@ -6,6 +6,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ui.charts.axes import log_axis
+
 _TOP_LEGEND = dict(orientation="h", yanchor="bottom", y=1.08, x=0)
 STEP_PARTS = {
     "all_to_all_ms": "expert all-to-all",
@@ -86,8 +88,8 @@ def ratio_lines(rows: list[dict]) -> go.Figure:
         height=340,
         margin=dict(t=50, b=40),
         legend=_TOP_LEGEND,
-        xaxis=dict(type="log", dtick=1, tickformat=",~g"),  # decade ticks: 1, 10, 100 …
-        yaxis=dict(type="log", dtick=1, tickformat=",~g"),
+        xaxis=log_axis(df["prompt_tokens"]),  # decades, or 1-2-5 steps on a span under 1,000×
+        yaxis=log_axis(df["prefill_per_decode"]),
         xaxis_title="prompt tokens",
         yaxis_title="prefill : decode instances",
     )

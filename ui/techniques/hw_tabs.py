@@ -9,6 +9,7 @@ from planner.core.scenario import Resolved
 from planner.techniques.quantization import ENGINE_LOADERS
 from ui.charts.techniques import quant_chart, tp_chart
 from ui.techniques.data import Request, quant, seventy_b_case, tp
+from ui.text_column import text_column
 
 
 def _gb(series: pd.Series) -> pd.Series:
@@ -104,7 +105,9 @@ def tp_tab(sj: str, r: Resolved, q: Request) -> None:
             "note": df["note"],
         }
     )
-    st.dataframe(table, hide_index=True, key="tech_tp_table")
+    st.dataframe(
+        table, hide_index=True, key="tech_tp_table", column_config={"note": text_column("note", table["note"])}
+    )
     st.plotly_chart(tp_chart(df, r.gpu.marketed_bytes), width="stretch", key="tech_chart_tp")
     case = seventy_b_case(r.gpu.id)
     c70 = case.set_index("tp")

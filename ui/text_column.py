@@ -1,0 +1,18 @@
+"""A table's free-text column (a "note") wide enough for its longest entry: Streamlit's dataframe cells do not wrap,
+and its "large" width cut a 151-character note at about 60 (issue 27 #20)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import streamlit as st
+
+PX_PER_CHAR = 7  # Streamlit's dataframe font (Source Sans, 14 px): ~6.5 px per character of prose
+MAX_PX = 1400  # beyond this the table scrolls sideways to the rest
+
+
+def text_column(label: str, texts: Iterable) -> st.column_config.Column:
+    """A TextColumn as wide as its longest text (in pixels), at least 200 px."""
+    longest = max((len(str(t)) for t in texts if t is not None), default=0)
+    width = min(MAX_PX, max(200, PX_PER_CHAR * longest + 24))
+    return st.column_config.TextColumn(label, width=width)
