@@ -21,7 +21,7 @@ from planner.sim.policies import describe
 from ui.cached import capacity_cached
 from ui.charts import capacity as charts
 from ui.labels import error_text
-from ui.ranking import column_config, progress_text, ranking_key, ranking_table, use_scenario
+from ui.ranking import column_config, progress_text, ranking_key, ranking_table, scroll_back_to, use_scenario
 from ui.state import current_scenario, resolved_or_stop
 
 
@@ -50,6 +50,9 @@ def _usd(v) -> str:
 
 def _ms(v) -> str:
     return "–" if v is None else f"{v * 1e3:,.0f}" if v >= 0.1 else f"{v * 1e3:,.1f}"
+
+
+PLAN_ANCHOR = "the-plan"  # the sidebar deployment's plan heading
 
 
 st.title("Capacity & cost")
@@ -91,7 +94,11 @@ prices = tuple(
 
 # --- one deployment: the sidebar scenario -----------------------------------------------------------------
 dep = r.deployment
-st.header(f"{r.model.name} on {dep.tensor_parallel_size} × {r.gpu.id} per replica, {r.weights.label} weights")
+st.header(
+    f"{r.model.name} on {dep.tensor_parallel_size} × {r.gpu.id} per replica, {r.weights.label} weights",
+    anchor=PLAN_ANCHOR,
+)
+scroll_back_to(PLAN_ANCHOR)  # after "Use this deployment" (below, under the ranking): back to the plan it changed
 try:
     plan = capacity_cached(scenario.model_dump_json(), prices)  # shared with the report, across sessions
 except InputError as err:
@@ -229,6 +236,7 @@ if stored and stored[0] == rank_key:
         use_scenario(
             with_deployment(scenario, row["gpu"], row["weights"], int(row["tp"]), int(row["num_gpus"])),
             f"Loaded {row['id']} × {row['replicas']} replicas into the scenario",
+            scroll_to=PLAN_ANCHOR,
         )
     c[2].download_button(
         "Ranking (CSV)",

@@ -108,3 +108,30 @@ def test_use_this_fix_lands_in_the_sidebar(browser, app_url):
         screenshot(pg, "plan_fit_fix_used")
     finally:
         pg.context.close()
+
+
+def test_use_this_deployment_scrolls_back_to_the_plan(browser, app_url):
+    # issue 27 #4: after "Use this deployment" (under the ranking) the view stayed at the autoscaler, below the plan
+    # that changed; it now scrolls back to the plan's heading
+    small = Scenario(traffic=TrafficSpec(profile="chat", num_requests=200), target_rate=5.0)
+    context = browser.new_context(viewport={"width": 1500, "height": 1400})
+    pg = context.new_page()
+    pg.set_default_timeout(120_000)  # the plan's search, then the ranking, on a machine other work shares
+    pg.goto(f"{app_url}/capacity?{urlencode(to_query(small))}")
+    try:
+        pg.wait_for_selector('[data-testid="stMetricValue"]')
+        wait_idle(pg)
+        pg.get_by_role("button", name="Rank all deployments").click()
+        use = pg.get_by_role("button", name="Use this deployment")
+        use.wait_for(timeout=240_000)
+        wait_idle(pg)
+        use.scroll_into_view_if_needed()
+        top = "() => document.getElementById('the-plan').getBoundingClientRect().top"
+        assert pg.evaluate(top) < 0  # the plan is above the view
+        use.click()
+        pg.get_by_text("Loaded ").first.wait_for()  # the toast
+        wait_idle(pg)
+        pg.wait_for_function(f"() => Math.abs(({top})()) < 150", timeout=10_000)  # the heading at the top
+        screenshot(pg, "plan_after_use_this_deployment")
+    finally:
+        pg.context.close()

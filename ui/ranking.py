@@ -7,10 +7,12 @@ sidebar applies it at the top of the next run (ui.scenario_widgets.apply_pending
 
 from __future__ import annotations
 
+import json
 import time
 
 import pandas as pd
 import streamlit as st
+import streamlit.components.v1 as components
 
 from planner.core.scenario import Scenario
 
@@ -91,8 +93,35 @@ def progress_text(bar):
     return update
 
 
-def use_scenario(s: Scenario, message: str) -> None:
-    """Queue `s` for the sidebar and rerun (module note)."""
+def use_scenario(s: Scenario, message: str, scroll_to: str | None = None) -> None:
+    """Queue `s` for the sidebar and rerun (module note); `scroll_to`: the anchor the next run scrolls back to
+    (scroll_back_to), when what changed is above the button."""
     st.session_state[PENDING_KEY] = s
     st.session_state["sb_pending_message"] = message
+    if scroll_to:
+        st.session_state[SCROLL_KEY] = scroll_to
     st.rerun()
+
+
+SCROLL_KEY = "_scroll_to_anchor"
+# Streamlit has no scroll API: a zero-height component (an iframe of the app's origin, so it may reach the page)
+# scrolls its parent to the element whose id is the anchor, retrying for 5 s while the page is still drawn.
+_SCROLL_SCRIPT = """<script>
+const doc = window.parent.document;
+let tries = 0;
+const timer = setInterval(() => {
+  const el = doc.getElementById(%s);
+  if (el || ++tries > 50) {
+    clearInterval(timer);
+    if (el) el.scrollIntoView({block: "start"});
+  }
+}, 100);
+</script>"""
+
+
+def scroll_back_to(anchor: str) -> None:
+    """After use_scenario(..., scroll_to=anchor), scroll the page to the heading with that anchor (once)."""
+    if st.session_state.get(SCROLL_KEY) != anchor:
+        return
+    del st.session_state[SCROLL_KEY]
+    components.html(_SCROLL_SCRIPT % json.dumps(anchor), height=0)
