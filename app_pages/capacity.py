@@ -21,7 +21,15 @@ from planner.sim.policies import describe
 from ui.cached import capacity_cached
 from ui.charts import capacity as charts
 from ui.labels import error_text
-from ui.ranking import column_config, progress_text, ranking_key, ranking_table, scroll_back_to, use_scenario
+from ui.ranking import (
+    column_config,
+    empty_cells,
+    progress_text,
+    ranking_key,
+    ranking_table,
+    scroll_back_to,
+    use_scenario,
+)
 from ui.state import current_scenario, resolved_or_stop
 
 
@@ -216,7 +224,7 @@ if stored and stored[0] == rank_key:
     st.plotly_chart(charts.pareto(rows, cost_key, latency_key), key="cap_pareto_chart")
     st.plotly_chart(charts.ranking_bars(rows), key="cap_ranking_chart")
     table = ranking_table(rows)
-    st.dataframe(table, hide_index=True, key="cap_ranking_table", column_config=column_config())
+    st.dataframe(table, hide_index=True, key="cap_ranking_table", column_config=column_config(), **empty_cells())
     feasible = [row for row in rows if row["feasible"]]
     c = st.columns([3, 1, 1])
 

@@ -64,7 +64,9 @@ def test_ranking_runs_behind_the_button_on_a_subset():
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert any(t.get("name") == "Pareto frontier" for s in specs for t in s["data"])
     # the table is for people: named columns with units, rounded (issue 16: snake_case and 4 decimals)
-    table = next(d.value for d in at.dataframe if "deployment" in d.value.columns)
+    shown = next(d for d in at.dataframe if "deployment" in d.value.columns)
+    assert shown.proto.placeholder == "–"  # a row not searched shows "–", not "None" (issue 27)
+    table = shown.value
     assert {"deployment", "req/s per replica", "$ per hour", "p95 TTFT (ms)", "p95 TPOT (ms)"} <= set(table.columns)
     assert not [c for c in table.columns if "_" in c]
     assert (table["$ per hour"].dropna() == table["$ per hour"].dropna().round(2)).all()

@@ -121,8 +121,8 @@ def pareto(rows: list[dict], cost_key: str = "usd_per_hour", latency_key: str = 
         height=420,
         margin=dict(t=50, b=40),
         legend=_TOP_LEGEND,
-        xaxis=log_axis(df[latency_key], ",.3g"),  # at least three labels on a span under a decade
-        yaxis=log_axis(df[cost_key], ",.3g"),
+        xaxis=log_axis(df[latency_key], ",.3~g"),  # at least three labels on a span under a decade
+        yaxis=log_axis(df[cost_key], ",.3~g"),
         xaxis_title=LATENCY_LABELS.get(latency_key, latency_key) + " at the operating point, log",
         yaxis_title=COST_LABELS.get(cost_key, cost_key) + ", log",
     )
