@@ -218,8 +218,8 @@ def _engine(hw: dict | None = None, window: int | None = None) -> dict:
             "Set max_model_len",
             value=False,
             key="sb_set_maxlen",
-            help=f"Off (the default): the model's context window, {window:,} tokens (config.json's "
-            "max_position_embeddings), as `vllm serve` and the CLI's --max-model-len default. vLLM refuses to start "
+            help=f"Off (the default): the model's context window, {window:,} tokens, derived from config.json as "
+            "`vllm serve` derives it, the CLI's --max-model-len default too. vLLM refuses to start "
             "when one request of that length does not fit the KV pool; a shorter limit starts with less memory.",
         )
         if limit:

@@ -70,8 +70,8 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
         "--max-model-len",
         type=int,
         default=None,
-        help="default: the model's context window (config.json's max_position_embeddings), as `vllm serve` and "
-        "the app (Engine settings) default",
+        help="default: the model's context window, derived from config.json as `vllm serve` derives it; the app's "
+        "default too (Engine settings)",
     )
     e.add_argument("--block-size", type=int, default=16)
     e.add_argument("--max-num-seqs", type=int, default=None, help="default: vLLM's default for the GPU")

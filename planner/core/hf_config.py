@@ -58,6 +58,43 @@ def _positive_int(cfg: dict, *keys: str, default: Any = ..., source: str = "conf
     return int(value)
 
 
+# vLLM's keys for a model's length, smallest first wins (vllm/config.py _get_and_verify_max_len at 2ac6d0e, the
+# default max_model_len; later vLLM moved it to ModelArchConfig.derived_max_model_len_and_key unchanged)
+CONTEXT_KEYS = (
+    "max_position_embeddings",  # OPT, Llama and most
+    "n_positions",  # GPT-2
+    "max_seq_len",  # MPT
+    "seq_length",  # ChatGLM2
+    "model_max_length",  # Command-R
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+ROPE_KEEPS_LENGTH = ("su", "longrope", "llama3")  # rope types whose factor vLLM does not apply to the length
+
+
+def context_window(cfg: dict, source: str = "config.json") -> int:
+    """The model's context window as vLLM derives its default max_model_len from config.json: the smallest of
+    CONTEXT_KEYS present (2,048 when none is), times rope_scaling's factor unless the rope type keeps the length
+    (yarn: original_max_position_embeddings × factor). Presets agree with max_position_embeddings (DeepSeek-V3's
+    yarn: 4,096 × 40 = 163,840; gpt-oss: 4,096 × 32 = 131,072; Llama-3.1's llama3 rope: 131,072 as given)."""
+    present = [(key, _positive_int(cfg, key, source=source)) for key in CONTEXT_KEYS if cfg.get(key) is not None]
+    window = min((v for _, v in present), default=2048)
+    rope = cfg.get("rope_scaling")
+    if isinstance(rope, dict):
+        kind = rope.get("rope_type") or rope.get("type")
+        if kind not in ROPE_KEEPS_LENGTH:
+            factor = rope.get("factor", 1.0)
+            if not isinstance(factor, (int, float)) or isinstance(factor, bool) or not 0 < factor <= MAX_DIMENSION:
+                raise InputError(f"{source}: rope_scaling.factor", f"must be a positive number, got {_show(factor)}")
+            if kind == "yarn" and rope.get("original_max_position_embeddings") is not None:
+                window = _positive_int(rope, "original_max_position_embeddings", source=f"{source}: rope_scaling")
+            window = int(window * factor)
+    if not _whole(window, 1):
+        raise InputError(f"{source}: max_position_embeddings", f"the context window {_show(window)} is out of range")
+    return window
+
+
 def _count(cfg: dict, key: str, source: str) -> int:
     """An optional non-negative whole number (0 when absent or null)."""
     value = cfg.get(key)
@@ -308,9 +345,7 @@ def model_from_hf_config(cfg: dict, name: str | None = None, source: str = "conf
             source=source,
         ),
         vocab_size=_positive_int(cfg, "vocab_size", source=source),
-        max_position_embeddings=_positive_int(
-            cfg, "max_position_embeddings", "max_seq_len", "n_positions", default=2048, source=source
-        ),
+        max_position_embeddings=context_window(cfg, source),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         torch_dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16"),
         sliding_window=window,
