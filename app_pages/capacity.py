@@ -4,6 +4,7 @@ autoscaling (primer §9)."""
 from __future__ import annotations
 
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
@@ -63,6 +64,17 @@ def _ms(v) -> str:
 PLAN_ANCHOR = "the-plan"  # the sidebar deployment's plan heading
 
 
+def _layout(dep) -> str:
+    """TP 8, or TP 1 × DP 8 + EP 8: what one replica (one engine instance) runs (issue 27 #2: the header said
+    "1 × H200" for DP 8 + EP 8, an instance of 8 GPUs)."""
+    parts = [f"TP {dep.tensor_parallel_size}"]
+    if dep.pipeline_parallel_size > 1:
+        parts.append(f"PP {dep.pipeline_parallel_size}")
+    if dep.data_parallel_size > 1:
+        parts.append(f"DP {dep.data_parallel_size}")
+    return " × ".join(parts) + (f" + EP {dep.expert_parallel_size}" if dep.expert_parallel_size > 1 else "")
+
+
 st.title("Capacity & cost")
 st.caption(
     "How many replicas of which GPU, at which precision and tensor-parallel size, serve this traffic at "
@@ -103,7 +115,7 @@ prices = tuple(
 # --- one deployment: the sidebar scenario -----------------------------------------------------------------
 dep = r.deployment
 st.header(
-    f"{r.model.name} on {dep.tensor_parallel_size} × {r.gpu.id} per replica, {r.weights.label} weights",
+    f"{r.model.name} on {dep.gpus_per_replica} × {r.gpu.id} per replica ({_layout(dep)}), {r.weights.label} weights",
     anchor=PLAN_ANCHOR,
 )
 scroll_back_to(PLAN_ANCHOR)  # after "Use this deployment" (below, under the ranking): back to the plan it changed
@@ -156,8 +168,10 @@ c[2].metric(
     help=f"Simulated at {op.rate_per_s if op else 0:,.3g} req/s per replica (target / replicas).",
 )
 c[3].metric("p95 TPOT at the operating point (ms)", _ms(op.tpot_p95_s if op else None))
+# the search simulates one DP rank at rate / DP: its probes drawn at the instance's rate, as the capacity line is
+probes = [replace(p, rate_per_s=p.rate_per_s * plan.data_parallel_size) for p in plan.probes]
 st.plotly_chart(
-    charts.search_probes(plan.probes, plan.max_rate_per_replica, slo.ttft_p95_s, plan.saturated_rps, slo.tpot_p95_s),
+    charts.search_probes(probes, plan.max_rate_per_replica, slo.ttft_p95_s, plan.saturated_rps, slo.tpot_p95_s),
     key="cap_probes_chart",
 )
 engine_default = r.engine.batch_defaults(r.gpu)

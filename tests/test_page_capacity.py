@@ -156,3 +156,34 @@ def test_probe_chart_shows_both_targets_and_labels_each_failure_once():
     assert labels and len(labels) == len(set(labels))  # one label per failed criterion, not one per probe
     header = next(h.value for h in at.header if "per replica" in h.value)
     assert "((" not in header and "))" not in header
+
+
+def _values(xs) -> list[float]:
+    """A trace's x values from the chart's JSON (plotly encodes numpy arrays as base64 typed arrays)."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(xs, dict) and "bdata" in xs:
+        return list(np.frombuffer(base64.b64decode(xs["bdata"]), dtype=xs["dtype"]))
+    return list(xs or [])
+
+
+def test_a_data_parallel_instance_is_one_replica_of_all_its_gpus():
+    # issue 27 #2: DeepSeek-V3 TP 1 × DP 8 + EP 8 was headed "1 × H200 per replica" (an instance is 8 GPUs), and
+    # the probes were drawn at one DP rank's rate beside the capacity line of the whole instance
+    from planner.core.specs import Deployment
+    from planner.core.workload import TrafficSpec
+
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    at.session_state["scenario"] = Scenario(
+        deployment=Deployment(num_gpus=2, data_parallel_size=2), traffic=TrafficSpec(num_requests=200)
+    )
+    at.run()
+    assert not at.exception, at.exception
+    header = next(h.value for h in at.header if "per replica" in h.value)
+    assert "on 2 × H100-SXM per replica (TP 1 × DP 2)" in header
+    chart = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "TTFT target" in c.proto.spec)
+    rates = [x for tr in chart["data"] for x in _values(tr.get("x"))]
+    capacity = float(metrics(at)["Capacity per replica (req/s)"].replace(",", ""))
+    assert min(rates) < capacity < max(rates)  # the capacity sits among the probes of the same instance
