@@ -24,7 +24,6 @@ from ui.charts import capacity as charts
 from ui.labels import error_text
 from ui.ranking import (
     column_config,
-    empty_cells,
     progress_text,
     ranking_key,
     ranking_table,
@@ -32,6 +31,7 @@ from ui.ranking import (
     use_scenario,
 )
 from ui.state import current_scenario, resolved_or_stop
+from ui.tables import empty_cells
 
 
 def _price_table() -> pd.DataFrame:

@@ -18,7 +18,7 @@ from planner.teaching.walkthroughs import run_walkthrough
 from ui.charts import disagg as charts
 from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
-from ui.text_column import text_column
+from ui.tables import empty_cells, text_column
 
 NUM_REQUESTS = 300  # per simulated probe: keeps the page within a few seconds
 
@@ -130,6 +130,7 @@ st.dataframe(
     pd.DataFrame(shown),
     hide_index=True,
     key="dg_layout_table",
+    **empty_cells(),
     column_config={
         "layout": "layout",
         "fits": st.column_config.CheckboxColumn("fits"),

@@ -12,7 +12,7 @@ from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack
 from ui.fit_verdict import render_verdict
 from ui.state import current_scenario, resolved_or_stop
-from ui.text_column import text_column
+from ui.tables import text_column
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)

@@ -100,8 +100,12 @@ def test_a_model_that_fits_no_layout_gets_a_plain_warning_not_empty_charts():
     assert any("No layout of" in w.value and "GPUs in one instance" in w.value for w in at.warning)
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert not [sp for sp in specs if not sp["data"]]  # no empty chart (axes −1 to 4)
-    table = next(d.value for d in at.dataframe if "layout" in d.value.columns)
+    shown = next(d for d in at.dataframe if "layout" in d.value.columns)
+    table = shown.value
     assert table["fits"].eq(False).all() and table["tokens_per_s"].isna().all()  # no speed for what cannot run
+    assert shown.proto.placeholder == "–"  # shown as "–", not Streamlit's "None" (issue 27)
+    errors = " ".join(e.value for e in at.error)  # the pools section says why in the app's words too
+    assert "starts on this GPU" in errors and "see `memory`" not in errors and "Does it fit?" in errors
 
 
 def test_the_page_evaluates_a_given_1p1d_layout():

@@ -7,7 +7,6 @@ sidebar applies it at the top of the next run (ui.scenario_widgets.apply_pending
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 
@@ -65,12 +64,6 @@ def ranking_table(rows: list[dict]) -> pd.DataFrame:
         if name in out:
             out[name] = pd.to_numeric(out[name], errors="coerce").round(digits)
     return out
-
-
-def empty_cells() -> dict:
-    """st.dataframe keyword arguments that show a missing figure (a deployment not searched) as "–", not Streamlit's
-    grey "None" (its `placeholder`, from Streamlit 1.5x; older versions keep "None")."""
-    return {"placeholder": "–"} if "placeholder" in inspect.signature(st.dataframe).parameters else {}
 
 
 def column_config() -> dict:

@@ -48,6 +48,12 @@ from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
 from planner.memory.plan import TP_DEGREES, plan_memory
 
+# in both faces' words (issue 27 #6: the app said "see `memory`", a CLI subcommand)
+NO_SHAPE = (
+    "no TP, DP or PP shape of this model starts on this GPU: it needs a larger GPU, a smaller weight precision or a "
+    "lower max_model_len (`servingplan memory --suggest`, or the app's Does it fit? page, lists the nearest fixes)"
+)
+
 
 def instance_shapes(s: Scenario, tps: tuple[int, ...] = TP_DEGREES) -> list[Resolved]:
     """One-instance scenarios vLLM can start: TP-only shapes plus the scenario's own layout (module note)."""
@@ -310,7 +316,7 @@ def disagg_plan(
             if m.quantized_weights and m.quantized_weights != s.deployment.weights
             else ""
         )
-        raise InputError("model", f"no TP, DP or PP shape of this model starts on this GPU (see `memory`){hint}")
+        raise InputError("model", NO_SHAPE + hint)
     mean_in, mean_out = mean_tokens(traffic)
     links = {id(r): kv_link(r, link, link_gb_s, link_latency_s, layerwise) for r in shapes}
     replicas = {id(r): pool_replica(r, traffic) for r in shapes}  # each shape's derived values, once

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from planner.capacity.disagg import instance_shapes
+from planner.capacity.disagg import NO_SHAPE, instance_shapes
 from planner.capacity.disagg_pools import decode_capacity, kv_link, pool_replica, prefill_capacity
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
@@ -108,7 +108,7 @@ def ratio_rows(
     scenario's own instance shape when vLLM can start it, else the smallest TP that fits."""
     shapes = instance_shapes(s)
     if not shapes:
-        raise InputError("model", "no TP, DP or PP shape of this model starts on this GPU (see `memory`)")
+        raise InputError("model", NO_SHAPE)
     own = s.deployment
     r = next(
         (

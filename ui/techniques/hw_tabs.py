@@ -8,8 +8,8 @@ import streamlit as st
 from planner.core.scenario import Resolved
 from planner.techniques.quantization import ENGINE_LOADERS
 from ui.charts.techniques import quant_chart, tp_chart
+from ui.tables import text_column
 from ui.techniques.data import Request, quant, seventy_b_case, tp
-from ui.text_column import text_column
 
 
 def _gb(series: pd.Series) -> pd.Series:
