@@ -127,7 +127,7 @@ SPEED_KEYS = ("step_ms", "tokens_per_s", "all_to_all_ms", "imbalance_ms", "pipel
 shown = [row if row["fits"] else {**row, **dict.fromkeys(SPEED_KEYS)} for row in rows]  # no speed if it cannot run
 NUM = st.column_config.NumberColumn
 st.dataframe(
-    pd.DataFrame(shown),
+    pd.DataFrame(shown).round({"tokens_per_s": 0}),  # whole tokens/s ("localized" printed 7,270.046)
     hide_index=True,
     key="dg_layout_table",
     **empty_cells(),

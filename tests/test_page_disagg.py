@@ -49,6 +49,9 @@ def test_llama70b_long_prompts_default_render():
     text = " ".join(md.value for md in at.markdown)
     assert "Prefill instances = ceil(" in text and "KV transfer =" in text
     assert "Gain from disaggregating" in text  # the walkthrough with the page's numbers
+    layouts = next(d.value for d in at.dataframe if "layout" in d.value.columns)
+    speeds = layouts["tokens_per_s"].dropna()
+    assert len(speeds) and (speeds == speeds.round()).all()  # whole tokens/s (issue 27: 7,270.046 tokens/s)
 
 
 def test_deepseek_v3_dp8_ep8_holds_more_requests_than_tp8():
