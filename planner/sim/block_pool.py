@@ -20,6 +20,7 @@ beyond their trace prefix ids).
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import takewhile
 
 EMPTY, OWN, PREFIX = "empty", "own", "prefix"
 
@@ -144,12 +145,7 @@ class BlockPool:
 
     def num_cached_prefix(self, hash_ids, max_entries: int) -> int:
         """How many of the first `max_entries` hash ids are cached, counting from the first (exact-prefix match)."""
-        cached, num = self.cached, 0
-        for h in hash_ids[:max_entries]:
-            if h not in cached:
-                break
-            num += 1
-        return num
+        return sum(1 for _ in takewhile(self.cached.__contains__, hash_ids[:max_entries]))  # a C-level loop
 
     def num_evictable_among(self, hash_ids) -> int:
         refs = self.prefix_refs
@@ -157,15 +153,17 @@ class BlockPool:
 
     def acquire(self, hash_ids) -> None:
         """Reference cached entries (a prefix hit): free ones leave the queue (vLLM's touch)."""
-        refs, queue, per = self.prefix_refs, self.free_queue, self.blocks_per_prefix
+        refs, queue, taken = self.prefix_refs, self.free_queue, 0
         for h in hash_ids:
             if h in refs:
                 refs[h] += 1
             else:
                 del queue[(PREFIX, h)]
-                self.num_free -= per
-                self._uncache(per)
                 refs[h] = 1
+                taken += 1
+        if taken:  # the blocks touched out of the free queue, counted once
+            self.num_free -= taken * self.blocks_per_prefix
+            self._uncache(taken * self.blocks_per_prefix)
         self._note_peak()
 
     def register(self, h: int) -> bool:
@@ -190,16 +188,18 @@ class BlockPool:
     def release(self, hash_ids) -> None:
         """Drop one reference each (the last entry first, as vLLM frees tail first); at zero the entry joins
         the back of the free queue, still cached."""
-        refs, per = self.prefix_refs, self.blocks_per_prefix
+        refs, per, freed = self.prefix_refs, self.blocks_per_prefix, []
         for h in reversed(hash_ids):
             count = refs[h] - 1
             if count:
                 refs[h] = count
             else:
                 del refs[h]
-                if not self.num_cached_free and self.num_free:  # _append, inlined: thousands per second
-                    self.free_queue[(EMPTY, self._next_empty_key)] = self.num_free
-                    self._next_empty_key += 1
-                self.free_queue[(PREFIX, h)] = per
-                self.num_free += per
-                self.num_cached_free += per
+                freed.append((PREFIX, h))
+        if freed:  # _append for each, in order, with one update of the queue and the counts
+            if not self.num_cached_free and self.num_free:
+                self.free_queue[(EMPTY, self._next_empty_key)] = self.num_free
+                self._next_empty_key += 1
+            self.free_queue.update(dict.fromkeys(freed, per))
+            self.num_free += len(freed) * per
+            self.num_cached_free += len(freed) * per

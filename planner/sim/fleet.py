@@ -192,20 +192,24 @@ class Fleet:
                 return
 
     def _route(self, t: float, i: int) -> None:
-        views = [self._view(r, i, t) for r in self.replicas] if self.router.needs_state else None
+        views = self._views(i, t) if self.router.needs_state else None
         k = self.router.choose(views)
         self.replicas[k].submit(t, i)
         self.assignment[i] = k
 
-    def _view(self, r: FleetReplica, i: int, t: float) -> ReplicaView:
-        outstanding = r.outstanding_at(t)
-        cached = 0
+    def _views(self, i: int, t: float) -> list[ReplicaView]:
+        """Every replica as the router sees it when request i arrives at t (module note)."""
+        ids, limit = (), 0
         if self.router.needs_cache and self.prefix is not None:
             ids = self.prefix[i]
             limit = min(len(ids), (int(self.wl.prompt_tokens[i]) - 1) // self.wl.prefix_block_tokens)
+        views = []
+        for r in self.replicas:
+            outstanding = r.outstanding_at(t)
             cached = r.pool.num_cached_prefix(ids, limit) if limit > 0 else 0
-        kv_use = r.kv_blocks_at(t) / r.pool.num_blocks
-        return ReplicaView(outstanding, max(0, outstanding - len(r.running)), kv_use, cached)
+            kv_use = r.kv_blocks_at(t) / r.pool.num_blocks
+            views.append(ReplicaView(outstanding, max(0, outstanding - len(r.running)), kv_use, cached))
+        return views
 
     def result(self, wall_s: float = 0.0) -> FleetResult:
         merged = self.out  # the replicas' shared request table: each row written by the replica it was sent to

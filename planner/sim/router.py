@@ -43,15 +43,15 @@ holds in its prefix cache. Ties go to the lowest replica index (deterministic; r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from planner.core.errors import InputError
 
 ROUTERS = ("round-robin", "least-outstanding", "least-kv", "prefix-aware")
 
 
-@dataclass(frozen=True)
-class ReplicaView:
-    """One replica as the router sees it at an arrival."""
+class ReplicaView(NamedTuple):
+    """One replica as the router sees it at an arrival (a named tuple: one per replica per arrival)."""
 
     outstanding: int  # sent and not finished or rejected
     waiting: int  # outstanding requests not in the running batch
