@@ -75,10 +75,10 @@ def run(args: argparse.Namespace) -> int:
         prefix_caching=cfg.enable_prefix_caching,
         max_queue=args.max_queue,
         spec_model=args.spec_model,
-        spec_method=args.spec_method,
         spec_k=cfg.spec_k,
         spec_alpha=cfg.spec_alpha,
         scheduler_policy=cfg.admission_policy,
+        spec_method=args.spec_method,  # added after the others: the JSON contract appends keys
     )
     text = _text(s, r, args.engine)
     if args.size:

@@ -281,10 +281,10 @@ def run(args: argparse.Namespace) -> int:
         prefix_caching=res.config.enable_prefix_caching,
         max_queue=args.max_queue,
         spec_model=args.spec_model,
-        spec_method=args.spec_method,
         spec_k=res.config.spec_k,
         spec_alpha=res.config.spec_alpha,
         scheduler_policy=res.config.admission_policy,
+        spec_method=args.spec_method,  # added after the others: the JSON contract appends keys
     )
     emit(out, args.json, _text(summary, r, args.engine, res.config.admission_policy))
     return 0
