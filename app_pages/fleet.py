@@ -8,13 +8,15 @@ import streamlit as st
 from planner.capacity.routing import compare_routers, replica_frame
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
-from planner.sim.router import ROUTERS
+from planner.sim.router import ROUTERS, PrefixAwareWeights
 from planner.sim.serving import Replica
 from planner.sim.settings import ServerSettings
 from planner.traffic.sessions import sessions
 from ui.charts import fleet as charts
 from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
+
+GUARD = PrefixAwareWeights()  # the prefix-aware router's defaults, for the captions
 
 
 @st.cache_data(show_spinner="Simulating the fleet under each router…", max_entries=8)
@@ -98,8 +100,10 @@ st.dataframe(
     },
 )
 st.caption(
-    "Prefix-aware: sgl-router's balance guard (least outstanding when max − min > 64 and max > 1.5 × min), "
-    "else llm-d's endpoint-picker scores 3 × cached prefix + 2 × queue + 2 × free KV. Imbalance above 1 is load "
+    f"Prefix-aware: sgl-router's balance guard (least outstanding when max − min > {GUARD.balance_abs_threshold} "
+    f"and max > {GUARD.balance_rel_threshold:g} × min), else llm-d's endpoint-picker scores "
+    f"{GUARD.prefix:g} × cached prefix + {GUARD.queue:g} × queue + {GUARD.kv:g} × free KV + {GUARD.active:g} × "
+    "fewer requests in flight (llm-d's active-request scorer). Imbalance above 1 is load "
     "piled on one replica: a shared system prompt draws requests to whichever replica holds it."
 )
 
@@ -117,7 +121,7 @@ if s.request_imbalance is not None and s.request_imbalance > 1.5:
     st.warning(
         f"Hot spot: replica {int(hot['replica'])} took {hot['requests'] / frame['requests'].sum():.0%} of the "
         f"requests ({s.request_imbalance:.2f} × the mean). The prefix score outweighs load until the balance guard "
-        "trips (64 more outstanding requests than the least loaded replica)."
+        f"trips ({GUARD.balance_abs_threshold} more outstanding requests than the least loaded replica)."
     )
 st.plotly_chart(charts.replica_bars(frame, router), width="stretch")
 st.dataframe(

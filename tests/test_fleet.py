@@ -10,9 +10,17 @@ from planner.sim.config import ConstantStepCost, LinearStepCost
 from planner.sim.fleet import simulate_fleet
 from planner.sim.fleet_summary import fleet_summary
 from planner.sim.records import latencies
-from planner.sim.router import PrefixAwareWeights, ReplicaView, prefix_aware, prefix_scores, queue_scores
+from planner.sim.router import (
+    PrefixAwareWeights,
+    ReplicaView,
+    active_scores,
+    prefix_aware,
+    prefix_scores,
+    queue_scores,
+)
 from planner.sim.simulator import simulate
 from planner.traffic.generators import closed_loop, open_loop
+from planner.traffic.sessions import sessions
 from planner.traffic.workload import Workload
 
 TEN_MS = ConstantStepCost(0.01)
@@ -46,7 +54,8 @@ def six_requests() -> Workload:
         # KV blocks held at t (a request t s old holds ceil((48 + 100 t) / 16)): t=1: (10,0,0)->1;
         # t=2: (16,0,0)->1; t=3: (22,10,0)->2; t=4: (28,16,10)->2; t=5: (35,22,16+10)->1. Hit: 5 after 1.
         ("least-kv", [0, 1, 1, 2, 2, 1], 32),
-        # score = 3 x prefix + 2 x queue + 2 x (1 - KV use); nobody waits, so the queue term is 2 everywhere.
+        # score = 3 x prefix + 2 x queue + 2 x (1 - KV use) + 2 x active; nobody waits, so the queue term is 2
+        # everywhere; active = (max - outstanding) / max (1 with none in flight) never outweighs a held prefix here.
         # 0: a tie -> 0. 1 (B): no B anywhere; replica 0's KV is in use -> 1. 2 (A): only 0 holds A -> 0.
         # 3 (B): 1 still caches request 1's B blocks -> 1. 4 (A) -> 0, 5 (B) -> 1. Hits: 2 to 5, 4 x 32.
         ("prefix-aware", [0, 1, 0, 1, 0, 1], 128),
@@ -70,14 +79,22 @@ def test_prefix_scores_follow_llm_d_normalisation():
 
 
 def test_prefix_aware_falls_back_to_least_outstanding_when_imbalanced():
-    # sgl-router: imbalanced when max - min > 64 and max > 1.5 x min: 100 vs 30 (70 > 64, 100 > 45)
+    # sgl-router: imbalanced when max - min > 32 and max > 1.1 x min: 100 vs 30 (70 > 32, 100 > 33)
     hot = [ReplicaView(100, 90, 0.9, 8), ReplicaView(30, 0, 0.2, 0), ReplicaView(40, 0, 0.1, 0)]
     assert prefix_aware(hot) == 1
-    # 90 vs 30 is only 60 apart: balanced, the cached prefix wins
-    warm = [ReplicaView(90, 0, 0.3, 8), ReplicaView(30, 0, 0.2, 0), ReplicaView(40, 0, 0.1, 0)]
+    # 60 vs 30 is only 30 apart (<= 32): balanced, the cached prefix wins
+    warm = [ReplicaView(60, 0, 0.3, 8), ReplicaView(30, 0, 0.2, 0), ReplicaView(40, 0, 0.1, 0)]
     assert prefix_aware(warm) == 0
-    # without the guard the scores decide: 3 x 1 + 2 x 0 + 2 x 0.1 = 3.2; 0 + 2 + 1.6 = 3.6; 0 + 2 + 1.8 = 3.8
-    assert prefix_aware(hot, PrefixAwareWeights(balance_abs_threshold=1000)) == 2
+    # 64 vs 30 is 34 apart: imbalanced under sgl-router's library guard (32), balanced under its CLI's (64)
+    warm[0] = ReplicaView(64, 0, 0.3, 8)
+    assert prefix_aware(warm) == 1
+    assert prefix_aware(warm, PrefixAwareWeights(balance_abs_threshold=64, balance_rel_threshold=1.5)) == 0
+    # without the guard and the active-request scorer (the endpoint picker's published profile) the scores decide:
+    # 3 x 1 + 2 x 0 + 2 x 0.1 = 3.2; 0 + 2 + 1.6 = 3.6; 0 + 2 + 1.8 = 3.8
+    assert prefix_aware(hot, PrefixAwareWeights(balance_abs_threshold=1000, active=0.0)) == 2
+    # the active-request scores (max - outstanding) / max: 0, 70/100, 60/100
+    assert active_scores(hot) == [0.0, 0.7, 0.6]
+    assert active_scores([ReplicaView(0, 0, 0.0)] * 2) == [1.0, 1.0]
 
 
 @pytest.mark.parametrize("router", ["round-robin", "least-outstanding", "least-kv", "prefix-aware"])
@@ -122,3 +139,25 @@ def test_bad_fleet_input_names_the_field():
     with pytest.raises(InputError) as err:
         simulate_fleet(wl, POOL, TEN_MS, 2, "random")
     assert err.value.field == "router"
+
+
+def shared_prompt_sessions() -> Workload:
+    """Chat sessions of 3 turns behind one shared 2,000-token system prompt, 6 sessions/s (18 requests/s)."""
+    return sessions(1800, 3, 2000, "lognormal:mean=200,sigma=0.6", "lognormal:mean=150,sigma=0.6", 5.0, 6.0, seed=1)
+
+
+def test_prefix_aware_spreads_a_shared_prompt_and_beats_round_robin_on_hits():
+    # 8 replicas, fair share 12.5%. With the defaults (sgl-router's library guard 32/1.1, llm-d's scorers with the
+    # active-request scorer) the busiest replica takes at most 20% and the hit rate is above round robin's. The
+    # endpoint picker's published profile (no active-request scorer) behind sgl-router's command-line guard
+    # (64/1.5) sends every request to the one replica holding the prompt: nothing pushes back before 64.
+    wl, pool = shared_prompt_sessions(), dict(LOADED, num_gpu_blocks=4000)
+    rr = simulate_fleet(wl, pool, LINEAR, 8, "round-robin")
+    pa = simulate_fleet(wl, pool, LINEAR, 8, "prefix-aware")
+    published = PrefixAwareWeights(active=0.0, balance_abs_threshold=64, balance_rel_threshold=1.5)
+    hot = simulate_fleet(wl, pool, LINEAR, 8, "prefix-aware", weights=published)
+    share = lambda res: np.bincount(res.assignment, minlength=8).max() / wl.num_requests  # noqa: E731
+    hits = lambda res: fleet_summary(res).prefix_hit_rate  # noqa: E731
+    assert share(pa) <= 0.20
+    assert hits(pa) >= hits(rr)
+    assert share(hot) == 1.0

@@ -33,6 +33,7 @@ def test_fleet_json_has_simulates_latency_keys_and_per_replica(capsys):
         "prefix_caching",
         "max_queue",
         "spec_model",
+        "spec_method",
         "spec_k",
         "spec_alpha",
         "scheduler_policy",  # the fleet prints it once, beside the engine

@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         spec_k=cfg.spec_k,
         spec_alpha=cfg.spec_alpha,
         scheduler_policy=cfg.admission_policy,
+        spec_method=args.spec_method,  # added after the others: the JSON contract appends keys
     )
     text = _text(s, r, args.engine)
     if args.size:

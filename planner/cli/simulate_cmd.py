@@ -14,6 +14,7 @@ from planner.core.errors import InputError
 from planner.sim.records import LatencyStats, ServingSummary
 from planner.sim.serving import Replica, benchmark_clients, result_summary, run_serving
 from planner.sim.settings import ServerSettings, SpecDecoding
+from planner.sim.spec_heads import published_acceptance, spec_methods
 from planner.techniques.spec_decode import alpha_from_acceptance_length
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, closed_loop, open_loop
 from planner.traffic.sessions import sessions
@@ -89,8 +90,15 @@ def add_simulate_args(p: argparse.ArgumentParser) -> None:
     s.add_argument("--slo-ttft-ms", type=float, default=None, help="goodput: TTFT target, ms")
     s.add_argument("--slo-tpot-ms", type=float, default=None, help="goodput: TPOT target, ms")
     s.add_argument("--seed", type=int, default=0, help="seed for arrivals, lengths and sampling (default 0)")
-    d = p.add_argument_group("speculative decoding (off unless --spec-model)")
+    d = p.add_argument_group("speculative decoding (off unless --spec-model or --spec-method)")
     d.add_argument("--spec-model", default=None, help="draft model: preset id or config.json path")
+    d.add_argument(
+        "--spec-method",
+        default=None,
+        choices=tuple(spec_methods()),
+        help="a draft head inside the target instead of a draft model: eagle3 (EAGLE-3 head) or mtp (DeepSeek "
+        "MTP module), one target layer per draft pass (data/spec_methods.yaml lists published acceptance lengths)",
+    )
     d.add_argument("--spec-k", type=int, default=4, help="draft tokens per verification step (default 4)")
     a = d.add_mutually_exclusive_group()
     a.add_argument(
@@ -106,6 +114,14 @@ def add_simulate_args(p: argparse.ArgumentParser) -> None:
         help="mean tokens per verification pass, 1..k+1, as EAGLE papers and vLLM's spec-decode metrics report it "
         "(converted to the per-token rate at --spec-k)",
     )
+
+
+def _published_hint(method: str | None) -> str:
+    """Published acceptance lengths of a head method, for the error that asks for one."""
+    if method is None:
+        return ""
+    rows = [f"{r.model} {r.task}: {r.acceptance_length:g}" for r in published_acceptance(method)]
+    return f"; published for {method} (data/spec_methods.yaml): " + "; ".join(rows) if rows else ""
 
 
 def _positive(flag: str, value, integer: bool = False, allow_zero: bool = False) -> None:
@@ -135,14 +151,17 @@ def _check_flags(args: argparse.Namespace) -> None:
     _positive("--system-prompt-tokens", args.system_prompt_tokens, allow_zero=True)
     _positive("--max-queue", args.max_queue, allow_zero=True)
     _positive("--seed", args.seed, allow_zero=True)
-    if args.spec_model is not None:
+    if args.spec_model is not None and args.spec_method is not None:
+        raise InputError("--spec-method", "give a draft model (--spec-model) or a head method, not both")
+    if args.spec_model is not None or args.spec_method is not None:
         if not 1 <= args.spec_k <= 32:
             raise InputError("--spec-k", f"must be from 1 to 32, got {args.spec_k}")
         if args.spec_alpha is None and args.acceptance_length is None:
             raise InputError(
                 "--spec-alpha",
                 "speculative decoding needs the drafts' acceptance: --spec-alpha (per token) or --acceptance-length "
-                "(tokens per pass), measured or published for this draft, model and task (no default is assumed)",
+                "(tokens per pass), measured or published for this draft, model and task (no default is assumed)"
+                + _published_hint(args.spec_method),
             )
         if args.acceptance_length is not None:
             try:
@@ -152,7 +171,7 @@ def _check_flags(args: argparse.Namespace) -> None:
         if not (math.isfinite(args.spec_alpha) and 0 <= args.spec_alpha <= 1):
             raise InputError("--spec-alpha", f"must be from 0 to 1, got {args.spec_alpha:g}")
     elif args.spec_alpha is not None or args.acceptance_length is not None:
-        raise InputError("--spec-alpha", "applies only with --spec-model")
+        raise InputError("--spec-alpha", "applies only with --spec-model or --spec-method")
     if args.cv is not None and args.arrival != "gamma":
         raise InputError("--cv", "applies only to --arrival gamma")
     if args.users is not None and args.think_time is None:
@@ -226,7 +245,11 @@ def workload_from_args(args: argparse.Namespace, r=None) -> Workload:
 
 def settings_from_args(args: argparse.Namespace, r) -> ServerSettings:
     """How the simulated replica runs: the scenario's engine and limits, and the server flags."""
-    spec = SpecDecoding(args.spec_model, args.spec_k, args.spec_alpha) if args.spec_model is not None else None
+    spec = (
+        SpecDecoding(args.spec_model, args.spec_k, args.spec_alpha, args.spec_method)
+        if args.spec_model is not None or args.spec_method is not None
+        else None
+    )
     return ServerSettings.of(
         r,
         prefix_caching=True if args.prefix_caching else None,
@@ -261,6 +284,7 @@ def run(args: argparse.Namespace) -> int:
         spec_k=res.config.spec_k,
         spec_alpha=res.config.spec_alpha,
         scheduler_policy=res.config.admission_policy,
+        spec_method=args.spec_method,  # added after the others: the JSON contract appends keys
     )
     emit(out, args.json, _text(summary, r, args.engine, res.config.admission_policy))
     return 0

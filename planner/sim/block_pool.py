@@ -20,6 +20,7 @@ beyond their trace prefix ids).
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import takewhile
 
 EMPTY, OWN, PREFIX = "empty", "own", "prefix"
 
@@ -32,6 +33,7 @@ class BlockPool:
         self.num_free = num_blocks  # blocks in the queue: empty or cached-and-evictable
         self.num_cached_free = 0  # of which cached (own or prefix segments); 0 = the queue is just a count
         self.prefix_refs: dict[int, int] = {}  # hash id -> running requests referencing it (> 0)
+        self.cached: set[int] = set()  # every cached hash id: referenced, or free and not yet evicted
         self.own_key: dict[int, tuple] = {}  # preempted request -> the queue key of its still-cached blocks
         self.peak_active = 0
         self.num_evicted_blocks = 0  # cached blocks (own or prefix) reused for something else
@@ -94,6 +96,7 @@ class BlockPool:
                     del self.own_key[key[1]]
                 evicted += take
             elif key[0] == PREFIX:
+                self.cached.discard(key[1])
                 if take < count:  # the hash is gone once any of its blocks is reused; the rest are plain free
                     del queue[key]
                     queue[(EMPTY, self._next_empty_key)] = count - take
@@ -138,47 +141,65 @@ class BlockPool:
 
     # --- shared prefix blocks (trace hash ids) ------------------------------------------------------------
     def is_cached(self, h: int) -> bool:
-        return h in self.prefix_refs or (PREFIX, h) in self.free_queue
+        return h in self.cached
 
     def num_cached_prefix(self, hash_ids, max_entries: int) -> int:
         """How many of the first `max_entries` hash ids are cached, counting from the first (exact-prefix match)."""
-        num = 0
-        for h in hash_ids[:max_entries]:
-            if not self.is_cached(h):
-                break
-            num += 1
-        return num
+        return sum(1 for _ in takewhile(self.cached.__contains__, hash_ids[:max_entries]))  # a C-level loop
 
     def num_evictable_among(self, hash_ids) -> int:
-        return sum(1 for h in hash_ids if (PREFIX, h) in self.free_queue)
+        refs = self.prefix_refs
+        return sum(1 for h in hash_ids if h not in refs)  # cached and not referenced: free in the queue
 
     def acquire(self, hash_ids) -> None:
         """Reference cached entries (a prefix hit): free ones leave the queue (vLLM's touch)."""
+        refs, queue, taken = self.prefix_refs, self.free_queue, 0
         for h in hash_ids:
-            if (PREFIX, h) in self.free_queue:
-                del self.free_queue[(PREFIX, h)]
-                self.num_free -= self.blocks_per_prefix
-                self._uncache(self.blocks_per_prefix)
-                self.prefix_refs[h] = 1
+            if h in refs:
+                refs[h] += 1
             else:
-                self.prefix_refs[h] += 1
+                del queue[(PREFIX, h)]
+                refs[h] = 1
+                taken += 1
+        if taken:  # the blocks touched out of the free queue, counted once
+            self.num_free -= taken * self.blocks_per_prefix
+            self._uncache(taken * self.blocks_per_prefix)
         self._note_peak()
 
     def register(self, h: int) -> bool:
         """Publish a block a request just computed as cached (its blocks change owner, no new space).
         False if an equal block is already cached: the request keeps its copy private."""
-        if self.is_cached(h):
+        if h in self.cached:
             return False
+        self.cached.add(h)
         self.prefix_refs[h] = 1
         return True
+
+    def register_all(self, hash_ids, start: int, stop: int) -> list[int]:
+        """register() each of hash_ids[start:stop]; returns those published (the request now references)."""
+        cached, refs, new = self.cached, self.prefix_refs, []
+        for h in hash_ids[start:stop]:
+            if h not in cached:
+                cached.add(h)
+                refs[h] = 1
+                new.append(h)
+        return new
 
     def release(self, hash_ids) -> None:
         """Drop one reference each (the last entry first, as vLLM frees tail first); at zero the entry joins
         the back of the free queue, still cached."""
+        refs, per, freed = self.prefix_refs, self.blocks_per_prefix, []
         for h in reversed(hash_ids):
-            count = self.prefix_refs[h] - 1
+            count = refs[h] - 1
             if count:
-                self.prefix_refs[h] = count
+                refs[h] = count
             else:
-                del self.prefix_refs[h]
-                self._append((PREFIX, h), self.blocks_per_prefix)
+                del refs[h]
+                freed.append((PREFIX, h))
+        if freed:  # _append for each, in order, with one update of the queue and the counts
+            if not self.num_cached_free and self.num_free:
+                self.free_queue[(EMPTY, self._next_empty_key)] = self.num_free
+                self._next_empty_key += 1
+            self.free_queue.update(dict.fromkeys(freed, per))
+            self.num_free += len(freed) * per
+            self.num_cached_free += len(freed) * per

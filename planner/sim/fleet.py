@@ -1,18 +1,26 @@
 """A fleet: N replicas of one deployment behind a router, advanced together in simulated time.
 
-Design note. Each replica is the single-replica simulator (planner/sim/simulator.py Replica) that can be
-advanced to a time t and handed a request. The fleet keeps one queue of requests still to route (open-loop
-arrivals, and the next turn of a closed-loop user or session, which exists only once the previous reply is
-out). At each one, every replica the router looks at is first advanced through the steps that start before
-the arrival; the router then picks a replica from what it sees (planner/sim/router.py) and the request joins
-that replica's queue at its next step boundary, exactly as in a single replica. Hence a one-replica fleet is
-`run_serving` step for step (a test checks it).
+Design note. Each replica is the single-replica simulator (planner/sim/simulator.py Replica) driven one action
+at a time: a scheduler step, or a run of pure-decode steps planned up to its next known arrival. The fleet is
+event-driven: one heap of requests still to route (open-loop arrivals, and the next turn of a closed-loop user
+or session, which exists only once the previous reply is out) and one heap of the times at which each replica
+acts next; whichever is earlier goes first, a request before a replica acting at the same instant (a request
+arriving at a step boundary joins that step, as in one replica). An idle replica is in neither heap until it is
+sent a request. A decode run is planned past the requests not yet routed and applied when it ends; a request
+sent to the replica during the run cuts it after the last step that starts before the arrival (the steps are
+the same numbers as a run planned with that arrival in view: planner/sim/lockstep.py computes them in order),
+and joins the queue at the next step boundary. Hence a one-replica fleet is `run_serving` step for step (a test
+checks it), and a replica's runs are cut only by its own arrivals, so the work grows with the requests, not
+with requests x replicas.
 
-What the router sees at an arrival: outstanding requests counted by finish times up to the arrival (exact), and
-the KV use and prefix cache at the end of each replica's step in progress (a step, or with closed-loop traffic
-a run of pure-decode steps: the state may run a few tens of ms ahead; inside a decode run no request is admitted
-and the prefix cache only changes at its last step).
-Round robin over open-loop traffic looks at nothing, so a replica is advanced only when a request is sent to it.
+The replicas share the per-request tables (Replica `share`): a request lives on one replica, so one table of
+each per-request quantity serves the fleet and memory is O(requests + steps), not O(requests x replicas).
+
+What the router sees at an arrival at t: outstanding requests counted by finish times up to t (exact: every
+replica has acted up to t), how many of those are not in the running batch, the KV use after the steps that
+start before t (exact, a planned run's blocks counted to t) and the prefix cache as of the replica's last
+applied step (blocks a planned run will allocate may evict cached prefixes a few steps later than the router
+sees it). Round robin looks at nothing.
 
 Not modelled: the router's own latency and network time, a replica failing or scaling, routing to a mix of
 deployments, KV transfer between replicas.
@@ -20,6 +28,7 @@ deployments, KV transfer between replicas.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import time
@@ -30,7 +39,7 @@ import numpy as np
 from planner.core.errors import InputError
 from planner.latency.perf_model import StepCost
 from planner.sim.config import SchedulerConfig, scheduler_config
-from planner.sim.records import RequestRecords, SimResult, StepRecorder, request_records
+from planner.sim.records import RequestRecords, SimResult, StepRecorder
 from planner.sim.router import PrefixAwareWeights, ReplicaView, Router
 from planner.sim.simulator import Replica
 from planner.traffic.workload import Workload
@@ -39,20 +48,59 @@ MAX_REPLICAS = 1024
 
 
 class FleetReplica(Replica):
-    """A Replica that the fleet advances to a time and sends requests to; its finishes go back to the fleet."""
+    """A Replica the fleet drives one action at a time and sends requests to; its finishes go back to the fleet."""
 
-    def __init__(self, fleet: Fleet, wl: Workload, cfg: SchedulerConfig, cost, seed: int, draft_cost=None):
-        super().__init__(wl, cfg, cost, seed, draft_cost)
-        self.fleet = fleet
-        self.pending = []  # only what the router sends
-        self.next_of = [-1] * wl.num_requests  # the fleet routes a user's next request
+    def __init__(self, fleet: Fleet, k: int, template: Replica, seed: int):
+        super().__init__(template.wl, template.cfg, template.cost, seed, template.draft_cost, share=template)
+        self.fleet, self.k = fleet, k
         self.done_s: list[float] = []  # finish (or rejection) times the router has not counted yet
         self.num_sent = self.num_done = 0
+        self.run_plan: tuple[list, list, list] | None = None  # (starts, durations, cumulative blocks), not applied
+        self.wake_version = 0  # the fleet's heap holds (time, k, version); older versions are stale
 
     def submit(self, t: float, i: int) -> None:
         self.out.arrival_s[i] = t
+        self._cut_run(t)
         heapq.heappush(self.pending, (t, i))
         self.num_sent += 1
+        self._wake_at(max(self.now, t))
+
+    def _wake_at(self, t: float) -> None:
+        self.wake_version += 1
+        heapq.heappush(self.fleet.wakes, (t, self.k, self.wake_version))
+
+    def _cut_run(self, t: float) -> None:
+        """A request arrives at t: apply the planned run's steps that start before t and drop the rest."""
+        if self.run_plan is None:
+            return
+        starts, dts, cum = self.run_plan
+        self.run_plan = None
+        m = bisect.bisect_left(starts, t)
+        if m:
+            self._commit_run(starts[:m], dts[:m], cum[:m])
+
+    def act(self) -> None:
+        """One iteration of Replica.run's loop, with a run of decode steps planned now and applied when it ends."""
+        if self.run_plan is not None:
+            run, self.run_plan = self.run_plan, None
+            self._commit_run(*run)
+            self._wake_at(self.now)
+            return
+        self._accept_arrivals()
+        if not self.running and not self.waiting:
+            if self.pending:
+                self.now = max(self.now, self.pending[0][0])
+                self.policy.on_idle()
+                self._wake_at(self.now)
+            return  # idle: the next request sent here wakes it
+        if self._can_fast_forward():
+            run = self._plan_run()
+            if run[1]:
+                self.run_plan = run
+                self._wake_at(run[0][-1] + run[1][-1])
+                return
+        self._step()
+        self._wake_at(self.now)
 
     def _send_next(self, i: int, t: float) -> None:
         heapq.heappush(self.done_s, t)
@@ -65,30 +113,13 @@ class FleetReplica(Replica):
             self.num_done += 1
         return self.num_sent - self.num_done
 
-    def has_work_before(self, h: float) -> bool:
-        if self.now >= h:
-            return False
-        return bool(self.running or self.waiting or (self.pending and self.pending[0][0] < h))
-
-    def advance(self, t: float, max_iterations: float = math.inf) -> None:
-        """Run the simulator's loop (Replica.run) through every iteration that starts before t, or before the
-        fleet's next request to route if that is earlier."""
-        done = 0
-        while done < max_iterations:
-            h = min(t, self.fleet.next_event_s())
-            if self.now >= h:
-                break
-            self.horizon_s = h
-            self._accept_arrivals()
-            if not self.running and not self.waiting:
-                if not self.pending or self.pending[0][0] >= h:
-                    break
-                self.now = max(self.now, self.pending[0][0])
-                self.policy.on_idle()
-            elif not (self._can_fast_forward() and self._fast_forward()):
-                self._step()
-            done += 1
-        self.horizon_s = math.inf
+    def kv_blocks_at(self, t: float) -> int:
+        """Blocks held by running requests after the steps that start before t (a planned run's included)."""
+        held = self.pool.num_active
+        if self.run_plan is not None:
+            m = bisect.bisect_left(self.run_plan[0], t)
+            held += self.run_plan[2][m - 1] if m else 0
+        return held
 
     def result(self, idx: np.ndarray) -> SimResult:
         """This replica's run over the requests it was sent (rows `idx`)."""
@@ -119,28 +150,25 @@ class FleetResult:
 
 
 class Fleet:
-    """All fleet state in one object: the replicas, the router and the requests still to route."""
+    """All fleet state in one object: the replicas, the router, the requests still to route, the replicas' wakes."""
 
     def __init__(self, wl, cfg, cost, num_replicas, router, seed, draft_cost=None, weights=None):
         self.wl, self.cfg, self.seed = wl, cfg, seed
         self.router = Router(router, num_replicas, weights)
-        self.replicas = [FleetReplica(self, wl, cfg, cost, seed + k, draft_cost) for k in range(num_replicas)]
+        template = Replica(wl, cfg, cost, seed, draft_cost)  # builds the per-request tables the replicas share
+        self.wakes: list[tuple[float, int, int]] = []  # (time, replica, version): when each replica acts next
+        self.replicas = [FleetReplica(self, k, template, seed + k) for k in range(num_replicas)]
+        self.out = template.out
         self.assignment = np.full(wl.num_requests, -1, dtype=np.int64)
-        self.closed_loop = wl.is_closed_loop
-        self.lazy = not self.router.needs_state and not self.closed_loop
         self.next_of = [-1] * wl.num_requests
-        if self.closed_loop:
+        if wl.is_closed_loop:
             last: dict[int, int] = {}
             for i, u in enumerate(wl.user_id.tolist()):
                 if u in last:
                     self.next_of[last[u]] = i
                 last[u] = i
-        self.events = [(t, i) for i, t in enumerate(wl.arrival_s.tolist()) if not math.isnan(t)]
-        heapq.heapify(self.events)
-        self.prefix = self.replicas[0].prefix_ids  # None unless the prefix cache can see prefix ids
-
-    def next_event_s(self) -> float:
-        return self.events[0][0] if self.events else math.inf
+        self.events = template.pending  # (arrival, request): the open-loop arrivals and first turns, a heap
+        self.prefix = template.prefix_ids  # None unless the prefix cache can see prefix ids
 
     def request_done(self, i: int, t: float) -> None:
         """A reply is out (or a request rejected): the user thinks, then sends their next request."""
@@ -149,63 +177,45 @@ class Fleet:
             heapq.heappush(self.events, (t + float(self.wl.think_s[j]), j))
 
     def run(self) -> None:
+        events, wakes, replicas = self.events, self.wakes, self.replicas
         while True:
-            t = self.next_event_s()
-            self._advance_all(t)
-            if not self.events:
+            t_event = events[0][0] if events else math.inf
+            if wakes and wakes[0][0] < t_event:  # a request at the same instant goes first
+                _, k, version = heapq.heappop(wakes)
+                r = replicas[k]
+                if version == r.wake_version:
+                    r.act()
+            elif events:
+                t, i = heapq.heappop(events)
+                self._route(t, i)
+            else:
                 return
-            t, i = heapq.heappop(self.events)
-            self._route(t, i)
-
-    def _advance_all(self, t: float) -> None:
-        if self.lazy and t < math.inf:
-            return  # round robin: each replica is advanced when it is sent a request
-        if not self.closed_loop:
-            for r in self.replicas:
-                r.advance(t)
-            return
-        # the earliest replica steps first: a finish may add a request to route before t. A heap of (now, k):
-        # only the replica just stepped changes, and the horizon h only falls as finishes add requests to route.
-        h = min(t, self.next_event_s())
-        heap = [(r.now, k) for k, r in enumerate(self.replicas) if r.has_work_before(h)]
-        heapq.heapify(heap)
-        while heap:
-            _, k = heapq.heappop(heap)
-            r = self.replicas[k]
-            h = min(t, self.next_event_s())
-            if not r.has_work_before(h):
-                continue
-            r.advance(h, max_iterations=1)
-            if r.has_work_before(min(t, self.next_event_s())):
-                heapq.heappush(heap, (r.now, k))
 
     def _route(self, t: float, i: int) -> None:
-        views = [self._view(r, i, t) for r in self.replicas] if self.router.needs_state else None
+        views = self._views(i, t) if self.router.needs_state else None
         k = self.router.choose(views)
-        if self.lazy:
-            self.replicas[k].advance(t)
         self.replicas[k].submit(t, i)
         self.assignment[i] = k
 
-    def _view(self, r: FleetReplica, i: int, t: float) -> ReplicaView:
-        outstanding = r.outstanding_at(t)
-        cached = 0
+    def _views(self, i: int, t: float) -> list[ReplicaView]:
+        """Every replica as the router sees it when request i arrives at t (module note)."""
+        ids, limit = (), 0
         if self.router.needs_cache and self.prefix is not None:
             ids = self.prefix[i]
             limit = min(len(ids), (int(self.wl.prompt_tokens[i]) - 1) // self.wl.prefix_block_tokens)
+        views = []
+        for r in self.replicas:
+            outstanding = r.outstanding_at(t)
             cached = r.pool.num_cached_prefix(ids, limit) if limit > 0 else 0
-        return ReplicaView(
-            outstanding, max(0, outstanding - len(r.running)), r.pool.num_active / r.pool.num_blocks, cached
-        )
+            kv_use = r.kv_blocks_at(t) / r.pool.num_blocks
+            views.append(ReplicaView(outstanding, max(0, outstanding - len(r.running)), kv_use, cached))
+        return views
 
     def result(self, wall_s: float = 0.0) -> FleetResult:
-        merged = request_records(self.wl)
-        runs = []
-        for k, r in enumerate(self.replicas):
-            idx = np.flatnonzero(self.assignment == k)
-            runs.append(r.result(idx))
-            for f in merged.__dataclass_fields__:
-                getattr(merged, f)[idx] = getattr(r.out, f)[idx]
+        merged = self.out  # the replicas' shared request table: each row written by the replica it was sent to
+        order = np.argsort(self.assignment, kind="stable")
+        bounds = np.searchsorted(self.assignment[order], np.arange(len(self.replicas) + 1))
+        runs = [r.result(order[bounds[k] : bounds[k + 1]]) for k, r in enumerate(self.replicas)]
         end_s = max(r.now for r in self.replicas)
         fleet = SimResult(
             self.cfg,
@@ -238,6 +248,9 @@ def simulate_fleet(
     a pure function of its arguments (replica k draws its speculative-decoding acceptances with seed + k)."""
     if not (isinstance(num_replicas, (int, np.integer)) and 1 <= num_replicas <= MAX_REPLICAS):
         raise InputError("replicas", f"must be a whole number from 1 to {MAX_REPLICAS}, got {num_replicas!r}")
+    for name, c in (("cost", cost), ("draft_cost", draft_cost)):
+        if c is not None and not hasattr(c, "step_time_s"):
+            raise InputError(name, "needs a step_time_s(new_tokens, num_seqs, kv_read_tokens, attn_pairs) method")
     fleet = Fleet(workload, scheduler_config(config), cost, int(num_replicas), router, seed, draft_cost, weights)
     wall0 = time.perf_counter()
     fleet.run()

@@ -25,18 +25,26 @@ class DecodeBatch:
     """Requests decoding one token per step. For a member i at step S (before that step's token):
     computed tokens = base_computed[i] + S and generated tokens = base_generated[i] + S."""
 
-    def __init__(self, num_requests: int, block_size: int, max_blocks_per_request: int | None):
+    PER_REQUEST = ("base_computed", "base_generated", "finish_step", "cap_step", "member", "capped")
+
+    def __init__(self, num_requests: int, block_size: int, max_blocks_per_request: int | None, share=None):
+        """`share`: another DecodeBatch whose per-request lists this one uses (a fleet's replicas: each request
+        is a member of one batch at most, so they never collide)."""
         self.block_size = block_size
         self.max_blocks = max_blocks_per_request
         self.count = 0
         self.sum_base_computed = 0
         self.due_by_residue = [0] * block_size  # members needing a new block at steps S = residue (mod bs)
-        self.base_computed = [0] * num_requests
-        self.base_generated = [0] * num_requests
-        self.finish_step = [-1] * num_requests
-        self.cap_step = [-1] * num_requests  # the step from which the member needs no new block
-        self.member = [False] * num_requests
-        self.capped = [False] * num_requests
+        if share is not None:
+            for name in self.PER_REQUEST:
+                setattr(self, name, getattr(share, name))
+        else:
+            self.base_computed = [0] * num_requests
+            self.base_generated = [0] * num_requests
+            self.finish_step = [-1] * num_requests
+            self.cap_step = [-1] * num_requests  # the step from which the member needs no new block
+            self.member = [False] * num_requests
+            self.capped = [False] * num_requests
         self.finish_heap: list[tuple[int, int]] = []
         self.cap_heap: list[tuple[int, int]] = []
 

@@ -25,6 +25,7 @@ from planner.sim.config import SchedulerConfig, scheduler_config
 from planner.sim.records import LatencyStats, ServingSummary, SimResult, latencies, stats, summary
 from planner.sim.settings import ServerSettings
 from planner.sim.simulator import simulate
+from planner.sim.spec_heads import DraftHeadCost, head_fraction
 from planner.traffic.generators import closed_loop
 from planner.traffic.workload import Workload
 
@@ -212,9 +213,13 @@ class Replica:
         return step_cost_for(self.resolved)
 
     @cached_property
-    def draft_cost(self) -> DraftStepCost | None:
+    def draft_cost(self) -> DraftStepCost | DraftHeadCost | None:
         spec = self.settings.spec
-        return draft_cost_for(self.resolved, spec.draft_model) if spec else None
+        if spec is None:
+            return None
+        if spec.method is not None:  # a head inside the target: a share of its step (planner/sim/spec_heads.py)
+            return DraftHeadCost(self.step_cost.pm, head_fraction(spec.method, self.resolved.model.num_layers))
+        return draft_cost_for(self.resolved, spec.draft_model)
 
     @cached_property
     def scheduler_config(self) -> SchedulerConfig:

@@ -19,13 +19,17 @@ from planner.core.scenario import Resolved
 
 @dataclass(frozen=True)
 class SpecDecoding:
-    """Speculative decoding on the server: a draft model proposing k tokens, each accepted with probability alpha."""
+    """Speculative decoding on the server: a draft model, or a draft head inside the target (`method`: EAGLE-3,
+    MTP; planner/sim/spec_heads.py), proposing k tokens, each accepted with probability alpha."""
 
-    draft_model: str  # a preset id or a config.json path
+    draft_model: str | None  # a preset id or a config.json path; None with a method
     k: int  # draft tokens per verification step
     alpha: float  # per-token acceptance rate
+    method: str | None = None  # "eagle3" or "mtp" (data/spec_methods.yaml) instead of a draft model
 
     def __post_init__(self):
+        if (self.draft_model is None) == (self.method is None):
+            raise InputError("spec_model", "speculative decoding needs a draft model or a method, not both")
         if self.k < 1:
             raise InputError("spec_k", "must be at least 1 draft token")
         if not 0.0 <= self.alpha <= 1.0:

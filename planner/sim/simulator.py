@@ -84,19 +84,37 @@ def simulate(
     return Replica(workload, scheduler_config(config), cost, seed, draft_cost).run()
 
 
+class PrefixIdLists:
+    """Each request's prefix hash ids as a Python list (fast to walk), made when first read and dropped when the
+    request finishes or is rejected: lists for every request at once would be most of the memory of an hour of
+    sessions (planner/traffic/sessions.py: about 200 ids a turn)."""
+
+    def __init__(self, arrays):
+        self.arrays, self.lists = arrays, {}
+
+    def __getitem__(self, i: int) -> list[int]:
+        ids = self.lists.get(i)
+        if ids is None:
+            ids = self.lists[i] = self.arrays[i].tolist()
+        return ids
+
+    def drop(self, i: int) -> None:
+        self.lists.pop(i, None)
+
+
 class Replica:
     """All simulation state in one object; request state in lists indexed by request id."""
 
-    def __init__(self, wl: Workload, cfg: SchedulerConfig, cost: StepCost, seed: int, draft_cost=None):
+    def __init__(self, wl: Workload, cfg: SchedulerConfig, cost: StepCost, seed: int, draft_cost=None, share=None):
+        """`share`: another Replica of the same workload and config whose per-request tables this one uses (a
+        fleet: each request lives on one replica, so one table serves them all and memory stays O(requests))."""
         self.wl, self.cfg, self.cost, self.seed, self.draft_cost = wl, cfg, cost, seed, draft_cost
         self.rng = np.random.default_rng(seed)
         self.spec = cfg.spec_k > 0
         # once per request, with the step that schedules its first chunk (PerfModel.request_overhead_s)
         self.request_overhead_s = float(getattr(cost, "request_overhead_s", 0.0))
         self.requests_starting = 0
-        n, bs = wl.num_requests, cfg.block_size
-        self.prompt_tokens = wl.prompt_tokens.tolist()
-        self.output_tokens = wl.output_tokens.tolist()
+        bs = cfg.block_size
         self.policy = policy = make_policy(cfg)  # the engine's scheduler (planner/sim/policies.py)
         # the hooks this policy overrides (the others are skipped: vLLM's loop pays nothing for them)
         self.order_waiting = policy.order_waiting if overrides(policy, "order_waiting") else None
@@ -115,9 +133,47 @@ class Replica:
                 f"prefix blocks of {wl.prefix_block_tokens} tokens are not a whole number of {bs}-token KV blocks",
             )
         self.pool = BlockPool(cfg.num_gpu_blocks, wl.prefix_block_tokens // bs if self.prefix_sharing else 1)
-        self.prefix_ids = [ids.tolist() for ids in wl.prefix_ids] if self.prefix_sharing else None
+        if share is None:
+            self._init_request_tables()
+        else:
+            for name in self.REQUEST_TABLES:
+                setattr(self, name, getattr(share, name))
+        self.decoders = DecodeBatch(wl.num_requests, bs, cfg.max_blocks_per_request, share and share.decoders)
+        self.running: dict[int, None] = {}  # admission order; the last is the newest
+        self.stepped_individually: dict[int, None] = {}  # prefilling (and spec-decoding) running requests
+        self.waiting: deque[int] = deque()
+        self.num_waiting_new = 0  # waiting requests never scheduled (the back of the queue)
+        self.now, self.step_index = 0.0, 0
+        self.decode_slots_taken = self.preempted_this_step = False
+        self.recorder = StepRecorder()
+        if share is None:
+            self._init_arrivals()
+        else:
+            self.pending: list[tuple[float, int]] = []  # the fleet sends requests (planner/sim/fleet.py)
+
+    # per-request state, indexed by request id (a fleet's replicas share them: module note of planner/sim/fleet.py)
+    REQUEST_TABLES = (
+        "prompt_tokens",
+        "output_tokens",
+        "prefix_ids",
+        "num_cacheable_prefix",
+        "shared_prefix_held",
+        "next_prefix_to_publish",
+        "prefix_entries_at_preemption",
+        "tokens_lost_at_preemption",
+        "computed_tokens",
+        "generated_tokens",
+        "too_long",
+        "out",
+    )
+
+    def _init_request_tables(self) -> None:
+        wl, n = self.wl, self.wl.num_requests
+        self.prompt_tokens = wl.prompt_tokens.tolist()
+        self.output_tokens = wl.output_tokens.tolist()
+        self.prefix_ids = PrefixIdLists(wl.prefix_ids) if self.prefix_sharing else None
         self.num_cacheable_prefix = (
-            [min(len(h), p // self.prefix_block_tokens) for h, p in zip(self.prefix_ids, self.prompt_tokens)]
+            [min(len(h), p // self.prefix_block_tokens) for h, p in zip(wl.prefix_ids, self.prompt_tokens)]
             if self.prefix_sharing
             else None
         )
@@ -127,17 +183,9 @@ class Replica:
         self.tokens_lost_at_preemption = [0] * n
         self.computed_tokens = [0] * n  # individually stepped requests (decoders: see DecodeBatch)
         self.generated_tokens = [0] * n
-        self.decoders = DecodeBatch(n, bs, cfg.max_blocks_per_request)
-        self.running: dict[int, None] = {}  # admission order; the last is the newest
-        self.stepped_individually: dict[int, None] = {}  # prefilling (and spec-decoding) running requests
-        self.waiting: deque[int] = deque()
-        self.num_waiting_new = 0  # waiting requests never scheduled (the back of the queue)
-        self.now, self.step_index = 0.0, 0
-        self.horizon_s = math.inf  # a fleet (planner/sim/fleet.py) caps decode runs at its next arrival
-        self.decode_slots_taken = self.preempted_this_step = False
-        self.recorder = StepRecorder()
+        too_long = admission.refused_at_arrival(wl.prompt_tokens, wl.output_tokens, self.cfg, self.policy)
+        self.too_long = too_long.tolist()
         self.out = request_records(wl)
-        self._init_arrivals()
 
     def _blocks(self, tokens: int) -> int:
         """Blocks a request holds with `tokens` in its KV cache (capped by a sliding window)."""
@@ -146,9 +194,7 @@ class Replica:
         return blocks if cap is None or blocks < cap else cap
 
     def _init_arrivals(self) -> None:
-        wl, cfg = self.wl, self.cfg
-        too_long = admission.refused_at_arrival(wl.prompt_tokens, wl.output_tokens, cfg, self.policy)
-        self.too_long = too_long.tolist()
+        wl = self.wl
         self.next_of = [-1] * wl.num_requests
         if wl.is_closed_loop:
             last: dict[int, int] = {}
@@ -195,6 +241,8 @@ class Replica:
 
     def _reject(self, i: int, t: float, code: int) -> None:
         self.out.rejected[i] = code
+        if self.prefix_ids is not None:
+            self.prefix_ids.drop(i)
         self._send_next(i, t)
 
     def _enforce_queue_limit(self) -> None:
@@ -236,6 +284,8 @@ class Replica:
         if self.publish_answers:
             self._publish_answer(i, tokens_held)
         self._release(i, tokens_held)
+        if self.prefix_ids is not None:
+            self.prefix_ids.drop(i)
         self.generated_tokens[i] = self.output_tokens[i]
         self.out.finish_s[i] = self.now
         self._send_next(i, self.now)
@@ -471,20 +521,20 @@ class Replica:
 
     def _publish_prefix(self, i: int) -> None:
         full = min(self.computed_tokens[i] // self.prefix_block_tokens, self.num_cacheable_prefix[i])
-        for j in range(self.next_prefix_to_publish[i], full):
-            if self.pool.register(self.prefix_ids[i][j]):
-                self.shared_prefix_held[i].append(self.prefix_ids[i][j])
-        self.next_prefix_to_publish[i] = max(self.next_prefix_to_publish[i], full)
+        start = self.next_prefix_to_publish[i]
+        if full > start:
+            self.shared_prefix_held[i].extend(self.pool.register_all(self.prefix_ids[i], start, full))
+            self.next_prefix_to_publish[i] = full
 
     def _publish_answer(self, i: int, tokens_held: int) -> None:
         """Sessions: the answer's full blocks join the prefix cache as the request finishes (vLLM caches every
         full block it computed; the session's next turn re-sends the answer as part of its prompt)."""
         ids = self.prefix_ids[i]
         full = min(len(ids), tokens_held // self.prefix_block_tokens)
-        for j in range(self.next_prefix_to_publish[i], full):
-            if self.pool.register(ids[j]):
-                self.shared_prefix_held[i].append(ids[j])
-        self.next_prefix_to_publish[i] = max(self.next_prefix_to_publish[i], full)
+        start = self.next_prefix_to_publish[i]
+        if full > start:
+            self.shared_prefix_held[i].extend(self.pool.register_all(ids, start, full))
+            self.next_prefix_to_publish[i] = full
 
     # --- runs of pure-decode steps --------------------------------------------------------------------------
     def _can_fast_forward(self) -> bool:
@@ -492,13 +542,22 @@ class Replica:
 
     def _fast_forward(self) -> bool:
         """Advance a run of pure-decode steps at once (planner/sim/lockstep.py); False if none fits."""
-        batch, s0 = self.decoders, self.step_index
-        batch.apply_caps(s0)
-        next_arrival = min(self.pending[0][0] if self.pending else math.inf, self.horizon_s)
-        starts, dts, cum_blocks = plan_decode_run(batch, s0, self.pool.num_free, self.now, next_arrival, self.cost)
-        m = len(dts)
-        if m == 0:
+        run = self._plan_run()
+        if not run[1]:
             return False
+        self._commit_run(*run)
+        return True
+
+    def _plan_run(self) -> tuple[list, list, list]:
+        """The run of pure-decode steps from now up to the next known arrival (plan_decode_run), not yet applied."""
+        batch = self.decoders
+        batch.apply_caps(self.step_index)
+        next_arrival = self.pending[0][0] if self.pending else math.inf
+        return plan_decode_run(batch, self.step_index, self.pool.num_free, self.now, next_arrival, self.cost)
+
+    def _commit_run(self, starts: list, dts: list, cum_blocks: list) -> None:
+        """Apply the first len(dts) >= 1 steps of a planned run: blocks, step records, finishes at its last step."""
+        batch, s0, m = self.decoders, self.step_index, len(dts)
         active0 = self.pool.num_active
         self.pool.allocate(int(cum_blocks[-1]))
         self.recorder.add_run(starts, dts, batch.count, len(self.running), active0, cum_blocks)
@@ -510,4 +569,3 @@ class Replica:
             self._finish(i, held)
         if invariants.ENABLED:
             invariants.check(self)
-        return True
