@@ -65,6 +65,10 @@ KNOWN_FLAGS: dict[str, frozenset[str]] = {
             "--enable-dp-attention",
             "--moe-dense-tp-size",
             "--moe-a2a-backend",
+            "--deepep-mode",
+            "--enable-two-batch-overlap",
+            "--enable-eplb",
+            "--ep-num-redundant-experts",
             "--context-length",
             "--max-running-requests",
             "--chunked-prefill-size",
@@ -157,6 +161,21 @@ LAYOUT_NAMES = {
         "vllm": "TP × DP without EP, else 1",
         "sglang": "tp_size / ep_size",
         "tensorrt-llm": "moe_tensor_parallel_size: TP × DP / EP",
+    },
+    "all-to-all backend": {
+        "vllm": "--all2all-backend (not mapped here)",
+        "sglang": "--moe-a2a-backend deepep --deepep-mode normal|low_latency|auto",
+        "tensorrt-llm": "not mapped",
+    },
+    "two-batch overlap": {
+        "vllm": "not mapped",
+        "sglang": "--enable-two-batch-overlap",
+        "tensorrt-llm": "not mapped",
+    },
+    "EPLB": {
+        "vllm": "--enable-eplb (redundant experts in --eplb-config, not mapped)",
+        "sglang": "--enable-eplb --ep-num-redundant-experts R",
+        "tensorrt-llm": "not mapped",
     },
     "PP": {
         "vllm": "--pipeline-parallel-size",
