@@ -53,7 +53,11 @@ def collectives(r: Resolved) -> list[Collective]:
         for op in ("all-gather", "reduce-scatter"):
             out.append(Collective(op, "TP × DP (MoE)", tp * dp, link(tp * dp), "every MoE layer"))
     if m.is_moe and ep > 1:
-        out.append(Collective("all-to-all", "EP (dispatch + combine)", ep, link(tp * dp), "every MoE layer"))
+        group = "EP (dispatch + combine)"
+        if d.moe_a2a_backend == "deepep":  # planner.latency.expert_parallel
+            group = f"EP (DeepEP {d.deepep_mode} dispatch + combine)"
+        when = "every MoE layer" + (", two micro-batches overlapped" if d.enable_two_batch_overlap else "")
+        out.append(Collective("all-to-all", group, ep, link(tp * dp), when))
         if moe_tp > 1:
             out.append(Collective("all-reduce", "MoE-TP", moe_tp, link(moe_tp), "every MoE layer"))
     if d.pipeline_parallel_size > 1:
