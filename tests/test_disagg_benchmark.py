@@ -33,3 +33,15 @@ def test_a_saturated_prefill_rank_keeps_the_clients_queued():
     assert run.rate_per_s == pytest.approx(1 / run.prefill_s, rel=0.05)
     assert run.ttft_s == pytest.approx(64 * run.prefill_s - decode_s - 0.002, rel=0.05)  # 2 ms client turnaround
     assert run.prefill_wait_s > 50 * run.prefill_s
+
+
+def test_decode_ranks_hold_no_more_than_their_kv_pool():
+    # at 45% of an H100, Llama-3.1-8B BF16 leaves a KV pool for a handful of 8,000-token sequences: the decode rank
+    # runs that many at once whatever the batch limit says, and the rest wait for a slot before their first token
+    from planner.capacity.disagg_pools import decode_kv_limit
+
+    tight = S.model_copy(update={"deployment": Deployment(max_model_len=8192, gpu_memory_utilization=0.45)})
+    kv_seqs = decode_kv_limit(instance(tight, PoolLayout(1, 1), "decode"), 7000, 1000)
+    assert 1 <= kv_seqs < 32
+    run = simulate_benchmark(tight, 32, PoolLayout(4, 1), PoolLayout(1, 1), 7000, 1000, 256)
+    assert run.decode_limit == kv_seqs and run.decode_wait_s > 0

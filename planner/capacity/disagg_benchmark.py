@@ -12,11 +12,13 @@ in turn (round robin), as sgl-router's and Dynamo's default policies do for equa
         PerfModel.prefill(b, I) (aiconfigurator's prefill_batch_size, 1 in its disaggregated runs);
     hand-over: KV transfer (the transfer engine's share of the NICs) + the fixed orchestration cost
         (planner.capacity.disagg_layout HANDOFF_FIXED_S);
-    decode rank: at most B sequences; a request waits for a free slot (the decode side allocates the KV before it
-        takes the request), then every running sequence advances one token per step of PerfModel.decode(n, I + O/2)
-        with n the running count; its first token comes DECODE_STEPS_TO_FIRST_TOKEN steps after it joins, its last
-        O − 1 steps after that. All sequences need the same O − 1 steps, so a rank's sequences end in the order they
-        joined: each rank keeps a step counter and a queue of the counts at which its sequences end.
+    decode rank: at most B sequences, and no more than its KV pool holds at I + O tokens each (planner.memory:
+        e.g. DeepSeek-V3 FP8 on TP 16 over 2 × 8 H100 holds 17 of 9,216 tokens); a request waits for a free slot
+        (the decode side allocates the KV before it takes the request), then every running sequence advances one
+        token per step of PerfModel.decode(n, I + O/2) with n the running count; its first token comes
+        DECODE_STEPS_TO_FIRST_TOKEN steps after it joins, its last O − 1 steps after that. All sequences need the
+        same steps, so a rank's sequences end in the order they joined: each rank keeps a step counter and a queue
+        of the counts at which its sequences end.
 TTFT = prefill queue + prefill + hand-over + decode slot wait + first-token steps; TPOT = the rest / (O − 1).
 Deterministic and equal lengths: the clients' order is kept round after round; the first round's wave of C prompts
 into the prefill queue shows in the warm-up and fades as far as the loop lets it (a loop that leaves the prefill
@@ -40,7 +42,7 @@ from planner.capacity.disagg_layout import (
     PoolLayout,
     instance,
 )
-from planner.capacity.disagg_pools import decode_step_s, kv_link, visible_transfer_s
+from planner.capacity.disagg_pools import decode_kv_limit, decode_step_s, kv_link, visible_transfer_s
 from planner.core.scenario import Scenario
 from planner.latency.perf_model import PerfModel
 from planner.sim.serving import CLIENT_TURNAROUND_S
@@ -60,6 +62,7 @@ class BenchmarkRun:
     prefill_wait_s: float  # mean queueing before the prefill
     decode_wait_s: float  # mean wait for a decode slot
     decode_batch_per_rank: float  # mean running sequences per decode rank at the measured joins
+    decode_limit: int  # sequences a decode rank runs at once: min(B, what its KV pool holds)
 
 
 class _DecodeRank:
@@ -117,7 +120,8 @@ def simulate_benchmark(
     n_p, n_d = prefill.instances * prefill.dp, decode.instances * decode.dp
     p_queue = [deque() for _ in range(n_p)]
     p_busy = [False] * n_p
-    d_ranks = [_DecodeRank(step_s, decode_batch, steps) for _ in range(n_d)]
+    limit = max(1, min(decode_batch, decode_kv_limit(rd, input_tokens, output_tokens)))
+    d_ranks = [_DecodeRank(step_s, limit, steps) for _ in range(n_d)]
     rounds = warmup_rounds + measured_rounds
     # per request: [client, round, sent, prefill start, decode arrival, decode join, first token, end, batch]
     reqs: list[list[float]] = []
@@ -198,4 +202,5 @@ def simulate_benchmark(
         prefill_wait_s=float((arr[:, 3] - arr[:, 2]).mean()),
         decode_wait_s=float((arr[:, 5] - arr[:, 4]).mean()),
         decode_batch_per_rank=float(arr[:, 8].mean()),
+        decode_limit=limit,
     )
