@@ -86,6 +86,9 @@ for key, value in (
     ("dg_dep", 1),
     ("dg_transfer", "nixl"),
     ("dg_handoff_ms", 20.0),
+    ("dg_a2a", "none"),
+    ("dg_tbo", False),
+    ("dg_redundant", 0),
 ):
     st.session_state.setdefault(key, value)
 
@@ -288,8 +291,35 @@ if st.toggle("Evaluate my layout", key="dg_given"):
         key="dg_handoff_ms",
         help="Fixed per request; 20 ms is an estimated idle floor (measured 7-180 ms under load).",
     )
+    c = st.columns(3)
+    a2a = c[0].selectbox(
+        "Expert all-to-all (EP)",
+        ["none", "deepep"],
+        key="dg_a2a",
+        help="SGLang --moe-a2a-backend: deepep runs DeepEP's normal kernels for prefill and its low-latency "
+        "kernels for decode (--deepep-mode auto).",
+    )
+    tbo = c[1].checkbox(
+        "Two-batch overlap",
+        key="dg_tbo",
+        help="SGLang --enable-two-batch-overlap: one micro-batch's dispatch/combine hides behind the other's compute.",
+    )
+    redundant = int(
+        c[2].number_input(
+            "Redundant experts (EPLB)",
+            0,
+            1024,
+            key="dg_redundant",
+            help="SGLang --ep-num-redundant-experts (EPLB on): replicas of hot experts balance the EP ranks.",
+        )
+    )
+    wide = {"moe_a2a_backend": a2a, "enable_two_batch_overlap": tbo, "ep_num_redundant_experts": redundant}
+    s_given = scenario.model_copy(update={"deployment": scenario.deployment.model_copy(update=wide)})
     try:
-        g = _given(sj, float(target), traffic, slo, (px, ptp, pdp, pep, dy, dtp, ddp, dep_), transfer, link, handoff_ms)
+        g = _given(
+            s_given.model_dump_json(), float(target), traffic, slo, (px, ptp, pdp, pep, dy, dtp, ddp, dep_),
+            transfer, link, handoff_ms,
+        )  # fmt: skip
     except InputError as err:
         st.error(error_text(err))
     else:

@@ -12,10 +12,13 @@ The mapping we use (aiconfigurator's columns, data/measurements/aiconfigurator/R
   `silicon_concurrency` (the id's `_cN`), a closed loop of C clients with fixed `isl` / `osl`;
 - the dated benchmark files (937 rows) leave the worker counts and batch sizes blank: those runs are taken as
   1P1D with the decode batch C / decode DP (an assumption; printed apart from the rows that give them);
-- DeepSeek-R1 is run as DeepSeek-V3 (one architecture), FP8 weights (the checkpoint's), KV auto;
+- models by planner.accuracy.names.resolve_model (DeepSeek-R1 as DeepSeek-V3, one architecture; an -NVFP4 or -FP8
+  checkpoint as its base preset), weights by gemm_quant_mode (fp8 / fp8_block → fp8, nvfp4 → nvfp4), KV auto;
+- systems h100_sxm, h200_sxm, b200_sxm, gb200 → H100-SXM, H200, B200, GB200 (NVL72: a role's EP group inside
+  the rack stays on NVLink);
+- a blank or 0 EP (vLLM rows without --enable-expert-parallel) is EP 1, a blank or 0 attention DP is DP 1;
 - backends: trtllm → tensorrt-llm, sglang, vllm profiles; the KV moves over NIXL's RDMA share of the NICs.
-Left out (counted and printed): GB200 rows (no GB200 entry in data/gpus.yaml on this branch), FP4 rows (no NVFP4
-weight format), PP > 1 roles.
+Left out (counted and printed): PP > 1 roles, models without a preset.
 Only the rows in this file are used (its README: the rest of the public file is held back as a check).
 """
 
@@ -27,6 +30,9 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
+from planner.accuracy.names import resolve_model
+from planner.accuracy.serving_points import WEIGHTS
+from planner.capacity.disagg_benchmark import simulate_benchmark
 from planner.capacity.disagg_closed_loop import closed_loop
 from planner.capacity.disagg_layout import PoolLayout
 from planner.core.errors import InputError
@@ -35,9 +41,8 @@ from planner.core.scenario import Scenario
 from planner.core.specs import Deployment
 
 CSV = measurements_dir() / "aiconfigurator" / "silicon_calibration.csv"
-GPUS = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200"}
+GPUS = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb200": "GB200"}
 ENGINES = {"trtllm": "tensorrt-llm", "sglang": "sglang", "vllm": "vllm"}
-MODELS = {"deepseek-ai/DeepSeek-R1": "deepseek-ai/DeepSeek-V3", "Qwen/Qwen3-235B-A22B-FP8": "Qwen/Qwen3-235B-A22B"}
 
 
 def concurrency(row) -> int:
@@ -52,13 +57,18 @@ def given_workers(row) -> bool:
     return row.prefill_num_workers == row.prefill_num_workers  # not NaN
 
 
+def size(value) -> int:
+    """A layout column: blank (NaN) or 0 means not set, i.e. 1."""
+    return max(int(value), 1) if value == value else 1
+
+
 def pool(row, role: str) -> PoolLayout:
-    g = lambda name: int(getattr(row, f"{role}_{name}"))  # noqa: E731
+    g = lambda name: size(getattr(row, f"{role}_{name}"))  # noqa: E731
     workers = g("num_workers") if given_workers(row) else 1  # blank: assumed 1P1D
     return PoolLayout(workers, g("tp_size"), g("attention_dp_size"), g("moe_ep_size"))
 
 
-ROLE_COLUMNS = ("tp_size", "attention_dp_size", "moe_ep_size")
+ROLE_COLUMNS = ("tp_size",)
 LAYOUT = [f"{role}_{c}" for role in ("prefill", "decode") for c in ROLE_COLUMNS]
 
 
@@ -67,10 +77,12 @@ def skip_reason(row) -> str:
         return "layout blank"
     if row.system not in GPUS:
         return f"no {row.system} entry"
-    if row.precision != "fp8":
-        return f"{row.precision} weights"
+    if row.gemm_quant_mode not in WEIGHTS:
+        return f"{row.gemm_quant_mode} weights"
     if row.prefill_pp_size > 1 or row.decode_pp_size > 1:
         return "PP > 1"
+    if resolve_model(row.model_path)[0] is None:
+        return f"no preset for {row.model_path}"
     return ""
 
 
@@ -79,16 +91,33 @@ def decode_batch(row) -> int:
     if row.decode_batch_size == row.decode_batch_size:  # not NaN
         return int(row.decode_batch_size)
     workers = int(row.decode_num_workers) if given_workers(row) else 1
-    return -(-concurrency(row) // int(row.decode_attention_dp_size * workers))
+    return -(-concurrency(row) // (size(row.decode_attention_dp_size) * workers))
 
 
-def predict(row) -> tuple[float, float]:
+def scenario(row) -> Scenario:
     isl, osl = int(row.isl), int(row.osl)
-    dep = Deployment(weights="fp8", max_model_len=isl + osl, max_num_seqs=decode_batch(row))
-    s = Scenario(model=MODELS.get(row.model_path, row.model_path), gpu=GPUS[row.system], deployment=dep)
-    s = s.model_copy(update={"engine": ENGINES[row.backend]})
-    loop = closed_loop(s, concurrency(row), pool(row, "prefill"), pool(row, "decode"), isl, osl, decode_batch(row))
-    return loop.ttft_s * 1e3, loop.tpot_s * 1e3
+    dep = Deployment(weights=WEIGHTS[row.gemm_quant_mode], max_model_len=isl + osl, max_num_seqs=decode_batch(row))
+    s = Scenario(model=resolve_model(row.model_path)[0], gpu=GPUS[row.system], deployment=dep)
+    return s.model_copy(update={"engine": ENGINES[row.backend]})
+
+
+def predict(row) -> tuple[float, float, float]:
+    """(mean TTFT ms, mean TPOT ms, one prompt's prefill ms) under the analytic closed loop."""
+    isl, osl = int(row.isl), int(row.osl)
+    loop = closed_loop(
+        scenario(row), concurrency(row), pool(row, "prefill"), pool(row, "decode"), isl, osl, decode_batch(row)
+    )
+    return loop.ttft_s * 1e3, loop.tpot_s * 1e3, loop.prefill_s * 1e3
+
+
+def simulate(row) -> tuple[float, float]:
+    """(mean TTFT ms, mean TPOT ms) of the start-together request-level simulation (disagg_benchmark)."""
+    isl, osl = int(row.isl), int(row.osl)
+    batch = size(row.prefill_batch_size)
+    run = simulate_benchmark(
+        scenario(row), concurrency(row), pool(row, "prefill"), pool(row, "decode"), isl, osl, decode_batch(row), batch
+    )
+    return run.ttft_s * 1e3, run.tpot_s * 1e3
 
 
 def main() -> None:
@@ -102,7 +131,8 @@ def main() -> None:
             skipped[why] += 1
             continue
         try:
-            ttft, tpot = predict(row)
+            ttft, tpot, prefill = predict(row)
+            sim = simulate(row) if given_workers(row) else (np.nan, np.nan)
         except InputError as err:
             skipped[f"{err.field}: {err.message[:60]}"] += 1
             continue
@@ -112,9 +142,13 @@ def main() -> None:
                 system=row.system,
                 isl=row.isl,
                 osl=row.osl,
+                clients=concurrency(row),
                 counts="given" if given_workers(row) else "blank (1P1D assumed)",
                 ttft_err=ttft / row.silicon_ttft_ms - 1,
                 tpot_err=tpot / row.silicon_tpot_ms - 1,
+                sim_ttft_err=sim[0] / row.silicon_ttft_ms - 1,
+                sim_tpot_err=sim[1] / row.silicon_tpot_ms - 1,
+                light_ttft_ratio=row.silicon_ttft_ms / ttft,
             )
         )
     df = pd.DataFrame(out)
@@ -128,6 +162,17 @@ def main() -> None:
             f"{np.median(part.tpot_err.abs()):.1%}; signed TTFT {np.median(part.ttft_err):+.1%}, TPOT "
             f"{np.median(part.tpot_err):+.1%}"
         )
+    print(
+        f"start-together request-level simulation, given rows ({len(given)}): median |error| TTFT "
+        f"{np.median(given.sim_ttft_err.abs()):.1%}, TPOT {np.median(given.sim_tpot_err.abs()):.1%}; signed TTFT "
+        f"{np.median(given.sim_ttft_err):+.1%}, TPOT {np.median(given.sim_tpot_err):+.1%}"
+    )
+    light = df[df.clients <= 8]
+    print(
+        f"at <= 8 clients ({len(light)} rows, no queue to speak of): measured TTFT / predicted median "
+        f"{np.median(light.light_ttft_ratio):.2f}x (quartiles {np.percentile(light.light_ttft_ratio, 25):.2f}-"
+        f"{np.percentile(light.light_ttft_ratio, 75):.2f}x): the prefill and hand-off themselves are too short"
+    )
     abs_err = df.assign(ttft=df.ttft_err.abs(), tpot=df.tpot_err.abs())
     by_counts = abs_err.groupby("counts")
     print(by_counts[["ttft", "tpot"]].median().map(lambda v: f"{v:.1%}").assign(rows=by_counts.size()).to_string())

@@ -10,7 +10,7 @@ import yaml
 from planner.capacity.launch import launch_plan
 from planner.capacity.launch_engines import BUILDERS
 from planner.cli import main
-from planner.core.engine_flags import KNOWN_FLAGS, SOURCES, TRTLLM_YAML_KEYS
+from planner.core.engine_flags import KNOWN_FLAGS, ROUTER_FLAGS, SOURCES, TRTLLM_YAML_KEYS
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
@@ -116,12 +116,15 @@ def test_xpyd_layout_gets_prefill_and_decode_lines_with_their_role_and_transfer_
 
     s = Scenario(model=V3, gpu="H200", deployment=Deployment(weights="fp8", max_model_len=8192), engine="sglang")
     plan = disagg_launch_plan(s, "sglang", PoolLayout(1, 8), PoolLayout(2, 1, 8, 8), "mooncake", "k8s")
-    assert [c.role for c in plan.commands] == ["prefill", "decode"]
-    prefill, decode = (c.argv for c in plan.commands)
+    assert [c.role for c in plan.commands] == ["prefill", "decode", "router"]
+    prefill, decode, router = (c.argv for c in plan.commands)
     assert prefill[prefill.index("--disaggregation-mode") + 1] == "prefill" and "--enable-dp-attention" in decode
     assert decode[decode.index("--disaggregation-transfer-backend") + 1] == "mooncake"
-    for c in plan.commands:
+    for c in plan.commands[:2]:
         assert set(c.flags) <= KNOWN_FLAGS["sglang"]
+    # the router: one --prefill URL + bootstrap port per prefill instance, one --decode per decode instance
+    assert set(plan.commands[2].flags) <= ROUTER_FLAGS["sglang"]
+    assert router.count("--prefill") == 1 and router.count("--decode") == 2 and "8998" in router
     docs = list(yaml.safe_load_all(plan.manifest))
     assert [d["kind"] for d in docs] == ["Deployment", "Deployment"] and docs[1]["spec"]["replicas"] == 2
     with pytest.raises(InputError, match="mooncake or nixl"):
@@ -130,6 +133,7 @@ def test_xpyd_layout_gets_prefill_and_decode_lines_with_their_role_and_transfer_
     args += ["--prefill-tp", "1", "--decode-instances", "1", "--decode-tp", "2", "--json"]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out["commands"]) == {"prefill", "decode"}
+    assert set(out["commands"]) == {"prefill", "decode", "router"}
+    assert "--prefiller-hosts $PREFILL_HOST_0 $PREFILL_HOST_1 --prefiller-ports 8000 8000" in out["commands"]["router"]
     assert '--kv-transfer-config \'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\'' in out["commands"]["decode"]
     assert "--kv-transfer-config" in KNOWN_FLAGS["vllm"]

@@ -120,3 +120,20 @@ def test_the_page_evaluates_a_given_1p1d_layout():
     assert m["SLO"] in ("met", "missed") and float(m["Hand-off (ms)"]) >= 20.0
     assert float(m["p95 TTFT (ms)"].replace(",", "")) > float(m["Hand-off (ms)"])
     assert any("16 GPUs" in c.value for c in at.caption)
+
+
+def test_the_given_layout_takes_the_wide_ep_switches():
+    # DeepSeek-V3 decode on DP 8 + EP 8 with DeepEP and two-batch overlap (SGLang's flags) changes TPOT
+    s = Scenario(model="deepseek-ai/DeepSeek-V3", gpu="H200", deployment=Deployment(weights="fp8", max_model_len=8192))
+    at = load(s)
+    at.toggle(key="dg_given").set_value(True).run()
+    for key, value in (("dg_ptp", 8), ("dg_dtp", 1), ("dg_ddp", 8), ("dg_dep", 8), ("dg_target", 1.0)):
+        at.number_input(key=key).set_value(value)
+    at.run()
+    assert not at.exception, at.exception
+    before = metrics(at)["p95 TPOT (ms)"]
+    at.selectbox(key="dg_a2a").set_value("deepep")
+    at.checkbox(key="dg_tbo").set_value(True)
+    at.number_input(key="dg_redundant").set_value(8).run()
+    assert not at.exception, at.exception
+    assert metrics(at)["p95 TPOT (ms)"] != before

@@ -1,7 +1,8 @@
 """Disaggregated prefill/decode against the best aggregated deployment at the same SLO.
 
 For each pool, every instance shape that vLLM can start on the scenario's GPU and weights (TP ∈ {1, 2, 4, 8},
-plus the scenario's own TP × DP × PP layout, e.g. DP 8 + EP 8 for DeepSeek-V3) is sized by
+plus the scenario's own TP × DP × PP layout, e.g. DP 8 + EP 8 for DeepSeek-V3, plus the prefill and decode shapes
+of the xPyD layouts published for this model on this GPU, planner.capacity.published_layouts) is sized by
 planner.capacity.disagg_pools; the pool takes the shape needing the fewest GPUs for the target:
     prefill instances x = ceil(target × headroom / prefill rate per instance)
     decode instances  y = ceil(target × headroom / decode rate per instance)
@@ -34,6 +35,7 @@ from planner.capacity.disagg_pools import (
     prefill_probe,
     visible_transfer_s,
 )
+from planner.capacity.published_layouts import published_shapes
 from planner.capacity.replicas import (
     DEFAULT_HEADROOM,
     DEFAULT_REL_TOL,
@@ -77,6 +79,16 @@ def instance_shapes(s: Scenario, tps: tuple[int, ...] = TP_DEGREES) -> list[Reso
     )
     if own not in layouts:
         layouts.append(own)
+    for shape in published_shapes(s.model, s.gpu or ""):  # layouts others ran and measured
+        published = dict(
+            tensor_parallel_size=shape.tp,
+            pipeline_parallel_size=1,
+            data_parallel_size=shape.dp,
+            enable_expert_parallel=shape.ep > 1,
+            ep_size=None if shape.ep in (1, shape.tp * shape.dp) else shape.ep,
+        )
+        if published not in layouts and (shape.tp * shape.dp) % shape.ep == 0:
+            layouts.append(published)
     out = []
     for layout in layouts:
         d = dep.model_copy(update=layout)

@@ -2,7 +2,8 @@
 
 Each client sends its next request when the last one finishes, so the rate follows from the latencies:
     λ = C / (TTFT + (O − 1) × TPOT)                                         (Little's law over the cycle)
-Decode: Y instances × DP ranks hold n = λ (O − 1) TPOT / (Y × DP) sequences each, at most the rank's batch B;
+Decode: Y instances × DP ranks hold n = λ (O − 1) TPOT / (Y × DP) sequences each, at most the rank's batch B and
+    what its KV pool holds at I + O tokens per sequence;
     TPOT = one decode step of n sequences at context I + O/2 (PerfModel, EP and DP terms included).
 Prefill: X instances × DP ranks, each serving a request in t_p = PerfModel prefill of one prompt of I tokens;
     a rank at utilisation ρ = λ t_p / (X × DP) waits ρ t_p / (2 (1 − ρ)) on average (M/D/1), and never longer
@@ -28,7 +29,7 @@ from planner.capacity.disagg_layout import (
     PoolLayout,
     instance,
 )
-from planner.capacity.disagg_pools import decode_step_s, kv_link, visible_transfer_s
+from planner.capacity.disagg_pools import decode_kv_limit, decode_step_s, kv_link, visible_transfer_s
 from planner.core.scenario import Scenario
 from planner.latency.perf_model import PerfModel
 
@@ -60,6 +61,7 @@ def closed_loop(
     """Mean TTFT and TPOT of the layout with `concurrency` clients (module note)."""
     rp, rd = instance(s, prefill, "prefill"), instance(s, decode, "decode")
     pm_p, pm_d = PerfModel(rp), PerfModel(rd)
+    decode_batch = max(1, min(decode_batch, decode_kv_limit(rd, input_tokens, output_tokens)))  # KV pool
     base = kv_link(rp, "nic")
     link = type(base)(base.bytes_per_s * TRANSFER_ENGINES[transfer].efficiency, base.latency_s, base.label)
     t_p = float(pm_p.prefill(1, float(input_tokens)).total_s)

@@ -36,6 +36,7 @@ from planner.core.scenario import Resolved
 from planner.core.workload import SLO, TrafficSpec
 from planner.latency.perf_model import PerfModel
 from planner.memory import sizes as memory
+from planner.memory.plan import plan_memory
 from planner.memory.vllm_pool import blocks_per_request
 from planner.sim.records import latencies
 from planner.sim.serving import Replica, run_serving, steady_rates
@@ -182,6 +183,12 @@ def prefill_capacity(
         seen[best][0] if best in seen else None,
         reason,
     )
+
+
+def decode_kv_limit(r: Resolved, prompt_tokens: int, output_tokens: int) -> int:
+    """Sequences of prompt + output tokens one decode rank's KV pool holds: GPU blocks // blocks per request."""
+    per_request = blocks_per_request(max(1, prompt_tokens + output_tokens), r.deployment.block_size)
+    return plan_memory(r).num_gpu_blocks // per_request
 
 
 def decode_step_s(pm: PerfModel, batch: float, context: float) -> float:

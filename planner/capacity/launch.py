@@ -107,6 +107,11 @@ def settings_for(r: Resolved) -> Settings:
         checkpoint_weights=r.model.quantized_weights or "bf16",
         prefix_caching=d.enable_prefix_caching,
         eager=d.enforce_eager,
+        a2a_backend=d.moe_a2a_backend,
+        deepep_mode=d.deepep_mode,
+        two_batch_overlap=d.enable_two_batch_overlap,
+        eplb=d.enable_eplb,
+        redundant_experts=d.ep_num_redundant_experts,
     )
 
 

@@ -5,8 +5,12 @@ and the KV transfer engine, as vLLM and SGLang take them.
             (vllm/engine/arg_utils.py @99d7eb5d: --kv-transfer-config; docs/features/nixl_connector_usage.md)
     SGLang  --disaggregation-mode prefill | decode, --disaggregation-transfer-backend mooncake | nixl
             (docs/advanced_features/server_arguments.md @b36e8e19, "PD disaggregation")
-The router in front (SGLang's PD router, vLLM's proxy or llm-d) is named in a note, not given as a line: its flags
-moved between releases and are not in the pinned parsers. Kubernetes: one Deployment (or LeaderWorkerSet) per role.
+The router in front, as a third line (its flags checked against planner.core.engine_flags ROUTER_FLAGS):
+    SGLang  python -m sglang_router.launch_router --pd-disaggregated --prefill URL 8998 … --decode URL …
+    vLLM    python toy_proxy_server.py --prefiller-hosts … --prefiller-ports … --decoder-hosts … --decoder-ports …
+            (vLLM's NixlConnector proxy example; vllm-project/router or llm-d serve the same role in production)
+the instances' addresses as $PREFILL_HOST_i / $DECODE_HOST_i (an instance's first node). Kubernetes: one Deployment
+(or LeaderWorkerSet) per role; the router runs beside them.
 """
 
 from __future__ import annotations
@@ -16,14 +20,35 @@ from dataclasses import replace
 
 from planner.capacity.disagg_layout import PoolLayout, instance
 from planner.capacity.launch import LaunchPlan, k8s_manifest, launch_plan
+from planner.capacity.launch_engines import PORT, Command
+from planner.core.engine_flags import ROUTER_SOURCES, SGLANG_BOOTSTRAP_PORT
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario
 
 NIXL_CONFIG = json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, separators=(",", ":"))
 ROUTER_NOTE = {
-    "vllm": "route requests through a P/D proxy (vLLM's NixlConnector proxy example, vllm-project/router or llm-d)",
-    "sglang": "route requests through SGLang's PD router (--pd-disaggregation with the prefill and decode URLs)",
+    "vllm": "router: vLLM's NixlConnector proxy example (round robin; vllm-project/router or llm-d in production), "
+    "run on its own host; " + ROUTER_SOURCES["vllm"],
+    "sglang": "router: SGLang's PD router (sglang-router), run on its own host; " + ROUTER_SOURCES["sglang"],
 }
+VLLM_PROXY = "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py"  # in a vLLM checkout
+
+
+def router_command(engine: str, prefill: PoolLayout, decode: PoolLayout) -> Command:
+    """The router's line: every prefill and decode instance's address (module note)."""
+    p_hosts = [f"$PREFILL_HOST_{i}" for i in range(prefill.instances)]
+    d_hosts = [f"$DECODE_HOST_{i}" for i in range(decode.instances)]
+    if engine == "sglang":
+        argv = ["python", "-m", "sglang_router.launch_router", "--pd-disaggregated"]
+        for h in p_hosts:
+            argv += ["--prefill", f"http://{h}:{PORT}", str(SGLANG_BOOTSTRAP_PORT)]
+        for h in d_hosts:
+            argv += ["--decode", f"http://{h}:{PORT}"]
+    else:
+        argv = ["python", VLLM_PROXY, "--prefiller-hosts", *p_hosts, "--prefiller-ports"]
+        argv += [str(PORT)] * len(p_hosts) + ["--decoder-hosts", *d_hosts, "--decoder-ports"]
+        argv += [str(PORT)] * len(d_hosts)
+    return Command("router", tuple(argv + ["--host", "0.0.0.0", "--port", str(PORT)]))
 
 
 def _role_flags(engine: str, role: str, transfer: str) -> tuple[str, ...]:
@@ -55,6 +80,7 @@ def disagg_launch_plan(
         notes += [n for n in one.notes if n not in notes]
         files.update(one.files)
         nodes, gpus = max(nodes, one.nodes), max(gpus, one.gpus_per_node)
+    commands.append(router_command(engine, prefill, decode))
     notes.append(ROUTER_NOTE[engine])
     manifest = "---\n".join(manifests) if target == "k8s" else None
     replicas = prefill.instances + decode.instances

@@ -64,6 +64,12 @@ class Settings:
     checkpoint_weights: str
     prefix_caching: bool
     eager: bool
+    # wide expert parallelism under SGLang's names (planner.latency.expert_parallel)
+    a2a_backend: str = "none"
+    deepep_mode: str = "auto"
+    two_batch_overlap: bool = False
+    eplb: bool = False
+    redundant_experts: int = 0
 
 
 def unsupported(engine: str, why: str):
@@ -108,12 +114,25 @@ def vllm(s: Settings, notes: list[str], files: dict) -> list[Command]:
     return [Command("leader", tuple(argv + dp_flags)), Command("worker", tuple(argv + dp_flags + worker))]
 
 
+def _sglang_wide_ep(s: Settings) -> list[str]:
+    """DeepEP, its mode, two-batch overlap and EPLB (server_arguments.md "MoE" and "Optimization/debug options")."""
+    if s.ep <= 1:
+        return []
+    argv = ["--moe-a2a-backend", s.a2a_backend] if s.a2a_backend != "none" else []
+    argv += ["--deepep-mode", s.deepep_mode] if s.a2a_backend == "deepep" and s.deepep_mode != "auto" else []
+    argv += ["--enable-two-batch-overlap"] if s.two_batch_overlap else []
+    argv += ["--enable-eplb"] if s.eplb else []
+    argv += ["--ep-num-redundant-experts", str(s.redundant_experts)] if s.redundant_experts else []
+    return argv
+
+
 def sglang(s: Settings, notes: list[str], files: dict) -> list[Command]:
     """`python -m sglang.launch_server`: --tp-size counts all TP × DP GPUs; DP attention splits it (server_args)."""
     argv = ["python", "-m", "sglang.launch_server", "--model-path", s.model, "--tp-size", str(s.tp * s.dp)]
     argv += ["--dp-size", str(s.dp), "--enable-dp-attention"] if s.dp > 1 else []
     argv += ["--ep-size", str(s.ep)] if s.ep > 1 else []
     argv += ["--pp-size", str(s.pp)] if s.pp > 1 else []
+    argv += _sglang_wide_ep(s)
     argv += ["--context-length", str(s.max_model_len), "--max-running-requests", str(s.max_num_seqs * s.dp)]
     argv += ["--chunked-prefill-size", str(s.max_batched_tokens), "--page-size", str(s.block_size)]
     argv += ["--mem-fraction-static", f"{s.util:g}"]

@@ -62,6 +62,11 @@ FIELD_FLAGS = {
     "kv_link_latency_ms": "--kv-link-latency-ms",
     "kv_link_gb_s": "--kv-link-gb-s",
     "ep_size": "--ep",
+    "moe_a2a_backend": "--moe-a2a-backend",
+    "deepep_mode": "--deepep-mode",
+    "enable_two_batch_overlap": "--enable-two-batch-overlap",
+    "enable_eplb": "--enable-eplb",
+    "ep_num_redundant_experts": "--ep-num-redundant-experts",
     # a given xPyD layout (planner.capacity.disagg_layout)
     "prefill_instances": "--prefill-instances",
     "prefill_ep": "--prefill-ep",

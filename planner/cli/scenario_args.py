@@ -29,6 +29,11 @@ _FLAG = {
     "enable_expert_parallel": "--ep",
     "ep_size": "--ep",
     "long_prefill_token_threshold": "--long-prefill-token-threshold",
+    "moe_a2a_backend": "--moe-a2a-backend",
+    "deepep_mode": "--deepep-mode",
+    "enable_two_batch_overlap": "--enable-two-batch-overlap",
+    "enable_eplb": "--enable-eplb",
+    "ep_num_redundant_experts": "--ep-num-redundant-experts",
 }
 
 
@@ -50,6 +55,28 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
         default=1,
         help="expert-parallel size: 1 (experts TP-sharded), TP × DP (vLLM --enable-expert-parallel), or a divisor "
         "of TP × DP with MoE-TP = TP × DP / EP (TensorRT-LLM moe_expert_parallel_size, SGLang --ep-size)",
+    )
+    w = p.add_argument_group("wide expert parallelism (SGLang's names; need --ep > 1)")
+    w.add_argument(
+        "--moe-a2a-backend",
+        choices=("none", "deepep"),
+        default="none",
+        help="expert all-to-all: none (the engine's own) or deepep (DeepEP's kernels)",
+    )
+    w.add_argument(
+        "--deepep-mode",
+        choices=("auto", "normal", "low_latency"),
+        default="auto",
+        help="DeepEP kernels: normal (prefill), low_latency (decode), auto (by the step)",
+    )
+    w.add_argument(
+        "--enable-two-batch-overlap",
+        action="store_true",
+        help="two micro-batches: one's dispatch/combine hides behind the other's compute",
+    )
+    w.add_argument("--enable-eplb", action="store_true", help="EPLB expert placement (balances hot experts)")
+    w.add_argument(
+        "--ep-num-redundant-experts", type=int, default=0, help="redundant expert slots for EPLB (implies EPLB)"
     )
     g.add_argument(
         "--weights",
@@ -116,11 +143,28 @@ def _expert_parallel(args: argparse.Namespace) -> int:
     return ep
 
 
+def _check_wide_ep(args: argparse.Namespace) -> None:
+    """The wide-EP flags act on the expert all-to-all: each needs --ep > 1."""
+    if getattr(args, "ep_num_redundant_experts", 0) < 0:
+        raise InputError("--ep-num-redundant-experts", f"must be >= 0, got {args.ep_num_redundant_experts}")
+    if getattr(args, "ep", 1) > 1:
+        return
+    for flag, on in (
+        ("--moe-a2a-backend", getattr(args, "moe_a2a_backend", "none") != "none"),
+        ("--enable-two-batch-overlap", getattr(args, "enable_two_batch_overlap", False)),
+        ("--enable-eplb", getattr(args, "enable_eplb", False)),
+        ("--ep-num-redundant-experts", getattr(args, "ep_num_redundant_experts", 0) > 0),
+    ):
+        if on:
+            raise InputError(flag, "acts on the experts' all-to-all: set --ep > 1 (e.g. --ep equal to TP × DP)")
+
+
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     pp, dp = getattr(args, "pp", 1), getattr(args, "dp", 1)
     for flag, value in (("--tp", args.tp), ("--pp", pp), ("--dp", dp)):
         if value < 1:
             raise InputError(flag, f"must be a whole number >= 1, got {value}")
+    _check_wide_ep(args)
     values = {
         "num_gpus": args.num_gpus or args.tp * pp * dp,
         "tensor_parallel_size": args.tp,
@@ -138,6 +182,11 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         "enforce_eager": args.enforce_eager,
         "enable_prefix_caching": getattr(args, "enable_prefix_caching", True),
         "long_prefill_token_threshold": getattr(args, "long_prefill_token_threshold", 0),
+        "moe_a2a_backend": getattr(args, "moe_a2a_backend", "none"),
+        "deepep_mode": getattr(args, "deepep_mode", "auto"),
+        "enable_two_batch_overlap": getattr(args, "enable_two_batch_overlap", False),
+        "enable_eplb": getattr(args, "enable_eplb", False),
+        "ep_num_redundant_experts": getattr(args, "ep_num_redundant_experts", 0),
     }
     try:
         dep = Deployment(**values)

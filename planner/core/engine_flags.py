@@ -65,6 +65,10 @@ KNOWN_FLAGS: dict[str, frozenset[str]] = {
             "--enable-dp-attention",
             "--moe-dense-tp-size",
             "--moe-a2a-backend",
+            "--deepep-mode",
+            "--enable-two-batch-overlap",
+            "--enable-eplb",
+            "--ep-num-redundant-experts",
             "--context-length",
             "--max-running-requests",
             "--chunked-prefill-size",
@@ -137,6 +141,24 @@ KNOWN_FLAGS: dict[str, frozenset[str]] = {
     ),
 }
 
+# The router in front of a disaggregated layout, per engine: its command and the options its parser accepts at a
+# pinned commit (the launch line may emit only these; tests/test_launch.py checks them).
+ROUTER_SOURCES = {
+    "sglang": "sgl-project/sglang@b1018cbe4d047ca6f71f179bcac3da6c0119c88d sgl-router/py_src/sglang_router/"
+    "launch_router.py (RouterArgs.add_cli_args: --pd-disaggregated, --prefill URL BOOTSTRAP_PORT, --decode URL)",
+    "vllm": "vllm-project/vllm@e009930196c9a5da69d0a6c025ae580efff00168 tests/v1/kv_connector/nixl_integration/"
+    "toy_proxy_server.py (parse_args; round robin over the prefill and the decode instances)",
+}
+ROUTER_FLAGS: dict[str, frozenset[str]] = {
+    "sglang": frozenset({"--pd-disaggregated", "--prefill", "--decode", "--policy", "--host", "--port"}),
+    "vllm": frozenset(
+        {"--prefiller-hosts", "--prefiller-ports", "--decoder-hosts", "--decoder-ports", "--host", "--port"}
+    ),
+}
+# SGLang's prefill server answers the router's bootstrap on --disaggregation-bootstrap-port, default 8998
+# (docs/advanced_features/server_arguments.md @b36e8e19, "PD disaggregation")
+SGLANG_BOOTSTRAP_PORT = 8998
+
 LAYOUT_NAMES = {
     "attention TP": {
         "vllm": "--tensor-parallel-size TP",
@@ -157,6 +179,21 @@ LAYOUT_NAMES = {
         "vllm": "TP × DP without EP, else 1",
         "sglang": "tp_size / ep_size",
         "tensorrt-llm": "moe_tensor_parallel_size: TP × DP / EP",
+    },
+    "all-to-all backend": {
+        "vllm": "--all2all-backend (not mapped here)",
+        "sglang": "--moe-a2a-backend deepep --deepep-mode normal|low_latency|auto",
+        "tensorrt-llm": "not mapped",
+    },
+    "two-batch overlap": {
+        "vllm": "not mapped",
+        "sglang": "--enable-two-batch-overlap",
+        "tensorrt-llm": "not mapped",
+    },
+    "EPLB": {
+        "vllm": "--enable-eplb (redundant experts in --eplb-config, not mapped)",
+        "sglang": "--enable-eplb --ep-num-redundant-experts R",
+        "tensorrt-llm": "not mapped",
     },
     "PP": {
         "vllm": "--pipeline-parallel-size",

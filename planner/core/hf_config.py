@@ -156,6 +156,10 @@ def _moe_fields(cfg: dict, num_layers: int, source: str) -> dict:
         num_shared_experts=_count(cfg, "n_shared_experts", source),
         num_dense_layers=_count(cfg, "first_k_dense_replace", source),
     )
+    if cfg.get("n_group") and cfg.get("topk_group"):  # DeepSeek-V3's group-limited routing
+        fields.update(
+            num_expert_groups=_count(cfg, "n_group", source), topk_expert_groups=_count(cfg, "topk_group", source)
+        )
     # Mixtral's experts use intermediate_size; Qwen3-MoE and DeepSeek name the expert width separately.
     fields["moe_intermediate_size"] = _positive_int(cfg, "moe_intermediate_size", "intermediate_size", source=source)
     if cfg.get("mlp_only_layers"):

@@ -106,6 +106,10 @@ class ModelSpec(BoundedModel):
     moe_intermediate_size: int = Field(default=0, ge=0)
     num_shared_experts: int = Field(default=0, ge=0)
     num_dense_layers: int = Field(default=0, ge=0)  # MoE models whose first layers keep a dense MLP
+    # Group-limited routing (DeepSeek-V3 n_group / topk_group): experts in groups, a token's top-k drawn from its
+    # best topk_group groups (0 = not group-limited); DeepEP's normal kernels send a token once per node it reaches.
+    num_expert_groups: int = Field(default=0, ge=0)
+    topk_expert_groups: int = Field(default=0, ge=0)
     # Multi-head latent attention (DeepSeek-V2): the cache holds kv_lora_rank + qk_rope_head_dim values per layer.
     kv_lora_rank: int = Field(default=0, ge=0)
     q_lora_rank: int = Field(default=0, ge=0)
@@ -329,6 +333,15 @@ class Deployment(BoundedModel):
     enforce_eager: bool = False  # no CUDA graphs (saves their memory, costs per-step overhead)
     enable_prefix_caching: bool = True  # vLLM V1's default for generative models
     long_prefill_token_threshold: int = Field(default=0, ge=0)  # most prompt tokens per request per step; 0 = off
+    # Wide expert parallelism as SGLang deploys it (planner.latency.expert_parallel): the all-to-all backend
+    # (--moe-a2a-backend: none = the engine's all-gather / all-to-all, deepep = DeepEP's kernels), DeepEP's mode
+    # (--deepep-mode: normal for prefill, low_latency for decode, auto = by the step), two-batch overlap
+    # (--enable-two-batch-overlap), EPLB (--enable-eplb) and its redundant expert slots (--ep-num-redundant-experts).
+    moe_a2a_backend: Literal["none", "deepep"] = "none"
+    deepep_mode: Literal["auto", "normal", "low_latency"] = "auto"
+    enable_two_batch_overlap: bool = False
+    enable_eplb: bool = False
+    ep_num_redundant_experts: int = Field(default=0, ge=0)
 
     @model_validator(mode="before")
     @classmethod

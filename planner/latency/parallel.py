@@ -35,12 +35,13 @@ redundant experts, DeepEP's node-limited routing (≤ 4 nodes per token), NIC co
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from planner.core.scenario import Resolved
-from planner.latency.collectives import nvlink_domain
+from planner.latency.collectives import EPGeometry, nodes_reached, nvlink_domain
+from planner.latency.expert_parallel import WideEP, placement_imbalance, two_batch_step_s
 
 A2A_EFFICIENCY = 0.9  # DeepEP normal kernels: 153-158 GB/s over H800's ~160 GB/s NVLink (docs/legacy.md)
 A2A_LATENCY_S = 10e-6  # per collective; aiconfigurator systems/h200_sxm.yaml p2p_latency 10 us
@@ -61,12 +62,14 @@ def zipf_rank_share(num_experts: int, ep: int, skew: float) -> float:
     return float(weights[:per_rank].sum() / weights.sum())
 
 
-def load_imbalance(num_experts: int, top_k: int, ep: int, tokens, skew: float = 0.0):
-    """Busiest-rank load over the mean: placement share × EP × (1 + sqrt(2 ln EP / copies per rank))."""
+def load_imbalance(num_experts: int, top_k: int, ep: int, tokens, skew: float = 0.0, placement: float | None = None):
+    """Busiest-rank load over the mean: placement share × EP × (1 + sqrt(2 ln EP / copies per rank)); `placement`
+    given (planner.latency.expert_parallel: contiguous or EPLB's) replaces the contiguous Zipf share."""
     if ep <= 1:
         return 1.0
     copies = _max(tokens * top_k / ep, 1.0)
-    placement = zipf_rank_share(num_experts, ep, skew) * ep if skew else 1.0
+    if placement is None:
+        placement = zipf_rank_share(num_experts, ep, skew) * ep if skew else 1.0
     return placement * (1.0 + (2.0 * math.log(ep) / copies) ** 0.5)
 
 
@@ -129,11 +132,16 @@ class ParallelTerms:
     expert_flops_per_token_s: float  # PerfModel's expert compute seconds per token (per GPU)
     allreduce_s_per_token: float  # PerfModel's per-token all-reduce seconds (NVLink)
     skew: float = 0.0
+    wide: WideEP | None = None  # DeepEP / two-batch overlap (planner.latency.expert_parallel); None = neither
+    placement: float = 1.0  # busiest EP rank's load over the mean from the expert placement (EPLB or contiguous)
+    pm: object = field(default=None, repr=False, compare=False)  # the PerfModel (two-batch overlap re-times halves)
 
-    def all_to_all_s(self, tokens):
+    def all_to_all_s(self, tokens, seqs=None):
         """Dispatch + combine over all MoE layers for `tokens` new tokens of one DP rank (module note)."""
         if self.ep <= 1:
             return 0.0
+        if self.wide is not None and self.wide.backend == "deepep":
+            return self.wide.all_to_all_s(tokens / self.tp, tokens if seqs is None else seqs)
         lk = self.links
         copies = tokens / self.tp * self.top_k
         per_copy = self.dispatch_bytes + self.hidden * ACT_BYTES
@@ -145,8 +153,27 @@ class ParallelTerms:
         """Extra expert compute on the busiest EP rank: (imbalance − 1) × expert compute seconds."""
         if self.ep <= 1:
             return 0.0
-        f = load_imbalance(self.num_experts, self.top_k, self.ep, tokens * self.dp, self.skew)
+        f = load_imbalance(self.num_experts, self.top_k, self.ep, tokens * self.dp, self.skew, self.placement)
         return (f - 1.0) * self.expert_flops_per_token_s * tokens
+
+    @property
+    def two_batch_overlap(self) -> bool:
+        return self.wide is not None and self.wide.two_batch_overlap and self.ep > 1 and self.pm is not None
+
+    def two_batch_delta_s(self, tokens, seqs, kv, pairs):
+        """Two-batch overlap's step (planner.latency.expert_parallel) minus the sequential step without EP terms."""
+        pm, mn = self.pm, (np.minimum if isinstance(tokens, np.ndarray) else min)
+        mx = np.maximum if isinstance(tokens, np.ndarray) else max
+
+        def base(n, s, k, p):
+            wt, kv_s, act, cmp, fixed, *_ = pm._terms(n, s, k, p, mn)
+            return mx(wt + kv_s + act, cmp) + pm.comm_s(n) + fixed
+
+        half = base(tokens / 2, seqs / 2, kv / 2, pairs / 2)
+        f = load_imbalance(self.num_experts, self.top_k, self.ep, tokens / 2 * self.dp, self.skew, self.placement)
+        half_expert = self.expert_flops_per_token_s * tokens / 2
+        step = two_batch_step_s(half + (f - 1.0) * half_expert, f * half_expert, self.wide, tokens / self.tp, seqs)
+        return step - base(tokens, seqs, kv, pairs)
 
     def pipeline_s(self, tokens):
         """PP − 1 activation hand-offs of tokens × H × 2 B."""
@@ -176,16 +203,15 @@ class ParallelTerms:
     def active(self) -> bool:
         return self.ep > 1 or self.pp > 1 or self.links.tp_crosses_nodes
 
-    def extra_s(self, tokens):
-        """All communication and imbalance terms for one step of `tokens` new tokens (per DP rank)."""
+    def extra_s(self, tokens, seqs=None, kv=None, pairs=None):
+        """All communication and imbalance terms for one step of `tokens` new tokens (per DP rank); under two-batch
+        overlap (the step's sequences, KV reads and attention pairs given) the overlapped step's excess instead."""
         if not self.active:
             return 0.0
-        return (
-            self.all_to_all_s(tokens)
-            + self.imbalance_s(tokens)
-            + self.pipeline_s(tokens)
-            + self.cross_node_tp_s(tokens)
-        )
+        rest = self.pipeline_s(tokens) + self.cross_node_tp_s(tokens)
+        if seqs is not None and self.two_batch_overlap:
+            return self.two_batch_delta_s(tokens, seqs, kv, pairs) + rest
+        return self.all_to_all_s(tokens, seqs) + self.imbalance_s(tokens) + rest
 
     def breakdown(self, tokens: float) -> dict[str, float]:
         return {
@@ -218,8 +244,10 @@ def parallel_terms(r: Resolved, pm, skew: float = 0.0) -> ParallelTerms:
     moe_layers = (m.num_layers - m.num_dense_layers) if m.is_moe else 0
     tp = d.tensor_parallel_size
     expert_full = pm.expert_bytes * tp  # PerfModel keeps one expert's bytes / TP
+    links = links_for(r)
+    dispatch = dispatch_bytes_per_copy(m.hidden_size, r.weights.compute_dtype == "fp8")
     return ParallelTerms(
-        links=links_for(r),
+        links=links,
         ep=d.expert_parallel_size,
         dp=d.data_parallel_size,
         tp=tp,
@@ -228,9 +256,37 @@ def parallel_terms(r: Resolved, pm, skew: float = 0.0) -> ParallelTerms:
         hidden=m.hidden_size,
         top_k=m.num_experts_per_tok,
         num_experts=m.num_experts,
-        dispatch_bytes=dispatch_bytes_per_copy(m.hidden_size, r.weights.compute_dtype == "fp8"),
+        dispatch_bytes=dispatch,
         expert_bytes_full=expert_full,
         expert_flops_per_token_s=pm.expert_flops_per_token / pm.expert_flops_per_s,
         allreduce_s_per_token=pm.comm_s_per_token,
         skew=skew,
+        wide=wide_ep(r, links, dispatch, moe_layers) if d.expert_parallel_size > 1 else None,
+        placement=placement_imbalance(
+            m.num_experts,
+            d.expert_parallel_size,
+            skew,
+            d.ep_num_redundant_experts,
+            d.enable_eplb or d.ep_num_redundant_experts > 0,
+        ),  # fmt: skip
+        pm=pm,
     )
+
+
+def wide_ep(r: Resolved, links: Links, dispatch_bytes: float, moe_layers: int) -> WideEP:
+    """The instance's all-to-all backend, DeepEP mode and two-batch overlap (planner.latency.expert_parallel)."""
+    d, m = r.deployment, r.model
+    ep = d.expert_parallel_size
+    g = min(links.ep_ranks_per_node, ep)
+    geometry = EPGeometry(
+        ep=ep,
+        ranks_per_domain=g,
+        top_k=m.num_experts_per_tok,
+        dispatch_bytes=dispatch_bytes,
+        combine_bytes=m.hidden_size * ACT_BYTES,
+        nvlink_bytes_per_s=links.nvlink_bytes_per_s,
+        nic_bytes_per_s=links.nic_bytes_per_s,
+        nodes_reached=nodes_reached(-(-ep // g), m.num_experts_per_tok, m.num_expert_groups, m.topk_expert_groups),
+    )
+    return WideEP(geometry, d.moe_a2a_backend, d.deepep_mode, d.enable_two_batch_overlap, moe_layers,
+                  r.gpu.sm_count or 0)  # fmt: skip

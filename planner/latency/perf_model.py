@@ -342,7 +342,8 @@ class PerfModel:
         comm = self._comm_cache.get(new_tokens)
         if comm is None:
             comm = self._comm_cache[new_tokens] = float(self.comm_s(float(new_tokens)))
-        return (mem if mem > cmp else cmp) + comm + fixed + self.parallel.extra_s(new_tokens)  # EP/DP/PP terms
+        ep_terms = self.parallel.extra_s(new_tokens, num_seqs, kv_read_tokens, attn_pairs)  # EP/DP/PP, overlap
+        return (mem if mem > cmp else cmp) + comm + fixed + ep_terms
 
     # -- vectorised, with the breakdown -------------------------------------------------------------------
     def step(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> StepBreakdown:
@@ -360,7 +361,7 @@ class PerfModel:
             "kv_read_s": np.where(mem_bound, kv_s, 0.0),
             "activations_s": np.where(mem_bound, act_s, 0.0),
             "compute_s": np.where(mem_bound, 0.0, compute_s),
-            "communication_s": np.broadcast_to(self.comm_s(n) + self.parallel.extra_s(n), n.shape) * 1.0,
+            "communication_s": np.broadcast_to(self.comm_s(n) + self.parallel.extra_s(n, s, kv, pairs), n.shape) * 1.0,
             "overhead_s": np.broadcast_to(fixed_s, n.shape) * 1.0,
         }
         out = StepBreakdown(

@@ -121,7 +121,9 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
     pc = count_params(r.model)
     weights = memory.weight_bytes(r.model, r.weights)
     ep = dep.expert_parallel_size if r.model.is_moe else 1
-    w_gpu = memory.weight_bytes_per_gpu_parallel(r.model, r.weights, tp, pp, dp, ep)
+    w_gpu = memory.weight_bytes_per_gpu_parallel(
+        r.model, r.weights, tp, pp, dp, ep, r.deployment.ep_num_redundant_experts
+    )
     share = memory.stage_layer_share(r.model.num_layers, pp)  # a pipeline stage caches its own layers only
     kv_tok = memory.kv_bytes_per_token(r.model, r.kv_bytes)
     kv_tok_gpu = memory.kv_bytes_per_token(r.model, r.kv_bytes, tp) * share

@@ -152,12 +152,14 @@ def experts_on_fullest_rank(num_experts: int, ep: int) -> int:
 
 
 def weight_bytes_per_gpu_parallel(
-    model: ModelSpec, precision: WeightPrecision, tp: int, pp: int = 1, dp: int = 1, ep: int = 1
+    model: ModelSpec, precision: WeightPrecision, tp: int, pp: int = 1, dp: int = 1, ep: int = 1, redundant: int = 0
 ) -> float:
-    """Weights on the fullest GPU of a TP × PP × DP instance with EP expert groups (module note)."""
+    """Weights on the fullest GPU of a TP × PP × DP instance with EP expert groups (module note); EPLB's
+    `redundant` expert slots (SGLang --ep-num-redundant-experts) spread E + R experts over the EP ranks."""
     parts = weight_bytes_by_part(model, precision)
     moe_tp = tp * dp // ep  # each expert's matrices sliced over MoE-TP GPUs
-    expert_share = experts_on_fullest_rank(model.num_experts, ep) / model.num_experts if model.num_experts else 1.0
+    slots = model.num_experts + (redundant if ep > 1 else 0)
+    expert_share = experts_on_fullest_rank(slots, ep) / model.num_experts if model.num_experts else 1.0
     share = stage_layer_share(model.num_layers, pp)
     # PP > 1: the first stage holds the embedding, the last the lm_head; the fullest holds one vocabulary matrix
     vocab = parts["vocabulary"] if pp == 1 else parts["vocabulary"] / (1 if model.tie_word_embeddings else 2)

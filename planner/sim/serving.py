@@ -82,7 +82,8 @@ class DecodeRunCost:
     def __init__(self, pm: PerfModel):
         self.pm = pm
         self.step_time_s = pm.step_time_s  # the scalar path stays PerfModel's own
-        self._affine = not pm.window_layers
+        # max(mem, cmp) + fixed is affine in the context; sliding windows and two-batch overlap are not
+        self._affine = not pm.window_layers and not pm.parallel.two_batch_overlap
         self._coef: dict[int, tuple[float, float, float, float, float]] = {}
 
     def _coefficients(self, n: int) -> tuple[float, float, float, float, float]:

@@ -1,0 +1,123 @@
+"""Wide expert parallelism: DeepEP's kernels against their published times, EPLB's placement, two-batch overlap, and
+SGLang's published wide-EP DeepSeek-V3 throughputs on H100 (LMSYS blog 2025-05-05) within 15%."""
+
+from dataclasses import replace
+
+import pytest
+
+from planner.accuracy.wide_ep import load_points, predict
+from planner.core.scenario import Scenario, resolve
+from planner.latency.collectives import EPGeometry, deepep_low_latency_s, deepep_normal_s, nodes_reached
+from planner.latency.expert_parallel import placement_imbalance
+from planner.latency.perf_model import PerfModel
+
+# deepseek-ai/DeepEP@0297fc80 docs/legacy.md: H800, ~160 GB/s NVLink, CX7 400 Gb/s (~50 GB/s), 128 tokens, 7,168
+# hidden, top-8, FP8 dispatch (7,168 B + 56 fp32 scales = 7,392 B), BF16 combine (14,336 B)
+LL_DISPATCH_US = {16: 118, 32: 155, 64: 173, 128: 192, 256: 194}
+LL_COMBINE_US = {16: 195, 32: 273, 64: 314, 128: 369, 256: 360}
+
+
+def h800(ep: int) -> EPGeometry:
+    return EPGeometry(ep, 8, 8, 7392.0, 14336.0, 160e9, 50e9, nodes_reached(ep // 8, 8, 8, 4))
+
+
+@pytest.mark.parametrize("ep", sorted(LL_DISPATCH_US))
+def test_low_latency_kernels_match_deepep_table(ep):
+    dispatch, combine = deepep_low_latency_s(h800(ep), 128)
+    # EP 32 by hand: 128 × 8 copies × 24/32 remote × 7,392 B / 50 GB/s = 113.5 us + 42 us = 155.5 us (published 155)
+    assert dispatch * 1e6 == pytest.approx(LL_DISPATCH_US[ep], rel=0.15)
+    assert combine * 1e6 == pytest.approx(LL_COMBINE_US[ep], rel=0.15)
+
+
+def test_nodes_reached_under_group_limited_routing():
+    # DeepSeek-V3: 8 groups, top-4 groups; on 4 nodes each node holds 2 groups and is missed with probability
+    # C(6, 4) / C(8, 4) = 15 / 70, so a token reaches 4 × 55 / 70 = 3.142857 nodes
+    assert nodes_reached(4, 8, 8, 4) == pytest.approx(4 * 55 / 70)
+    # without groups: 4 × (1 − (3/4)^8) = 3.59996
+    assert nodes_reached(4, 8) == pytest.approx(4 * (1 - 0.75**8))
+    assert nodes_reached(1, 8, 8, 4) == 1.0
+
+
+def test_normal_kernels_send_one_copy_per_remote_node():
+    geo = h800(32)
+    dispatch, _ = deepep_normal_s(geo, 4096)
+    # 4,096 tokens × 3.142857 nodes × 3/4 remote × 7,392 B / 50 GB/s = 1.4268 ms (+ 10 us); NVLink's share is
+    # 4,096 × 8 × 7/8 × 7,392 B / 155.2 GB/s = 1.3655 ms, below it
+    assert dispatch == pytest.approx(4096 * (4 * 55 / 70) * 0.75 * 7392 / 50e9 + 10e-6, rel=1e-9)
+
+
+def test_eplb_placement():
+    # uniform routing, 256 experts on EP 72: 40 ranks hold 4 experts, 32 hold 3; the busiest gets 4/256 of the
+    # copies = 1.125 × the mean (72 / 256 × 4); 32 redundant slots (288 = 4 per rank) cannot beat 4 units either
+    assert placement_imbalance(256, 72, 0.0, 0, False) == pytest.approx(4 * 72 / 256)
+    assert placement_imbalance(256, 32, 0.0, 32, True) == pytest.approx(1.0)
+    # skewed popularity (Zipf 1): EPLB's replicas take load off the hot ranks, more slots more so
+    contiguous = placement_imbalance(256, 32, 1.0, 0, False)
+    with_slots = [placement_imbalance(256, 32, 1.0, r, True) for r in (0, 32, 64)]
+    assert contiguous > with_slots[0] > with_slots[1] > with_slots[2] >= 1.0
+
+
+@pytest.mark.parametrize("point", load_points(), ids=lambda p: p.label)
+def test_published_wide_ep_throughput_within_15_percent(point):
+    """LMSYS blog 2025-05-05: prefill 57,674 / 54,543 / 50,302 input tok/s per node (EP32, 1K/2K/4K prompts),
+    decode 22,282 output tok/s per node (EP72, 256 per GPU, KV 2,000), 17,777 without TBO (22,310 / 1.255)."""
+    assert abs(predict(point).error) < 0.15
+
+
+def test_two_batch_overlap_loses_on_small_decode_batches():
+    # the blog: TBO −27% at 32 tokens per GPU, +25.5% at 256, the break-even between 64 and 128
+    decode = load_points()[3]
+
+    def gain(batch):
+        on = predict(replace(decode, tokens_per_gpu=batch))
+        off = predict(replace(decode, tokens_per_gpu=batch, two_batch_overlap=False))
+        return on.predicted_tok_s_per_node / off.predicted_tok_s_per_node - 1
+
+    assert gain(32) < -0.1
+    assert gain(64) < 0 < gain(128)
+    assert 0.15 < gain(256) < 0.35
+
+
+def test_scalar_and_vector_step_agree_under_overlap():
+    from planner.accuracy.wide_ep import deployment_for
+
+    dep = deployment_for(load_points()[3])
+    r = resolve(Scenario(model="deepseek-ai/DeepSeek-V3", gpu="H100-SXM", deployment=dep))
+    pm = PerfModel(r)
+    vec = float(pm.step(256, 256, 256 * 2000, 256 * 2001).total_s)
+    assert pm.step_time_s(256, 256, 256 * 2000, 256 * 2001) == pytest.approx(vec, rel=1e-9)
+
+
+def test_cli_wide_ep_flags_reach_the_launch_line(capsys):
+    from planner.cli import main
+
+    argv = ["launch", "--model", "deepseek-ai/DeepSeek-V3", "--gpu", "H100-SXM", "--dp", "32", "--ep", "32"]
+    argv += ["--engine", "sglang", "--max-model-len", "8192", "--moe-a2a-backend", "deepep", "--deepep-mode"]
+    argv += ["normal", "--enable-two-batch-overlap", "--ep-num-redundant-experts", "32", "--json"]
+    assert main(argv) in (0, None)
+    out = capsys.readouterr().out
+    for flag in ("--moe-a2a-backend deepep", "--deepep-mode normal", "--enable-two-batch-overlap"):
+        assert flag in out
+    assert "--ep-num-redundant-experts 32" in out
+
+
+def test_cli_wide_ep_flags_need_expert_parallelism(capsys):
+    from planner.cli import main
+
+    assert main(["memory", "--model", "deepseek-ai/DeepSeek-V3", "--enable-two-batch-overlap"]) == 2
+    assert "--enable-two-batch-overlap" in capsys.readouterr().err
+
+
+def test_redundant_experts_count_in_weight_memory():
+    from planner.core.specs import Deployment
+    from planner.memory.plan import plan_memory
+
+    def weights(redundant):
+        dep = Deployment(num_gpus=32, data_parallel_size=32, enable_expert_parallel=True, weights="fp8",
+                         max_model_len=8192, ep_num_redundant_experts=redundant)  # fmt: skip
+        return plan_memory(resolve(Scenario(model="deepseek-ai/DeepSeek-V3", gpu="H100-SXM", deployment=dep)))
+
+    # 256 experts on EP 32: 8 per GPU; with 32 redundant slots 288 / 32 = 9: one more expert per GPU, 58 MoE
+    # layers × 3 × 7,168 × 2,048 FP8 bytes (+ block scales) each
+    extra = weights(32).weight_bytes_per_gpu - weights(0).weight_bytes_per_gpu
+    assert extra == pytest.approx(58 * 3 * 7168 * 2048, rel=0.02)
