@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from ui.page_fragment import run_page
 from ui.report import render_report_downloads
 from ui.sidebar import render_sidebar
 
@@ -19,10 +20,12 @@ PAGES = [
     st.Page("app_pages/validation.py", title="Validation", icon=":material/verified:"),
     st.Page("app_pages/walkthroughs.py", title="Walkthroughs", icon=":material/school:"),
 ]
+# Pages whose widgets change what the sidebar reads (the Validation page's calibration): they rerun whole.
+SIDEBAR_READS_PAGE = {"validation"}
 # st.navigation first: on a server's first run, widgets drawn before it get other ids than on later runs,
 # which would drop the user's first sidebar change.
 navigation = st.navigation(PAGES)
 scenario = render_sidebar()
 with st.sidebar:
     render_report_downloads(scenario)
-navigation.run()
+run_page(navigation, whole=SIDEBAR_READS_PAGE)  # a page's own widgets rerun the page alone (ui/page_fragment.py)
