@@ -4,6 +4,12 @@ One Streamlit server process runs every session's script on one interpreter (one
 rerun's CPU decides how many users one process holds. The sidebar (30-odd widgets and the scenario's validation)
 was about a third of a page rerun; a page's own slider does not change the scenario, so it need not rerun it.
 A sidebar change is outside the fragment and still reruns everything.
+
+Only light pages run as a fragment. Streamlit does not let a fragment's own rerun request preempt a running
+fragment (ScriptRequests: a fragment rerun that is not `st.rerun(scope="fragment")` waits for the run), so on a
+page with long runs (the ranking, the rate sweep, the fleet and disaggregation searches) a click on Stop, or a
+slider moved mid-run, would wait for the run to end; those pages rerun whole and a click preempts the run.
+Pages whose widgets change what the sidebar reads (the Validation page's calibration) rerun whole too.
 """
 
 from __future__ import annotations
@@ -12,10 +18,9 @@ import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
 
-def run_page(page: StreamlitPage, whole: set[str]) -> None:
-    """`page.run()`, inside st.fragment unless its url path is in `whole` (pages whose widgets change what the
-    sidebar reads, e.g. a calibration: those rerun the whole app)."""
-    if page.url_path in whole:
+def run_page(page: StreamlitPage, fragment_pages: set[str]) -> None:
+    """`page.run()`, inside st.fragment when its url path is in `fragment_pages` (module note)."""
+    if page.url_path not in fragment_pages:
         page.run()
         return
 
