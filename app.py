@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from ui.page_fragment import run_page
 from ui.report import render_report_downloads
 from ui.sidebar import render_sidebar
 
@@ -19,10 +20,13 @@ PAGES = [
     st.Page("app_pages/validation.py", title="Validation", icon=":material/verified:"),
     st.Page("app_pages/walkthroughs.py", title="Walkthroughs", icon=":material/school:"),
 ]
+# Light pages (cached results, no long runs) whose own widgets rerun the page alone, not the sidebar
+# (ui/page_fragment.py says which pages must not).
+FRAGMENT_PAGES = {"batching", "techniques", "walkthroughs"}
 # st.navigation first: on a server's first run, widgets drawn before it get other ids than on later runs,
 # which would drop the user's first sidebar change.
 navigation = st.navigation(PAGES)
 scenario = render_sidebar()
 with st.sidebar:
     render_report_downloads(scenario)
-navigation.run()
+run_page(navigation, FRAGMENT_PAGES)

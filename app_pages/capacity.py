@@ -22,6 +22,7 @@ from planner.sim.policies import describe
 from ui.cached import capacity_cached
 from ui.charts import capacity as charts
 from ui.labels import error_text
+from ui.long_run import progress_with_stop, show_if_stopped
 from ui.ranking import (
     column_config,
     progress_text,
@@ -198,8 +199,9 @@ st.caption(
     "the target, then $ per token at full use."
 )
 rank_key = (ranking_key(scenario), float(target), traffic, slo, float(headroom), prices)
+show_if_stopped("cap_rank_stop", "The ranking")
 if st.button("Rank all deployments", type="primary", key="cap_rank"):
-    bar = st.progress(0.0, text="Bounding the deployments, cheapest first…")
+    box, bar = progress_with_stop("Bounding the deployments, cheapest first…", key="cap_rank_stop")
     try:
         rows = recommend(
             scenario,
@@ -216,7 +218,7 @@ if st.button("Rank all deployments", type="primary", key="cap_rank"):
     except BrokenProcessPool:  # a worker killed from outside (out of memory, a signal)
         st.error("Cannot rank: a worker process stopped before the ranking finished; press the button again.")
     finally:
-        bar.empty()
+        box.empty()
 stored = st.session_state.get("cap_ranking")
 if stored and stored[0] == rank_key:
     c = st.columns(2)

@@ -25,6 +25,7 @@ from planner.traffic.trace_refs import save_upload, web_length_spec
 from planner.traffic.traces import load_trace
 from ui.charts import load as charts
 from ui.labels import error_text
+from ui.long_run import progress_with_stop, show_if_stopped
 from ui.state import current_scenario, resolved_or_stop
 from ui.sweep_table import SWEEP_FORMATS, sweep_table
 from ui.uploads import session_upload_dir
@@ -388,15 +389,16 @@ c[2].write("")
 run_clicked = c[2].button("Run sweep", type="primary", key="load_run_sweep")
 rates = [lo + (hi - lo) * k / (points - 1) for k in range(points)] if hi > lo else [lo]
 sweep_key = (sj, settings, traffic, tuple(rates))
+show_if_stopped("load_sweep_stop", "The sweep")
 if run_clicked:
-    bar = st.progress(0.0, text="Sweeping…")
+    box, bar = progress_with_stop("Sweeping…", key="load_sweep_stop")
     rows = rate_sweep(
         _replica(sj, settings),
         rates,
         lambda x: _workload(traffic, x),
         progress=lambda k, n: bar.progress(k / n, text=f"Rate {k} of {n} simulated"),
     )
-    bar.empty()
+    box.empty()
     st.session_state["load_sweep_result"] = (sweep_key, rows)
 stored = st.session_state.get("load_sweep_result")
 if stored and stored[0] == sweep_key:

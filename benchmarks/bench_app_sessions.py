@@ -4,9 +4,10 @@
 Each session is a websocket client that speaks Streamlit's own protocol (the protobuf BackMsg/ForwardMsg the
 browser sends), so 20 sessions cost the server what 20 browsers would without 20 browsers on the test machine.
 Half the sessions stay on the default page ("Does it fit?") and move the sidebar's gpu_memory_utilization
-slider; the other half open the Batching page and move its Slots slider. A rerun's time is from sending the
-changed widget to receiving `script_finished`. Errors: an exception element in a run, a run that does not
-finish successfully, a run slower than 60 s, a dropped connection.
+slider; the other half open the Batching page and move its Slots slider. A widget drawn inside a fragment
+(st.fragment: the app runs each page in one) reruns only that fragment, as the browser asks. A rerun's time is
+from sending the changed widget to receiving `script_finished`. Errors: an exception element in a run, a run that
+does not finish successfully, a run slower than 60 s, a dropped connection.
 
 Prints p50/p95/max rerun time, reruns done, errors, and the server's resident memory (start, peak, end).
 
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN_TIMEOUT_S = 60.0
 THINK_S = (0.2, 1.0)  # pause between two slider moves of one session (a person dragging, then reading)
 FIT_SLIDER = "sb_util"  # sidebar: gpu_memory_utilization, 0.5-0.99
+FINISHED_OK = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
 BATCHING_PAGE, BATCHING_SLIDER = "batching", "batching_slots"  # Batching page: slots, 1-32
 
 
@@ -79,6 +81,7 @@ class Session:
         self.page_hash = ""
         self.pages: dict[str, str] = {}  # url path -> page script hash
         self.widget_ids: dict[str, str] = {}  # user key -> current widget id
+        self.fragments: dict[str, str] = {}  # widget id -> the fragment drawing it (st.fragment), if any
 
     async def rerun(self, widgets: dict[str, float] | None = None) -> list[str]:
         """Send one rerun and read until the run finishes; returns problems seen in the run."""
@@ -87,6 +90,8 @@ class Session:
         for key, value in (widgets or {}).items():
             if key not in self.widget_ids:
                 return [f"{self.name}: no widget {key!r} on the page"]
+            if self.widget_ids[key] in self.fragments:  # as the browser does: a widget in a fragment reruns it alone
+                msg.rerun_script.fragment_id = self.fragments[self.widget_ids[key]]
             state = msg.rerun_script.widget_states.widgets.add()
             state.id = self.widget_ids[key]
             state.double_array_value.data.append(value)
@@ -103,19 +108,21 @@ class Session:
                 self.pages = {p.url_pathname: p.page_script_hash for p in fwd.navigation.app_pages}
                 self.page_hash = fwd.navigation.page_script_hash or self.page_hash
             elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
-                self._note_element(fwd.delta.new_element, problems)
+                self._note_element(fwd.delta.new_element, problems, fwd.delta.fragment_id)
             elif kind == "script_finished":
-                if fwd.script_finished != ForwardMsg.FINISHED_SUCCESSFULLY:
+                if fwd.script_finished not in FINISHED_OK:
                     problems.append(f"{self.name}: run finished with status {fwd.script_finished}")
                 return problems
 
-    def _note_element(self, element, problems: list[str]) -> None:
+    def _note_element(self, element, problems: list[str], fragment_id: str = "") -> None:
         kind = element.WhichOneof("type")
         if kind == "exception":
             problems.append(f"{self.name}: {element.exception.type}: {element.exception.message[:200]}")
         elif kind in ("slider", "selectbox", "number_input") and "-" in getattr(element, kind).id:
             widget_id = getattr(element, kind).id
             self.widget_ids[widget_id.rsplit("-", 1)[-1]] = widget_id
+            if fragment_id:
+                self.fragments[widget_id] = fragment_id
 
     async def open_page(self, url_path: str) -> list[str]:
         self.page_hash = self.pages.get(url_path, "")

@@ -129,15 +129,16 @@ def test_a_10000_character_model_argument_is_one_line(capsys):
     assert err.startswith("error: --model: is 10,000 characters")
 
 
-def test_a_2000_row_calibration_upload_is_refused_before_fitting():
+def test_a_calibration_upload_over_the_cap_is_refused_before_fitting():
     from planner.accuracy.profile_fit import MAX_FIT_POINTS, fit_user_profile
     from planner.core.scenario import Scenario, resolve
     from planner.latency.efficiency import choose_profile
 
     header = "batch,input_tokens,output_tokens,tpot_ms\n"
-    rows = header + "".join(f"{1 + i % 64},{100 + i},50,12\n" for i in range(2000))
+    rows = header + "".join(f"{1 + i % 64},{100 + i},50,12\n" for i in range(MAX_FIT_POINTS + 1))
     data = parse_upload("sweep.csv", rows)
     r = resolve(Scenario())
-    with pytest.raises(InputError, match=f"has 2,000 points; the fit takes at most {MAX_FIT_POINTS}") as err:
+    refusal = f"has {MAX_FIT_POINTS + 1:,} points; the fit takes at most {MAX_FIT_POINTS:,}"
+    with pytest.raises(InputError, match=refusal) as err:
         fit_user_profile(r, data, choose_profile("vllm", r.gpu.family).profile, "sweep.csv")
     assert err.value.field == "sweep.csv"

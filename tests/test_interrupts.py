@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from conftest import ROOT
 
 RECOMMEND = [
@@ -98,3 +99,41 @@ def test_workers_die_with_a_killed_parent():
     proc.kill()  # SIGKILL to the parent alone: no handler, no cleanup runs
     proc.wait(timeout=60)
     assert _wait_gone(workers) == []
+
+
+def _cpu_s(pid: int) -> float:
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# Long single-process runs (each well under the work budget, each tens of seconds of CPU): Ctrl-C mid-run.
+LONG_RUNS = {
+    "fleet": ["fleet", "--rate", "50", "--num-requests", "200000", "--replicas", "4"],
+    "simulate": ["simulate", "--rate", "50", "--num-requests", "200000"],
+    "capacity search": ["capacity", "--target-rate", "20", "--num-requests", "100000"],
+    "disagg search": ["disagg", "--target-rate", "20", "--num-requests", "100000"],
+}
+
+
+@pytest.mark.parametrize("name", list(LONG_RUNS))
+def test_ctrl_c_mid_run_is_one_line_exit_130(name):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "planner", *LONG_RUNS[name]],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in _start_with_workers
+    )
+    for _ in range(480):  # polled: past the imports (~2 CPU-seconds) and into the simulation
+        if _cpu_s(proc.pid) >= 4.0 or proc.poll() is not None:
+            break
+        time.sleep(0.25)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip() == "interrupted", err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from conftest import ROOT
@@ -206,3 +207,24 @@ def test_rates_sweep_around_the_predicted_capacity():
     assert plan.rates[0] < plan.capacity_rps < plan.rates[-1]
     assert sweep_rates(10.0) == (1.0, 2.5, 5.0, 7.5, 10.0, 12.0)  # 12.5 to two significant figures
     assert "--dtype bfloat16" in plan.serve and "--quantization" not in plan.serve
+
+
+def test_the_vectorised_prediction_equals_the_per_point_one(h100):
+    """The fit's numpy-over-points predictor gives predict_ms's numbers for every point (batch sizes, lengths, a
+    1-token generation, TTFT-only and TPOT-only points, static and serving TTFT batches)."""
+    from planner.accuracy.profile_fit import predict_all_ms
+
+    r, base = h100
+    pm = PerfModel(r, profile=base)
+    points = [
+        UserPoint("a", 1, 100, 2, 7.0, 20.0, 1),
+        UserPoint("b", 64, 1000, 200, 12.0, None, 64),
+        UserPoint("c", 8.5, 3000.4, 5, None, 300.0, 1),
+        UserPoint("d", 256, 128, 1000, 30.0, 900.0, 256),
+        UserPoint("e", 3, 2048, 10, 9.0, 80.0, 3),
+    ]
+    tpot, ttft = predict_all_ms(pm, points)
+    for j, p in enumerate(points):
+        one = predict_ms(pm, p)
+        assert (one["TPOT"] if "TPOT" in one else None) == (None if math.isnan(tpot[j]) else pytest.approx(tpot[j]))
+        assert (one["TTFT"] if "TTFT" in one else None) == (None if math.isnan(ttft[j]) else pytest.approx(ttft[j]))

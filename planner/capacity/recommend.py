@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from planner.capacity.ray_cluster import ray_session
 from planner.capacity.replicas import (
     DEFAULT_HEADROOM,
     DEFAULT_REL_TOL,
@@ -279,39 +280,21 @@ def _run_pool(tasks: list[Task], workers: int, progress: Progress | None) -> lis
 def _run_ray(tasks: list[Task], address: str, progress: Progress | None) -> list[dict]:
     """Ray tasks, one per candidate. address: "local" starts a Ray instance here, "auto" or "ray://host:port"
     joins a running cluster (its nodes need servingplan installed: `pip install .[cluster]`)."""
-    try:
-        import ray
-    except ImportError:
-        raise InputError("ray_address", "Ray is not installed: pip install '.[cluster]' (ray>=2.9)") from None
-    if not ray.is_initialized():
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = {"env_vars": {"PYTHONPATH": root}}  # workers import planner from this checkout
-        try:
-            ray.init(
-                address=None if address == "local" else address,
-                runtime_env=env,
-                include_dashboard=False,
-                log_to_driver=False,
-            )
-        except (ConnectionError, TimeoutError, ValueError, RuntimeError) as err:  # no cluster there, bad address
-            first = (str(err).splitlines() or [type(err).__name__])[0][:160]
-            raise InputError(
-                "ray_address",
-                f"cannot join Ray at {address[:80]!r} ({first}); start one with `ray start --head`, or use --ray local",
-            ) from None
-    remote = ray.remote(evaluate)
-    refs = [remote.remote(t) for t in tasks]
-    index = {ref: i for i, ref in enumerate(refs)}
-    rows: list[dict | None] = [None] * len(tasks)
-    pending, done = list(refs), 0
-    while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
-        for ref in ready:
-            rows[index[ref]] = ray.get(ref)
-            done += 1
-            if progress:
-                progress(done, len(tasks))
-    return rows
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with ray_session(address, pythonpath=root) as ray:  # workers import planner from this checkout
+        remote = ray.remote(evaluate)
+        refs = [remote.remote(t) for t in tasks]
+        index = {ref: i for i, ref in enumerate(refs)}
+        rows: list[dict | None] = [None] * len(tasks)
+        pending, done = list(refs), 0
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                rows[index[ref]] = ray.get(ref)
+                done += 1
+                if progress:
+                    progress(done, len(tasks))
+        return rows
 
 
 def rank(rows: list[dict]) -> list[dict]:

@@ -12,7 +12,14 @@ from planner.capacity.replicas import price_of
 from planner.capacity.routing import run_fleet, size_fleet
 from planner.cli import emit
 from planner.cli.scenario_args import resolved_from_args
-from planner.cli.simulate_cmd import _check_flags, add_simulate_args, settings_from_args, workload_from_args
+from planner.cli.simulate_cmd import (
+    _check_flags,
+    add_simulate_args,
+    output_flag,
+    settings_from_args,
+    workload_from_args,
+)
+from planner.cli.work_budget import check_workload
 from planner.core.errors import InputError
 from planner.sim.fleet import MAX_REPLICAS
 from planner.sim.fleet_summary import FleetSummary, fleet_summary
@@ -56,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--replicas", f"must be from 1 to {MAX_REPLICAS}, got {args.replicas}")
     r = resolved_from_args(args)
     wl = workload_from_args(args, r)
+    check_workload(wl, r.deployment.long_prefill_token_threshold, output_flag(args))
     slo_ttft = args.slo_ttft_ms / 1e3 if args.slo_ttft_ms else None
     slo_tpot = args.slo_tpot_ms / 1e3 if args.slo_tpot_ms else None
     replica = Replica(r, settings_from_args(args, r))

@@ -10,6 +10,7 @@ import math
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
+from planner.cli.work_budget import check_workload
 from planner.core.errors import InputError
 from planner.sim.records import LatencyStats, ServingSummary
 from planner.sim.serving import Replica, benchmark_clients, result_summary, run_serving
@@ -243,6 +244,11 @@ def workload_from_args(args: argparse.Namespace, r=None) -> Workload:
     return open_loop(n, args.rate, prompt, output, args.arrival, cv, seed=args.seed)
 
 
+def output_flag(args: argparse.Namespace) -> str:
+    """The flag that set the output lengths (for a work-budget message)."""
+    return "--output-dist" if getattr(args, "output_dist", None) else "--output-tokens"
+
+
 def settings_from_args(args: argparse.Namespace, r) -> ServerSettings:
     """How the simulated replica runs: the scenario's engine and limits, and the server flags."""
     spec = (
@@ -265,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
     _check_flags(args)
     r = resolved_from_args(args)
     wl = workload_from_args(args, r)
+    check_workload(wl, r.deployment.long_prefill_token_threshold, output_flag(args))
     replica = Replica(r, settings_from_args(args, r))
     try:
         _ = replica.draft_cost  # the draft model is looked up before the run

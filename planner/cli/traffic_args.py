@@ -12,6 +12,7 @@ import argparse
 
 from pydantic import ValidationError
 
+from planner.cli.work_budget import check_probe
 from planner.core.errors import InputError, from_validation_error
 from planner.core.workload import PROFILES, TrafficSpec
 from planner.traffic.generators import LengthDist
@@ -99,6 +100,10 @@ def traffic_from_args(args: argparse.Namespace) -> TrafficSpec:
         )
     prompt = _length(args.input_tokens, args.input_dist, DEFAULT_INPUT, "--input-dist")
     output = _length(args.output_tokens, args.output_dist, DEFAULT_OUTPUT, "--output-dist")
+    if args.trace is None:
+        num_requests = args.num_requests or TrafficSpec.model_fields["num_requests"].default
+        seed = min(max(args.seed or 0, 0), 2**32 - 1)
+        check_probe(num_requests, LengthDist.parse(output, "--output-dist"), seed)
     try:
         return TrafficSpec(
             profile=profile,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from ui.charts.build import figure
+
 COLORS = {
     "weights": "#4C78A8",
     "activations": "#F58518",
@@ -18,47 +20,52 @@ COLORS = {
 
 def memory_stack(bars: dict[str, dict[str, float]], title: str) -> go.Figure:
     """Stacked bars: one per GPU (or per view), segments in decimal GB with the GiB figure on hover."""
-    fig = go.Figure()
+    traces = []
     parts = list(dict.fromkeys(p for bar in bars.values() for p in bar))
     for part in parts:
         values = [max(bar.get(part, 0.0), 0.0) / 1e9 for bar in bars.values()]
-        fig.add_bar(
-            name=part,
-            x=list(bars),
-            y=values,
-            marker_color=COLORS.get(part),
-            customdata=[v * 1e9 / 2**30 for v in values],
-            hovertemplate=f"{part}: %{{y:.2f}} GB (%{{customdata:.2f}} GiB)<extra></extra>",
+        traces.append(
+            {"type": "bar", "name": part, "x": list(bars), "y": values, "marker": {"color": COLORS.get(part)}}
+            | {
+                "customdata": [v * 1e9 / 2**30 for v in values],
+                "hovertemplate": f"{part}: %{{y:.2f}} GB (%{{customdata:.2f}} GiB)<extra></extra>",
+            }
         )
-    fig.update_layout(
-        barmode="stack",
-        title=title,
-        yaxis_title="memory (GB = 1e9 bytes)",
-        legend_title="",
-        height=420,
-        margin=dict(t=50, b=30),
-    )
-    return fig
+    layout = {
+        "barmode": "stack",
+        "title": {"text": title},
+        "yaxis": {"title": {"text": "memory (GB = 1e9 bytes)"}},
+        "legend": {"title": {"text": ""}},
+        "height": 420,
+        "margin": {"t": 50, "b": 30},
+    }
+    return figure(traces, layout)
 
 
 def concurrency_vs_context(rows: list[dict]) -> go.Figure:
     """Max concurrent requests against tokens per request, for the three ways of counting."""
     df = pd.DataFrame(rows)
-    fig = go.Figure()
     names = {
         "textbook": "textbook: floor((GPU − weights) / KV per request)",
         "vllm_paged": "vLLM paged pool (blocks)",
         "contiguous": "contiguous reservation of max_model_len",
     }
-    for col, label in names.items():
-        fig.add_scatter(x=df["context_tokens"], y=df[col], name=label, mode="lines+markers")
-    fig.update_xaxes(type="log", tickvals=list(df["context_tokens"]), ticktext=[f"{c:,}" for c in df["context_tokens"]])
-    fig.update_layout(
-        title="Max concurrent requests against context length",
-        xaxis_title="tokens per request (prompt + output, log scale)",
-        yaxis_title="requests",
-        height=420,
-        legend=dict(orientation="h", y=-0.25),
-        margin=dict(t=50),
-    )
-    return fig
+    x = df["context_tokens"].to_numpy()
+    traces = [
+        {"type": "scatter", "x": x, "y": df[col].to_numpy(), "name": label, "mode": "lines+markers"}
+        for col, label in names.items()
+    ]
+    layout = {
+        "title": {"text": "Max concurrent requests against context length"},
+        "xaxis": {
+            "type": "log",
+            "tickvals": list(df["context_tokens"]),
+            "ticktext": [f"{c:,}" for c in df["context_tokens"]],
+            "title": {"text": "tokens per request (prompt + output, log scale)"},
+        },
+        "yaxis": {"title": {"text": "requests"}},
+        "height": 420,
+        "legend": {"orientation": "h", "y": -0.25},
+        "margin": {"t": 50},
+    }
+    return figure(traces, layout)
