@@ -93,7 +93,8 @@ with tab_pub:
     st.plotly_chart(parity, width="stretch", key="val_chart_parity")
     st.caption(
         "In-sample for the latency points: the same measurements fitted data/efficiency.yaml. The KV rows "
-        "are out-of-sample except B10 and B04. Dotted lines: ±25%."
+        "are rebuilt under the vLLM version each log names (V0 / V1 profilers); out of sample except B10, B04 "
+        "and B16, which set their era's constant. Dotted lines: ±25%."
     )
     st.subheader("Out of sample: GPU families and engines the fit never saw")
     oos = out_of_sample_summary()
