@@ -15,6 +15,7 @@ from planner.core.workload import SLO, TrafficSpec
 from planner.memory.sizes import kv_bytes_per_token
 from planner.teaching.disagg_walkthrough import DisaggInputs
 from planner.teaching.walkthroughs import run_walkthrough
+from ui.bands import band_of, bands_caption, metric_band, range_text
 from ui.charts import disagg as charts
 from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
@@ -206,9 +207,18 @@ except InputError as err:
     st.stop()
 p, d, a = o.prefill, o.decode, o.aggregated
 c = st.columns(4)
+pool_bands = [
+    band_of(r, "ttft", p.ttft_p95_s if p else None),
+    band_of(r, "tpot", d.tpot_p95_s if d else None),
+    band_of(r, "throughput", p.max_rate_per_instance if p else None),
+    band_of(r, "throughput", d.max_rate_per_instance if d else None),
+]
 c[0].metric(
     "Prefill pool",
     f"{p.instances} × TP {p.tp}" if p else "infeasible",
+    delta=f"p95 TTFT {_ms(p.ttft_p95_s)} ms, {range_text(pool_bands[0], 'ttft_s')}" if p and pool_bands[0] else None,
+    delta_color="off",
+    delta_arrow="off",
     help="Instances of the shape needing the fewest GPUs; each simulated with every output cut to one "
     "token, TTFT including its KV transfer.",
 )
@@ -216,6 +226,9 @@ c[1].metric(
     "Decode pool",
     f"{d.instances} × TP {d.tp}" if d else "infeasible",
     help="Analytic: Little's law on PerfModel decode steps, p95 TPOT at n + 1.645√n sequences.",
+    delta=f"p95 TPOT {_ms(d.tpot_p95_s)} ms, {range_text(pool_bands[1], 'tpot_s')}" if d and pool_bands[1] else None,
+    delta_color="off",
+    delta_arrow="off",
 )
 c[2].metric("GPUs: disaggregated / aggregated", f"{o.num_gpus or '–'} / {a.gpus if a else '–'}")
 c[3].metric(
@@ -251,8 +264,11 @@ if p and d:
         f"{p.gpus_per_instance} + {d.instances} × {d.gpus_per_instance} = {o.num_gpus}; "
         f"$/h = {o.num_gpus} × {_usd(o.usd_per_gpu_hour)} = {_usd(o.usd_per_hour)}. KV transfer = "
         f"{o.mean_prompt_tokens:,.0f} tokens × {kv_bytes_per_token(r.model, r.kv_bytes):,.0f} B per token / "
-        f"{o.kv_link_gb_s:,.4g} GB/s ({o.kv_link}) + link latency = {_ms(o.kv_transfer_s)} ms."
+        f"{o.kv_link_gb_s:,.4g} GB/s ({o.kv_link}) + link latency = {_ms(o.kv_transfer_s)} ms. Capacity per "
+        f"prefill instance {range_text(pool_bands[2], 'rate')}, per decode instance "
+        f"{range_text(pool_bands[3], 'rate')}."
     )
+st.caption(bands_caption(pool_bands))
 
 st.subheader("Your own xPyD layout, evaluated as deployed")
 st.caption(
@@ -292,8 +308,15 @@ if st.toggle("Evaluate my layout", key="dg_given"):
         st.error(error_text(err))
     else:
         c = st.columns(4)
-        c[0].metric("p95 TTFT (ms)", _ms(g.ttft_p95_s), help=f"floor for one request: {_ms(g.ttft_floor_s)} ms")
-        c[1].metric("p95 TPOT (ms)", _ms(g.tpot_p95_s))
+        g_bands = [band_of(r, "ttft", g.ttft_p95_s), band_of(r, "tpot", g.tpot_p95_s)]
+        c[0].metric(
+            "p95 TTFT (ms)",
+            _ms(g.ttft_p95_s),
+            help=f"floor for one request: {_ms(g.ttft_floor_s)} ms",
+            **metric_band(g_bands[0], "ttft_s"),
+        )
+        c[1].metric("p95 TPOT (ms)", _ms(g.tpot_p95_s), **metric_band(g_bands[1], "tpot_s"))
+        st.caption(bands_caption(g_bands))
         c[2].metric("Hand-off (ms)", _ms(g.handoff_s), help="fixed part + 1.5 decode steps")
         c[3].metric("SLO", "met" if g.meets_slo else "missed")
         st.caption(

@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import math
 
+from planner.accuracy.bands import bands_json, bands_text, serving_bands
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
@@ -262,7 +263,8 @@ def run(args: argparse.Namespace) -> int:
         spec_alpha=res.config.spec_alpha,
         scheduler_policy=res.config.admission_policy,
     )
-    emit(out, args.json, _text(summary, r, args.engine, res.config.admission_policy))
+    out["bands"] = bands_json(r, serving_bands(out))
+    emit(out, args.json, _text(summary, r, args.engine, res.config.admission_policy) + bands_text(out["bands"]))
     return 0
 
 
