@@ -31,14 +31,15 @@ def metric_band(b: Band | None, key: str) -> dict:
 
 def bands_caption(bands: list[Band | None]) -> str:
     """One line naming the families the bands on a page came from, with their row counts."""
-    seen = []
-    for b in bands:
-        if b is not None and (b.family, b.rows, b.metric) not in seen:
-            seen.append((b.family, b.rows, b.metric))
-    if not seen:
-        return ""
     names = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "end-to-end", "throughput": "throughput", "kv_capacity": "KV"}
-    parts = "; ".join(f"{names.get(m, m)}: {fam}, n={n:,}" for fam, n, m in seen)
+    by_family: dict[tuple[str, int], list[str]] = {}
+    for b in bands:
+        if b is not None and names.get(b.metric, b.metric) not in by_family.setdefault((b.family, b.rows), []):
+            by_family[(b.family, b.rows)].append(names.get(b.metric, b.metric))
+    by_family = {k: v for k, v in by_family.items() if v}
+    if not by_family:
+        return ""
+    parts = "; ".join(f"{', '.join(m)}: {fam}, n={n:,}" for (fam, n), m in by_family.items())
     return (
         "Grey ranges: where the measurement typically lands (10th–90th percentile of measured / predicted on "
         f"rows the fit never saw, data/error_bands.yaml) for the nearest family with enough rows — {parts}."
