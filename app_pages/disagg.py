@@ -216,9 +216,6 @@ pool_bands = [
 c[0].metric(
     "Prefill pool",
     f"{p.instances} × TP {p.tp}" if p else "infeasible",
-    delta=f"p95 TTFT {_ms(p.ttft_p95_s)} ms, {range_text(pool_bands[0], 'ttft_s')}" if p and pool_bands[0] else None,
-    delta_color="off",
-    delta_arrow="off",
     help="Instances of the shape needing the fewest GPUs; each simulated with every output cut to one "
     "token, TTFT including its KV transfer.",
 )
@@ -226,9 +223,6 @@ c[1].metric(
     "Decode pool",
     f"{d.instances} × TP {d.tp}" if d else "infeasible",
     help="Analytic: Little's law on PerfModel decode steps, p95 TPOT at n + 1.645√n sequences.",
-    delta=f"p95 TPOT {_ms(d.tpot_p95_s)} ms, {range_text(pool_bands[1], 'tpot_s')}" if d and pool_bands[1] else None,
-    delta_color="off",
-    delta_arrow="off",
 )
 c[2].metric("GPUs: disaggregated / aggregated", f"{o.num_gpus or '–'} / {a.gpus if a else '–'}")
 c[3].metric(
@@ -251,6 +245,9 @@ c[2].metric(
     f"{_usd(o.usd_per_million_output_tokens)} vs {_usd(a.usd_per_million_output_tokens) if a else '–'}",
 )
 c[3].metric("Verdict", "disaggregate" if o.cheaper else "stay aggregated")
+c = st.columns(4)
+c[0].metric("Prefill pool: p95 TTFT (ms)", _ms(p.ttft_p95_s if p else None), **metric_band(pool_bands[0], "ttft_s"))
+c[1].metric("Decode pool: p95 TPOT (ms)", _ms(d.tpot_p95_s if d else None), **metric_band(pool_bands[1], "tpot_s"))
 if not o.feasible:
     reasons = sorted({x.reason for x in o.prefill_options + o.decode_options if x.reason})
     st.warning("Disaggregation cannot meet this SLO: " + "; ".join(reasons))
