@@ -130,6 +130,13 @@ def test_json_bands_hold_the_value(command, keys, capsys):
             assert b["low"] == pytest.approx(value * b["ratio_low"]) and b["ratio_low"] <= 1 <= b["ratio_high"]
 
 
+def test_memory_json_bands_the_vllm_kv_pool(capsys):
+    out = _json("memory", capsys)
+    b = out["bands"]["kv_cache_tokens"]
+    assert b["low"] <= out["kv_cache_tokens"] <= b["high"] and b["rows"] >= 1
+    assert "bands" not in _json("memory --engine sglang", capsys)  # the KV band comes from vLLM's logs only
+
+
 def test_capacity_states_replicas_at_the_pessimistic_end(capsys, monkeypatch):
     out = _json("capacity --target-rate 20 --slo-ttft-p95 2 --slo-tpot-p95 0.1 --num-requests 300", capsys)
     assert out["replicas_pessimistic"] >= out["replicas"]
