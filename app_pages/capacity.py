@@ -18,7 +18,9 @@ from planner.core.engine import get_engine, scheduler_policy
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, with_deployment
 from planner.core.workload import PROFILES, SLO, TrafficSpec
+from planner.report_plan import capacity_band
 from planner.sim.policies import describe
+from ui.bands import band_of, bands_caption, metric_band
 from ui.cached import capacity_cached
 from ui.charts import capacity as charts
 from ui.labels import error_text
@@ -125,10 +127,12 @@ try:
 except InputError as err:
     st.error(error_text(err))
     st.stop()
+band = capacity_band(plan, r)
 c = st.columns(4)
 c[0].metric(
     "Capacity per replica (req/s)",
     f"{plan.max_rate_per_replica:,.3g}",
+    **metric_band(band.rate, "max_rate_per_replica"),
     help="Highest rate whose steady state (warm-up and drain discarded) meets every SLO with a waiting "
     f"queue growing by ≤ {MAX_QUEUE_GROWTH:.0%} of the rate per second and the rate ≤ "
     f"{1 - STABILITY_MARGIN:.0%} of the saturated throughput; bisection to ±{plan.rel_tol:.0%}, "
@@ -146,7 +150,12 @@ cost = plan.cost  # feasible: a number of replicas meets the SLO
 c[1].metric(
     "Replicas",
     f"{cost.replicas}",
-    help=f"ceil({target:g} × {headroom:g} / capacity per replica); {cost.num_gpus} GPUs in all",
+    help=f"ceil({target:g} × {headroom:g} / capacity per replica); {cost.num_gpus} GPUs in all. At the "
+    "band's low end each replica sustains its capacity × the band's low ratio: "
+    f"{band.replicas_pessimistic} replicas.",
+    delta=f"{band.replicas_pessimistic} at the band's low end",
+    delta_color="off",
+    delta_arrow="off",
 )
 c[2].metric(
     "$ per hour",
@@ -163,12 +172,17 @@ op = plan.operating_point
 c = st.columns(4)
 c[0].metric("$ per million tokens (in + out)", _usd(cost.usd_per_million_tokens))
 c[1].metric("GPU-hours per day", f"{cost.gpu_hours_per_day:,.0f}")
+op_ttft, op_tpot = band_of(r, "ttft", op and op.ttft_p95_s), band_of(r, "tpot", op and op.tpot_p95_s)
 c[2].metric(
     "p95 TTFT at the operating point (ms)",
     _ms(op.ttft_p95_s if op else None),
     help=f"Simulated at {op.rate_per_s if op else 0:,.3g} req/s per replica (target / replicas).",
+    **metric_band(op_ttft, "ttft_p95_s"),
 )
-c[3].metric("p95 TPOT at the operating point (ms)", _ms(op.tpot_p95_s if op else None))
+c[3].metric(
+    "p95 TPOT at the operating point (ms)", _ms(op.tpot_p95_s if op else None), **metric_band(op_tpot, "tpot_s")
+)
+st.caption(bands_caption([band.rate, op_ttft, op_tpot]))
 # the search simulates one DP rank at rate / DP: its probes drawn at the instance's rate, as the capacity line is
 probes = [replace(p, rate_per_s=p.rate_per_s * plan.data_parallel_size) for p in plan.probes]
 st.plotly_chart(

@@ -15,6 +15,7 @@ from planner.core.workload import SLO, TrafficSpec
 from planner.memory.sizes import kv_bytes_per_token
 from planner.teaching.disagg_walkthrough import DisaggInputs
 from planner.teaching.walkthroughs import run_walkthrough
+from ui.bands import band_of, bands_caption, metric_band, range_text
 from ui.charts import disagg as charts
 from ui.labels import error_text
 from ui.state import current_scenario, resolved_or_stop
@@ -211,6 +212,12 @@ except InputError as err:
     st.stop()
 p, d, a = o.prefill, o.decode, o.aggregated
 c = st.columns(4)
+pool_bands = [
+    band_of(r, "ttft", p.ttft_p95_s if p else None),
+    band_of(r, "tpot", d.tpot_p95_s if d else None),
+    band_of(r, "throughput", p.max_rate_per_instance if p else None),
+    band_of(r, "throughput", d.max_rate_per_instance if d else None),
+]
 c[0].metric(
     "Prefill pool",
     f"{p.instances} × TP {p.tp}" if p else "infeasible",
@@ -243,6 +250,9 @@ c[2].metric(
     f"{_usd(o.usd_per_million_output_tokens)} vs {_usd(a.usd_per_million_output_tokens) if a else '–'}",
 )
 c[3].metric("Verdict", "disaggregate" if o.cheaper else "stay aggregated")
+c = st.columns(4)
+c[0].metric("Prefill pool: p95 TTFT (ms)", _ms(p.ttft_p95_s if p else None), **metric_band(pool_bands[0], "ttft_s"))
+c[1].metric("Decode pool: p95 TPOT (ms)", _ms(d.tpot_p95_s if d else None), **metric_band(pool_bands[1], "tpot_s"))
 if not o.feasible:
     reasons = sorted({x.reason for x in o.prefill_options + o.decode_options if x.reason})
     st.warning("Disaggregation cannot meet this SLO: " + "; ".join(reasons))
@@ -256,8 +266,11 @@ if p and d:
         f"{p.gpus_per_instance} + {d.instances} × {d.gpus_per_instance} = {o.num_gpus}; "
         f"$/h = {o.num_gpus} × {_usd(o.usd_per_gpu_hour)} = {_usd(o.usd_per_hour)}. KV transfer = "
         f"{o.mean_prompt_tokens:,.0f} tokens × {kv_bytes_per_token(r.model, r.kv_bytes):,.0f} B per token / "
-        f"{o.kv_link_gb_s:,.4g} GB/s ({o.kv_link}) + link latency = {_ms(o.kv_transfer_s)} ms."
+        f"{o.kv_link_gb_s:,.4g} GB/s ({o.kv_link}) + link latency = {_ms(o.kv_transfer_s)} ms. Capacity per "
+        f"prefill instance {range_text(pool_bands[2], 'rate')}, per decode instance "
+        f"{range_text(pool_bands[3], 'rate')}."
     )
+st.caption(bands_caption(pool_bands))
 
 st.subheader("Your own xPyD layout, evaluated as deployed")
 st.caption(
@@ -324,8 +337,15 @@ if st.toggle("Evaluate my layout", key="dg_given"):
         st.error(error_text(err))
     else:
         c = st.columns(4)
-        c[0].metric("p95 TTFT (ms)", _ms(g.ttft_p95_s), help=f"floor for one request: {_ms(g.ttft_floor_s)} ms")
-        c[1].metric("p95 TPOT (ms)", _ms(g.tpot_p95_s))
+        g_bands = [band_of(r, "ttft", g.ttft_p95_s), band_of(r, "tpot", g.tpot_p95_s)]
+        c[0].metric(
+            "p95 TTFT (ms)",
+            _ms(g.ttft_p95_s),
+            help=f"floor for one request: {_ms(g.ttft_floor_s)} ms",
+            **metric_band(g_bands[0], "ttft_s"),
+        )
+        c[1].metric("p95 TPOT (ms)", _ms(g.tpot_p95_s), **metric_band(g_bands[1], "tpot_s"))
+        st.caption(bands_caption(g_bands))
         c[2].metric("Hand-off (ms)", _ms(g.handoff_s), help="fixed part + 1.5 decode steps")
         c[3].metric("SLO", "met" if g.meets_slo else "missed")
         st.caption(

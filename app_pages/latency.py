@@ -10,6 +10,7 @@ from planner.core.scenario import with_engine
 from planner.latency.efficiency import FIT_FIELDS, efficiency_summary
 from planner.latency.metrics import batching_tradeoff, estimate, given_rates, memory_limit, ridge_batch, sweep, what_ifs
 from planner.latency.perf_model import PerfModel
+from ui.bands import band_of, bands_caption, metric_band
 from ui.cached import continuous_cached
 from ui.charts.latency import (
     breakdown_chart,
@@ -190,6 +191,13 @@ st.caption("Hardware basis: " + "; ".join(pm.hardware.notes) + " (data/gpus.yaml
 if continuous_mode:
     sj = current_scenario().model_dump_json()
     ce = continuous_cached(sj, engine, batch, int(input_tokens), int(output_tokens))
+    bands = {
+        "ttft_s": band_of(r, "ttft", ce.ttft_s),
+        "tpot_s": band_of(r, "tpot", ce.tpot_s),
+        "e2e_s": band_of(r, "e2e", ce.e2e_s),
+        "throughput_tokens_per_s": band_of(r, "throughput", ce.throughput_tokens_per_s),
+        "requests_per_s": band_of(r, "throughput", ce.requests_per_s),
+    }
     m = st.columns(4) + st.columns(4)
     m[0].metric(
         "TTFT",
@@ -197,17 +205,29 @@ if continuous_mode:
         help=f"mean; p95 {ce.ttft_p95_s * 1e3:,.1f} ms. The new "
         "prompt is chunked into steps shared with the running decodes (max_num_batched_tokens "
         f"{r.deployment.max_num_batched_tokens:,} per step).",
+        **metric_band(bands["ttft_s"], "ttft_s"),
     )
     m[1].metric(
         "TPOT",
         f"{ce.tpot_s * 1e3:,.2f} ms",
         help=f"mean (e2e − TTFT) / (N − 1); p95 "
         f"{ce.tpot_p95_s * 1e3:,.2f} ms; includes the prompt chunks its steps carry",
+        **metric_band(bands["tpot_s"], "tpot_s"),
     )
     m[2].metric("Tokens/s per user", f"{ce.tokens_per_s_per_user:,.1f}")
-    m[3].metric("End-to-end", f"{ce.e2e_s:,.2f} s")
-    m[4].metric("Server throughput", f"{ce.throughput_tokens_per_s:,.0f} tok/s", help="output tokens, all replicas")
-    m[5].metric("Requests/s", f"{ce.requests_per_s:,.2f}", help="all replicas; B / end-to-end per replica")
+    m[3].metric("End-to-end", f"{ce.e2e_s:,.2f} s", **metric_band(bands["e2e_s"], "e2e_s"))
+    m[4].metric(
+        "Server throughput",
+        f"{ce.throughput_tokens_per_s:,.0f} tok/s",
+        help="output tokens, all replicas",
+        **metric_band(bands["throughput_tokens_per_s"], "throughput_tokens_per_s"),
+    )
+    m[5].metric(
+        "Requests/s",
+        f"{ce.requests_per_s:,.2f}",
+        help="all replicas; B / end-to-end per replica",
+        **metric_band(bands["requests_per_s"], "requests_per_s"),
+    )
     m[6].metric("Running per step", f"{ce.mean_running:,.1f}", help="time-weighted; ≤ max_num_seqs")
     m[7].metric(
         "Static batch TTFT",
@@ -216,6 +236,7 @@ if continuous_mode:
         if static_batch == batch
         else f"the primer's static batch at the memory limit ({limit:,} requests; {batch:,} do not fit together)",
     )
+    st.caption(bands_caption(list(bands.values())))
     if batch > limit:
         st.info(
             f"Concurrency {batch:,} is above the memory limit ({limit:,} requests of this length fit the KV pool): "
@@ -232,15 +253,36 @@ if continuous_mode:
     cdf = pd.DataFrame([continuous_cached(sj, engine, int(b), int(input_tokens), int(output_tokens)) for b in cb])
     cdf["batch"] = cdf["concurrency"]
 else:
+    bands = {
+        "ttft_s": band_of(r, "ttft", est.ttft_s),
+        "tpot_s": band_of(r, "tpot", est.tpot_s),
+        "e2e_s": band_of(r, "e2e", est.e2e_s),
+        "throughput_tokens_per_s": band_of(r, "throughput", est.throughput_tokens_per_s),
+    }
     m = st.columns(3) + st.columns(3)
-    m[0].metric("TTFT", f"{est.ttft_s * 1e3:,.1f} ms", help="queue wait + the whole batch's prefill")
-    m[1].metric("TPOT", f"{est.tpot_s * 1e3:,.2f} ms", help="mean decode step over the generation")
+    m[0].metric(
+        "TTFT",
+        f"{est.ttft_s * 1e3:,.1f} ms",
+        help="queue wait + the whole batch's prefill",
+        **metric_band(bands["ttft_s"], "ttft_s"),
+    )
+    m[1].metric(
+        "TPOT",
+        f"{est.tpot_s * 1e3:,.2f} ms",
+        help="mean decode step over the generation",
+        **metric_band(bands["tpot_s"], "tpot_s"),
+    )
     m[2].metric("Tokens/s per user", f"{est.tokens_per_s_per_user:,.1f}")
-    m[3].metric("End-to-end", f"{est.e2e_s:,.2f} s")
-    m[4].metric("Server throughput", f"{est.throughput_tokens_per_s:,.0f} tok/s")
+    m[3].metric("End-to-end", f"{est.e2e_s:,.2f} s", **metric_band(bands["e2e_s"], "e2e_s"))
+    m[4].metric(
+        "Server throughput",
+        f"{est.throughput_tokens_per_s:,.0f} tok/s",
+        **metric_band(bands["throughput_tokens_per_s"], "throughput_tokens_per_s"),
+    )
     m[5].metric(
         "Decode bound", est.bound, help=f"decode steps are {est.bound}-bound; prefill is {est.prefill_bound}-bound"
     )
+    st.caption(bands_caption(list(bands.values())))
 ridge_here, ridge_short = est.ridge_batch, ridge_batch(pm, 128)
 if ridge_here:
     st.info(

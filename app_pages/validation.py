@@ -6,6 +6,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from planner.accuracy.bands import ANY, band_records
 from planner.accuracy.benchmark_plan import load_test_plan
 from planner.accuracy.profile_fit import applicable_profile, fit_user_profile, profile_yaml
 from planner.accuracy.published_points import MEASUREMENTS_CSVS
@@ -31,6 +32,20 @@ from ui.labels import error_text
 from ui.state import PROFILE_KEY, TARGET_KEY, current_scenario, resolved_or_stop  # noqa: E402  (the sidebar puts the calibration into the scenario)
 from ui.workload_widgets import scenario_lengths
 
+BAND_METRICS = {
+    "tpot": "TPOT at concurrency",
+    "ttft": "TTFT at concurrency",
+    "throughput": "throughput",
+    "e2e": "end-to-end latency",
+    "kv_capacity": "KV capacity (vLLM)",
+}
+BAND_LEVELS = {
+    "engine × model class × GPU generation": ("engine", "model class", "GPU generation"),
+    "engine": ("engine",),
+    "model class": ("model class",),
+    "GPU generation": ("GPU generation",),
+    "all rows": (),
+}
 ERROR_COLUMNS = {"median_abs_error_pct": "median |error| %", "p90_abs_error_pct": "p90 |error| %"}
 
 
@@ -93,7 +108,8 @@ with tab_pub:
     st.plotly_chart(parity, width="stretch", key="val_chart_parity")
     st.caption(
         "In-sample for the latency points: the same measurements fitted data/efficiency.yaml. The KV rows "
-        "are out-of-sample except B10 and B04. Dotted lines: ±25%."
+        "are rebuilt under the vLLM version each log names (V0 / V1 profilers); out of sample except B10, B04 "
+        "and B16, which set their era's constant. Dotted lines: ±25%."
     )
     st.subheader("Out of sample: GPU families and engines the fit never saw")
     oos = out_of_sample_summary()
@@ -110,6 +126,24 @@ with tab_pub:
             "refitted without that GPU family, predicted from the datasheet and the part's measured fractions "
             "(transferred); LOEO: an engine predicted with the median constants of the other engines (estimated)."
         )
+    st.subheader("Out of sample per family: the error band every page shows")
+    bands = pd.DataFrame(band_records())
+    c = st.columns(2)
+    metric = c[0].selectbox("Metric", BAND_METRICS, format_func=BAND_METRICS.get, key="val_band_metric")
+    level = c[1].selectbox("Family", list(BAND_LEVELS), key="val_band_level")
+    keep = bands["metric"] == metric
+    for col in ("engine", "model class", "GPU generation"):
+        keep &= (bands[col] != ANY) if col in BAND_LEVELS[level] else (bands[col] == ANY)
+    shown = bands[keep].drop(columns="metric").sort_values("rows", ascending=False)
+    st.dataframe(shown, hide_index=True, width="stretch", key="val_table_bands")
+    st.caption(
+        f"{int(bands[keep]['rows'].sum()):,} rows the fit never saw: loaded serving runs at a client concurrency "
+        "(aiconfigurator's silicon CSV through validate's path; end-to-end = TTFT + (OSL − 1) × TPOT, throughput "
+        "its inverse), published points predicted with their GPU family left out, and vLLM's KV logs. A prediction "
+        "takes the band of the nearest family with enough rows (same engine, model class and GPU generation, then "
+        "coarser): the prediction × the 10th and 90th percentile of measured / predicted. Regenerate with "
+        "`python -m scripts.error_bands` (README)."
+    )
     st.subheader("Error by source, metric and GPU")
     table = error_summary(both, ["source", "metric", "gpu"]).round(1).rename(columns=ERROR_COLUMNS)
     st.dataframe(table, hide_index=True, width="stretch", key="val_table_errors")
@@ -126,7 +160,20 @@ with tab_pub:
         st.dataframe(coverage_table(), hide_index=True, width="stretch", key="val_table_coverage")
     with st.expander("vLLM KV capacity: observed against predicted GPU blocks"):
         st.dataframe(
-            kv[["id", "model", "gpu", "tp", "vllm_version", "measured", "predicted", "error_pct", "reason"]].round(1),
+            kv[
+                [
+                    "id",
+                    "model",
+                    "gpu",
+                    "tp",
+                    "vllm_version",
+                    "engine_version",
+                    "measured",
+                    "predicted",
+                    "error_pct",
+                    "reason",
+                ]
+            ].round(1),
             hide_index=True,
             width="stretch",
             key="val_table_kv",

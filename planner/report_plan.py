@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.capacity.replicas import CapacityPlan
+from planner.accuracy.bands import Band, bands_json, scenario_band, typically
+from planner.capacity.replicas import CapacityPlan, replicas_for
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario
 from planner.core.workload import PROFILES
@@ -128,6 +129,7 @@ def plan_rows(s: Scenario, r: Resolved, cap: CapacityPlan | InputError) -> list[
             "replicas",
             f"ceil({s.target_rate:g} × {s.headroom:g} / {cap.max_rate_per_replica:.4g})",
         ),
+        *_pessimistic_rows(cap, r, s),
         ReportRow(PLAN, "num_gpus", cost.num_gpus, "GPUs", f"replicas × {cap.gpus_per_replica} GPUs per replica"),
         ReportRow(PLAN, "usd_per_gpu_hour", cap.usd_per_gpu_hour, "USD/GPU-h", price),
         ReportRow(PLAN, "usd_per_hour", cost.usd_per_hour, "USD/h", "GPUs × $ per GPU-hour"),
@@ -156,10 +158,26 @@ def plan_rows(s: Scenario, r: Resolved, cap: CapacityPlan | InputError) -> list[
     ]
     holds, why = _verdict(cap, s.slo)
     rows.append(ReportRow(PLAN, "slo_holds", holds, "", why))
-    return rows + _operating_rows(cap)
+    return rows + _operating_rows(cap, r)
 
 
-def _operating_rows(cap: CapacityPlan) -> list[ReportRow]:
+def _band_note(b: Band | None, key: str) -> str:
+    return f"; {typically(b.low, b.high, key, b.family, b.rows)}" if b else ""
+
+
+def _pessimistic_rows(cap: CapacityPlan, r: Resolved, s: Scenario) -> list[ReportRow]:
+    """Replicas if each one sustains only the low end of its throughput band (none without a band)."""
+    cb = capacity_band(cap, r)
+    if cb.rate is None:
+        return []
+    note = (
+        f"ceil({s.target_rate:g} × {s.headroom:g} / {cb.rate.low:.4g}): capacity per replica at the low end of "
+        f"its band{_band_note(cb.rate, 'max_rate_per_replica')} (measured / predicted out of sample)"
+    )
+    return [ReportRow(PLAN, "replicas_pessimistic", cb.replicas_pessimistic, "replicas", note)]
+
+
+def _operating_rows(cap: CapacityPlan, r: Resolved) -> list[ReportRow]:
     op = cap.operating_point
     if not op:
         return []
@@ -183,8 +201,10 @@ def _operating_rows(cap: CapacityPlan) -> list[ReportRow]:
         ("e2e_p95_s", "95th percentile"),
         ("e2e_p99_s", "99th percentile"),
     ):
-        if getattr(op, key) is not None:
-            rows.append(ReportRow(OPERATING, key, getattr(op, key), "s", note))
+        value = getattr(op, key)
+        if value is not None:
+            metric = key.split("_")[0]  # ttft, tpot, e2e
+            rows.append(ReportRow(OPERATING, key, value, "s", note + _band_note(scenario_band(r, metric, value), key)))
     rows.append(ReportRow(OPERATING, "served_ratio", op.served_ratio or 0.0, "", "served / offered requests/s"))
     return rows
 
@@ -289,3 +309,36 @@ def assumption_rows(s: Scenario, r: Resolved, cap: CapacityPlan | InputError) ->
         ),
     ]
     return rows
+
+
+@dataclass(frozen=True)
+class CapacityBand:
+    """The capacity per replica at the low end of its throughput band, and the replicas that end needs."""
+
+    rate: Band | None  # max_rate_per_replica with its band (metric "throughput")
+    replicas_pessimistic: int | None  # ceil(target × headroom / (capacity × the band's low ratio))
+
+    def to_dict(self) -> dict:
+        return {"replicas_pessimistic": self.replicas_pessimistic}
+
+
+def capacity_band(cap: CapacityPlan, r: Resolved) -> CapacityBand:
+    """If served throughput lands at the band's low end, each replica sustains that fraction of its simulated
+    capacity: replicas = ceil(target × headroom / (capacity × ratio_low)) ≥ the nominal count (ratio_low ≤ 1)."""
+    if not cap.feasible:
+        return CapacityBand(None, None)
+    rate = scenario_band(r, "throughput", cap.max_rate_per_replica)
+    if rate is None:
+        return CapacityBand(None, cap.cost.replicas if cap.cost else None)
+    return CapacityBand(rate, replicas_for(cap.target_rate, rate.low, cap.headroom))
+
+
+def capacity_bands_json(cap: CapacityPlan, r: Resolved) -> dict:
+    """`capacity --json`'s added keys: replicas_pessimistic and a band per predicted figure."""
+    cb = capacity_band(cap, r)
+    predicted: dict[str, tuple[str, object]] = {"max_rate_per_replica": ("throughput", cap.max_rate_per_replica)}
+    for name, probe in (("at_capacity", cap.at_capacity), ("operating_point", cap.operating_point)):
+        if probe is not None:
+            for key, metric in (("ttft_p95_s", "ttft"), ("tpot_p95_s", "tpot"), ("e2e_p95_s", "e2e")):
+                predicted[f"{name}.{key}"] = (metric, getattr(probe, key))
+    return {**cb.to_dict(), "bands": bands_json(r, predicted)}

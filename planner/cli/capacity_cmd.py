@@ -8,15 +8,24 @@ import math
 
 from pydantic import ValidationError
 
+from planner.accuracy.bands import bands_text
 from planner.capacity.recommend import disaggregated_options, recommend, with_disaggregated
-from planner.capacity.replicas import DEFAULT_HEADROOM, DEFAULT_REL_TOL, CapacityPlan, capacity_plan
+from planner.capacity.replicas import (
+    DEFAULT_HEADROOM,
+    DEFAULT_REL_TOL,
+    CapacityPlan,
+    capacity_plan,
+    replica_scenario,
+)
 from planner.cli import emit, progress_line
 from planner.cli.scenario_args import add_scenario_args, scenario_from_args
 from planner.cli.traffic_args import add_traffic_args, traffic_from_args
 from planner.core.catalog import gpus
 from planner.core.errors import InputError, from_validation_error
+from planner.core.scenario import resolve
 from planner.core.workload import SLO
 from planner.memory.plan import TP_DEGREES
+from planner.report_plan import capacity_bands_json
 from planner.traffic.generators import MAX_RATE_PER_S, MIN_RATE_PER_S
 
 MAX_HEADROOM = 100.0  # provisioning 100× the target is already a typo; beyond it replica counts overflow
@@ -133,7 +142,9 @@ def run_capacity(args: argparse.Namespace) -> int:
     _check(args)
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
     plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol)
-    emit(plan.to_dict(), args.json, _capacity_text(plan))
+    added = capacity_bands_json(plan, resolve(replica_scenario(s)))
+    text = _capacity_text(plan) + f"\n  replicas at the band's low throughput: {added['replicas_pessimistic']}"
+    emit({**plan.to_dict(), **added}, args.json, text + bands_text(added["bands"]))
     return 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from planner.accuracy.bands import bands_json, bands_text
 from planner.capacity.disagg import DisaggPlan, PoolRow, disagg_plan
 from planner.capacity.disagg_layout import TRANSFER_ENGINES, GivenLayoutPlan, PoolLayout, evaluate_layout
 from planner.capacity.disagg_pools import DEFAULT_LINK_LATENCY_S, LINKS
@@ -16,6 +17,7 @@ from planner.cli.capacity_cmd import _add_common, _check, _prices, _slo
 from planner.cli.scenario_args import scenario_from_args
 from planner.cli.traffic_args import traffic_from_args
 from planner.core.errors import InputError
+from planner.core.scenario import resolve
 
 DISAGG_NUM_REQUESTS = 600  # per simulated probe: 2 pools + up to 4 aggregated searches stay within ~a minute
 
@@ -109,7 +111,9 @@ def _run_given(args, s, traffic, slo, layout) -> int:
     )
     out = {"mode": "given", **plan.to_dict()}
     out.update(model=s.model_spec.name if s.model_spec else s.model, gpu=s.gpu, engine=args.engine)
-    emit(out, args.json, _given_text(plan))
+    predicted = {"ttft_p95_s": ("ttft", plan.ttft_p95_s), "tpot_p95_s": ("tpot", plan.tpot_p95_s)}
+    out["bands"] = bands_json(resolve(s), {**predicted, "max_rate": ("throughput", plan.max_rate)})
+    emit(out, args.json, _given_text(plan) + bands_text(out["bands"]))
     return 0
 
 
@@ -162,8 +166,19 @@ def run(args: argparse.Namespace) -> int:
         weights=s.deployment.weights,
         engine=args.engine,
     )
-    emit(out, args.json, _text(plan, s, args.engine))
+    out["bands"] = bands_json(resolve(s), disagg_bands(out))
+    emit(out, args.json, _text(plan, s, args.engine) + bands_text(out["bands"]))
     return 0
+
+
+def disagg_bands(out: dict) -> dict[str, tuple[str, object]]:
+    """The predicted figures of a disaggregated plan: each pool's p95 latency and capacity per instance."""
+    predicted: dict[str, tuple[str, object]] = {}
+    for pool, metric, key in (("prefill", "ttft", "ttft_p95_s"), ("decode", "tpot", "tpot_p95_s")):
+        p = out.get(pool) or {}
+        predicted[f"{pool}.{key}"] = (metric, p.get(key))
+        predicted[f"{pool}.max_rate_per_instance"] = ("throughput", p.get("max_rate_per_instance"))
+    return predicted
 
 
 def _pool_line(name: str, p: PoolRow | None, latency: float | None, unit_ms: bool) -> str:

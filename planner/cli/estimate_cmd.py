@@ -4,6 +4,7 @@ keys are a contract) or, with `--mode continuous`, for B concurrent requests und
 
 from __future__ import annotations
 
+from planner.accuracy.bands import bands_json, bands_text
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.core.errors import InputError
@@ -57,7 +58,18 @@ def run(args) -> int:
         c = continuous(r, args.batch, args.input_tokens, args.output_tokens)
         ranks = r.deployment.data_parallel_size * r.deployment.num_replicas
         counts = dict(concurrency_per_dp_rank=args.batch, concurrency_per_deployment=args.batch * ranks)
-        emit({"mode": "continuous", **c.to_dict(), **head, **counts}, args.json, _continuous_text(c, r))
+        predicted = {
+            "ttft_s": ("ttft", c.ttft_s),
+            "ttft_p95_s": ("ttft", c.ttft_p95_s),
+            "tpot_s": ("tpot", c.tpot_s),
+            "tpot_p95_s": ("tpot", c.tpot_p95_s),
+            "e2e_s": ("e2e", c.e2e_s),
+            "throughput_tokens_per_s": ("throughput", c.throughput_tokens_per_s),
+            "requests_per_s": ("throughput", c.requests_per_s),
+        }
+        bands = bands_json(r, predicted)
+        out = {"mode": "continuous", **c.to_dict(), **head, **counts, "bands": bands}
+        emit(out, args.json, _continuous_text(c, r) + bands_text(bands))
         return 0
     max_seqs = r.deployment.max_num_seqs
     batch = min(args.batch, max_seqs)  # vLLM never runs more than max_num_seqs sequences in one step
@@ -70,7 +82,14 @@ def run(args) -> int:
         batch_per_dp_rank=batch,  # each DP rank decodes its own batch
         batch_per_deployment=batch * dp * r.deployment.num_replicas,
     )
-    text = _text(est, r)
+    predicted = {
+        "ttft_s": ("ttft", est.ttft_s),
+        "tpot_s": ("tpot", est.tpot_s),
+        "e2e_s": ("e2e", est.e2e_s),
+        "throughput_tokens_per_s": ("throughput", est.throughput_tokens_per_s),
+    }
+    out["bands"] = bands_json(r, predicted)
+    text = _text(est, r) + bands_text(out["bands"])
     if batch < args.batch:
         text += (
             f"\n  note: --batch {args.batch} capped at max_num_seqs={max_seqs} (vLLM runs at most that many "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from planner.accuracy.bands import bands_json, bands_text, serving_bands
 from planner.capacity.replicas import price_of
 from planner.capacity.routing import run_fleet, size_fleet
 from planner.cli import emit
@@ -88,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         scheduler_policy=cfg.admission_policy,
         spec_method=args.spec_method,  # added after the others: the JSON contract appends keys
     )
-    text = _text(s, r, args.engine)
+    out["bands"] = bands_json(r, serving_bands(out))
+    text = _text(s, r, args.engine) + bands_text(out["bands"])
     if args.size:
         sizes = _sizes(args, replica, wl, slo_ttft, slo_tpot)
         out["sizing"] = [z.to_dict() for z in sizes]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from planner.accuracy.bands import bands_json
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, scenario_from_args
 from planner.core.scenario import resolve
@@ -70,6 +71,9 @@ def run(args) -> int:
         f"{plan.context_tokens:,} tokens per DP rank (max_num_seqs {r.deployment.max_num_seqs:,})",
         *(f"  warning: {w}" for w in plan.warnings),
     ]
+    if r.engine.memory == "vllm-profiler":  # the KV band comes from vLLM's own logs
+        predicted = {"kv_cache_tokens": ("kv_capacity", out.get("kv_cache_tokens"))}
+        out["bands"] = bands_json(r, {**predicted, "max_concurrency": ("kv_capacity", out.get("max_concurrency"))})
     if args.suggest:
         fixes = nearest_fixes(s)
         out["fixes"] = [{"kind": f.kind, "label": f.label, "requests": f.requests} for f in fixes]

@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import math
 
+from planner.accuracy.bands import bands_json, bands_text, serving_bands
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
@@ -293,7 +294,8 @@ def run(args: argparse.Namespace) -> int:
         scheduler_policy=res.config.admission_policy,
         spec_method=args.spec_method,  # added after the others: the JSON contract appends keys
     )
-    emit(out, args.json, _text(summary, r, args.engine, res.config.admission_policy))
+    out["bands"] = bands_json(r, serving_bands(out))
+    emit(out, args.json, _text(summary, r, args.engine, res.config.admission_policy) + bands_text(out["bands"]))
     return 0
 
 

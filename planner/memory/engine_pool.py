@@ -154,9 +154,8 @@ def engine_pool(
 ) -> VllmPool:
     """The KV pool per GPU under engine `e`'s memory rule (module note): vLLM's profiled pool, or an EnginePool."""
     if e.memory == "vllm-profiler":
-        return vllm_pool(
-            usable_bytes, weights_per_gpu, kv_bytes_per_token_per_gpu, model, dep, max_model_len, interconnect
-        )
+        kv_tok = kv_bytes_per_token_per_gpu
+        return vllm_pool(usable_bytes, weights_per_gpu, kv_tok, model, dep, max_model_len, interconnect, e.version)
     non_torch, graphs = runtime_overhead_bytes(dep, interconnect=interconnect)
     if e.memory == "llamacpp-context":
         return _llamacpp_pool(
