@@ -11,9 +11,15 @@ request per user discarded, the next two averaged). A stratum is one (engine, mo
 --per-stratum rows of each, chosen with a seeded generator from the rows sorted by id, so a rerun is identical.
 
 Printed: the fraction of rows the planner can predict (and why the rest cannot), then the median |error| of mean
-TTFT and mean TPOT overall and per engine, per model class (dense; MoE/MLA) and per GPU. None of these rows was used
-to fit data/efficiency.yaml, so every figure is out of sample; the per-model, per-GPU and per-engine lines are the
-leave-one-out figures of a fit that never saw the held-out group.
+TTFT, mean TPOT and throughput overall and per engine, per model class (dense; MoE/MLA), per GPU and per model.
+scripts/fit_efficiency.py fits data/efficiency.yaml on up to 2 rows per (engine, model, GPU) of this file (seed 0:
+planner.accuracy.serving_traces.stratified_sample), so these figures are of groups the fit saw, on the whole
+simulator (the fit re-prices traces); the `fitted` column marks the rows it used, and the line "rows not fitted"
+scores the others. Leave-one-model/GPU/engine-out figures: benchmarks/accuracy_loo.py.
+
+--csv columns: those of validate's table (id, row, model, gpu, engine, metric, measured, predicted, error_pct, ...),
+then model_class, fitted, concurrency, isl, osl, measured_throughput_tok_s, predicted_throughput_tok_s (throughput:
+concurrency × osl / (TTFT + (osl − 1) × TPOT), the closed loop's output tokens per second, from each side's means).
 """
 
 from __future__ import annotations
@@ -22,37 +28,35 @@ import argparse
 import time
 from collections import Counter
 
-import numpy as np
 import pandas as pd
 
 from planner.accuracy.serving_points import read_aiconfigurator, serving_table
+from planner.accuracy.serving_traces import stratified_sample
 from planner.core.paths import measurements_dir
 
 CSV = measurements_dir() / "aiconfigurator" / "silicon_calibration.csv"
 # data/efficiency.yaml was fitted on none of these rows, so each group below is what a fit that never saw it predicts
 HELD_OUT = {
-    "engine": "leave one engine out:",
+    "engine": "per engine:",
     "model_class": "by model class (dense; MoE or MLA):",
-    "gpu": "leave one GPU out:",
-    "model": "leave one model out:",
+    "gpu": "per GPU:",
+    "model": "per model:",
+    "fitted": "rows the fit used (True) and did not (False):",
 }
+FIT_PER_STRATUM, FIT_SEED = 2, 0  # scripts/fit_efficiency.py SERVING_PER_STRATUM and its seed
 
 
 def sample(points, per_stratum: int | None, seed: int):
     """Aggregated rows, up to `per_stratum` per (engine, model, GPU) (None: all), reproducibly."""
-    agg = sorted((p for p in points if "disaggregated" not in p.excluded), key=lambda p: p.id)
-    if per_stratum is None:
-        return agg
-    rng = np.random.default_rng(seed)
-    strata: dict[tuple, list] = {}
-    for p in agg:
-        strata.setdefault((p.engine, p.model, p.gpu), []).append(p)
-    out = []
-    for key in sorted(strata):
-        rows = strata[key]
-        pick = rng.choice(len(rows), size=min(per_stratum, len(rows)), replace=False)
-        out += [rows[i] for i in sorted(pick)]
-    return out
+    return stratified_sample(points, per_stratum, seed)
+
+
+def throughput(p, means: dict, k: int) -> float:
+    """Output tokens/s of N closed-loop clients from mean TTFT and TPOT (k = 0 measured, 1 predicted)."""
+    if "mean_ttft_ms" not in means or "mean_tpot_ms" not in means:
+        return float("nan")
+    ttft, tpot = means["mean_ttft_ms"][k] / 1e3, means["mean_tpot_ms"][k] / 1e3
+    return p.concurrency * p.osl / (ttft + (p.osl - 1) * tpot)
 
 
 def reason_kind(reason: str) -> str:
@@ -66,16 +70,18 @@ def reason_kind(reason: str) -> str:
 def report(df: pd.DataFrame, label: str) -> list[str]:
     used = df[df["predicted"].notna()].assign(abs_err=lambda d: d["error_pct"].abs())
     lines = [f"\n{label}: median |error| (median signed error) of mean TTFT / mean TPOT (rows)"]
-    for by in (None, "engine", "model_class", "gpu", "model"):
+    for by in (None, "engine", "model_class", "gpu", "model", "fitted"):
         groups = [("all", used)] if by is None else sorted(used.groupby(by), key=lambda kv: str(kv[0]))
         if by in HELD_OUT:
             lines.append(f"  {HELD_OUT[by]}")
         for name, g in groups:
             ttft, tpot = (g[g["metric"] == m] for m in ("mean_ttft_ms", "mean_tpot_ms"))
+            thr = 100 * (ttft["predicted_throughput_tok_s"] / ttft["measured_throughput_tok_s"] - 1)
             lines.append(
                 f"  {(by or ''):11s} {str(name)[:34]:34s} TTFT {ttft['abs_err'].median():6.1f}% "
                 f"({ttft['error_pct'].median():+6.1f}%)  TPOT {tpot['abs_err'].median():6.1f}% "
-                f"({tpot['error_pct'].median():+6.1f}%)  ({len(ttft)} rows)"
+                f"({tpot['error_pct'].median():+6.1f}%)  thr {thr.abs().median():6.1f}% ({thr.median():+6.1f}%)  "
+                f"({len(ttft)} rows)"
             )
     return lines
 
@@ -95,6 +101,16 @@ def main(argv=None) -> None:
     by_row = {p.id: p for p in rows}
     df["model_class"] = [by_row[r].model_class or "unknown" for r in df["row"]]
     df["model"] = [by_row[r].preset or by_row[r].model for r in df["row"]]
+    fitted = {p.id for p in sample(points, FIT_PER_STRATUM, FIT_SEED)}
+    df["fitted"] = [r in fitted for r in df["row"]]
+    df["concurrency"] = [by_row[r].concurrency for r in df["row"]]
+    df["isl"] = [by_row[r].isl for r in df["row"]]
+    df["osl"] = [by_row[r].osl for r in df["row"]]
+    means = {  # row -> {metric: (measured, predicted)}
+        r: dict(zip(g["metric"], zip(g["measured"], g["predicted"]))) for r, g in df.groupby("row", sort=False)
+    }
+    for col, k in (("measured_throughput_tok_s", 0), ("predicted_throughput_tok_s", 1)):
+        df[col] = [throughput(by_row[r], means[r], k) for r in df["row"]]
     per_row = df.drop_duplicates("row")
     ok = per_row["reason"] == ""
     n_agg = sum("disaggregated" not in p.excluded for p in points)
@@ -108,7 +124,7 @@ def main(argv=None) -> None:
     )
     for kind, n in Counter(reason_kind(r) for r in per_row.loc[~ok, "reason"]).most_common():
         print(f"  skipped {n:4d}: {kind}")
-    print("\n".join(report(df, "out of sample (no row of this file was fitted)")))
+    print("\n".join(report(df, "groups the fit saw (out of sample: benchmarks/accuracy_loo.py)")))
     if args.csv:
         df.to_csv(args.csv, index=False)
         print(f"\nwrote {args.csv}")

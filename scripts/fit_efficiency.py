@@ -4,7 +4,10 @@
     python -m scripts.fit_efficiency --dry-run  # fit and print, write nothing
 
 Data: data/measurements/published_points.csv and published_points_2.csv (rows the model cannot predict are left
-out with their reason). Two stages, so that constants transfer across GPUs:
+out with their reason), and up to SERVING_PER_STRATUM aggregated rows per (engine, model, GPU) of aiconfigurator's
+calibration split (data/measurements/aiconfigurator/; mean TTFT and TPOT of N benchmark clients, each row simulated
+once under the prior constants and re-priced under the constants being fitted: planner.accuracy.serving_traces).
+Two stages, so that constants transfer across GPUs:
 
   1. per ENGINE, one set of the constants of planner.latency.efficiency (FIT_FIELDS) on all its points, every GPU
      predicted from its datasheet: minimise Σ log(predicted / measured)² plus a weak log-normal prior per constant
@@ -28,6 +31,7 @@ import yaml
 
 from planner.accuracy.optimize import nelder_mead
 from planner.accuracy.published_points import error_summary, evaluate, load_points, predict, scenario
+from planner.accuracy.serving_traces import fit_traces
 from planner.core.engine import engines
 from planner.latency.efficiency import EFFICIENCY_PATH, ENGINES, FIT_FIELDS, EfficiencyProfile
 from planner.latency.perf_model import PerfModel
@@ -54,6 +58,13 @@ PRIORS = {
     "quant_memory_efficiency": (0.7, 0.5, 0.1, 1.0),
     "sm_bytes_per_cycle": (16.0, 1.0, 1.0, 64.0),
     "request_overhead_s": (2e-4, 2.0, 1e-7, 0.02),
+    # the request path outside the engine's steps (HTTP, frontend, tokenisation, hand-off, first token streamed):
+    # tens of ms through a Python API server; only loaded TTFTs at a client concurrency (aiconfigurator's rows) see it
+    "frontend_latency_s": (0.02, 2.0, 1e-5, 1.0),
+    # benchmark clients still in waves (equal lengths, started together): between all spread out (vLLM's 121 ms at 4
+    # users on 2 x H200, the spread simulation's 119) and all in lockstep (TensorRT-LLM's 562 ms at 4 users, 1,024
+    # tokens of Llama-3.1-70B FP8 on one H200: four prefills of ~140 ms back to back); only closed-loop rows see it
+    "wave_fraction": (0.3, 1.5, 1e-3, 1.0),
 }
 assert tuple(PRIORS) == FIT_FIELDS
 # Engine-specific priors (none now). TensorRT-LLM had a per-step prior of 0.2 ms and a per-layer one of 5 µs
@@ -62,6 +73,16 @@ assert tuple(PRIORS) == FIT_FIELDS
 # came out 42-44% fast. A prior the engine's own data contradicts is not physics: the generic priors apply.
 ENGINE_PRIORS: dict[str, dict] = {}
 PRIOR_WEIGHT = 0.01  # = (log 1.105)²: one prior sd ~ one point 10% off
+# aiconfigurator's aggregated rows (data/measurements/aiconfigurator/, fit only on that split): SERVING_PER_STRATUM
+# rows per (engine, model, GPU), drawn reproducibly (planner.accuracy.serving_traces.stratified_sample), simulated
+# once under the prior constants and re-priced under the constants being fitted (ServingTrace.predict). Each
+# row's mean TTFT and mean TPOT enter as a robust term ROBUST_C² × log(1 + (log(pred/meas) / ROBUST_C)²): about
+# log² near the measurement, growing only logarithmically for rows the model cannot reach (seconds of queueing
+# behind a KV pool it sizes differently), so a few such rows do not drag every constant.
+SERVING_PER_STRATUM = 2
+SERVING_ONLY = ("frontend_latency_s", "wave_fraction")  # constants only closed-loop serving rows measure
+ROBUST_C = 0.5
+SERVING_ITERS = 500  # Nelder-Mead iterations per pass for an engine with serving rows (each evaluation re-prices them)
 CORRECTION_SD = 0.15  # a family's correction: one sd = 15% on the bandwidth or compute ceiling
 ITERS = 1500
 SCALED = {"memory": ("memory_efficiency",), "compute": ("matmul_efficiency", "attention_efficiency")}
@@ -101,10 +122,25 @@ def priors(engine: str, overrides: dict | None = None) -> dict:
     return {**PRIORS, **ENGINE_PRIORS.get(engine, {}), **(overrides or {})}
 
 
-def objective(x, points, resolved, key_of, pri: dict | None = None) -> float:
+def robust(r: float) -> float:
+    return ROBUST_C**2 * math.log1p((r / ROBUST_C) ** 2)
+
+
+def serving_term(traces, prof: EfficiencyProfile) -> float:
+    """Σ over the rows' mean TTFT and mean TPOT of robust(log(predicted / measured))."""
+    total = 0.0
+    for tr in traces:
+        ttft, tpot = tr.predict(prof)
+        total += robust(math.log(ttft * 1e3 / tr.point.ttft_ms)) + robust(math.log(tpot * 1e3 / tr.point.tpot_ms))
+    return total
+
+
+def objective(x, points, resolved, key_of, pri: dict | None = None, traces=()) -> float:
     prof = clip_profile(x, len(points))
-    data = _data_term(points, resolved, key_of, lambda k: prof)
-    pri = pri or (priors(points[0].engine) if points else PRIORS)
+    data = _data_term(points, resolved, key_of, lambda k: prof) + serving_term(traces, prof)
+    if pri is None:
+        engine = points[0].engine if points else (traces[0].point.engine if traces else "")
+        pri = priors(engine) if engine else PRIORS
     prior = sum(((v - math.log(p)) / sd) ** 2 for v, (p, sd, _, _) in zip(x, pri.values()))
     return data + PRIOR_WEIGHT * prior
 
@@ -131,36 +167,59 @@ def in_situ_allreduce_prior(fitted: dict[str, EfficiencyProfile]) -> dict:
 
 
 def fit_engine(
-    pts: list, resolved: dict, key_of: dict, iters: int = ITERS, prior_overrides: dict | None = None
+    pts: list,
+    resolved: dict,
+    key_of: dict,
+    iters: int = ITERS,
+    prior_overrides: dict | None = None,
+    traces: tuple = (),
+    engine: str = "",
 ) -> EfficiencyProfile:
-    """Stage 1: one set of constants for all of an engine's points (all GPU families)."""
-    pri = priors(pts[0].engine, prior_overrides)
+    """Stage 1: one set of constants for all of an engine's points and serving rows (all GPU families)."""
+    engine = engine or (pts[0].engine if pts else traces[0].point.engine)
+    pri = priors(engine, prior_overrides)
+    if traces:
+        iters = min(iters, SERVING_ITERS)
+
+    # without serving rows nothing measures the frontend or the clients' waves: those constants stay out of the
+    # simplex (at their priors, where their prior terms are exactly 0, so such an engine's fit is the one without
+    # them) and are recorded as 0
+    fixed = {} if traces else {name: math.log(pri[name][0]) for name in SERVING_ONLY}
+    free = [name for name in pri if name not in fixed]
+
+    def full(v):
+        values = dict(zip(free, v)) | fixed
+        return np.array([values[name] for name in pri])
 
     def f(v):
-        return objective(v, pts, resolved, key_of, pri)
+        return objective(full(v), pts, resolved, key_of, pri, traces)
 
-    issue_bound = engines()[pts[0].engine].issue_bound_gemv if pts[0].engine in engines() else False
+    issue_bound = engines()[engine].issue_bound_gemv if engine in engines() else False
     best = None
     for start in ({}, START) if issue_bound else ({},):  # with the SM bound: a second start where it is active
-        x = nelder_mead(f, np.log([start.get(name, p) for name, (p, _, _, _) in pri.items()]), iters=iters)
+        x = nelder_mead(f, np.log([start.get(name, pri[name][0]) for name in free]), iters=iters)
         x = nelder_mead(f, x, step=0.1, iters=iters)  # restart: escape a flat simplex
         if best is None or f(x) < f(best):
             best = x
-    prof = clip_profile(best, len(pts), status="transferred")
+    prof = clip_profile(full(best), len(pts) + len(traces), status="transferred")
     if not issue_bound:  # the constant does not act on this engine: record "no bound", not a flat optimum
         prof = prof.model_copy(
             update={"sm_bytes_per_cycle": EfficiencyProfile.model_fields["sm_bytes_per_cycle"].default}
         )
+    if not traces:
+        prof = prof.model_copy(update=dict.fromkeys(SERVING_ONLY, 0.0))
     return prof
 
 
-def fit_family(base: EfficiencyProfile, pts: list, resolved: dict, key_of: dict, iters: int = 300) -> np.ndarray:
+def fit_family(
+    base: EfficiencyProfile, pts: list, resolved: dict, key_of: dict, iters: int = 300, traces: tuple = ()
+) -> np.ndarray:
     """Stage 2: the family's two log-correction factors."""
 
     def f(y):
         prof = corrected(base, y)
         prior = float(np.sum((y / CORRECTION_SD) ** 2))
-        return _data_term(pts, resolved, key_of, lambda k: prof) + PRIOR_WEIGHT * prior
+        return _data_term(pts, resolved, key_of, lambda k: prof) + serving_term(traces, prof) + PRIOR_WEIGHT * prior
 
     return nelder_mead(f, np.zeros(2), step=0.1, iters=iters)
 
@@ -178,39 +237,71 @@ def usable_points():
     return points, resolved, key_of
 
 
-def fit_all(points=None, resolved=None, key_of=None, iters: int = ITERS, verbose: bool = True) -> tuple[dict, object]:
-    """{'engine/family' or 'engine/default': profile} and the in-sample predictions."""
+def prior_profile() -> EfficiencyProfile:
+    """Every constant at its generic prior: the profile the serving rows are simulated under (fixed, so the traces
+    and hence the fit do not depend on data/efficiency.yaml, and a rerun reproduces it byte for byte)."""
+    return EfficiencyProfile(**{name: p for name, (p, _, _, _) in PRIORS.items()}, status="estimated")
+
+
+def serving_traces(per_stratum: int = SERVING_PER_STRATUM) -> dict[str, list]:
+    """engine -> traces of its sampled aiconfigurator rows (fit_traces: the rows that can be simulated)."""
+    out: dict[str, list] = {}
+    for tr in fit_traces(per_stratum, prior_profile()):
+        out.setdefault(tr.point.engine, []).append(tr)
+    return out
+
+
+def _family_of(tr) -> str:
+    return f"{tr.point.engine}/{tr.pm.resolved.gpu.family}"
+
+
+def fit_all(
+    points=None,
+    resolved=None,
+    key_of=None,
+    iters: int = ITERS,
+    verbose: bool = True,
+    traces: dict | None = None,
+    families: bool = True,
+) -> tuple[dict, object]:
+    """{'engine/family' or 'engine/default': profile} and the in-sample predictions. `traces`: engine -> serving
+    traces (None: none; main() passes serving_traces()); families=False skips stage 2 (a cheaper refit)."""
     if points is None:
         points, resolved, key_of = usable_points()
+    traces = traces or {}
     fitted: dict[str, EfficiencyProfile] = {}
-    by_engine: dict[str, list] = {}
+    by_engine: dict[str, list] = {e: [] for e in traces}
     for p in points:
         by_engine.setdefault(p.engine, []).append(p)
     # engines with tensor-parallel points first: the others take their in-situ all-reduce latency as prior
-    order = sorted(by_engine, key=lambda e: (not has_tensor_parallel(by_engine[e]), e))
+    tp_of = {e: has_tensor_parallel(by_engine[e]) or any(t.point.tp > 1 for t in traces.get(e, ())) for e in by_engine}
+    order = sorted(by_engine, key=lambda e: (not tp_of[e], e))
     with_tp: dict[str, EfficiencyProfile] = {}
     for engine in order:
-        pts = by_engine[engine]
-        overrides = None if has_tensor_parallel(pts) else in_situ_allreduce_prior(with_tp)
-        base = fit_engine(pts, resolved, key_of, iters, overrides)
-        if has_tensor_parallel(pts):
+        pts, trs = by_engine[engine], tuple(traces.get(engine, ()))
+        overrides = None if tp_of[engine] else in_situ_allreduce_prior(with_tp)
+        base = fit_engine(pts, resolved, key_of, iters, overrides, traces=trs, engine=engine)
+        if tp_of[engine]:
             with_tp[engine] = base
-        fams = sorted({key_of[p.id] for p in pts})
+        fams = sorted({key_of[p.id] for p in pts} | {_family_of(t) for t in trs})
+        rows = f" and {len(trs)} aiconfigurator rows" if trs else ""
         fitted[f"{engine}/default"] = base.model_copy(
             update={
-                "note": f"shared constants fitted on {len(pts)} points ({', '.join(k.split('/')[1] for k in fams)})"
+                "note": f"shared constants fitted on {len(pts)} points{rows} "
+                f"({', '.join(k.split('/')[1] for k in fams)})"
             }
         )
-        for key in fams:
+        for key in fams if families else ():
             fp = [p for p in pts if key_of[p.id] == key]
-            y = fit_family(base, fp, resolved, key_of)
+            ft = tuple(t for t in trs if _family_of(t) == key)
+            y = fit_family(base, fp, resolved, key_of, traces=ft)
+            on = sorted(p.id for p in fp) + ([f"{len(ft)} aiconfigurator rows"] if ft else [])
             fitted[key] = corrected(
                 base,
                 y,
-                len(fp),
+                len(fp) + len(ft),
                 note=f"shared constants x family correction "
-                f"(bandwidth {math.exp(y[0]):.3f}, compute {math.exp(y[1]):.3f}) on "
-                + ", ".join(sorted(p.id for p in fp)),
+                f"(bandwidth {math.exp(y[0]):.3f}, compute {math.exp(y[1]):.3f}) on " + ", ".join(on),
             )
         if verbose:
             print(
@@ -254,12 +345,31 @@ def residuals(df) -> dict:
     return {"by_group": summ("group"), "by_metric": summ("metric"), "by_profile": summ("profile_key")}
 
 
+def serving_residuals(fitted: dict, traces: dict) -> dict:
+    """Per engine: rows, and the in-sample median |error| % of the re-priced mean TTFT and TPOT."""
+    out = {}
+    for engine in sorted(traces):
+        errs = {"ttft": [], "tpot": []}
+        for tr in traces[engine]:
+            key = _family_of(tr)
+            prof = fitted.get(key, fitted[f"{engine}/default"])
+            ttft, tpot = tr.predict(prof)
+            errs["ttft"].append(abs(ttft * 1e3 / tr.point.ttft_ms - 1))
+            errs["tpot"].append(abs(tpot * 1e3 / tr.point.tpot_ms - 1))
+        out[engine] = {
+            "rows": len(traces[engine]),
+            **{f"median_abs_pct_{k}": round(100 * float(np.median(v)), 1) for k, v in errs.items()},
+        }
+    return out
+
+
 HEADER = """\
 # Engine efficiency profiles (planner/latency/efficiency.py, used by planner/latency/perf_model.py).
-# GENERATED by scripts/fit_efficiency.py from data/measurements/published_points.csv + published_points_2.csv; rerun
-# it, do not edit by hand. Per engine, `default` holds constants shared by every GPU (fitted on all the engine's
-# points, each GPU predicted from its datasheet); a family entry is that default times two fitted correction factors
-# (bandwidth, compute; tight prior at 1). Fit: sum log(predicted/measured)^2 + weak log-normal priors, Nelder-Mead.
+# GENERATED by scripts/fit_efficiency.py from data/measurements/published_points.csv + published_points_2.csv and
+# sampled aggregated rows of data/measurements/aiconfigurator/silicon_calibration.csv; rerun it, do not edit by hand.
+# Per engine, `default` holds constants shared by every GPU (fitted on all the engine's points, each GPU predicted
+# from its datasheet); a family entry is that default times two fitted correction factors (bandwidth, compute; tight
+# prior at 1). Fit: sum log(predicted/measured)^2 (robust on serving rows) + weak log-normal priors, Nelder-Mead.
 #   matmul_efficiency / memory_efficiency  ceilings of achieved / datasheet dense FLOP/s and HBM bandwidth
 #   matmul_half_tokens / memory_half_bytes GEMM rows / weight bytes per layer per GPU that reach half the ceiling
 #   attention_efficiency                   achieved / 16-bit peak FLOP/s of attention
@@ -270,6 +380,9 @@ HEADER = """\
 #   sm_bytes_per_cycle                     weight bytes one SM streams per clock (engines with issue_bound_gemv in
 #                                          engines.yaml; 64 = no bound)
 #   request_overhead_s                     once per request with its first prefill chunk
+#   frontend_latency_s                     once per request outside the engine's steps (HTTP, frontend, tokenising)
+#   wave_fraction                          share of benchmark clients' requests arriving in lockstep waves
+#   (the last two are measured only by closed-loop serving rows; an engine without such rows records 0)
 # Ceilings are fractions of what each part reaches in microbenchmarks (gpus.yaml achieved_*), not of its datasheet.
 # status: calibrated (the family's own points), transferred (engine default, fitted on other families), estimated
 # (an engine with no points: median of the user engines). measured_families: families with any point.
@@ -283,10 +396,14 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--out", type=Path, default=EFFICIENCY_PATH)
     args = ap.parse_args(argv)
-    fitted, df = fit_all()
+    traces = serving_traces()
+    fitted, df = fit_all(traces=traces)
     points, resolved, _ = usable_points()
-    fams = sorted({r.gpu.family for r in resolved.values()})
-    doc = {"profiles": table(fitted), "measured_families": fams, "residuals": residuals(df)}
+    served = {_family_of(t).split("/")[1] for v in traces.values() for t in v}
+    fams = sorted({r.gpu.family for r in resolved.values()} | served)
+    res = residuals(df)
+    res["serving_rows"] = serving_residuals(fitted, traces)
+    doc = {"profiles": table(fitted), "measured_families": fams, "residuals": res}
     text = HEADER + yaml.safe_dump(doc, sort_keys=False, width=120)
     print(yaml.safe_dump({"residuals": doc["residuals"]}, sort_keys=False))
     if not args.dry_run:

@@ -55,8 +55,12 @@ def _shape(value):
     """Keys in order and value types; numbers and null are one type (a ridge batch may be none at another fit)."""
     if isinstance(value, dict):
         return [(k, _shape(v)) for k, v in value.items()]
-    if isinstance(value, list):
-        return [_shape(v) for v in value]
+    if isinstance(value, list):  # the element shapes, each once: a refit may change how many probes a search runs
+        shapes = []
+        for v in value:
+            if (sv := _shape(v)) not in shapes:
+                shapes.append(sv)
+        return shapes
     if isinstance(value, bool):
         return "bool"
     return "number" if value is None or isinstance(value, (int, float)) else type(value).__name__

@@ -121,14 +121,14 @@ def test_fast_path_matches_the_vectorised_path(model, new, seqs, ctx):
 
 def test_status_calibrated_transferred_estimated():
     # own points -> calibrated; the engine's shared constants on a family measured only with other engines
-    # (llama.cpp on ada) -> transferred; a family nobody measured (blackwell) -> estimated, from the datasheet
+    # (llama.cpp on ada) -> transferred; a family nobody measured (Turing: T4) -> estimated, from the datasheet
     assert PerfModel(with_engine(resolved(gpu="A100-80GB"), "tensorrt-llm")).choice.status == "calibrated"
     pm = PerfModel(resolved("mistralai/Mistral-7B-v0.1", gpu="L4"))
     assert pm.choice.status == "transferred" and pm.choice.source_key == "vllm/default"
-    assert PerfModel(resolved(gpu="B200")).choice.status == "estimated"
-    assert (
-        PerfModel(with_engine(resolved(gpu="H100-SXM"), "sglang")).choice.status == "estimated"
-    )  # no SGLang points of its own
+    assert PerfModel(resolved("mistralai/Mistral-7B-v0.1", gpu="T4")).choice.status == "estimated"
+    # Blackwell and SGLang are calibrated by aiconfigurator's rows (scripts/fit_efficiency.py)
+    assert PerfModel(resolved(gpu="B200")).choice.status == "calibrated"
+    assert PerfModel(with_engine(resolved(gpu="H100-SXM"), "sglang")).choice.status == "calibrated"
 
 
 def test_calibration_error_targets():

@@ -70,12 +70,14 @@ def test_one_request_alone_is_prefill_then_decode_steps():
     wl = Workload(np.array([0.0]), np.array([100]), np.array([3]))
     res = run_serving(Replica(R), wl)
     pm = PerfModel(R)
-    prefill = pm.step_time_s(100, 1, 100, 100 * 100)  # attention pairs: new tokens × context (simulator's count)
+    # attention pairs: new tokens × context (simulator's count); the request's own cost comes with its first chunk
+    prefill = pm.step_time_s(100, 1, 100, 100 * 100) + pm.request_overhead_s
     d1, d2 = pm.step_time_s(1, 1, 101, 101), pm.step_time_s(1, 1, 102, 102)
     s = result_summary(res)
-    assert s.ttft_s.mean == pytest.approx(prefill)
+    front = pm.eff.frontend_latency_s  # the client's TTFT and end-to-end include the frontend's hop, once
+    assert s.ttft_s.mean == pytest.approx(prefill + front)
     assert s.tpot_s.mean == pytest.approx((d1 + d2) / 2)
-    assert s.e2e_s.p99 == pytest.approx(prefill + d1 + d2)
+    assert s.e2e_s.p99 == pytest.approx(prefill + d1 + d2 + front)
     assert s.queue_s.p50 == 0.0 and s.completed == 1 and s.simulated_s == pytest.approx(prefill + d1 + d2)
 
 

@@ -196,14 +196,27 @@ class ServingPrediction:
 def predict(p: ServingPoint, seed: int = 0) -> ServingPrediction:
     """Mean TTFT and TPOT of the measured requests of N benchmark clients (`simulate --users N --think-time 0`:
     planner.sim.serving.benchmark_clients): WARMUP_ROUNDS requests per user discarded, the next MEASURED_ROUNDS
-    averaged."""
+    averaged. The engine profile's wave_fraction φ of the requests arrive in waves: the means are (1 − φ) × those of
+    clients spread out + φ × those of clients in lockstep (both simulated when φ > 0)."""
     r = resolved(p)
+    if p.request_rate:
+        return _predict(r, p, seed, wave=False)
+    phi = PerfModel(r).eff.wave_fraction
+    spread = _predict(r, p, seed, wave=False)
+    if phi <= 0:
+        return spread
+    wave = _predict(r, p, seed, wave=True)
+    mix = lambda a, b: (1 - phi) * a + phi * b  # noqa: E731
+    return ServingPrediction(mix(spread.ttft_ms, wave.ttft_ms), mix(spread.tpot_ms, wave.tpot_ms), spread.num_requests)
+
+
+def _predict(r: Resolved, p: ServingPoint, seed: int, wave: bool) -> ServingPrediction:
     if p.request_rate:  # a client sending at a rate: Poisson arrivals (vllm bench serve --request-rate default)
         n, warmup = OPEN_LOOP_REQUESTS, 0
         wl = open_loop(n, p.request_rate, f"fixed:{p.isl}", f"fixed:{p.osl}", "poisson", 1.0, seed=seed)
     else:
         n, warmup = p.concurrency * (WARMUP_ROUNDS + MEASURED_ROUNDS), p.concurrency * WARMUP_ROUNDS
-        wl = benchmark_clients(r, p.concurrency, n, f"fixed:{p.isl}", f"fixed:{p.osl}", seed)
+        wl = benchmark_clients(r, p.concurrency, n, f"fixed:{p.isl}", f"fixed:{p.osl}", seed, wave=wave)
     res = run_serving(Replica(r, ServerSettings.of(r, seed=seed)), wl)
     lat = latencies(res)
     done = np.flatnonzero(res.requests.finished)

@@ -48,6 +48,8 @@ FIT_FIELDS = (
     "quant_memory_efficiency",
     "sm_bytes_per_cycle",
     "request_overhead_s",
+    "frontend_latency_s",
+    "wave_fraction",
 )
 STATUSES = ("calibrated", "transferred", "estimated")
 
@@ -75,6 +77,14 @@ class EfficiencyProfile(BaseModel):
     sm_bytes_per_cycle: float = Field(default=64.0, gt=0)
     # once per request, on the way to its first token: input processing, KV allocation, sampler set-up
     request_overhead_s: float = Field(default=0.0, ge=0)
+    # on the request path outside the engine's steps, once per request, before its first token reaches the client:
+    # HTTP and the serving frontend (Dynamo's frontend and router, the API server), tokenisation, the hand-off to the
+    # engine process and the first token's detokenisation and streaming; the GPU is not busy for it
+    frontend_latency_s: float = Field(default=0.0, ge=0)
+    # N zero-think benchmark clients of equal lengths start together and each round's replies end in the same step,
+    # so they come back as a wave unless jitter spreads them: the fraction of a benchmark's requests that still
+    # arrive in waves (planner.accuracy.serving_points.predict mixes a lockstep and a spread simulation with it)
+    wave_fraction: float = Field(default=0.0, ge=0, le=1)
     status: Literal["calibrated", "transferred", "estimated", "partial"] = "calibrated"
     num_points: int = Field(default=0, ge=0)
     note: str = ""

@@ -18,7 +18,8 @@ part's FP16-accumulate rate. Then, per GPU of the TP group:
                 2.5 GHz do not); other engines: no such bound
     compute   = matmul FLOPs / (peak × m)  + expert FLOPs / (peak × m × MoE eff) + attention FLOPs / (16-bit peak × a)
                 m = m_max × n / (n + n_half) / (1 + dequant)   (small GEMMs reach less of peak; quantized-weight
-                kernels dequantise on the tensor-core path: precisions.yaml dequant_overhead)
+                kernels dequantise on the tensor-core path: precisions.yaml dequant_overhead); routed experts take
+                the same curve at their own rows, t = n × k / experts touched (tokens_per_expert), not at n
     comm      = 2 × layers × all-reduce(n × hidden × 2 B) with the engine's algorithm and the GPU's link
                 (planner.latency.allreduce.allreduce_s: one-shot / two-shot custom all-reduce or an NCCL ring)
     fixed     = per step + layers × (per layer × k + eager launch cost when enforce_eager) + s × per sequence
@@ -126,6 +127,15 @@ def _kinds(m, kv_bytes: float, tp: int) -> tuple[float, float, int, int]:
 def expected_experts(num_experts: int, top_k: int, tokens):
     """Distinct experts a batch of routed tokens touches, E × (1 − (1 − k/E)^tokens), for uniform routing."""
     return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
+
+
+def tokens_per_expert(num_experts: int, top_k: int, tokens):
+    """Rows of one touched expert's GEMM under uniform routing: tokens × k / experts touched (1 for one token, k/E
+    per token for a large batch). A grouped GEMM runs one tile of rows per expert, so its efficiency follows these
+    rows, not the batch's: DeepSeek-V3 (256 experts, top 8) prefilling 1,024 tokens gives each expert 32 rows, where a
+    dense layer's GEMM has 1,024 (the M-tile occupancy behind fused-MoE kernels' per-expert block sizes: vLLM
+    fused_moe get_default_config picks BLOCK_SIZE_M 16-64 by tokens per expert)."""
+    return tokens * top_k / np.maximum(expected_experts(num_experts, top_k, tokens), 1e-12)
 
 
 @dataclass(frozen=True)
@@ -315,8 +325,13 @@ class PerfModel:
         attn_flops = (self.attn_flops_full * pairs + self.attn_flops_window * pairs_w) * (
             1.0 + self.attn_decode_extra * (n <= s)
         )
+        if self.num_experts:  # each touched expert's grouped GEMM has only its own tokens' rows (tokens_per_expert)
+            te = tokens_per_expert(self.num_experts, self.top_k, n)
+            e_eff = self.matmul_flops_per_s * te / (te + e.matmul_half_tokens) if e.matmul_half_tokens else m_eff
+        else:
+            e_eff = m_eff
         compute_s = (
-            matmul_flops / m_eff + expert_flops / (m_eff * e.moe_efficiency) + attn_flops / self.attn_flops_per_s
+            matmul_flops / m_eff + expert_flops / (e_eff * e.moe_efficiency) + attn_flops / self.attn_flops_per_s
         )
         kv_s, act_s = kv_bytes / self.mem_bytes_per_s, act_bytes / self.mem_bytes_per_s
         fixed_s = self.overhead_s + self.seq_overhead_s * s + self.token_overhead_s * n
@@ -344,6 +359,13 @@ class PerfModel:
             comm = self._comm_cache[new_tokens] = float(self.comm_s(float(new_tokens)))
         ep_terms = self.parallel.extra_s(new_tokens, num_seqs, kv_read_tokens, attn_pairs)  # EP/DP/PP, overlap
         return (mem if mem > cmp else cmp) + comm + fixed + ep_terms
+
+    def total_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
+        """Step times only, for numpy arrays of steps (the same `_terms` as `step`, without the breakdown: the
+        re-pricing inner loop of planner.accuracy.serving_traces)."""
+        n = np.asarray(new_tokens, dtype=float)
+        wt, kv, act, cmp, fixed, *_ = self._terms(n, num_seqs, kv_read_tokens, attn_pairs, np.minimum)
+        return np.maximum(wt + kv + act, cmp) + self.comm_s(n) + self.parallel.extra_s(n) + fixed
 
     # -- vectorised, with the breakdown -------------------------------------------------------------------
     def step(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> StepBreakdown:

@@ -106,6 +106,9 @@ class SchedulerConfig(BaseModel):
     spec_k: int = Field(0, ge=0, le=32, description="draft tokens per verification step (0 = off)")
     spec_alpha: float = Field(0.0, ge=0.0, le=1.0, description="per-token draft acceptance rate")
     spec_draft_cost_s: float = Field(0.0, ge=0.0, description="seconds per draft-model pass (without a draft StepCost)")
+    # request path outside the engine (frontend, tokenisation, hand-off, first token streamed): added to each request's
+    # TTFT and end-to-end time as a client measures them; the engine's steps do not pay it (PerfModel's profile)
+    frontend_latency_s: float = Field(0.0, ge=0.0, description="client-side latency outside the engine, per request")
     slo_ttft_s: float | None = Field(None, gt=0)
     slo_tpot_s: float | None = Field(None, gt=0)
 

@@ -214,8 +214,9 @@ def latencies(res: SimResult) -> dict[str, np.ndarray]:
     """Per finished request: queue wait, TTFT, TPOT (NaN for 1-token outputs) and end-to-end, in seconds."""
     r = res.requests
     ok = r.finished
-    ttft = r.first_token_s[ok] - r.arrival_s[ok]
-    e2e = r.finish_s[ok] - r.arrival_s[ok]
+    front = getattr(res.config, "frontend_latency_s", 0.0)  # as the client measures: the frontend's hop included
+    ttft = r.first_token_s[ok] - r.arrival_s[ok] + front
+    e2e = r.finish_s[ok] - r.arrival_s[ok] + front
     steps_after_first = r.output_tokens[ok] - 1
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(steps_after_first > 0, (e2e - ttft) / steps_after_first, np.nan)

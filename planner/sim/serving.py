@@ -82,6 +82,9 @@ class DecodeRunCost:
     def __init__(self, pm: PerfModel):
         self.pm = pm
         self.step_time_s = pm.step_time_s  # the scalar path stays PerfModel's own
+        # paid once per request with its first chunk (the simulator reads it from the cost; without this attribute
+        # it read 0 and the fitted per-request cost never reached a simulated step)
+        self.request_overhead_s = pm.request_overhead_s
         # max(mem, cmp) + fixed is affine in the context; sliding windows and two-batch overlap are not
         self._affine = not pm.window_layers and not pm.parallel.two_batch_overlap
         self._coef: dict[int, tuple[float, float, float, float, float]] = {}
@@ -147,13 +150,20 @@ def step_cost_for(r: Resolved) -> DecodeRunCost:
 CLIENT_TURNAROUND_S = 0.002
 
 
-def benchmark_clients(r: Resolved, users: int, num_requests: int, prompt, output, seed: int = 0) -> Workload:
+def benchmark_clients(
+    r: Resolved, users: int, num_requests: int, prompt, output, seed: int = 0, wave: bool = False
+) -> Workload:
     """N benchmark clients (`--max-concurrency N`, aiperf `--concurrency N`): a closed loop whose next request
-    follows a reply after CLIENT_TURNAROUND_S, the clients started spread over one request (drifted_start_s)."""
-    first = closed_loop(users, num_requests, CLIENT_TURNAROUND_S, prompt, output, "fixed", seed)
+    follows a reply after CLIENT_TURNAROUND_S, the clients started spread over one request (drifted_start_s), or,
+    with `wave`, all at once (the lockstep a benchmark keeps when nothing spreads its clients: the profile's
+    wave_fraction weighs the two, planner.accuracy.serving_points.predict)."""
+    # the next request reaches the engine after the client's turnaround and the frontend's hop (the profile's
+    # frontend_latency_s, which the summary adds back to TTFT and end-to-end as the client measures them)
+    turnaround = CLIENT_TURNAROUND_S + PerfModel(r).eff.frontend_latency_s
+    first = closed_loop(users, num_requests, turnaround, prompt, output, "fixed", seed)
     mean_in, mean_out = float(first.prompt_tokens.mean()), float(first.output_tokens.mean())
-    spread = drifted_start_s(r, users, mean_in, mean_out)
-    return closed_loop(users, num_requests, CLIENT_TURNAROUND_S, prompt, output, "fixed", seed, spread)
+    spread = 0.0 if wave else drifted_start_s(r, users, mean_in, mean_out)
+    return closed_loop(users, num_requests, turnaround, prompt, output, "fixed", seed, spread)
 
 
 def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens: float) -> float:
@@ -170,8 +180,14 @@ def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens
     others' decodes, each TPOT carries the others' prefill chunks. With equal lengths and no think time a
     deterministic simulation started together would stay in lockstep instead (Llama-3.1-70B FP8 on 2 x H200, 4
     users, 1024/1024 tokens: 388 ms TTFT in lockstep, 106 ms spread; vLLM measured 121 ms, aiconfigurator's split).
-    The simulator therefore assumes the drifted state: starts spread evenly over one request's duration, the first
-    request of each user discarded as warm-up by the callers that compare with a benchmark."""
+    The simulator therefore assumes the drifted state here: starts spread evenly over one request's duration, the
+    first request of each user discarded as warm-up by the callers that compare with a benchmark. Not every run
+    drifts: aiperf's `--concurrency` alone is its burst mode (ai-dynamo/aiperf docs/benchmark_modes/
+    timing-modes-reference.md: "as fast as possible within concurrency limits", all N sent at once), and equal
+    requests started in one step finish in one step, so a wave re-forms each round unless jitter breaks it
+    (TensorRT-LLM, Llama-3.1-70B FP8 on one H200, 4 users of 1,024 tokens: 562 ms TTFT, four ~140 ms prefills back
+    to back). `benchmark_clients(wave=True)` starts the clients together instead; `validate` weighs the two runs
+    with the engine profile's fitted wave_fraction (planner.accuracy.serving_points.predict)."""
     pm = PerfModel(r)
     prefill = float(pm.prefill(1, prompt_tokens).total_s)
     decode = float(pm.decode(users, prompt_tokens + output_tokens / 2).total_s)
@@ -224,7 +240,10 @@ class Replica:
 
     @cached_property
     def scheduler_config(self) -> SchedulerConfig:
-        return scheduler_config_for(self.resolved, self.memory_plan, **self.settings.scheduler_fields())
+        front = self.step_cost.pm.eff.frontend_latency_s  # the engine profile's request path outside the steps
+        return scheduler_config_for(
+            self.resolved, self.memory_plan, frontend_latency_s=front, **self.settings.scheduler_fields()
+        )
 
     def with_settings(self, **changes) -> Replica:
         """The same scenario under changed settings; derived values the change leaves valid are shared."""

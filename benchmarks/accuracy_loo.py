@@ -1,0 +1,263 @@
+"""Out-of-sample accuracy on aiconfigurator's aggregated rows: leave one model, one GPU, one engine out, refit, predict.
+
+    python -m benchmarks.accuracy_loo                  # refits with a reduced budget (--iters 250), prints the table
+    python -m benchmarks.accuracy_loo --serving-only --iters 80   # cheaper still (what the README table used)
+    python -m benchmarks.accuracy_loo --write          # also writes data/accuracy_aiconfigurator.yaml
+    python -m benchmarks.accuracy_loo --per-stratum 4  # rows per (engine, model, GPU) scored (default 4)
+
+scripts/fit_efficiency.py fits data/efficiency.yaml on the published points and on up to SERVING_PER_STRATUM rows
+per (engine, model, GPU) of the aiconfigurator split (each row simulated once under the prior constants and
+re-priced: planner.accuracy.serving_traces). Here, for every model, GPU and engine of the split in turn, the same fit
+runs WITHOUT that group's rows (the published points stay; a held-out engine keeps only its published points, and an
+engine left with nothing gets the median of the others', as the script gives it) and predicts the group's rows:
+
+  scored rows   up to --per-stratum rows per (engine, model, GPU), drawn with seed 1 (a draw other than the fit's),
+                that the planner can simulate; mean TTFT and mean TPOT re-priced from each row's trace under the
+                refitted constants; throughput = concurrency × output tokens / (TTFT + (output − 1) × TPOT), the
+                closed loop's output tokens per second (N users, zero think time), from predicted and from measured
+                means alike (the rows give no throughput of their own)
+  reduced fit   --iters Nelder-Mead iterations per pass (the script runs 500 for engines with serving rows), the
+                engines' shared constants only (no per-family corrections), and with --serving-only on the serving
+                rows alone (no published points: on 2 shared cores the published points' term is most of a fit's
+                cost); the printed in-sample line uses the same reduced fit, so the gap to it is the held-out cost
+
+Printed: median |error| (median signed) of mean TTFT, mean TPOT and throughput, in sample (all groups fitted) and for
+each leave-one-out kind, overall and per held-out group, with row counts and the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from planner.accuracy.serving_traces import fit_traces
+from planner.core.catalog import DATA_DIR
+from scripts import fit_efficiency as fe
+
+OUT = DATA_DIR / "accuracy_aiconfigurator.yaml"
+KINDS = {"model": "leave one model out", "gpu": "leave one GPU out", "engine": "leave one engine out"}
+TARGETS = {"ttft": 25.0, "tpot": 15.0, "throughput": 15.0}  # issue 24: out-of-sample medians
+
+
+def group_of(tr, kind: str) -> str:
+    r = tr.pm.resolved
+    return {"model": r.model.name, "gpu": r.gpu.name, "engine": tr.point.engine}[kind]
+
+
+def model_class(tr) -> str:
+    m = tr.pm.resolved.model
+    return "moe/mla" if m.is_moe or m.is_mla else "dense"
+
+
+def throughput(p, ttft_s: float, tpot_s: float) -> float:
+    """Output tokens/s of N zero-think closed-loop clients: N × osl / (TTFT + (osl − 1) × TPOT)."""
+    return p.concurrency * p.osl / (ttft_s + (p.osl - 1) * tpot_s)
+
+
+def predictions(traces: list, fitted: dict, label: str) -> list[dict]:
+    rows = []
+    for tr in traces:
+        p = tr.point
+        prof = fitted.get(fe._family_of(tr), fitted[f"{p.engine}/default"])
+        ttft, tpot = tr.predict(prof)
+        rows.append(
+            {
+                "fold": label,
+                "row": p.id,
+                "engine": p.engine,
+                "model": p.preset,
+                "gpu": p.gpu_id,
+                "model_class": model_class(tr),
+                "ttft": 100 * (ttft * 1e3 / p.ttft_ms - 1),
+                "tpot": 100 * (tpot * 1e3 / p.tpot_ms - 1),
+                "throughput": 100 * (throughput(p, ttft, tpot) / throughput(p, p.ttft_ms / 1e3, p.tpot_ms / 1e3) - 1),
+            }
+        )
+    return rows
+
+
+_STATE: dict = {}  # set before the worker pool forks: points, resolved, key_of, fit traces, iters
+
+
+def _held(kind: str, group: str, model: str, gpu: str, engine: str) -> bool:
+    return {"model": model, "gpu": gpu, "engine": engine}.get(kind) == group
+
+
+def _fit_engine(task: tuple) -> tuple:
+    """One engine's profiles fitted without `(kind, group)` (None: nothing held out): its published points on the
+    held-out model or GPU go too, as its serving rows."""
+    engine, kind, group = task
+    points, resolved, key_of, traces, iters = (_STATE[k] for k in ("points", "resolved", "key_of", "traces", "iters"))
+    if _STATE["serving_only"]:
+        points = []
+    pts = [
+        p
+        for p in points
+        if p.engine == engine
+        and not (kind and _held(kind, group, resolved[p.id].model.name, resolved[p.id].gpu.name, p.engine))
+    ]
+    trs = [t for t in traces.get(engine, ()) if not (kind and group_of(t, kind) == group)]
+    if not pts and not trs:
+        return task, None
+    fitted, _ = fe.fit_all(
+        pts, resolved, key_of, iters=iters, verbose=False, traces={engine: trs} if trs else None, families=False
+    )
+    return task, {k: v for k, v in fitted.items() if k.split("/")[0] == engine}
+
+
+def refits(groups: dict[str, list[str]], engines: list[str], iters: int, jobs: int) -> dict:
+    """(engine, kind, group) -> that engine's profiles; only the fits a held-out group changes are run (an engine
+    with no row or point of the group keeps its in-sample fit)."""
+    points, resolved, key_of = fe.usable_points()
+    _STATE.update(points=points, resolved=resolved, key_of=key_of, iters=iters)
+    if _STATE["serving_only"]:
+        points = []
+    tasks = [(e, None, None) for e in engines]
+    for kind, names in groups.items():
+        for g in names:
+            for e in engines:
+                touched = any(group_of(t, kind) == g for t in _STATE["traces"].get(e, ()))
+                touched |= any(
+                    p.engine == e and _held(kind, g, resolved[p.id].model.name, resolved[p.id].gpu.name, e)
+                    for p in points
+                )
+                if touched:
+                    tasks.append((e, kind, g))
+    if jobs > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(jobs) as pool:
+            done = dict(pool.imap_unordered(_fit_engine, tasks))
+    else:
+        done = dict(map(_fit_engine, tasks))
+    return done
+
+
+def profiles_for(done: dict, engines: list[str], kind: str | None, group: str | None) -> dict:
+    """All engines' profiles with `group` held out; an engine left with nothing gets the median of the others'
+    defaults (what fit_efficiency gives an engine without points: status estimated)."""
+    out: dict = {}
+    for e in engines:
+        fit = done.get((e, kind, group), done[(e, None, None)]) if kind else done[(e, None, None)]
+        if fit is not None:
+            out.update(fit)
+    for e in engines:
+        if f"{e}/default" not in out:
+            others = {k: v for k, v in out.items() if k.endswith("/default")}
+            out[f"{e}/default"] = fe.estimated(others, "held out: median of the other engines")
+    return out
+
+
+def summary(df: pd.DataFrame) -> dict:
+    out = {"rows": len(df)}
+    for m in TARGETS:
+        out[f"{m}_median_abs_pct"] = round(float(df[m].abs().median()), 1)
+        out[f"{m}_median_signed_pct"] = round(float(df[m].median()), 1)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--iters", type=int, default=250, help="Nelder-Mead iterations per pass (reduced budget)")
+    ap.add_argument("--per-stratum", type=int, default=4, help="scored rows per (engine, model, GPU)")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes for the refits")
+    ap.add_argument(
+        "--serving-only", action="store_true", help="refit on the serving rows alone (no published points): cheaper"
+    )
+    ap.add_argument("--write", action="store_true", help=f"write {OUT.relative_to(OUT.parents[1])}")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    prior = fe.prior_profile()
+    fit_set = fe.serving_traces()
+    scored = fit_traces(args.per_stratum, prior, seed=1)
+    print(
+        f"traced {sum(map(len, fit_set.values()))} fit rows and {len(scored)} scored rows in {time.time() - t0:.0f} s"
+    )
+    _STATE.update(traces=fit_set, serving_only=args.serving_only)
+    engines = sorted({t.point.engine for t in scored} | set(fit_set))
+    groups = {kind: sorted({group_of(t, kind) for t in scored}) for kind in KINDS}
+    t1 = time.time()
+    done = refits(groups, engines, args.iters, args.jobs)
+    print(f"{len(done)} engine fits in {time.time() - t1:.0f} s ({args.jobs} workers)")
+    rows = predictions(scored, profiles_for(done, engines, None, None), "in sample")
+    for kind, names in groups.items():
+        for g in names:
+            held = [t for t in scored if group_of(t, kind) == g]
+            rows += predictions(held, profiles_for(done, engines, kind, g), f"{kind}:{g}")
+    df = pd.DataFrame(rows)
+    doc = table(df)
+    doc["method"] = (
+        f"benchmarks/accuracy_loo.py: scored rows up to {args.per_stratum} per (engine, model, GPU), seed 1; "
+        f"refits with {args.iters} Nelder-Mead iterations per pass, shared constants only (no family corrections)"
+        f"{', on the serving rows alone (no published points)' if args.serving_only else ''} "
+        f"({len(done)} engine fits, {args.jobs} workers); "
+        f"re-priced traces (planner.accuracy.serving_traces); wall {time.time() - t0:.0f} s"
+    )
+    print(render(doc))
+    if args.write:
+        args.out.write_text(
+            "# GENERATED by benchmarks/accuracy_loo.py --write (do not edit): median |error| and median signed error\n"
+            "# in %, on aiconfigurator's aggregated rows (data/measurements/aiconfigurator/), in sample and leave one\n"
+            "# model / GPU / engine out.\n" + yaml.safe_dump(doc, sort_keys=False, width=120),
+            encoding="utf-8",
+        )
+        print(f"wrote {args.out}")
+    return 0
+
+
+def table(df: pd.DataFrame) -> dict:
+    ins = df[df["fold"] == "in sample"]
+    doc = {"in_sample": {"all": summary(ins)}}
+    for by in ("engine", "model_class", "gpu"):
+        doc["in_sample"][by] = {str(k): summary(g) for k, g in sorted(ins.groupby(by))}
+    for kind in KINDS:
+        held = df[df["fold"].str.startswith(f"{kind}:")]
+        doc[f"leave_one_{kind}_out"] = {
+            "all": summary(held),
+            **{f.split(":", 1)[1]: summary(g) for f, g in sorted(held.groupby("fold"))},
+            **{f"class {k}": summary(g) for k, g in sorted(held.groupby("model_class"))},
+        }
+    everything = df[df["fold"] != "in sample"]
+    doc["out_of_sample_all_kinds"] = summary(everything)
+    doc["targets_pct"] = TARGETS
+    return doc
+
+
+def render(doc: dict) -> str:
+    lines = [
+        "",
+        f"{'':34s} {'rows':>5s}  {'TTFT':>15s}  {'TPOT':>15s}  {'throughput':>15s}   (median |err| (signed) %)",
+    ]
+
+    def line(name, s):
+        cells = "  ".join(
+            f"{s[f'{m}_median_abs_pct']:6.1f} ({s[f'{m}_median_signed_pct']:+6.1f})"
+            for m in ("ttft", "tpot", "throughput")
+        )
+        lines.append(f"{name[:34]:34s} {s['rows']:5d}  {cells}")
+
+    for section, body in doc.items():
+        if not isinstance(body, dict) or section == "targets_pct":
+            continue
+        if "rows" in body:
+            line(section, body)
+            continue
+        lines.append(section)
+        for k, v in body.items():
+            if "rows" in v:
+                line(f"  {k}", v)
+            else:
+                for kk, vv in v.items():
+                    line(f"  {k} {kk}", vv)
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    raise SystemExit(main())

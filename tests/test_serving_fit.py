@@ -1,0 +1,122 @@
+"""Latency model v4 on aiconfigurator's rows: expert GEMMs at their own rows, the frontend's hop, re-priced traces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.accuracy.serving_points import ServingPoint, predict
+from planner.accuracy.serving_traces import aiconfigurator_points, stratified_sample, trace
+from planner.core.catalog import get_model
+from planner.latency.efficiency import choose_profile
+from planner.latency.perf_model import PerfModel, expected_experts, tokens_per_expert
+from planner.sim.config import LinearStepCost, scheduler_config
+from planner.sim.records import latencies
+from planner.sim.simulator import simulate
+from planner.traffic.generators import closed_loop
+
+
+def test_tokens_per_expert_by_hand():
+    # DeepSeek-V3 (256 routed experts, top 8; its config.json): one token -> 8 experts with one row each; 1,024
+    # tokens touch all 256 (256 × (1 − (1 − 8/256)^1024) = 256.0) -> 1,024 × 8 / 256 = 32 rows per expert
+    m = get_model("deepseek-ai/DeepSeek-V3")
+    e, k = m.num_experts, m.num_experts_per_tok
+    assert (e, k) == (256, 8)
+    assert tokens_per_expert(e, k, 1) == pytest.approx(1.0)
+    assert tokens_per_expert(e, k, 1024) == pytest.approx(32.0, rel=1e-9)
+    # 64 decode tokens: 256 × (1 − (31/32)^64) = 256 × (1 − 0.13108) = 222.44 experts touched,
+    # 64 × 8 / 222.44 = 2.302 rows each
+    assert expected_experts(e, k, 64) == pytest.approx(222.44, abs=0.01)
+    assert tokens_per_expert(e, k, 64) == pytest.approx(2.302, abs=0.001)
+
+
+def _scenario(model: str, gpu: str, tp: int):
+    from planner.core.scenario import Scenario, resolve
+    from planner.core.specs import Deployment
+
+    dep = Deployment(num_gpus=tp, tensor_parallel_size=tp, weights="fp8")
+    return resolve(Scenario(model=model, gpu=gpu, deployment=dep, engine="vllm"))
+
+
+def test_expert_gemms_reach_the_efficiency_of_their_own_rows():
+    # the routed experts' compute term at 1,024 prefill tokens runs at m_max × 32 / (32 + n_half), not at
+    # m_max × 1024 / (1024 + n_half): with n_half = 32 the experts' FLOP/s halve against a dense GEMM's 0.97
+    r = _scenario("deepseek-ai/DeepSeek-V3", "H200", 8)
+    base = choose_profile("vllm", r.gpu.family).profile
+    prof = base.model_copy(update={"matmul_half_tokens": 32.0})
+    pm = PerfModel(r, profile=prof)
+    n = 1024.0
+    dense_rate = pm.matmul_flops_per_s * n / (n + 32.0)
+    expert_rate = pm.matmul_flops_per_s * 32.0 / (32.0 + 32.0) * prof.moe_efficiency
+    attn = pm.attn_flops_full * (n * (n + 1) / 2) / pm.attn_flops_per_s
+    want = (pm.flops_per_token * n + pm.flops_per_seq) / dense_rate + pm.expert_flops_per_token * n / expert_rate
+    got = float(pm.step(n, 1, 0, n * (n + 1) / 2).compute_s)
+    assert got == pytest.approx(want + attn, rel=1e-9)
+    assert expert_rate / (pm.matmul_flops_per_s * n / (n + 32.0) * prof.moe_efficiency) == pytest.approx(
+        0.5 / (1024 / 1056), rel=1e-12
+    )
+
+
+def test_frontend_latency_adds_to_ttft_and_e2e_only():
+    # 4 closed-loop users of a fixed-cost engine: the frontend's 50 ms is in every TTFT and end-to-end time as a
+    # client measures them, and in no TPOT (the engine's steps do not pay it)
+    cost = LinearStepCost(base_s=0.01, per_token_s=1e-5, per_kv_token_s=0.0)
+    wl = closed_loop(4, 12, 0.0, "fixed:100", "fixed:20", "fixed", 0)
+    runs = [
+        latencies(simulate(wl, scheduler_config(num_gpu_blocks=1000, frontend_latency_s=f), cost)) for f in (0.0, 0.05)
+    ]
+    assert np.allclose(runs[1]["ttft_s"] - runs[0]["ttft_s"], 0.05)
+    assert np.allclose(runs[1]["e2e_s"] - runs[0]["e2e_s"], 0.05)
+    assert np.allclose(runs[1]["tpot_s"], runs[0]["tpot_s"])
+
+
+def _row(engine="vllm", **kw) -> ServingPoint:
+    # vLLM, Llama-3.1-70B FP8 on 4 × H200 at 4 clients, 1,024 / 1,024 tokens (aiconfigurator's split: TTFT 90.6 ms,
+    # TPOT 9.85 ms measured)
+    base = dict(
+        id="hand",
+        engine=engine,
+        version="",
+        model="meta-llama/Llama-3.1-70B",
+        gpu="h200_sxm",
+        preset="meta-llama/Llama-3.1-70B",
+        gpu_id="H200",
+        weights="fp8",
+        tp=4,
+        pp=1,
+        dp=1,
+        expert_parallel=False,
+        isl=1024,
+        osl=1024,
+        concurrency=4,
+        ttft_ms=90.58,
+        tpot_ms=9.854,
+    )
+    return ServingPoint(**(base | kw))
+
+
+def test_a_trace_reprices_its_own_simulation_and_a_changed_profile():
+    p = _row(osl=256)
+    tr = trace(p)
+    ttft, tpot = tr.predict()
+    assert ttft == pytest.approx(tr.simulated_ttft_s, rel=1e-6)
+    assert tpot == pytest.approx(tr.simulated_tpot_s, rel=1e-6)
+    pred = predict(p)
+    assert ttft * 1e3 == pytest.approx(pred.ttft_ms, rel=0.02)
+    assert tpot * 1e3 == pytest.approx(pred.tpot_ms, rel=0.02)
+    # 1.5× the fixed costs: the re-priced means within 3% of a fresh simulation under that profile
+    prof = tr.pm.eff.model_copy(update={"step_overhead_s": 1.5 * tr.pm.eff.step_overhead_s + 1e-3})
+    again = trace(p, prof)
+    a, b = tr.predict(prof)
+    assert a == pytest.approx(again.simulated_ttft_s, rel=0.03)
+    assert b == pytest.approx(again.simulated_tpot_s, rel=0.03)
+
+
+def test_the_fit_sample_is_reproducible_and_stratified():
+    pts = aiconfigurator_points()
+    a, b = stratified_sample(pts, 2, 0), stratified_sample(pts, 2, 0)
+    assert [p.id for p in a] == [p.id for p in b]
+    strata = {}
+    for p in a:
+        strata[(p.engine, p.model, p.gpu)] = strata.get((p.engine, p.model, p.gpu), 0) + 1
+    assert max(strata.values()) == 2
