@@ -1,4 +1,5 @@
-"""scripts/fit_efficiency.py reproduces data/efficiency.yaml byte for byte (the fit is deterministic; ~4 min)."""
+"""scripts/fit_efficiency.py reproduces data/efficiency.yaml byte for byte (the fit is deterministic; ~5 min of CPU
+since issue 24 added aiconfigurator's serving rows, 16 min wall at a load of 15 on 2 cores)."""
 
 from __future__ import annotations
 

@@ -120,3 +120,15 @@ def test_the_fit_sample_is_reproducible_and_stratified():
     for p in a:
         strata[(p.engine, p.model, p.gpu)] = strata.get((p.engine, p.model, p.gpu), 0) + 1
     assert max(strata.values()) == 2
+
+
+def test_fitted_engines_on_rows_of_the_split():
+    # aiconfigurator's split (data/measurements/aiconfigurator/): vLLM, Llama-3.1-70B FP8 on 4 × H200, 4 clients,
+    # 1,024 / 1,024 tokens: 90.6 ms TTFT, 9.85 ms TPOT measured (predicted 102.9 / 10.85 at this fit; 60-75% short
+    # TTFTs before issue 24's refit). SGLang, DeepSeek-R1 FP8 on 8 × H200, same lengths and clients: 10.29 ms TPOT
+    # measured (10.76 predicted; its TTFT, 259.9 ms measured, comes out 172 ms: a known miss, README)
+    pred = predict(_row())
+    assert pred.ttft_ms == pytest.approx(90.58, rel=0.25)
+    assert pred.tpot_ms == pytest.approx(9.854, rel=0.15)
+    ds = _row(engine="sglang", model="deepseek-ai/DeepSeek-R1", preset="deepseek-ai/DeepSeek-R1", tp=8)
+    assert predict(ds).tpot_ms == pytest.approx(10.29, rel=0.15)
