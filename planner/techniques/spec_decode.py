@@ -12,8 +12,9 @@ The step times come from the roofline (planner.latency.perf_model): at small bat
 about what one decode step costs (both read every weight once), so the extra tokens are nearly free; as the batch
 grows the GPU turns compute-bound, the verify pass costs ~(k + 1)× a decode step and the speed-up fades below 1.
 The draft model is a second resolved scenario on the same GPUs and TP degree; its weights and its own KV cache
-take memory from the target's pool. Left out: tree/multi-candidate drafts, EAGLE/Medusa heads, acceptance that
-varies by position, and the draft's own prefill of the prompt.
+take memory from the target's pool. EAGLE-3 heads and MTP modules (a share of the target's layers, published
+acceptance lengths) are in planner/sim/spec_heads.py. Left out: tree/multi-candidate drafts, Medusa heads,
+acceptance that varies by position, and the draft's own prefill of the prompt.
 """
 
 from __future__ import annotations
