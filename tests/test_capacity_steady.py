@@ -25,11 +25,12 @@ R = resolve(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment
 def test_capacity_does_not_depend_on_the_run_length():
     # Issue 14: 18.7 req/s with 1,000 requests vs 22.6 with 8,000 when a short run's fill-up was read as
     # overload. Now both are judged on their steady state: within 5% (measured 14.49 vs 14.65 req/s, TPOT-bound:
-    # p95 TPOT 94 ms against the 100 ms target at vLLM's H100 default of 1,024 sequences).
+    # p95 TPOT 94 ms against the 100 ms target at vLLM's H100 default of 1,024 sequences; 22.2 req/s for 8,000
+    # since issue 24's refit on aiconfigurator's rows: the older constants put those H100 TPOTs 32% high, median).
     short = find_capacity(traffic_replica(R, TrafficSpec(num_requests=1000)), TrafficSpec(num_requests=1000))
     long = find_capacity(traffic_replica(R, TrafficSpec(num_requests=8000)), TrafficSpec(num_requests=8000))
     assert short.max_rate_per_replica == pytest.approx(long.max_rate_per_replica, rel=0.05)
-    assert 12 < long.max_rate_per_replica < 18
+    assert 12 < long.max_rate_per_replica < 27
 
 
 @pytest.mark.parametrize("prompt, output", [("fixed:1000", "fixed:200"), ("uniform:200,3000", "uniform:50,400")])

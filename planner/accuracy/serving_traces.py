@@ -15,9 +15,10 @@ profile each step's time is PerfModel's step formula again, and
 
 (t_j includes request_overhead_s for each request starting in step j). Each point is traced twice, its clients
 spread out and in lockstep waves (planner.sim.serving.benchmark_clients), and the profile's wave_fraction mixes the
-two as serving_points.predict does. The approximation is the schedule's
-invariance: the client turnaround (2 ms) and the drifted start spread do depend on step times, so re-pricing after
-a large change of constants is checked against a fresh simulation (scripts/fit_efficiency.py prints both).
+two as serving_points.predict does. The approximation is the schedule's invariance: the client turnaround (2 ms
+plus the frontend latency) and the drifted start spread do depend on step times, so re-pricing after a change of
+constants is checked against a fresh simulation (tests/test_serving_fit.py: within 3% after 1.5× the fixed costs),
+and benchmarks/accuracy_aiconfigurator.py scores the fitted constants on the whole simulator.
 
 Steps with the same (tokens, sequences, starting requests) are merged into at most KV_BINS bins of context read
 (weighted means), so a point of thousands of steps re-prices in a few dozen rows; a step's time is affine in the
