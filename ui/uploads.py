@@ -27,10 +27,11 @@ def session_upload_dir() -> Path:
 
 
 def upload_limit(max_bytes: int) -> dict:
-    """file_uploader keyword arguments that make Streamlit show and enforce a reader's own cap (its "Limit N MB per
-    file" instead of the server's 200MB): `max_upload_size` in whole MB as Streamlit counts them (2^20 B), rounded
-    up, so a file Streamlit lets through above `max_bytes` still gets the reader's one-line error. Streamlit before
-    the argument (1.40-1.52) shows the server's limit."""
+    """file_uploader keyword arguments that make Streamlit show and enforce a reader's own cap ("1MB per file" instead
+    of the server's 200MB): `max_upload_size` in whole MB, rounded up. Streamlit refuses a larger file in the
+    browser, counting 10^6 bytes per MB ("File must be 1.0MB or smaller": a 1,000,010-byte config.json, checked in
+    headless Chromium), so a 1,000,000-byte cap is exact and a smaller one (a saved scenario's 200,000) still gets
+    the reader's one-line error. Streamlit before the argument (1.40-1.52) shows the server's limit."""
     if "max_upload_size" not in inspect.signature(st.file_uploader).parameters:
         return {}
-    return {"max_upload_size": max(1, math.ceil(max_bytes / 2**20))}
+    return {"max_upload_size": max(1, math.ceil(max_bytes / 1e6))}
