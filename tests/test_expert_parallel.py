@@ -9,7 +9,7 @@ from planner.accuracy.wide_ep import load_points, predict
 from planner.core.scenario import Scenario, resolve
 from planner.latency.collectives import EPGeometry, deepep_low_latency_s, deepep_normal_s, nodes_reached
 from planner.latency.expert_parallel import placement_imbalance
-from planner.latency.perf_model import PerfModel
+from planner.latency.perf_model import PerfModel, tokens_per_expert
 
 # deepseek-ai/DeepEP@0297fc80 docs/legacy.md: H800, ~160 GB/s NVLink, CX7 400 Gb/s (~50 GB/s), 128 tokens, 7,168
 # hidden, top-8, FP8 dispatch (7,168 B + 56 fp32 scales = 7,392 B), BF16 combine (14,336 B)
@@ -86,6 +86,43 @@ def test_scalar_and_vector_step_agree_under_overlap():
     pm = PerfModel(r)
     vec = float(pm.step(256, 256, 256 * 2000, 256 * 2001).total_s)
     assert pm.step_time_s(256, 256, 256 * 2000, 256 * 2001) == pytest.approx(vec, rel=1e-9)
+
+
+def _decode_ep72(**update):
+    from planner.accuracy.wide_ep import deployment_for
+
+    dep = deployment_for(replace(load_points()[3], **update))
+    return PerfModel(resolve(Scenario(model="deepseek-ai/DeepSeek-V3", gpu="H100-SXM", deployment=dep)))
+
+
+def test_experts_gather_every_dp_ranks_tokens():
+    # DP attention 72 × 256 decode tokens = 18,432 tokens reach the experts: 256 × (1 − (31/32)^18,432) = 256
+    # touched, 18,432 × 8 / 256 = 576 rows per expert (not 256 × 8 / 255.9 = 8 from one rank's tokens alone)
+    pm = _decode_ep72()
+    assert tokens_per_expert(256, 8, 72 * 256) == pytest.approx(576.0, rel=1e-9)
+    half = pm.eff.matmul_half_tokens
+    by_hand = pm.expert_flops_per_token * 256 / (pm.expert_flops_per_s * 576 / (576 + half))
+    assert pm.expert_compute_s(256) == pytest.approx(by_hand, rel=1e-9)
+
+
+def test_overlap_times_the_experts_it_takes_out_of_the_micro_batch():
+    # two-batch overlap moves a micro-batch's expert GEMMs to the expert side: the seconds it takes out are the
+    # ones PerfModel put in (its compute = dense + experts + attention), so none stay on the attention side
+    pm = _decode_ep72()
+    n, s, kv, pairs = 128.0, 128.0, 128 * 2000.0, 128 * 2001.0
+    compute = pm._terms(n, s, kv, pairs, min)[3]
+    m_eff = pm.matmul_flops_per_s * n / (n + pm.eff.matmul_half_tokens)
+    dense = (pm.flops_per_token * n + pm.flops_per_seq * s) / m_eff
+    attention = pm.attn_flops_full * pairs * (1 + pm.attn_decode_extra) / pm.attn_flops_per_s
+    assert pm.parallel.expert_s(n) == pytest.approx(compute - dense - attention, rel=1e-9)
+
+
+@pytest.mark.parametrize("tbo", [True, False])
+def test_total_s_agrees_with_step_under_overlap(tbo):
+    # the re-pricing path (total_s) takes the step's sequences, KV and pairs, as `step` does: two-batch overlap too
+    pm = _decode_ep72(two_batch_overlap=tbo)
+    args = (256.0, 256.0, 256 * 2000.0, 256 * 2001.0)
+    assert float(pm.total_s(*args)) == pytest.approx(float(pm.step(*args).total_s), rel=1e-9)
 
 
 def test_cli_wide_ep_flags_reach_the_launch_line(capsys):

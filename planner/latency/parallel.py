@@ -19,7 +19,8 @@ Expert load imbalance (EP > 1): the busiest EP rank sets the pace of the grouped
     imbalance = placement share × EP × (1 + sqrt(2 ln EP / m)),  m = DP × T × k / EP copies per rank;
     the square root is the expected maximum of EP near-Poisson counts (uniform routing); `expert_skew` s puts
     Zipf(s) popularity on experts placed contiguously (vLLM's default, no EPLB): the first rank's share.
-    extra time = (imbalance − 1) × expert compute time (added outright: conservative when memory-bound).
+    extra time = (imbalance − 1) × expert compute time (added outright: conservative when memory-bound), the
+    expert time being PerfModel's own (expert_compute_s: the grouped GEMMs at their rows of DP × T tokens).
 MoE weight reads (DP > 1): each GPU holds 1/(TP × DP) of every MoE layer and its experts see the tokens of all
     DP ranks: bytes = E × expert bytes / (TP × DP) × (1 − (1 − k/E)^(DP × T)) instead of PerfModel's TP-group sum.
 Pipeline (PP > 1): a token crosses PP − 1 stage boundaries, each T × H × 2 B over NVLink or the NIC + latency.
@@ -129,7 +130,7 @@ class ParallelTerms:
     num_experts: int
     dispatch_bytes: float
     expert_bytes_full: float  # one routed expert over all MoE layers, bytes
-    expert_flops_per_token_s: float  # PerfModel's expert compute seconds per token (per GPU)
+    expert_flops_per_token_s: float  # expert seconds per token at full efficiency (without `pm`; else expert_s)
     allreduce_s_per_token: float  # PerfModel's per-token all-reduce seconds (NVLink)
     skew: float = 0.0
     wide: WideEP | None = None  # DeepEP / two-batch overlap (planner.latency.expert_parallel); None = neither
@@ -154,7 +155,14 @@ class ParallelTerms:
         if self.ep <= 1:
             return 0.0
         f = load_imbalance(self.num_experts, self.top_k, self.ep, tokens * self.dp, self.skew, self.placement)
-        return (f - 1.0) * self.expert_flops_per_token_s * tokens
+        return (f - 1.0) * self.expert_s(tokens)
+
+    def expert_s(self, tokens):
+        """The routed experts' compute seconds for `tokens` of one rank: PerfModel's own expression (its grouped
+        GEMMs' efficiency at their rows) when it is at hand, else the per-token constant at full efficiency."""
+        if self.pm is not None:
+            return self.pm.expert_compute_s(tokens)
+        return self.expert_flops_per_token_s * tokens
 
     @property
     def two_batch_overlap(self) -> bool:
@@ -171,7 +179,7 @@ class ParallelTerms:
 
         half = base(tokens / 2, seqs / 2, kv / 2, pairs / 2)
         f = load_imbalance(self.num_experts, self.top_k, self.ep, tokens / 2 * self.dp, self.skew, self.placement)
-        half_expert = self.expert_flops_per_token_s * tokens / 2
+        half_expert = self.expert_s(tokens / 2)  # the same expert seconds `half` holds (no double count)
         step = two_batch_step_s(half + (f - 1.0) * half_expert, f * half_expert, self.wide, tokens / self.tp, seqs)
         return step - base(tokens, seqs, kv, pairs)
 

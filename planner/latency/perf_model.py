@@ -19,7 +19,8 @@ part's FP16-accumulate rate. Then, per GPU of the TP group:
     compute   = matmul FLOPs / (peak × m)  + expert FLOPs / (peak × m × MoE eff) + attention FLOPs / (16-bit peak × a)
                 m = m_max × n / (n + n_half) / (1 + dequant)   (small GEMMs reach less of peak; quantized-weight
                 kernels dequantise on the tensor-core path: precisions.yaml dequant_overhead); routed experts take
-                the same curve at their own rows, t = n × k / experts touched (tokens_per_expert), not at n
+                the same curve at their own rows, t = n × k / experts touched (tokens_per_expert), not at n,
+                with n × DP tokens under DP attention (the experts gather every DP rank's tokens)
     comm      = 2 × layers × all-reduce(n × hidden × 2 B) with the engine's algorithm and the GPU's link
                 (planner.latency.allreduce.allreduce_s: one-shot / two-shot custom all-reduce or an NCCL ring)
     fixed     = per step + layers × (per layer × k + eager launch cost when enforce_eager) + s × per sequence
@@ -199,6 +200,8 @@ class PerfModel:
         self.expert_bytes = expert * bpw / tp
         self.flops_per_token = 2.0 * body / tp
         self.expert_flops_per_token = 2.0 * self.top_k * expert / tp  # grouped GEMMs: their own efficiency
+        # DP ranks whose tokens reach this GPU's experts (expert_compute_s; planner.latency.parallel: MoE over TP × DP)
+        self.expert_token_ranks = r.deployment.data_parallel_size if m.is_moe else 1
         self.flops_per_seq = 2.0 * lm_head / tp  # logits only for each sequence's last position
         width = (
             (m.num_experts_per_tok + m.num_shared_experts) * m.moe_intermediate_size
@@ -296,6 +299,23 @@ class PerfModel:
             self.interconnect,
         )
 
+    def expert_compute_s(self, n):
+        """Routed experts' grouped-GEMM seconds of a step over `n` new tokens of this GPU's rank (scalar or array).
+
+        Each touched expert's GEMM has only its own tokens' rows (tokens_per_expert). The MoE layers span TP × DP
+        GPUs (planner.latency.parallel), so under DP attention an expert gathers the tokens of all DP ranks: its
+        rows are those of DP × n tokens (SGLang wide EP, DP 72: 256 decode tokens per rank give each expert 576 rows,
+        not 8), while the FLOPs per GPU stay n × k × expert / TP. Two-batch overlap and the EP imbalance term time
+        the experts with this same expression (ParallelTerms), so no step counts them twice."""
+        if not self.num_experts:
+            return 0.0 * n
+        e = self.eff
+        flops = self.expert_flops_per_token * n
+        if not e.matmul_half_tokens:
+            return flops / self.expert_flops_per_s
+        te = tokens_per_expert(self.num_experts, self.top_k, n * self.expert_token_ranks)
+        return flops / (self.expert_flops_per_s * te / (te + e.matmul_half_tokens))
+
     def _terms(self, n, s, kv, pairs, mn):
         """The step's terms for floats or numpy arrays (mn = min or np.minimum): the single formula."""
         e = self.eff
@@ -325,14 +345,7 @@ class PerfModel:
         attn_flops = (self.attn_flops_full * pairs + self.attn_flops_window * pairs_w) * (
             1.0 + self.attn_decode_extra * (n <= s)
         )
-        if self.num_experts:  # each touched expert's grouped GEMM has only its own tokens' rows (tokens_per_expert)
-            te = tokens_per_expert(self.num_experts, self.top_k, n)
-            e_eff = self.matmul_flops_per_s * te / (te + e.matmul_half_tokens) if e.matmul_half_tokens else m_eff
-        else:
-            e_eff = m_eff
-        compute_s = (
-            matmul_flops / m_eff + expert_flops / (e_eff * e.moe_efficiency) + attn_flops / self.attn_flops_per_s
-        )
+        compute_s = matmul_flops / m_eff + self.expert_compute_s(n) + attn_flops / self.attn_flops_per_s
         kv_s, act_s = kv_bytes / self.mem_bytes_per_s, act_bytes / self.mem_bytes_per_s
         fixed_s = self.overhead_s + self.seq_overhead_s * s + self.token_overhead_s * n
         return (
@@ -365,7 +378,8 @@ class PerfModel:
         re-pricing inner loop of planner.accuracy.serving_traces)."""
         n = np.asarray(new_tokens, dtype=float)
         wt, kv, act, cmp, fixed, *_ = self._terms(n, num_seqs, kv_read_tokens, attn_pairs, np.minimum)
-        return np.maximum(wt + kv + act, cmp) + self.comm_s(n) + self.parallel.extra_s(n) + fixed
+        extra = self.parallel.extra_s(n, num_seqs, kv_read_tokens, attn_pairs)  # as `step` (two-batch overlap)
+        return np.maximum(wt + kv + act, cmp) + self.comm_s(n) + extra + fixed
 
     # -- vectorised, with the breakdown -------------------------------------------------------------------
     def step(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> StepBreakdown:
