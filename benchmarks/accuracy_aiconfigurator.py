@@ -35,7 +35,7 @@ from planner.accuracy.serving_traces import stratified_sample
 from planner.core.paths import measurements_dir
 
 CSV = measurements_dir() / "aiconfigurator" / "silicon_calibration.csv"
-# data/efficiency.yaml was fitted on none of these rows, so each group below is what a fit that never saw it predicts
+# data/efficiency.yaml was fitted on a sample of these rows (the `fitted` column); the rest were never fitted
 HELD_OUT = {
     "engine": "per engine:",
     "model_class": "by model class (dense; MoE or MLA):",

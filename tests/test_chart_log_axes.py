@@ -51,3 +51,18 @@ def test_log_ticks_by_span():
     assert log_ticks([2.7, 180]) == [5.0, 10.0, 20.0, 50.0, 100.0]  # two decades within: 1-2-5 steps
     assert log_ticks([5.1, 5.9]) == [5.1, 5.49, 5.9]  # too short for digits: the ends and their geometric middle
     assert log_ticks([7.0, 7.0]) == [7.0] and log_ticks([None, 0, -1]) is None
+
+
+def test_validation_scatter_labels_a_million_without_an_exponent():
+    # issue 27: d3's ",~g" printed the 1,000,000 tick as "1e+6"; plotly's own decade labels read "1M"
+    import pandas as pd
+
+    from ui.charts.validation import parity_chart
+
+    df = pd.DataFrame(
+        {"id": ["a", "b"], "measured": [2.0, 2e6], "predicted": [2.2, 1.9e6], "unit": ["ms", "tokens/s"]}
+        | {"error_pct": [10.0, -5.0], "gpu": ["H100", "H100"], "engine": ["vllm", "vllm"], "metric": ["tpot", "tput"]}
+    )
+    fig = parity_chart(df, "metric", "t")
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert axis.type == "log" and axis.dtick == 1 and "g" not in (axis.tickformat or "")

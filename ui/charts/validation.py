@@ -61,11 +61,10 @@ def parity_chart(df: pd.DataFrame, color: str = "metric", title: str = "Predicte
             hovertemplate="%{customdata[0]} · %{customdata[3]} · %{customdata[4]}<br>measured %{x:.4g} "
             "%{customdata[1]}<br>predicted %{y:.4g}<br>error %{customdata[2]}%<extra></extra>",
         )
-    # decade ticks (1, 10, 100 …), not plotly's default 1 2 5 10 2 5 labels
-    fig.update_xaxes(
-        type="log", dtick=1, tickformat=",~g", title="measured (each point in its own unit: ms, tokens/s, blocks)"
-    )
-    fig.update_yaxes(type="log", dtick=1, tickformat=",~g", title="predicted", scaleanchor="x", scaleratio=1)
+    # decade ticks (1, 10, 100 … 10k, 1M: plotly's own SI labels; d3's ",~g" printed 1,000,000 as "1e+6"), not
+    # plotly's default 1 2 5 10 2 5 labels
+    fig.update_xaxes(type="log", dtick=1, title="measured (each point in its own unit: ms, tokens/s, blocks)")
+    fig.update_yaxes(type="log", dtick=1, title="predicted", scaleanchor="x", scaleratio=1)
     fig.update_layout(title=title, height=520, margin=dict(t=50, b=40), legend=dict(font=dict(size=11)))
     return fig
 
