@@ -57,27 +57,7 @@ def test_eplb_placement():
     assert contiguous > with_slots[0] > with_slots[1] > with_slots[2] >= 1.0
 
 
-# known misses after the DP-rows / overlap fix (hfix), the tolerance unchanged: SGLang's refitted Hopper constants
-# (moe_efficiency 0.70 -> 1.0) put the 2K and 4K prefill rows at +15.9% / +17.7% (with moe_efficiency 0.70 they come
-# to -3.0% / -0.5%); the decode TBO row is at +15.4% under either set of constants (+16.1% with h25's), h25's -3.6%
-# having leaned on its expert seconds counted on both sides of the overlap. Strict: each fails loudly once it passes.
-KNOWN_MISSES = {
-    "prefill EP32 16384/GPU in 2048 (TBO)": "+15.9%: refitted moe_efficiency 1.0 (0.70: -3.0%)",
-    "prefill EP32 16384/GPU in 4096 (TBO)": "+17.7%: refitted moe_efficiency 1.0 (0.70: -0.5%)",
-    "decode EP72 256/GPU in 2000 (TBO)": "+15.4%: the overlap without its double count (h25 constants: +16.1%)",
-}
-
-
-def _wide_ep_params():
-    out = []
-    for p in load_points():
-        miss = KNOWN_MISSES.get(p.label)
-        marks = [pytest.mark.xfail(reason=f"known miss {miss}", strict=True)] if miss else []
-        out.append(pytest.param(p, marks=marks, id=p.label))
-    return out
-
-
-@pytest.mark.parametrize("point", _wide_ep_params())
+@pytest.mark.parametrize("point", load_points(), ids=lambda p: p.label)
 def test_published_wide_ep_throughput_within_15_percent(point):
     """LMSYS blog 2025-05-05: prefill 57,674 / 54,543 / 50,302 input tok/s per node (EP32, 1K/2K/4K prompts),
     decode 22,282 output tok/s per node (EP72, 256 per GPU, KV 2,000), 17,777 without TBO (22,310 / 1.255)."""
