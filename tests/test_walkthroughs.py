@@ -120,3 +120,19 @@ def test_inputs_from_scenario_take_the_scenario_numbers():
     assert inputs_from_scenario("six-requests", scenario) == WALKTHROUGHS["six-requests"].inputs()
     for name in WALKTHROUGHS:  # every walkthrough runs on every loaded scenario
         run_walkthrough(name, inputs_from_scenario(name, scenario))
+
+
+@pytest.mark.parametrize(
+    "name, setting, field",
+    [
+        ("six-requests", "output_tokens=9223372036854775808", "output_tokens"),  # overflowed numpy's int64
+        ("kv-cache", "num_layers=9007199254740993", "num_layers"),  # passed the inputs, failed in ModelSpec
+    ],
+)
+def test_set_beyond_the_inputs_bounds_names_the_field(name, setting, field, capsys):
+    # found by tests/test_properties_cli_more.py::test_walkthrough (hypothesis) in CI: a traceback, not one line
+    from planner.cli import main
+
+    assert main(["walkthrough", name, "--set", setting]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and field in err

@@ -14,8 +14,13 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 MAX_REQUESTS = 26  # six-requests walkthrough: requests are named A, B, C, …
 
 
+MAX_INPUT = 10**9  # any walkthrough input (the primer's are at most 4,000): bigger ones only overflow the arithmetic
+MAX_REQUEST_TOKENS = 100_000  # six-requests: tokens one request needs (the steps are drawn one by one)
+
+
 def _f(default, title: str, unit: str = "", gt: float | None = 0, **kw):
-    """A field with a label and unit the page shows next to the widget."""
+    """A field with a label, a unit the page shows next to the widget, and bounds."""
+    kw.setdefault("le", MAX_INPUT)
     return Field(default, title=title, gt=gt, json_schema_extra={"unit": unit}, **kw)
 
 
@@ -132,6 +137,8 @@ class SixRequestsInputs(BaseModel):
             raise ValueError(f"give between 1 and {MAX_REQUESTS} requests")
         if any(v < 1 for v in value):
             raise ValueError("every request needs at least 1 token")
+        if any(v > MAX_REQUEST_TOKENS for v in value):
+            raise ValueError(f"every request needs at most {MAX_REQUEST_TOKENS:,} tokens")
         return value
 
 
