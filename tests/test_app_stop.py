@@ -6,31 +6,18 @@ cancel for long runs)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 
 import pytest
 import websockets
 from conftest import ROOT
+from process_tree import descendants
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from benchmarks.bench_app_sessions import start_server
 
 pytestmark = pytest.mark.slow
-
-
-def _descendants(pid: int) -> list[int]:
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(stat[1]) == pid:
-                kids.append(int(entry))
-    return kids + [d for k in kids for d in _descendants(k)]
 
 
 class Browser:
@@ -85,10 +72,10 @@ async def _stop_the_ranking(url: str, server_pid: int) -> None:
         assert await b.run() == ForwardMsg.FINISHED_SUCCESSFULLY
         await b.run(button="cap_rank", until_button="cap_rank_stop")
         for _ in range(600):  # polled: the ranking's workers have started
-            if len(_descendants(server_pid)) >= 4:  # forkserver, resource tracker and the workers
+            if len(descendants(server_pid)) >= 4:  # forkserver, resource tracker and the workers
                 break
             time.sleep(0.25)
-        assert len(_descendants(server_pid)) >= 4
+        assert len(descendants(server_pid)) >= 4
         # the click interrupts the running ranking (ended early for a rerun), then the rerun runs to the end
         status = await b.run(button="cap_rank_stop")
         if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
@@ -96,7 +83,7 @@ async def _stop_the_ranking(url: str, server_pid: int) -> None:
         assert status == ForwardMsg.FINISHED_SUCCESSFULLY
         assert any("The ranking stopped before it finished" in a for a in b.alerts), b.alerts
         for _ in range(40):  # a stopped pool's workers are terminated (worker_pool.py)
-            if len(_descendants(server_pid)) <= 2:
+            if len(descendants(server_pid)) <= 2:
                 break
             time.sleep(0.25)
-        assert len(_descendants(server_pid)) <= 2, _descendants(server_pid)
+        assert len(descendants(server_pid)) <= 2, descendants(server_pid)

@@ -12,6 +12,7 @@ import time
 
 import pytest
 from conftest import ROOT
+from process_tree import descendants
 
 RECOMMEND = [
     sys.executable,
@@ -25,24 +26,6 @@ RECOMMEND = [
     "--workers",
     "2",
 ]
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(stat[1]) == pid:
-                out.append(int(entry))
-    return out
-
-
-def _descendants(pid: int) -> list[int]:
-    kids = _children(pid)
-    return kids + [d for k in kids for d in _descendants(k)]
 
 
 def _alive(pid: int) -> bool:
@@ -66,7 +49,7 @@ def _start_with_workers(stderr=subprocess.PIPE) -> tuple[subprocess.Popen, list[
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     for _ in range(240):  # at most ~2 minutes on a loaded machine
-        found = _descendants(proc.pid)
+        found = descendants(proc.pid)
         if len(found) >= 4:
             return proc, found
         time.sleep(0.5)
