@@ -18,7 +18,12 @@ The mapping we use (aiconfigurator's columns, data/measurements/aiconfigurator/R
   the rack stays on NVLink);
 - a blank or 0 EP (vLLM rows without --enable-expert-parallel) is EP 1, a blank or 0 attention DP is DP 1;
 - backends: trtllm → tensorrt-llm, sglang, vllm profiles; the KV moves over NIXL's RDMA share of the NICs.
-Left out (counted and printed): PP > 1 roles, models without a preset.
+Left out (counted and printed): PP > 1 roles, models without a preset, and layouts the engine itself refuses,
+with its own message (planner/core/head_split.py): the 81 GB200 DeepSeek-R1 rows of the dated files whose role TP
+(12-72, attention DP 1) does not divide the 128 query heads. vLLM, SGLang and TensorRT-LLM all refuse that attention
+TP; the only way each starts N GPUs on 128 heads is attention DP (TensorRT-LLM's tensor_parallel_size N with
+enable_attention_dp, SGLang's --tp N --dp N --enable-dp-attention: attention TP 1 × DP N). Those rows are also run
+under that reading and printed apart (an assumption about the run, not counted in the figures above it).
 Only the rows in this file are used (its README: the rest of the public file is held back as a check).
 """
 
@@ -62,10 +67,17 @@ def size(value) -> int:
     return max(int(value), 1) if value == value else 1
 
 
-def pool(row, role: str) -> PoolLayout:
+def pool(row, role: str, attention_dp: bool = False) -> PoolLayout:
+    """The role's layout as given; `attention_dp`: a TP that splits no heads evenly read as attention DP."""
     g = lambda name: size(getattr(row, f"{role}_{name}"))  # noqa: E731
     workers = g("num_workers") if given_workers(row) else 1  # blank: assumed 1P1D
-    return PoolLayout(workers, g("tp_size"), g("attention_dp_size"), g("moe_ep_size"))
+    tp, dp = g("tp_size"), g("attention_dp_size")
+    if attention_dp and dp == 1 and HEADS % tp:
+        tp, dp = 1, tp  # tensor_parallel_size N + enable_attention_dp: attention TP 1 × DP N
+    return PoolLayout(workers, tp, dp, g("moe_ep_size"))
+
+
+HEADS = 128  # DeepSeek-V3/R1 query heads: the only model of the rows whose TP does not divide its heads
 
 
 ROLE_COLUMNS = ("tp_size",)
@@ -101,12 +113,11 @@ def scenario(row) -> Scenario:
     return s.model_copy(update={"engine": ENGINES[row.backend]})
 
 
-def predict(row) -> tuple[float, float, float]:
+def predict(row, attention_dp: bool = False) -> tuple[float, float, float]:
     """(mean TTFT ms, mean TPOT ms, one prompt's prefill ms) under the analytic closed loop."""
     isl, osl = int(row.isl), int(row.osl)
-    loop = closed_loop(
-        scenario(row), concurrency(row), pool(row, "prefill"), pool(row, "decode"), isl, osl, decode_batch(row)
-    )
+    prefill, decode = pool(row, "prefill", attention_dp), pool(row, "decode", attention_dp)
+    loop = closed_loop(scenario(row), concurrency(row), prefill, decode, isl, osl, decode_batch(row))
     return loop.ttft_s * 1e3, loop.tpot_s * 1e3, loop.prefill_s * 1e3
 
 
@@ -120,11 +131,32 @@ def simulate(row) -> tuple[float, float]:
     return run.ttft_s * 1e3, run.tpot_s * 1e3
 
 
+def read_as_attention_dp(row) -> dict:
+    """A row the engine refuses, run with its head-splitting TP read as attention DP (module note)."""
+    try:
+        ttft, tpot, _ = predict(row, attention_dp=True)
+    except InputError as err:
+        return dict(refused=f"{err.field}: {err.message[:70]}")
+    return dict(ttft_err=ttft / row.silicon_ttft_ms - 1, tpot_err=tpot / row.silicon_tpot_ms - 1)
+
+
+def print_attention_dp_reading(refused: list[dict]) -> None:
+    if not refused:
+        return
+    ran = pd.DataFrame([r for r in refused if "refused" not in r])
+    print(
+        f"rows the engine refuses, read as attention DP ({len(refused)}; {len(ran)} run, assumed 1P1D, not counted "
+        f"above): median |error| TTFT {np.median(ran.ttft_err.abs()):.1%}, TPOT {np.median(ran.tpot_err.abs()):.1%}"
+        if len(ran)
+        else f"rows the engine refuses, read as attention DP: none run ({refused[0]['refused']})"
+    )
+
+
 def main() -> None:
     rows = pd.read_csv(CSV)
     rows = rows[rows["mode"] == "disagg"]
     skipped: Counter = Counter()
-    out = []
+    out, refused = [], []
     for row in rows.itertuples(index=False):
         why = skip_reason(row)
         if why:
@@ -134,7 +166,9 @@ def main() -> None:
             ttft, tpot, prefill = predict(row)
             sim = simulate(row) if given_workers(row) else (np.nan, np.nan)
         except InputError as err:
-            skipped[f"{err.field}: {err.message[:60]}"] += 1
+            skipped[f"{row.backend} {err.field}: {err.message[:70]}"] += 1
+            if err.field == "tensor_parallel_size":
+                refused.append(read_as_attention_dp(row))
             continue
         out.append(
             dict(
@@ -173,6 +207,7 @@ def main() -> None:
         f"{np.median(light.light_ttft_ratio):.2f}x (quartiles {np.percentile(light.light_ttft_ratio, 25):.2f}-"
         f"{np.percentile(light.light_ttft_ratio, 75):.2f}x): the prefill and hand-off themselves are too short"
     )
+    print_attention_dp_reading(refused)
     abs_err = df.assign(ttft=df.ttft_err.abs(), tpot=df.tpot_err.abs())
     by_counts = abs_err.groupby("counts")
     print(by_counts[["ttft", "tpot"]].median().map(lambda v: f"{v:.1%}").assign(rows=by_counts.size()).to_string())

@@ -18,7 +18,10 @@ def test_engine_names_the_field_not_the_flag():
         resolve(s)  # Qwen2.5-7B: 28 attention heads, not divisible by 8
     assert err.value.field == "tensor_parallel_size"
     assert flag_for(err.value.field) == "--tp"
-    assert error_text(err.value) == "Tensor parallel: 28 attention heads are not divisible by 8 (vLLM requires it)"
+    assert error_text(err.value) == (
+        "Tensor parallel: Total number of attention heads (28) must be divisible by tensor parallel size (8) "
+        "(vLLM's check; attention DP (--dp) splits requests, not heads)"
+    )
 
 
 def test_compound_fields_map_their_first_word():
@@ -35,5 +38,5 @@ def test_every_labelled_field_has_a_flag():
 def test_sidebar_shows_the_widget_label():
     at = app(sb_model="Qwen/Qwen2.5-7B", sb_tp=8, sb_num_gpus=8)
     errors = [e.value for e in at.error]
-    assert any(e.startswith("Tensor parallel: 28 attention heads") for e in errors), errors
+    assert any(e.startswith("Tensor parallel: Total number of attention heads (28)") for e in errors), errors
     assert not any("--tp" in e or "tensor_parallel_size:" in e for e in errors), errors

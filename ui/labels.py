@@ -39,5 +39,5 @@ def label_for(field: str) -> str:
 
 
 def error_text(err: InputError) -> str:
-    """An InputError as the UI shows it: "Tensor parallel: 32 attention heads are not divisible by 3 ..."."""
+    """An InputError as the UI shows it: "Tensor parallel: Total number of attention heads (32) must be ..."."""
     return inline_markdown(f"{label_for(err.field)}: {err.message}")  # a file or model name cannot form a link

@@ -17,7 +17,7 @@ from planner.core.bounded import BoundedModel
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
 from planner.core.engine import Engine, engine_for
 from planner.core.engine_defaults import DEFAULT_ENGINE, ENGINES, is_known_engine
-from planner.core.errors import InputError
+from planner.core.head_split import check_head_split
 from planner.core.precision import KVPrecision, WeightPrecision, label_on, resolve_kv_bytes
 from planner.core.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
 from planner.core.workload import SLO, TrafficSpec
@@ -102,12 +102,7 @@ def resolve(s: Scenario) -> Resolved:
     else:
         gpu = get_gpu(s.gpu)
     dep = s.deployment
-    if model.num_attention_heads % dep.tensor_parallel_size:
-        raise InputError(
-            "tensor_parallel_size",
-            f"{model.num_attention_heads} attention heads are not divisible by "
-            f"{dep.tensor_parallel_size} (vLLM requires it)",
-        )
+    check_head_split(model, dep.tensor_parallel_size, s.engine)  # the engine's own refusal, in its words
     weights = get_weight_precision(dep.weights)
     if label_on(weights, bool(gpu.tflops_fp8)) != weights.label:  # FP8 on Ampere and older: weight-only
         weights = weights.model_copy(update={"label": label_on(weights, False)})

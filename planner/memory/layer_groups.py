@@ -44,7 +44,7 @@ def kv_bytes_per_token_per_layer(g: LayerGroup, kv_bytes: float, tp: int = 1) ->
     if g.latent_dim:
         return (g.latent_dim * kv_bytes + indexer) / g.compress_ratio
     k_dim, v_dim = g.head_dim, 0 if g.kv_shared else (g.v_head_dim or g.head_dim)
-    return max(1, g.num_kv_heads // tp) * (k_dim + v_dim) * kv_bytes + indexer
+    return -(-g.num_kv_heads // tp) * (k_dim + v_dim) * kv_bytes + indexer  # ceil: replicated past TP = KV heads
 
 
 def state_bytes_per_layer(g: LayerGroup, tp: int = 1) -> float:

@@ -70,8 +70,11 @@ def weight_bytes_per_gpu(total_weight_bytes: float, tp: int) -> float:
 
 
 def kv_heads_per_gpu(model: ModelSpec, tp: int) -> int:
-    """KV heads each GPU caches: split by TP, replicated (one per GPU) once TP exceeds the KV-head count."""
-    return max(1, model.num_kv_heads // tp)
+    """KV heads each GPU caches = ceil(KV heads / TP): split by TP, replicated (one per GPU, TP / KV heads copies of
+    each) once TP exceeds them. TensorRT-LLM's (KV heads + tp - 1) // tp (tensorrt_llm/_torch/modules/attention.py
+    @00547a25); vLLM's and SGLang's QKVParallelLinear give the same on every TP they accept (planner.core.head_split
+    refuses the rest)."""
+    return -(-model.num_kv_heads // tp)
 
 
 def kv_values_per_token_per_layer(model: ModelSpec, tp: int = 1) -> int:
