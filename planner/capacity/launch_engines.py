@@ -7,11 +7,13 @@ LeaderWorkerSet sets them from LWS_LEADER_ADDRESS and LWS_WORKER_INDEX.
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
 
 import yaml
 
+from planner.core.engine_flags import VLLM_ALL2ALL
 from planner.core.errors import InputError
 
 PORT = 8000
@@ -70,6 +72,7 @@ class Settings:
     two_batch_overlap: bool = False
     eplb: bool = False
     redundant_experts: int = 0
+    num_experts: int = 0  # routed experts per MoE layer (TensorRT-LLM's load balancer counts slots, not extras)
 
 
 def unsupported(engine: str, why: str):
@@ -94,6 +97,7 @@ def vllm(s: Settings, notes: list[str], files: dict) -> list[Command]:
     argv += ["--pipeline-parallel-size", str(s.pp)] if s.pp > 1 else []
     argv += ["--data-parallel-size", str(s.dp)] if s.dp > 1 else []
     argv += ["--enable-expert-parallel"] if s.ep > 1 else []
+    argv += _vllm_wide_ep(s, notes)
     argv += ["--max-model-len", str(s.max_model_len), "--max-num-seqs", str(s.max_num_seqs)]
     argv += ["--max-num-batched-tokens", str(s.max_batched_tokens), "--block-size", str(s.block_size)]
     argv += ["--gpu-memory-utilization", f"{s.util:g}"]
@@ -112,6 +116,25 @@ def vllm(s: Settings, notes: list[str], files: dict) -> list[Command]:
     dp_flags += ["--data-parallel-rpc-port", str(DP_RPC_PORT)]
     worker = ["--headless", "--data-parallel-start-rank", f'"$((NODE_RANK * {local}))"']
     return [Command("leader", tuple(argv + dp_flags)), Command("worker", tuple(argv + dp_flags + worker))]
+
+
+def _vllm_wide_ep(s: Settings, notes: list[str]) -> list[str]:
+    """DeepEP's kernels, dual-batch overlap and EPLB under vLLM's names (engine_flags.VLLM_WIDE_EP)."""
+    if s.ep <= 1:
+        return []
+    argv = []
+    if s.a2a_backend == "deepep":
+        argv += ["--all2all-backend", VLLM_ALL2ALL[s.deepep_mode]]
+        if s.deepep_mode == "auto":
+            notes.append(
+                "vLLM has no automatic DeepEP mode: deepep_high_throughput suits prefill, deepep_low_latency decode"
+            )
+    argv += ["--enable-dbo"] if s.two_batch_overlap else []
+    if s.eplb or s.redundant_experts:  # vLLM refuses redundant experts without EPLB (ParallelConfig validator)
+        argv += ["--enable-eplb"]
+    if s.redundant_experts:
+        argv += ["--eplb-config", json.dumps({"num_redundant_experts": s.redundant_experts}, separators=(",", ":"))]
+    return argv
 
 
 def _sglang_wide_ep(s: Settings) -> list[str]:
@@ -149,6 +172,27 @@ def sglang(s: Settings, notes: list[str], files: dict) -> list[Command]:
     return [Command("server", tuple(argv))]
 
 
+def _trtllm_wide_ep(s: Settings, notes: list[str]) -> dict:
+    """moe_config: the WIDEEP backend (its own all-to-all kernels) and the load balancer's expert slots
+    (num_slots = routed experts + redundant ones; layer_updates_per_iter > 0 = online EPLB, 0 = offline placement)."""
+    if s.two_batch_overlap:
+        notes.append("two-batch overlap has no TensorRT-LLM switch at the pinned commits: not passed")
+    if s.a2a_backend != "deepep" and not s.eplb and not s.redundant_experts:
+        return {}
+    moe: dict = {"backend": "WIDEEP"}
+    if s.eplb or s.redundant_experts:
+        updates = 1 if s.eplb else 0
+        moe["load_balancer"] = {"num_slots": s.num_experts + s.redundant_experts, "layer_updates_per_iter": updates}
+        if not updates:
+            notes.append(
+                "TensorRT-LLM's offline load balancer (layer_updates_per_iter 0) reads an expert placement made by "
+                "examples/wide_ep/ep_load_balancer; --enable-eplb gives the online one"
+            )
+    if s.a2a_backend == "deepep" and s.deepep_mode != "auto":
+        notes.append("TensorRT-LLM's WIDEEP backend picks its own all-to-all kernels: --deepep-mode is not passed")
+    return {"moe_config": moe}
+
+
 def tensorrt_llm(s: Settings, notes: list[str], files: dict) -> list[Command]:
     """`trtllm-serve` (tensorrt_llm/commands/serve.py) + its extra-options YAML (llmapi/llm_args.py fields)."""
     if s.dp > 1 and s.tp > 1:
@@ -165,6 +209,7 @@ def tensorrt_llm(s: Settings, notes: list[str], files: dict) -> list[Command]:
     if s.ep > 1:
         options["moe_expert_parallel_size"] = s.ep
         options["moe_tensor_parallel_size"] = s.moe_tp
+        options.update(_trtllm_wide_ep(s, notes))
     if s.eager:
         options["cuda_graph_config"] = None
     files[TRTLLM_OPTIONS_FILE] = yaml.safe_dump(options, sort_keys=False)

@@ -36,7 +36,10 @@ KNOWN_FLAGS: dict[str, frozenset[str]] = {
             "--data-parallel-rpc-port",
             "--data-parallel-start-rank",
             "--enable-expert-parallel",
+            "--all2all-backend",
+            "--enable-dbo",
             "--enable-eplb",
+            "--eplb-config",
             "--max-model-len",
             "--max-num-seqs",
             "--max-num-batched-tokens",
@@ -181,19 +184,19 @@ LAYOUT_NAMES = {
         "tensorrt-llm": "moe_tensor_parallel_size: TP × DP / EP",
     },
     "all-to-all backend": {
-        "vllm": "--all2all-backend (not mapped here)",
+        "vllm": "--all2all-backend deepep_high_throughput|deepep_low_latency (older: env VLLM_ALL2ALL_BACKEND)",
         "sglang": "--moe-a2a-backend deepep --deepep-mode normal|low_latency|auto",
-        "tensorrt-llm": "not mapped",
+        "tensorrt-llm": "moe_config: {backend: WIDEEP} (its own all-to-all kernels; no mode to pass)",
     },
     "two-batch overlap": {
-        "vllm": "not mapped",
+        "vllm": "--enable-dbo (dual-batch overlap)",
         "sglang": "--enable-two-batch-overlap",
-        "tensorrt-llm": "not mapped",
+        "tensorrt-llm": "not mapped (no switch at the pinned commits)",
     },
     "EPLB": {
-        "vllm": "--enable-eplb (redundant experts in --eplb-config, not mapped)",
+        "vllm": "--enable-eplb --eplb-config '{\"num_redundant_experts\": R}'",
         "sglang": "--enable-eplb --ep-num-redundant-experts R",
-        "tensorrt-llm": "not mapped",
+        "tensorrt-llm": "moe_config: {load_balancer: {num_slots: experts + R, layer_updates_per_iter: 1}}",
     },
     "PP": {
         "vllm": "--pipeline-parallel-size",
@@ -202,7 +205,8 @@ LAYOUT_NAMES = {
     },
 }
 
-# TensorRT-LLM's extra-options YAML keys (LlmArgs / TorchLlmArgs fields and KvCacheConfig's), same source
+# TensorRT-LLM's extra-options YAML keys (LlmArgs / TorchLlmArgs fields and KvCacheConfig's), same source; the wide-EP
+# ones (moe_config: backend, load_balancer: num_slots, layer_updates_per_iter) from TRTLLM_WIDE_EP_SOURCE
 TRTLLM_YAML_KEYS = frozenset(
     {
         "enable_attention_dp",
@@ -213,5 +217,46 @@ TRTLLM_YAML_KEYS = frozenset(
         "enable_block_reuse",
         "free_gpu_memory_fraction",
         "cuda_graph_config",
+        "moe_config",
+        "backend",
+        "load_balancer",
+        "num_slots",
+        "layer_updates_per_iter",
     }
 )
+
+# Wide expert parallelism under vLLM's and TensorRT-LLM's names (SGLang's are in KNOWN_FLAGS above).
+# vLLM: the flags from vllm/engine/arg_utils.py @99d7eb5d (parallel_group: --enable-expert-parallel,
+# --all2all-backend, --enable-dbo, --enable-eplb, --eplb-config); their values from vllm/config/parallel.py
+# @840e7972c6ab74061696e81e17d8a74db2aefd7e (All2AllBackend literals; EPLBConfig.num_redundant_experts; the
+# ParallelConfig validator: EPLB needs --enable-expert-parallel, redundant experts need --enable-eplb).
+VLLM_WIDE_EP_SOURCE = (
+    "vllm-project/vllm@99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b vllm/engine/arg_utils.py; "
+    "@840e7972c6ab74061696e81e17d8a74db2aefd7e vllm/config/parallel.py (All2AllBackend, EPLBConfig)"
+)
+VLLM_ALL2ALL_BACKENDS = frozenset(
+    {
+        "naive",
+        "pplx",
+        "deepep_high_throughput",
+        "deepep_low_latency",
+        "mori",
+        "allgather_reducescatter",
+        "flashinfer_all2allv",
+    }
+)
+VLLM_EPLB_CONFIG_KEYS = frozenset(
+    {"window_size", "step_interval", "num_redundant_experts", "log_balancedness", "use_async", "policy"}
+)
+# DeepEP's modes (SGLang's --deepep-mode) as vLLM's backends; vLLM has no "auto": high throughput (prefill's)
+VLLM_ALL2ALL = {
+    "normal": "deepep_high_throughput",
+    "low_latency": "deepep_low_latency",
+    "auto": "deepep_high_throughput",
+}
+# TensorRT-LLM: moe_config's schema as its wide-EP example documents it, examples/wide_ep/README.md
+# @a98a9061d72f6fd39f5d055ebdd2c6878a100e2c ("backend: WIDEEP"; load_balancer num_slots "must be >= total
+# experts", layer_updates_per_iter "0 = offline, > 0 = online"); MoeConfig.backend's literals in
+# tensorrt_llm/llmapi/llm_args.py (CUTLASS, CUTEDSL, WIDEEP, TRTLLM, DEEPGEMM, VANILLA).
+TRTLLM_WIDE_EP_SOURCE = "NVIDIA/TensorRT-LLM@a98a9061d72f6fd39f5d055ebdd2c6878a100e2c examples/wide_ep/README.md"
+TRTLLM_MOE_BACKENDS = frozenset({"CUTLASS", "CUTEDSL", "WIDEEP", "TRTLLM", "DEEPGEMM", "VANILLA"})
