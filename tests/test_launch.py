@@ -125,8 +125,8 @@ def test_xpyd_layout_gets_prefill_and_decode_lines_with_their_role_and_transfer_
     # the router: one --prefill URL + bootstrap port per prefill instance, one --decode per decode instance
     assert set(plan.commands[2].flags) <= ROUTER_FLAGS["sglang"]
     assert router.count("--prefill") == 1 and router.count("--decode") == 2 and "8998" in router
-    docs = list(yaml.safe_load_all(plan.manifest))
-    assert [d["kind"] for d in docs] == ["Deployment", "Deployment"] and docs[1]["spec"]["replicas"] == 2
+    docs = [d for d in yaml.safe_load_all(plan.manifest) if d["kind"] != "Service"]
+    assert [d["kind"] for d in docs] == ["Deployment", "Deployment", "Deployment"] and docs[1]["spec"]["replicas"] == 2
     with pytest.raises(InputError, match="mooncake or nixl"):
         disagg_launch_plan(s, "sglang", PoolLayout(1, 8), PoolLayout(1, 8), "tcp")
     args = ["launch", "--model", LLAMA, "--gpu", "H100-SXM", "--engine", "vllm", "--prefill-instances", "2"]
@@ -137,3 +137,32 @@ def test_xpyd_layout_gets_prefill_and_decode_lines_with_their_role_and_transfer_
     assert "--prefiller-hosts $PREFILL_HOST_0 $PREFILL_HOST_1 --prefiller-ports 8000 8000" in out["commands"]["router"]
     assert '--kv-transfer-config \'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\'' in out["commands"]["decode"]
     assert "--kv-transfer-config" in KNOWN_FLAGS["vllm"]
+
+
+def test_xpyd_k8s_manifest_runs_the_router_over_the_role_services():
+    # 1P2D DeepSeek-V3 on H200: prefill TP 8 (one node: a Deployment), decode DP 16 + EP 16 (two nodes: a
+    # LeaderWorkerSet); each role gets a Service, the router a Deployment + Service running the shell target's line
+    from planner.capacity.disagg_layout import PoolLayout
+    from planner.capacity.launch_disagg import disagg_launch_plan
+
+    for engine in ("sglang", "vllm"):
+        s = Scenario(model=V3, gpu="H200", deployment=Deployment(weights="fp8", max_model_len=8192), engine=engine)
+        plan = disagg_launch_plan(s, engine, PoolLayout(1, 8), PoolLayout(2, 1, 16, 16), "nixl", "k8s")
+        docs = list(yaml.safe_load_all(plan.manifest))
+        named = {(d["kind"], d["metadata"]["name"]) for d in docs}
+        for role in ("prefill", "decode", "router"):
+            assert ("Service", f"deepseek-v3-{role}") in named  # every role reachable by name
+        assert ("Deployment", "deepseek-v3-prefill") in named and ("LeaderWorkerSet", "deepseek-v3-decode") in named
+        router = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "deepseek-v3-router")
+        argv = router["spec"]["template"]["spec"]["containers"][0]["command"]
+        shell = plan.commands[-1].argv  # the shell target's router line, over $PREFILL_HOST_i / $DECODE_HOST_i
+        flags = {a for a in argv if a.startswith("--")}
+        assert argv[:2] == list(shell[:2]) and flags == set(plan.commands[-1].flags) and flags <= ROUTER_FLAGS[engine]
+        assert any("deepseek-v3-prefill" in a for a in argv) and any("deepseek-v3-decode" in a for a in argv)
+        services = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "Service"}
+        assert services["deepseek-v3-decode"]["selector"] == {"app": "deepseek-v3-decode", "servingplan/pod": "leader"}
+        decode_lws = next(d for d in docs if d["kind"] == "LeaderWorkerSet")
+        leader_labels = decode_lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"]["labels"]
+        assert services["deepseek-v3-decode"]["selector"].items() <= leader_labels.items()
+        ports = {p["port"] for p in services["deepseek-v3-prefill"]["ports"]}
+        assert ports == ({8000, 8998} if engine == "sglang" else {8000})  # SGLang's bootstrap port

@@ -131,6 +131,9 @@ def launch_plan(r: Resolved, engine: str, target: str = "shell") -> LaunchPlan:
     return LaunchPlan(**{**plan.__dict__, "manifest": manifest, "notes": tuple(notes)})
 
 
+LEADER = {"servingplan/pod": "leader"}  # a LeaderWorkerSet's leader pods (they serve HTTP): a Service selects them
+
+
 class _PlainDumper(yaml.SafeDumper):
     """YAML without anchors and aliases: every pod template spelled out, as kubectl users read them."""
 
@@ -138,11 +141,11 @@ class _PlainDumper(yaml.SafeDumper):
         return True
 
 
-def _dump(doc: dict) -> str:
+def dump_yaml(doc: dict) -> str:
     return yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False)
 
 
-def _name(model: str) -> str:
+def k8s_name(model: str) -> str:
     """A DNS-1123 name from a model id."""
     base = "".join(ch if ch.isalnum() else "-" for ch in model.split("/")[-1].lower()).strip("-")
     return (base or "model")[:50]
@@ -170,7 +173,7 @@ def _pod_spec(plan: LaunchPlan, role: str, env: list[dict]) -> dict:
 
 def k8s_manifest(plan: LaunchPlan, model: str) -> str:
     """A Deployment (one-node instances) or a LeaderWorkerSet (multi-node) as YAML text."""
-    name = _name(model)
+    name = k8s_name(model)
     labels = {"app": name}
     if plan.nodes == 1:
         doc = {
@@ -183,7 +186,7 @@ def k8s_manifest(plan: LaunchPlan, model: str) -> str:
                 "template": {"metadata": {"labels": labels}, "spec": _pod_spec(plan, "server", [])},
             },
         }
-        return _dump(doc)
+        return dump_yaml(doc)
     env = [
         {"name": "LEADER_IP", "value": "$(LWS_LEADER_ADDRESS)"},
         {"name": "NODE_RANK", "value": "$(LWS_WORKER_INDEX)"},
@@ -198,9 +201,9 @@ def k8s_manifest(plan: LaunchPlan, model: str) -> str:
             "replicas": plan.replicas,
             "leaderWorkerTemplate": {
                 "size": plan.nodes,
-                "leaderTemplate": {"metadata": {"labels": labels}, "spec": _pod_spec(plan, leader, env)},
+                "leaderTemplate": {"metadata": {"labels": LEADER | labels}, "spec": _pod_spec(plan, leader, env)},
                 "workerTemplate": {"metadata": {"labels": labels}, "spec": _pod_spec(plan, worker, env)},
             },
         },
     }
-    return _dump(doc)
+    return dump_yaml(doc)

@@ -10,7 +10,8 @@ The router in front, as a third line (its flags checked against planner.core.eng
     vLLM    python toy_proxy_server.py --prefiller-hosts … --prefiller-ports … --decoder-hosts … --decoder-ports …
             (vLLM's NixlConnector proxy example; vllm-project/router or llm-d serve the same role in production)
 the instances' addresses as $PREFILL_HOST_i / $DECODE_HOST_i (an instance's first node). Kubernetes: one Deployment
-(or LeaderWorkerSet) per role; the router runs beside them.
+(or LeaderWorkerSet) and a Service per role, and the router as a Deployment + Service running the same router line over
+the two role Services' names.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import json
 from dataclasses import replace
 
 from planner.capacity.disagg_layout import PoolLayout, instance
-from planner.capacity.launch import LaunchPlan, k8s_manifest, launch_plan
+from planner.capacity.launch import IMAGES, LEADER, LaunchPlan, dump_yaml, k8s_manifest, k8s_name, launch_plan
 from planner.capacity.launch_engines import PORT, Command
 from planner.core.engine_flags import ROUTER_SOURCES, SGLANG_BOOTSTRAP_PORT
 from planner.core.errors import InputError
@@ -32,12 +33,26 @@ ROUTER_NOTE = {
     "sglang": "router: SGLang's PD router (sglang-router), run on its own host; " + ROUTER_SOURCES["sglang"],
 }
 VLLM_PROXY = "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py"  # in a vLLM checkout
+ROUTER_K8S_NOTE = {
+    "vllm": f"k8s router: the vLLM image has no tests/ folder; copy {VLLM_PROXY} from a vLLM checkout into it",
+    "sglang": "k8s router: the router pod runs sglang_router from the SGLang image, over the role Services",
+}
+SGLANG_BOOTSTRAP_NOTE = (
+    "k8s: with several prefill pods behind one Service, the decode's bootstrap connection may reach another prefill "
+    "pod than the one that prefilled; list each prefill pod's address (or use sglang-router's Kubernetes service "
+    "discovery) instead of the Service"
+)
 
 
-def router_command(engine: str, prefill: PoolLayout, decode: PoolLayout) -> Command:
-    """The router's line: every prefill and decode instance's address (module note)."""
-    p_hosts = [f"$PREFILL_HOST_{i}" for i in range(prefill.instances)]
-    d_hosts = [f"$DECODE_HOST_{i}" for i in range(decode.instances)]
+def instance_hosts(prefill: PoolLayout, decode: PoolLayout) -> tuple[list[str], list[str]]:
+    """The shell target's addresses: each instance's first node, as $PREFILL_HOST_i / $DECODE_HOST_i."""
+    return [f"$PREFILL_HOST_{i}" for i in range(prefill.instances)], [
+        f"$DECODE_HOST_{i}" for i in range(decode.instances)
+    ]
+
+
+def router_command(engine: str, p_hosts: list[str], d_hosts: list[str]) -> Command:
+    """The router's line over the prefill and decode addresses (module note)."""
     if engine == "sglang":
         argv = ["python", "-m", "sglang_router.launch_router", "--pd-disaggregated"]
         for h in p_hosts:
@@ -49,6 +64,41 @@ def router_command(engine: str, prefill: PoolLayout, decode: PoolLayout) -> Comm
         argv += [str(PORT)] * len(p_hosts) + ["--decoder-hosts", *d_hosts, "--decoder-ports"]
         argv += [str(PORT)] * len(d_hosts)
     return Command("router", tuple(argv + ["--host", "0.0.0.0", "--port", str(PORT)]))
+
+
+def service_name(model: str, role: str) -> str:
+    """The DNS name of a role's Service (the router's, the prefill's, the decode's)."""
+    return k8s_name(f"{model}-{role}")
+
+
+def _service(name: str, selector: dict, ports: list[int]) -> str:
+    """A ClusterIP Service in front of the pods `selector` picks, on `ports`."""
+    spec_ports = [{"name": f"port-{p}", "port": p, "targetPort": p} for p in ports]
+    doc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}}
+    return dump_yaml(doc | {"spec": {"selector": selector, "ports": spec_ports}})
+
+
+def role_service(engine: str, model: str, role: str, nodes: int) -> str:
+    """The Service the router reaches a role through: its pods (a LeaderWorkerSet's leaders), the engine's port and,
+    for SGLang's prefill, the bootstrap port the decode side pulls the KV handshake from."""
+    name = service_name(model, role)
+    selector = {"app": name} | (LEADER if nodes > 1 else {})
+    ports = [PORT] + ([SGLANG_BOOTSTRAP_PORT] if engine == "sglang" and role == "prefill" else [])
+    return _service(name, selector, ports)
+
+
+def router_manifests(engine: str, model: str) -> list[str]:
+    """The router as a Deployment (one pod, no GPU) and its Service: the shell target's router line over the prefill
+    and decode Services' names (each Service spreads over its role's instances)."""
+    name = service_name(model, "router")
+    router = router_command(engine, [service_name(model, "prefill")], [service_name(model, "decode")])
+    labels = {"app": name}
+    pod = {"containers": [{"name": "router", "image": IMAGES[engine], "command": list(router.argv)}]}
+    pod["containers"][0]["ports"] = [{"containerPort": PORT}]
+    doc = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels}}
+    doc["spec"] = {"replicas": 1, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}}}
+    doc["spec"]["template"]["spec"] = pod
+    return [dump_yaml(doc), _service(name, labels, [PORT])]
 
 
 def _role_flags(engine: str, role: str, transfer: str) -> tuple[str, ...]:
@@ -75,13 +125,18 @@ def disagg_launch_plan(
         with_flags = tuple(replace(c, argv=c.argv + flags) for c in one.commands)
         if target == "k8s":  # the pods run the role's lines under their own names (server, leader, worker)
             pods = replace(one, replicas=pool.instances, commands=with_flags)
-            manifests.append(k8s_manifest(pods, f"{s.model}-{role}"))
+            manifests += [k8s_manifest(pods, f"{s.model}-{role}"), role_service(engine, s.model, role, one.nodes)]
         commands += [replace(c, role=role if c.role == "server" else f"{role} {c.role}") for c in with_flags]
         notes += [n for n in one.notes if n not in notes]
         files.update(one.files)
         nodes, gpus = max(nodes, one.nodes), max(gpus, one.gpus_per_node)
-    commands.append(router_command(engine, prefill, decode))
+    commands.append(router_command(engine, *instance_hosts(prefill, decode)))
     notes.append(ROUTER_NOTE[engine])
-    manifest = "---\n".join(manifests) if target == "k8s" else None
+    manifest = None
+    if target == "k8s":
+        manifests += router_manifests(engine, s.model)
+        notes.append(ROUTER_K8S_NOTE[engine])
+        notes += [SGLANG_BOOTSTRAP_NOTE] if engine == "sglang" and prefill.instances > 1 else []
+        manifest = "---\n".join(manifests)
     replicas = prefill.instances + decode.instances
     return LaunchPlan(engine, target, nodes, gpus, replicas, tuple(commands), files, manifest, tuple(notes))
