@@ -167,7 +167,7 @@ def main() -> None:
             sim = simulate(row) if given_workers(row) else (np.nan, np.nan)
         except InputError as err:
             skipped[f"{row.backend} {err.field}: {err.message[:70]}"] += 1
-            if err.field == "tensor_parallel_size":
+            if err.field in ("tensor_parallel_size", "prefill_tp", "decode_tp"):
                 refused.append(read_as_attention_dp(row))
             continue
         out.append(

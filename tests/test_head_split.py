@@ -65,3 +65,15 @@ def test_tp_above_kv_heads_holds_one_replicated_head():
     tp16 = plan_memory(_resolve(m, "sglang", num_gpus=16, tensor_parallel_size=16, weights="bf16"))
     tp8 = plan_memory(_resolve(m, "sglang", num_gpus=8, tensor_parallel_size=8, weights="bf16"))
     assert tp16.kv_bytes_per_token_per_gpu == tp8.kv_bytes_per_token_per_gpu == 80 * 2 * 1 * 128 * 2 == 40_960
+
+
+def test_a_given_xpyd_layout_names_the_role_flag(capsys):
+    # aiconfigurator's GB200 TensorRT-LLM decode at TP 36: refused with TensorRT-LLM's words, naming --decode-tp
+    from planner.cli import main
+
+    argv = ["disagg", "--model", "deepseek-ai/DeepSeek-V3", "--gpu", "GB200", "--engine", "tensorrt-llm"]
+    argv += ["--max-model-len", "4096", "--target-rate", "1", "--prefill-instances", "1", "--prefill-tp", "4"]
+    argv += ["--decode-instances", "1", "--decode-tp", "36"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --decode-tp: TensorRT-LLM asserts num_heads % tp_size == 0") and err.count("\n") == 1

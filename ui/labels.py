@@ -27,6 +27,13 @@ WIDGET_LABELS = {
     "target_rps": "Target traffic (requests/s)",
     "headroom": "Headroom ×",
     "gpus": "GPUs to rank",
+    # a given xPyD layout (app_pages/disagg.py, "Your own xPyD layout")
+    "prefill_instances": "Prefill instances (X)",
+    "prefill_tp": "Prefill TP",
+    "prefill_ep": "Prefill EP",
+    "decode_instances": "Decode instances (Y)",
+    "decode_tp": "Decode TP",
+    "decode_ep": "Decode EP",
     # validation (app_pages/validation.py)
     "points": "Measurements CSV",
 }

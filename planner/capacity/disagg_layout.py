@@ -140,6 +140,10 @@ def instance(s: Scenario, pool: PoolLayout, field: str) -> Resolved:
         return resolve(s.model_copy(update={"deployment": Deployment(**dep)}))
     except ValidationError as err:  # the EP/TP rules of Deployment
         raise InputError(f"{field}_ep", from_validation_error(err).message) from None
+    except InputError as err:  # the engine's own refusal of the role's TP (planner.core.head_split)
+        if err.field != "tensor_parallel_size":
+            raise
+        raise InputError(f"{field}_tp", err.message) from None
 
 
 def evaluate_layout(

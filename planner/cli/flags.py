@@ -69,8 +69,10 @@ FIELD_FLAGS = {
     "ep_num_redundant_experts": "--ep-num-redundant-experts",
     # a given xPyD layout (planner.capacity.disagg_layout)
     "prefill_instances": "--prefill-instances",
+    "prefill_tp": "--prefill-tp",
     "prefill_ep": "--prefill-ep",
     "decode_instances": "--decode-instances",
+    "decode_tp": "--decode-tp",
     "decode_ep": "--decode-ep",
     "transfer_engine": "--transfer-engine",
     "handoff_ms": "--handoff-ms",

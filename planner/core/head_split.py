@@ -44,7 +44,7 @@ def query_heads_message(engine: str, heads: int, tp: int) -> str:
     if engine == "tensorrt-llm":
         return (
             f"TensorRT-LLM asserts num_heads % tp_size == 0: {heads} heads over tensor_parallel_size {tp} without "
-            f"enable_attention_dp (with it, attention runs at TP 1 on each of the {tp} ranks: --tp 1 --dp {tp})"
+            f"enable_attention_dp (with it, attention runs at TP 1 on each of the {tp} ranks: attention DP {tp})"
         )
     if engine == "lmdeploy":
         return f"LMDeploy asserts head_num % tensor_para_size == 0: {heads} heads over TP {tp}"
