@@ -93,3 +93,20 @@ def test_trtllm_without_wide_ep_asks_no_moe_config():
     assert options["moe_config"]["load_balancer"]["layer_updates_per_iter"] == 0  # 32 redundant: offline placement
     none = launch_plan(_wide_ep(**off, ep_num_redundant_experts=0), "tensorrt-llm")
     assert "moe_config" not in yaml.safe_load(none.files["extra-llm-api-options.yaml"])
+
+
+def test_xpyd_roles_get_deepeps_kernels_for_their_phase():
+    # SGLang's auto mode picks normal kernels for prefill and low-latency ones for decode; vLLM has no auto, so an
+    # xPyD layout's lines say it per role: deepep_high_throughput for prefill, deepep_low_latency for decode
+    from planner.capacity.disagg_layout import PoolLayout
+    from planner.capacity.launch_disagg import disagg_launch_plan
+
+    dep = Deployment(weights="fp8", max_model_len=8192, moe_a2a_backend="deepep", deepep_mode="auto")
+    for engine, flag, modes in (
+        ("vllm", "--all2all-backend", ("deepep_high_throughput", "deepep_low_latency")),
+        ("sglang", "--deepep-mode", ("normal", "low_latency")),
+    ):
+        s = Scenario(model=V3, gpu="H200", deployment=dep, engine=engine)
+        plan = disagg_launch_plan(s, engine, PoolLayout(1, 1, 8, 8), PoolLayout(1, 1, 8, 8))
+        by_role = {c.role: c.argv for c in plan.commands}
+        assert (_arg(by_role["prefill"], flag), _arg(by_role["decode"], flag)) == modes

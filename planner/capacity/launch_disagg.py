@@ -101,6 +101,16 @@ def router_manifests(engine: str, model: str) -> list[str]:
     return [dump_yaml(doc), _service(name, labels, [PORT])]
 
 
+def role_scenario(s: Scenario, role: str) -> Scenario:
+    """DeepEP's automatic mode made explicit per role, as SGLang's auto picks it by the step (normal kernels for
+    prefill, low-latency for decode): vLLM has no auto mode, and a role's line then says what it runs."""
+    d = s.deployment
+    if d.moe_a2a_backend != "deepep" or d.deepep_mode != "auto":
+        return s
+    mode = "normal" if role == "prefill" else "low_latency"
+    return s.model_copy(update={"deployment": d.model_copy(update={"deepep_mode": mode})})
+
+
 def _role_flags(engine: str, role: str, transfer: str) -> tuple[str, ...]:
     if engine == "vllm":
         if transfer != "nixl":
@@ -120,7 +130,7 @@ def disagg_launch_plan(
     commands, manifests, notes, files = [], [], [], {}
     nodes = gpus = 0
     for role, pool in (("prefill", prefill), ("decode", decode)):
-        one = launch_plan(instance(s, pool, role), engine, "shell")
+        one = launch_plan(instance(role_scenario(s, role), pool, role), engine, "shell")
         flags = _role_flags(engine, role, transfer)
         with_flags = tuple(replace(c, argv=c.argv + flags) for c in one.commands)
         if target == "k8s":  # the pods run the role's lines under their own names (server, leader, worker)
