@@ -90,7 +90,7 @@ def test_second_parser_of_a_module_parses(name, capsys):
 
 def test_engine_field_is_printed_as_its_flag(capsys):
     assert cli.main(["memory", "--tp", "3"]) == 2  # 32 heads: the engine raises on field tensor_parallel_size
-    assert capsys.readouterr().err.startswith("error: --tp: 32 attention heads")
+    assert capsys.readouterr().err.startswith("error: --tp: Total number of attention heads (32)")
 
 
 def test_app_script_is_the_checkout_app():
