@@ -36,6 +36,8 @@ sequences (`draft_cost`, its own roofline step; or a fixed `spec_draft_cost_s`).
 next step boundary; with `max_queue`, requests that cannot start and would leave more than max_queue waiting are
 rejected (0 = admit only what can start now). Other engines' schedulers: planner/sim/policies.py (docs/schedulers.md).
 
+KV offload tiers (planner/sim/offload_tiers.py): prefix ids past the GPU hits that a CPU or SSD tier holds are
+reloaded at admission (they take GPU blocks and join the prefix cache); their transfer is added to that step.
 Not modelled: CPU swap, multiple replicas or routing, priority scheduling, detokenisation and network time, a
 draft model's own KV cache, stop strings (outputs have their trace length).
 Speed: decoding requests advance in lock step (planner/sim/lockstep.py): O(1) per step in the batch size, and
