@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from planner.capacity.offload_compare import OffloadSide, _verdict
 from planner.cli import main
 from planner.core.scenario import Scenario, resolve
 from planner.sim.offload_plan import KVOffload, engine_flags, offload_config
@@ -74,3 +75,30 @@ def test_bad_offload_input_names_the_flag(extra, flag, capsys):
     assert main(["simulate", *SESSIONS.split(), *extra.split()]) == 2
     err = capsys.readouterr().err
     assert flag in err and "Traceback" not in err
+
+
+def _side(on: bool, replicas, usd, hit):
+    return OffloadSide(on, replicas, usd, 1.0, 1.0 if on else 1.5, hit, hit / 2 if on else 0.0)
+
+
+def test_offload_pays_when_it_saves_replicas_and_says_so():
+    # 7 replicas at $2.69/hour each without offload, 5 with it: 2 fewer, $5.38/hour less
+    pays = _verdict(_side(False, 7, 18.83, 0.3), _side(True, 5, 13.45, 0.6))
+    assert pays[:3] == (2, pytest.approx(5.38), True) and "2 fewer replicas" in pays[3]
+    same = _verdict(_side(False, 7, 18.83, 0.3), _side(True, 7, 18.83, 0.6))
+    assert same[:3] == (0, 0.0, False) and "1,500 → 1,000 ms" in same[3]
+    costs = _verdict(_side(False, 5, 13.45, 0.3), _side(True, 6, 16.14, 0.3))
+    assert costs[2] is False and "costs 1 more replicas" in costs[3]
+
+
+def test_capacity_json_adds_offload_on_against_off(capsys):
+    out = _json(
+        "capacity --profile rag --target-rate 1 --num-requests 200 --slo-ttft-p95 8 --kv-offload cpu "
+        "--cpu-offload-gib 256",
+        capsys,
+    )
+    o = out["offload"]
+    assert (o["off"]["offload"], o["on"]["offload"]) == (False, True)
+    assert o["on"]["prefix_hit_rate"] >= o["off"]["prefix_hit_rate"]
+    assert o["pays"] == (o["replicas_saved"] is not None and o["replicas_saved"] > 0)
+    assert out["replicas"] == o["on"]["replicas"]  # the plan printed is the one with offload
