@@ -14,12 +14,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.capacity.replicas import CapacityPlan, capacity_plan, replica_scenario, traffic_replica, workload_at
+from planner.capacity.routing import run_fleet, size_fleet
 from planner.core.scenario import Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
 from planner.sim.offload_plan import KVOffload
 from planner.sim.records import summary
-from planner.sim.serving import run_serving
+from planner.sim.serving import Replica, run_serving
+from planner.traffic.workload import Workload
 
 
 @dataclass(frozen=True)
@@ -97,3 +101,37 @@ def compare_offload(
     plan_on = capacity_plan(s, target_rps, traffic, slo, headroom, prices, rel_tol, offload=kv)
     off, on = _side(s, plan_off, traffic, None), _side(s, plan_on, traffic, kv)
     return plan_on, OffloadComparison(off, on, *_verdict(off, on))
+
+
+def _fleet_side(replica, workload, router: str, slo_ttft_s: float, usd: float, max_replicas: int) -> OffloadSide:
+    size = size_fleet(replica, workload, router, slo_ttft_s, None, usd, max_replicas)
+    s = size.at_size
+    tier_hit = 0.0
+    if size.replicas and replica.settings.offload is not None:
+        res = run_fleet(replica, workload, size.replicas, router).fleet
+        prompt = float(res.requests.prompt_tokens[~np.isnan(res.requests.first_scheduled_s)].sum())
+        tier_hit = sum(res.offload.hit_tokens(t) for t in res.offload.hit_entries) / prompt if prompt else 0.0
+    return OffloadSide(
+        replica.settings.offload is not None,
+        size.replicas,
+        size.usd_per_hour,
+        0.0,  # a fleet is sized by replicas, not by a rate per replica
+        None if s is None else s.ttft_s.p95,
+        0.0 if s is None else s.prefix_hit_rate,
+        tier_hit,
+    )
+
+
+def compare_fleet_offload(
+    replica: Replica,
+    workload: Workload,
+    router: str,
+    kv: KVOffload,
+    slo_ttft_s: float,
+    usd_per_gpu_hour: float,
+    max_replicas: int = 64,
+) -> OffloadComparison:
+    """The fewest replicas behind `router` within the p95 TTFT target, with and without the tiers (the Fleet page)."""
+    off = _fleet_side(replica.with_settings(offload=None), workload, router, slo_ttft_s, usd_per_gpu_hour, max_replicas)
+    on = _fleet_side(replica.with_settings(offload=kv), workload, router, slo_ttft_s, usd_per_gpu_hour, max_replicas)
+    return OffloadComparison(off, on, *_verdict(off, on))
