@@ -94,6 +94,9 @@ def test_offload_off_gives_the_simulator_as_before_and_a_workload_without_prefix
         simulate(wl, dict(cfg, offload=None), LinearStepCost(0.006, 3e-6)),
     )
     assert a.offload is None
+    # the same run on main before the tiers existed (6ca765f): end time, hit tokens, sum of first tokens, evictions
+    assert (a.end_s, int(a.requests.prefix_hit_tokens.sum())) == (pytest.approx(41.22184754465523, rel=1e-12), 26272)
+    assert (float(a.requests.first_token_s.sum()), a.num_evicted_blocks) == (pytest.approx(980.3962350630331), 1606)
     for f in ("first_token_s", "finish_s", "prefix_hit_tokens"):
         np.testing.assert_array_equal(getattr(a.requests, f), getattr(b.requests, f))
     # no prefix ids: nothing to offload, the same run with or without tiers
