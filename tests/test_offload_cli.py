@@ -102,3 +102,9 @@ def test_capacity_json_adds_offload_on_against_off(capsys):
     assert o["on"]["prefix_hit_rate"] >= o["off"]["prefix_hit_rate"]
     assert o["pays"] == (o["replicas_saved"] is not None and o["replicas_saved"] > 0)
     assert out["replicas"] == o["on"]["replicas"]  # the plan printed is the one with offload
+
+
+def test_simulate_text_says_what_the_tiers_did(capsys):
+    assert main(["simulate", *SESSIONS.split(), "--kv-offload", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "KV offload cpu on hgx-pcie5 (write_through" in out and "engine flags: --kv-transfer-config" in out

@@ -296,6 +296,17 @@ def offload_json(r, replica, res) -> dict | None:
     return offload_summary(r, kv, replica.scheduler_config.offload, res).to_dict()
 
 
+def offload_text(o: dict | None) -> str:
+    """One line on the offload tiers (nothing when off)."""
+    if o is None:
+        return ""
+    rates = ", ".join(f"{tier} {rate:.1%}" for tier, rate in o["hit_rate"].items())
+    return (
+        f"\n  KV offload {o['tiers']} on {o['host']} ({o['write_policy']}, CPU {o['cpu_gib']:,.1f} GiB): hits {rates}; "
+        f"{o['num_reloads']:,} reloads, {o['reload_s']:,.2f} s charged to steps\n  engine flags: {o['engine_flags']}"
+    )
+
+
 def output_flag(args: argparse.Namespace) -> str:
     """The flag that set the output lengths (for a work-budget message)."""
     return "--output-dist" if getattr(args, "output_dist", None) else "--output-tokens"
@@ -348,7 +359,8 @@ def run(args: argparse.Namespace) -> int:
     )
     out["bands"] = bands_json(r, serving_bands(out))
     out["offload"] = offload_json(r, replica, res)
-    emit(out, args.json, _text(summary, r, args.engine, res.config.admission_policy) + bands_text(out["bands"]))
+    text = _text(summary, r, args.engine, res.config.admission_policy) + offload_text(out["offload"])
+    emit(out, args.json, text + bands_text(out["bands"]))
     return 0
 
 
