@@ -68,7 +68,9 @@ def _side(s: Scenario, plan: CapacityPlan, traffic: TrafficSpec, kv: KVOffload |
     return OffloadSide(kv is not None, n, usd, plan.max_rate_per_replica, ttft, hit or 0.0, tier_hit or 0.0)
 
 
-def _verdict(off: OffloadSide, on: OffloadSide) -> tuple[int | None, float | None, bool, str]:
+def _verdict(
+    off: OffloadSide, on: OffloadSide, where: str = "at the operating point"
+) -> tuple[int | None, float | None, bool, str]:
     if on.replicas is None:
         return None, None, False, "with offload one replica cannot meet the SLO at any load"
     if off.replicas is None:
@@ -77,7 +79,7 @@ def _verdict(off: OffloadSide, on: OffloadSide) -> tuple[int | None, float | Non
     usd = off.usd_per_hour - on.usd_per_hour
     ttft = ""
     if off.ttft_p95_s is not None and on.ttft_p95_s is not None:
-        ttft = f"; p95 TTFT {off.ttft_p95_s * 1e3:,.0f} → {on.ttft_p95_s * 1e3:,.0f} ms at the operating point"
+        ttft = f"; p95 TTFT {off.ttft_p95_s * 1e3:,.0f} → {on.ttft_p95_s * 1e3:,.0f} ms {where}"
     hits = f"; prefix hit rate {off.prefix_hit_rate:.1%} → {on.prefix_hit_rate:.1%}"
     if saved > 0:
         return saved, usd, True, f"offload pays: {saved} fewer replicas, ${usd:,.2f}/hour less{hits}{ttft}"
@@ -134,4 +136,4 @@ def compare_fleet_offload(
     """The fewest replicas behind `router` within the p95 TTFT target, with and without the tiers (the Fleet page)."""
     off = _fleet_side(replica.with_settings(offload=None), workload, router, slo_ttft_s, usd_per_gpu_hour, max_replicas)
     on = _fleet_side(replica.with_settings(offload=kv), workload, router, slo_ttft_s, usd_per_gpu_hour, max_replicas)
-    return OffloadComparison(off, on, *_verdict(off, on))
+    return OffloadComparison(off, on, *_verdict(off, on, "at each side's fleet size"))
