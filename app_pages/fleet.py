@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from planner.capacity.offload_compare import compare_fleet_offload
+from planner.capacity.replicas import price_of
 from planner.capacity.routing import compare_routers, replica_frame
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
+from planner.sim.offload_plan import GIB, OFFLOAD_TIERS, KVOffload
 from planner.sim.router import ROUTERS, PrefixAwareWeights
 from planner.sim.serving import Replica
 from planner.sim.settings import ServerSettings
@@ -21,8 +24,14 @@ GUARD = PrefixAwareWeights()  # the prefix-aware router's defaults, for the capt
 
 @st.cache_data(show_spinner="Simulating the fleet under each router…", max_entries=8)
 def _compare(scenario_json: str, replicas: int, traffic: tuple, seed: int):
+    scenario = Scenario.model_validate_json(scenario_json)
+    r = resolve(scenario)
+    return compare_routers(Replica(r, ServerSettings.of(r, seed=seed)), _sessions(traffic, seed), replicas)
+
+
+def _sessions(traffic: tuple, seed: int):
     num, turns, system, first, later, answer, think, rate = traffic
-    wl = sessions(
+    return sessions(
         num,
         turns,
         system,
@@ -33,9 +42,13 @@ def _compare(scenario_json: str, replicas: int, traffic: tuple, seed: int):
         first_user=f"fixed:{first}",
         seed=seed,
     )
-    scenario = Scenario.model_validate_json(scenario_json)
-    r = resolve(scenario)
-    return compare_routers(Replica(r, ServerSettings.of(r, seed=seed)), wl, replicas)
+
+
+@st.cache_data(show_spinner="Sizing the fleet with and without KV offload…", max_entries=8)
+def _offload(scenario_json: str, traffic: tuple, seed: int, router: str, kv: KVOffload, slo_ttft_s: float):
+    r = resolve(Scenario.model_validate_json(scenario_json))
+    replica = Replica(r, ServerSettings.of(r, seed=seed))
+    return compare_fleet_offload(replica, _sessions(traffic, seed), router, kv, slo_ttft_s, price_of(r))
 
 
 st.title("Fleet & routing")
@@ -137,3 +150,48 @@ st.dataframe(
         "e2e_p95_ms": st.column_config.NumberColumn("p95 end-to-end (ms)", format="%.0f"),
     },
 )
+
+st.subheader("KV offload on against off")
+st.caption(
+    "Prefix blocks the GPU lets go kept in CPU memory (and on NVMe): vLLM's OffloadingConnector or SGLang's HiCache "
+    "on the sidebar's engine. A later turn that finds its history there reloads it over the host link (PCIe or "
+    "NVLink-C2C, at the measured rate of data/kv_tiers.yaml) instead of recomputing it. Each side is sized: the "
+    "fewest replicas behind the router above within the p95 TTFT target."
+)
+c = st.columns(4)
+tiers = c[0].selectbox("Tiers", OFFLOAD_TIERS, key="fleet_offload_tiers")
+cpu_gib = c[1].number_input(
+    "CPU tier per replica (GiB, 0 = 2 × the GPU pool)", 0.0, 100_000.0, 0.0, key="fleet_cpu_gib"
+)
+slo_ttft = c[2].number_input("p95 TTFT target (s)", 0.01, 600.0, 2.0, key="fleet_offload_slo")
+go = c[3].checkbox("Compare", value=False, key="fleet_offload_go", help="sizes the fleet twice: a few seconds")
+if go:
+    try:
+        kv = KVOffload(tiers, cpu_gib * GIB if cpu_gib > 0 else None)
+        oc = _offload(sj, traffic, int(seed), router, kv, float(slo_ttft))
+    except InputError as err:
+        st.error(error_text(err))
+        st.stop()
+    rows = [
+        {"": label, "replicas": x.replicas, "usd_per_hour": x.usd_per_hour, "ttft_p95_s": x.ttft_p95_s}
+        | {"prefix_hit_rate": x.prefix_hit_rate, "offload_hit_rate": x.offload_hit_rate}
+        for label, x in (("off", oc.off), ("on", oc.on))
+    ]
+    st.dataframe(
+        rows,
+        hide_index=True,
+        column_config={
+            "replicas": st.column_config.NumberColumn("Replicas"),
+            "usd_per_hour": st.column_config.NumberColumn("$ / hour", format="%.2f"),
+            "ttft_p95_s": st.column_config.NumberColumn("p95 TTFT (s)", format="%.3f"),
+            "prefix_hit_rate": st.column_config.NumberColumn("Prefix hit rate (all tiers)", format="percent"),
+            "offload_hit_rate": st.column_config.NumberColumn("Hits from CPU/SSD", format="percent"),
+        },
+    )
+    (st.success if oc.pays else st.info)(oc.verdict[:1].upper() + oc.verdict[1:] + ".")
+    st.caption(
+        "Offload pays on traffic that comes back to a prefix after the GPU has let it go (a reuse distance longer "
+        "than the GPU prefix cache, shorter than the CPU tier), when a reload (latency + bytes / link rate) is "
+        "shorter than the prefill it replaces. Short think times or a GPU pool that already holds the histories "
+        "leave nothing for the tier to serve."
+    )

@@ -44,3 +44,16 @@ def test_bad_input_is_one_sentence_not_a_traceback():
     assert not at.exception
     assert [m.value for m in at.metric if m.label == "Completed"] == ["0"]
     assert [m.value for m in at.metric if m.label == "p95 TTFT (ms)"] == ["–"]
+
+
+def test_offload_on_against_off_sizes_both_and_says_whether_it_pays():
+    at = load()
+    at.number_input(key="fleet_think").set_value(30.0)  # turns come back after their blocks may have left the GPU
+    at.checkbox(key="fleet_offload_go").check()
+    at.run()
+    assert not at.exception
+    table = at.dataframe[2].value
+    assert table[""].tolist() == ["off", "on"]
+    assert table["prefix_hit_rate"].tolist()[1] >= 0
+    verdicts = [m.value for m in [*at.success, *at.info] if "ffload" in m.value]
+    assert verdicts and verdicts[0].startswith("Offload")

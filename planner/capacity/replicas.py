@@ -38,6 +38,7 @@ from planner.capacity.steady_state import (
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
+from planner.sim.offload_plan import KVOffload
 from planner.sim.serving import Replica, run_serving
 from planner.sim.settings import ServerSettings
 from planner.traffic.profiles import profile_workload
@@ -107,10 +108,13 @@ def mean_request_tokens(traffic: TrafficSpec) -> tuple[int, int]:
 Probe = Verdict
 
 
-def traffic_replica(r: Resolved, traffic: TrafficSpec) -> Replica:
+def traffic_replica(r: Resolved, traffic: TrafficSpec, offload: KVOffload | None = None) -> Replica:
     """One replica of the scenario as the capacity probes run it: its own settings, with the traffic's prefix
-    caching (when the profile asks for it; else the deployment's) and the traffic's seed for the simulator."""
-    return Replica(r, ServerSettings.of(r, prefix_caching=traffic.prefix_caching or None, seed=traffic.seed))
+    caching (when the profile asks for it; else the deployment's), the traffic's seed for the simulator and the
+    KV offload tiers, if any (planner/sim/offload_plan.py)."""
+    return Replica(
+        r, ServerSettings.of(r, prefix_caching=traffic.prefix_caching or None, seed=traffic.seed, offload=offload)
+    )
 
 
 def saturated_rps(replica: Replica, traffic: TrafficSpec) -> float | None:
@@ -376,13 +380,14 @@ def capacity_plan(
     rel_tol: float = DEFAULT_REL_TOL,
     operating_point: bool = True,
     saturated: float | None | tuple = (),
+    offload: KVOffload | None = None,
 ) -> CapacityPlan:
     """Capacity, replicas and cost of one deployment for `target_rps`, plus the latency at the operating point
     (target / replicas per replica) when `operating_point`; `saturated` as in find_capacity."""
     s = replica_scenario(s)
     r = resolve(s)
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
-    replica = traffic_replica(r, traffic)
+    replica = traffic_replica(r, traffic, offload)
     cap = find_capacity(replica, traffic, slo, rel_tol, saturated)  # one DP rank: each runs its own requests
     tp, dp, gpus = r.deployment.tensor_parallel_size, r.deployment.data_parallel_size, r.deployment.gpus_per_replica
     rank_saturated = cap.saturated_rps

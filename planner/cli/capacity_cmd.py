@@ -9,6 +9,7 @@ import math
 from pydantic import ValidationError
 
 from planner.accuracy.bands import bands_text
+from planner.capacity.offload_compare import compare_offload
 from planner.capacity.recommend import disaggregated_options, recommend, with_disaggregated
 from planner.capacity.replicas import (
     DEFAULT_HEADROOM,
@@ -19,6 +20,7 @@ from planner.capacity.replicas import (
 )
 from planner.cli import emit, progress_line
 from planner.cli.scenario_args import add_scenario_args, scenario_from_args
+from planner.cli.simulate_cmd import add_offload_args, offload_from_args
 from planner.cli.traffic_args import add_traffic_args, traffic_from_args
 from planner.core.catalog import gpus
 from planner.core.errors import InputError, from_validation_error
@@ -65,6 +67,7 @@ def register(subparsers) -> None:
         "the cost.",
     )
     _add_common(p, 1000)
+    add_offload_args(p)
     p.set_defaults(func=run_capacity)
     r = subparsers.add_parser(
         "recommend",
@@ -141,9 +144,17 @@ def _check(args) -> None:
 def run_capacity(args: argparse.Namespace) -> int:
     _check(args)
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
-    plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol)
+    kv = offload_from_args(args)
+    compared = None
+    if kv is None:
+        plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol)
+    else:  # offload on against off (planner/capacity/offload_compare.py); the plan is the one with offload
+        plan, compared = compare_offload(s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol, kv)
     added = capacity_bands_json(plan, resolve(replica_scenario(s)))
     text = _capacity_text(plan) + f"\n  replicas at the band's low throughput: {added['replicas_pessimistic']}"
+    if compared is not None:
+        text += f"\n  KV offload ({kv.tiers}) on against off: {compared.verdict}"
+    added["offload"] = compared.to_dict() if compared is not None else None
     emit({**plan.to_dict(), **added}, args.json, text + bands_text(added["bands"]))
     return 0
 

@@ -24,6 +24,13 @@ FIELD_FLAGS = {
     "enforce_eager": "--enforce-eager",
     "context_tokens": "--context",
     "engine": "--engine",
+    # KV offload tiers (planner.sim.offload_plan)
+    "kv_offload": "--kv-offload",
+    "cpu_bytes": "--cpu-offload-gib",
+    "cpu_offload_gib": "--cpu-offload-gib",
+    "ssd_bytes": "--ssd-offload-gib",
+    "offload_host": "--offload-host",
+    "hicache_write_policy": "--hicache-write-policy",
     # a static batch (planner.latency.metrics)
     "batch": "--batch",
     "input_tokens": "--input-tokens",

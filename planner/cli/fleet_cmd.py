@@ -16,6 +16,7 @@ from planner.cli.scenario_args import resolved_from_args
 from planner.cli.simulate_cmd import (
     _check_flags,
     add_simulate_args,
+    offload_json,
     output_flag,
     settings_from_args,
     workload_from_args,
@@ -95,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         sizes = _sizes(args, replica, wl, slo_ttft, slo_tpot)
         out["sizing"] = [z.to_dict() for z in sizes]
         text += "\n" + _sizing_text(sizes, slo_ttft, slo_tpot)
+    out["offload"] = offload_json(r, replica, res.fleet)
     emit(out, args.json, text)
     return 0
 

@@ -13,6 +13,7 @@ from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
 from planner.cli.work_budget import check_workload
 from planner.core.errors import InputError
+from planner.sim.offload_plan import GIB, OFFLOAD_TIERS, KVOffload, offload_summary
 from planner.sim.records import LatencyStats, ServingSummary
 from planner.sim.serving import Replica, benchmark_clients, result_summary, run_serving
 from planner.sim.settings import ServerSettings, SpecDecoding
@@ -92,6 +93,7 @@ def add_simulate_args(p: argparse.ArgumentParser) -> None:
     s.add_argument("--slo-ttft-ms", type=float, default=None, help="goodput: TTFT target, ms")
     s.add_argument("--slo-tpot-ms", type=float, default=None, help="goodput: TPOT target, ms")
     s.add_argument("--seed", type=int, default=0, help="seed for arrivals, lengths and sampling (default 0)")
+    add_offload_args(p)
     d = p.add_argument_group("speculative decoding (off unless --spec-model or --spec-method)")
     d.add_argument("--spec-model", default=None, help="draft model: preset id or config.json path")
     d.add_argument(
@@ -245,6 +247,66 @@ def workload_from_args(args: argparse.Namespace, r=None) -> Workload:
     return open_loop(n, args.rate, prompt, output, args.arrival, cv, seed=args.seed)
 
 
+def add_offload_args(p: argparse.ArgumentParser) -> None:
+    """KV offload tiers (planner/sim/offload_plan.py): vLLM's OffloadingConnector or SGLang's HiCache."""
+    o = p.add_argument_group("KV offload (off unless --kv-offload; vLLM OffloadingConnector, SGLang HiCache)")
+    o.add_argument(
+        "--kv-offload",
+        choices=OFFLOAD_TIERS,
+        default=None,
+        help="keep prefix blocks the GPU evicts in CPU memory (and on NVMe SSD); hits reload over the host link",
+    )
+    o.add_argument(
+        "--cpu-offload-gib",
+        type=float,
+        default=None,
+        help="CPU tier for the whole replica, GiB (vLLM cpu_bytes_to_use; default: 2 x the GPU KV pool, SGLang's "
+        "--hicache-ratio default)",
+    )
+    o.add_argument("--ssd-offload-gib", type=float, default=None, help="SSD tier, GiB (default: the host's NVMe share)")
+    o.add_argument("--offload-host", default=None, help="host of data/hosts.yaml (default: the GPU's)")
+    o.add_argument(
+        "--hicache-write-policy",
+        choices=("write_through", "write_back"),
+        default=None,
+        help="SGLang: back blocks up as computed (write_through, the default) or as the GPU evicts them",
+    )
+
+
+def offload_from_args(args: argparse.Namespace) -> KVOffload | None:
+    if getattr(args, "kv_offload", None) is None:
+        if any(getattr(args, f, None) is not None for f in ("cpu_offload_gib", "ssd_offload_gib", "offload_host")):
+            raise InputError("--kv-offload", "the offload sizes and host need --kv-offload cpu or cpu+ssd")
+        return None
+    gib = lambda v: v * GIB if v is not None else None  # noqa: E731
+    return KVOffload(
+        args.kv_offload,
+        gib(args.cpu_offload_gib),
+        gib(args.ssd_offload_gib),
+        args.offload_host,
+        args.hicache_write_policy,
+    )
+
+
+def offload_json(r, replica, res) -> dict | None:
+    """The `offload` key: the tiers' hit rates and reload seconds (None when offload is off)."""
+    kv = replica.settings.offload
+    if kv is None or res.offload is None:
+        return None
+    return offload_summary(r, kv, replica.scheduler_config.offload, res).to_dict()
+
+
+def offload_text(o: dict | None) -> str:
+    """One line on the offload tiers (nothing when off)."""
+    if o is None:
+        return ""
+    rates = ", ".join(f"{tier} {rate:.1%}" for tier, rate in o["hit_rate"].items())
+    return (
+        f"\n  KV offload {o['tiers']} on {o['host']} ({o['write_policy']}, CPU {o['cpu_gib']:,.1f} GiB): hits {rates}; "
+        f"{o['num_reloads']:,} reloads, {o['reload_s']:,.2f} s charged to steps\n  engine flags: {o['engine_flags']}"
+    )
+
+
 def output_flag(args: argparse.Namespace) -> str:
     """The flag that set the output lengths (for a work-budget message)."""
     return "--output-dist" if getattr(args, "output_dist", None) else "--output-tokens"
@@ -265,6 +327,7 @@ def settings_from_args(args: argparse.Namespace, r) -> ServerSettings:
         slo_tpot_s=args.slo_tpot_ms / 1e3 if args.slo_tpot_ms else None,
         seed=args.seed,
         spec=spec,
+        offload=offload_from_args(args),
     )
 
 
@@ -295,7 +358,9 @@ def run(args: argparse.Namespace) -> int:
         spec_method=args.spec_method,  # added after the others: the JSON contract appends keys
     )
     out["bands"] = bands_json(r, serving_bands(out))
-    emit(out, args.json, _text(summary, r, args.engine, res.config.admission_policy) + bands_text(out["bands"]))
+    out["offload"] = offload_json(r, replica, res)
+    text = _text(summary, r, args.engine, res.config.admission_policy) + offload_text(out["offload"])
+    emit(out, args.json, text + bands_text(out["bands"]))
     return 0
 
 

@@ -38,6 +38,7 @@ class BlockPool:
         self.peak_active = 0
         self.num_evicted_blocks = 0  # cached blocks (own or prefix) reused for something else
         self._next_empty_key = 1
+        self.on_prefix_evicted = None  # hook: called with a prefix hash id as the GPU evicts it (offload_tiers)
 
     @property
     def num_active(self) -> int:
@@ -97,6 +98,8 @@ class BlockPool:
                 evicted += take
             elif key[0] == PREFIX:
                 self.cached.discard(key[1])
+                if self.on_prefix_evicted is not None:
+                    self.on_prefix_evicted(key[1])
                 if take < count:  # the hash is gone once any of its blocks is reused; the rest are plain free
                     del queue[key]
                     queue[(EMPTY, self._next_empty_key)] = count - take

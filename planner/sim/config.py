@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.core.errors import InputError, from_validation_error
+from planner.sim.offload_tiers import OffloadConfig
 from planner.sim.policies import POLICY_NAMES
 
 
@@ -111,6 +112,7 @@ class SchedulerConfig(BaseModel):
     frontend_latency_s: float = Field(0.0, ge=0.0, description="client-side latency outside the engine, per request")
     slo_ttft_s: float | None = Field(None, gt=0)
     slo_tpot_s: float | None = Field(None, gt=0)
+    offload: OffloadConfig | None = None  # KV offload tiers (planner/sim/offload_tiers.py); None = off
 
     @model_validator(mode="after")
     def budget_covers_max_num_seqs(self) -> SchedulerConfig:

@@ -133,7 +133,18 @@ class FleetReplica(Replica):
             self.pool.peak_active,
             self.pool.num_evicted_blocks,
             0.0,
+            self.tiers.stats if self.tiers is not None else None,
         )
+
+
+def merged_offload(stats: list):
+    """The fleet's offload tiers' figures: the replicas' summed (None when offload is off)."""
+    if not stats or stats[0] is None:
+        return None
+    total = stats[0]
+    for other in stats[1:]:
+        total = total.merged(other)
+    return total
 
 
 def take_records(r: RequestRecords, idx: np.ndarray) -> RequestRecords:
@@ -227,6 +238,7 @@ class Fleet:
             max(r.peak_kv_blocks for r in runs),
             sum(r.num_evicted_blocks for r in runs),
             wall_s,
+            merged_offload([r.offload for r in runs]),
         )
         in_system = sum(float(np.dot(s.steps.num_running + s.steps.num_waiting, s.steps.duration_s)) for s in runs)
         return FleetResult(

@@ -150,6 +150,7 @@ class SimResult:
     peak_kv_blocks: int  # most blocks ever held by running requests (<= config.num_gpu_blocks)
     num_evicted_blocks: int  # cached blocks (prefix or a preempted request's own) reused for something else
     wall_s: float  # seconds the simulation took to run
+    offload: object = None  # OffloadStats of the KV offload tiers (planner/sim/offload_tiers.py); None = off
 
 
 @dataclass(frozen=True)

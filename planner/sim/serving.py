@@ -22,6 +22,7 @@ from planner.latency.perf_model import PerfModel
 from planner.memory.plan import MemoryPlan, plan_memory
 from planner.memory.sliding_window import sliding_window_blocks
 from planner.sim.config import SchedulerConfig, scheduler_config
+from planner.sim.offload_plan import offload_config
 from planner.sim.records import LatencyStats, ServingSummary, SimResult, latencies, stats, summary
 from planner.sim.settings import ServerSettings
 from planner.sim.simulator import simulate
@@ -241,8 +242,13 @@ class Replica:
     @cached_property
     def scheduler_config(self) -> SchedulerConfig:
         front = self.step_cost.pm.eff.frontend_latency_s  # the engine profile's request path outside the steps
-        return scheduler_config_for(
+        cfg = scheduler_config_for(
             self.resolved, self.memory_plan, frontend_latency_s=front, **self.settings.scheduler_fields()
+        )
+        if self.settings.offload is None:
+            return cfg
+        return cfg.model_copy(
+            update={"offload": offload_config(self.resolved, self.settings.offload, cfg.num_gpu_blocks)}
         )
 
     def with_settings(self, **changes) -> Replica:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from planner.core.engine import Engine
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
+from planner.sim.offload_plan import KVOffload
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class ServerSettings:
     seed: int = 0
     spec: SpecDecoding | None = None
     scheduler_overrides: tuple[tuple[str, object], ...] = ()  # SchedulerConfig fields set directly (experiments)
+    offload: KVOffload | None = None  # KV offload tiers (planner/sim/offload_plan.py); None = off
 
     @classmethod
     def of(cls, r: Resolved, **changes) -> ServerSettings:

@@ -36,6 +36,8 @@ sequences (`draft_cost`, its own roofline step; or a fixed `spec_draft_cost_s`).
 next step boundary; with `max_queue`, requests that cannot start and would leave more than max_queue waiting are
 rejected (0 = admit only what can start now). Other engines' schedulers: planner/sim/policies.py (docs/schedulers.md).
 
+KV offload tiers (planner/sim/offload_tiers.py): prefix ids past the GPU hits that a CPU or SSD tier holds are
+reloaded at admission (they take GPU blocks and join the prefix cache); their transfer is added to that step.
 Not modelled: CPU swap, multiple replicas or routing, priority scheduling, detokenisation and network time, a
 draft model's own KV cache, stop strings (outputs have their trace length).
 Speed: decoding requests advance in lock step (planner/sim/lockstep.py): O(1) per step in the batch size, and
@@ -59,6 +61,7 @@ from planner.sim import admission, invariants
 from planner.sim.block_pool import BlockPool
 from planner.sim.config import SchedulerConfig, scheduler_config
 from planner.sim.lockstep import DecodeBatch, plan_decode_run
+from planner.sim.offload_tiers import OffloadTiers
 from planner.sim.policies import make_policy, overrides
 from planner.sim.records import (
     REJECT_QUEUE_FULL,
@@ -133,6 +136,13 @@ class Replica:
                 f"prefix blocks of {wl.prefix_block_tokens} tokens are not a whole number of {bs}-token KV blocks",
             )
         self.pool = BlockPool(cfg.num_gpu_blocks, wl.prefix_block_tokens // bs if self.prefix_sharing else 1)
+        # KV offload tiers (planner/sim/offload_tiers.py): only where prefix blocks are shared and published
+        self.tiers = None
+        if cfg.offload is not None and self.prefix_sharing:
+            self.tiers = OffloadTiers(cfg.offload, self.pool.blocks_per_prefix, wl.prefix_block_tokens)
+            if self.tiers.write_back:
+                self.pool.on_prefix_evicted = self.tiers.on_gpu_evict
+        self.reload_s_due = 0.0  # reloads of this step's admissions, charged to the step (offload_tiers note)
         if share is None:
             self._init_request_tables()
         else:
@@ -227,6 +237,7 @@ class Replica:
             self.pool.peak_active,
             self.pool.num_evicted_blocks,
             time.perf_counter() - wall0,
+            self.tiers.stats if self.tiers is not None else None,
         )
 
     # --- arrivals, rejection, finishing, preemption -------------------------------------------------------
@@ -393,6 +404,20 @@ class Replica:
             own = 0
         return num_prefix, own
 
+    def _tier_hits(self, i: int, known: int, num_prefix: int) -> int:
+        """Prefix ids after the GPU hits that the offload tiers hold (the GPU's own hits touch their copies)."""
+        limit = min(self.num_cacheable_prefix[i], (known - 1) // self.prefix_block_tokens)
+        ids = self.prefix_ids[i]
+        if num_prefix and not self.tiers.write_back:
+            self.tiers.touch(ids[:num_prefix])
+        return self.tiers.lookup(ids, num_prefix, limit, self.pool.cached) if limit > num_prefix else 0
+
+    def _reload(self, i: int, num_prefix: int, num_reload: int) -> None:
+        """Reloaded ids join the GPU prefix cache, held by request i; the step pays their transfer."""
+        ids = self.prefix_ids[i]
+        self.shared_prefix_held[i].extend(self.pool.register_all(ids, num_prefix, num_prefix + num_reload))
+        self.reload_s_due += self.tiers.reload(ids[num_prefix : num_prefix + num_reload])
+
     def _schedule_waiting(self, budget: int, scheduled: list) -> None:
         cfg, pool, policy = self.cfg, self.pool, self.policy
         if self.order_waiting is not None:
@@ -401,7 +426,9 @@ class Replica:
             i = self.waiting[0]
             known = self.prompt_tokens[i] + self.generated_tokens[i]
             num_prefix, own = self._cache_hits(i, known)
-            hit_blocks = num_prefix * pool.blocks_per_prefix + own
+            num_reload = self._tier_hits(i, known, num_prefix) if self.tiers is not None and not own else 0
+            gpu_hit_blocks = num_prefix * pool.blocks_per_prefix + own
+            hit_blocks = gpu_hit_blocks + num_reload * pool.blocks_per_prefix  # reloaded blocks take GPU space
             hit_tokens = hit_blocks * cfg.block_size
             num_new = known - hit_tokens
             if 0 < cfg.long_prefill_token_threshold < num_new:
@@ -413,13 +440,13 @@ class Replica:
             if num_new <= 0:
                 break
             hits = self.prefix_ids[i][:num_prefix] if num_prefix else ()
-            new_blocks = self._blocks(hit_tokens + num_new) - hit_blocks
+            new_blocks = self._blocks(hit_tokens + num_new) - gpu_hit_blocks
             whole = cfg.scheduler_reserve_full_isl or policy.admit_whole_prompt
-            checked = self._blocks(known) - hit_blocks if whole else new_blocks
+            checked = self._blocks(known) - gpu_hit_blocks if whole else new_blocks
             evictable_hits = own + (pool.num_evictable_among(hits) * pool.blocks_per_prefix if hits else 0)
             if checked + evictable_hits > pool.num_free:
                 break
-            if self.admission_hooks and not policy.admits(self, i, hit_blocks):
+            if self.admission_hooks and not policy.admits(self, i, gpu_hit_blocks):
                 break
             self.waiting.popleft()
             if num_prefix:
@@ -428,11 +455,14 @@ class Replica:
             if own:
                 pool.take_own(i)
             pool.allocate(new_blocks)
+            if num_reload:
+                self._reload(i, num_prefix, num_reload)
             if self.admission_hooks:
                 policy.on_admit(self, i)
-            self.next_prefix_to_publish[i] = num_prefix
+            self.next_prefix_to_publish[i] = num_prefix + num_reload
             self.computed_tokens[i] = hit_tokens
-            self.out.prefix_hit_tokens[i] += num_prefix * self.prefix_block_tokens  # shared prefix hits
+            # shared prefix hits, on GPU or reloaded from a tier
+            self.out.prefix_hit_tokens[i] += (num_prefix + num_reload) * self.prefix_block_tokens
             self.out.recomputed_tokens[i] += self.tokens_lost_at_preemption[i] - own * cfg.block_size
             self.tokens_lost_at_preemption[i] = 0
             self.running[i] = None
@@ -461,8 +491,8 @@ class Replica:
                 spec_seqs, spec_ctx = spec_seqs + 1, spec_ctx + ctx
         num_seqs = batch.count + len(scheduled)
         dt = float(self.cost.step_time_s(new_tokens, num_seqs, kv_read, pairs))
-        dt += self.request_overhead_s * self.requests_starting
-        self.requests_starting = 0
+        dt += self.request_overhead_s * self.requests_starting + self.reload_s_due
+        self.requests_starting, self.reload_s_due = 0, 0.0
         if spec_seqs and self.spec:  # k sequential draft passes over the verifying sequences
             draft = self.draft_cost
             per_pass = (
@@ -523,8 +553,14 @@ class Replica:
         full = min(self.computed_tokens[i] // self.prefix_block_tokens, self.num_cacheable_prefix[i])
         start = self.next_prefix_to_publish[i]
         if full > start:
-            self.shared_prefix_held[i].extend(self.pool.register_all(self.prefix_ids[i], start, full))
-            self.next_prefix_to_publish[i] = full
+            self._publish(i, self.prefix_ids[i], start, full)
+
+    def _publish(self, i: int, ids, start: int, full: int) -> None:
+        new = self.pool.register_all(ids, start, full)
+        self.shared_prefix_held[i].extend(new)
+        self.next_prefix_to_publish[i] = full
+        if self.tiers is not None and not self.tiers.write_back:
+            self.tiers.store(new)  # write-through: host copies as the blocks are computed (offload_tiers)
 
     def _publish_answer(self, i: int, tokens_held: int) -> None:
         """Sessions: the answer's full blocks join the prefix cache as the request finishes (vLLM caches every
@@ -533,8 +569,7 @@ class Replica:
         full = min(len(ids), tokens_held // self.prefix_block_tokens)
         start = self.next_prefix_to_publish[i]
         if full > start:
-            self.shared_prefix_held[i].extend(self.pool.register_all(ids, start, full))
-            self.next_prefix_to_publish[i] = full
+            self._publish(i, ids, start, full)
 
     # --- runs of pure-decode steps --------------------------------------------------------------------------
     def _can_fast_forward(self) -> bool:

@@ -8,8 +8,9 @@ request hits them. Reloading L tokens to one GPU takes
 
 (each GPU of a TP group reloads its own shard over its own link). Recomputing them is a prefill of L tokens
 (planner/latency/perf_model.py). Offload pays for a hit when reload_s < recompute_s; the tiers' figures are in
-data/kv_tiers.yaml with their sources. Not modelled yet: the tiers inside the serving simulator (LRU between
-GPU, CPU and SSD; reload time charged to TTFT), the copy out on eviction competing with the reload.
+data/kv_tiers.yaml with their sources (this page uses the link rates; the serving simulator's tiers,
+planner/sim/offload_tiers.py, use the measured host-to-device rates and add LRU between GPU, CPU and SSD with the
+reload charged to TTFT). Not modelled: the copy out on eviction competing with the reload.
 """
 
 from __future__ import annotations
