@@ -10,19 +10,35 @@ Here the queue holds runs of blocks ("segments") instead of single blocks:
 - ("empty", k): blocks whose content nobody can hit (never used, or a finished request's private blocks);
 - ("own", request, serial): the full blocks a PREEMPTED request computed, still cached for its readmission (its tail
   blocks sit first, so they are evicted first, as in vLLM);
-- ("prefix", hash id): a shared prefix block of a trace (one hash id covers `blocks_per_prefix` KV blocks),
-  released by its last user.
+- hash id (the key itself, not a tuple): a shared prefix entry of a trace (one hash id covers `blocks_per_prefix` KV
+  blocks), released by its last user.
 Prefix entries in use are reference-counted (`prefix_refs`); taking a hit out of the queue is vLLM's `touch`.
+
+Speed (issue 26 item 5). A request's prefix entries are handled as one list per call (a hit, a publication, a
+release), not one Python iteration per entry: membership, reference counts and queue updates go through C-level
+builtins (map over the set's and dict's own methods, itertools.compress, dict.update), and a prefix entry's queue
+key is its hash id itself (no tuple per entry). A list holding the same id twice (possible in a user's trace) takes
+the entry-by-entry path, which gives the same result. tests/test_fleet_pinned.py pins the fleet's figures from
+before this change.
 What we leave out: a finished request's own blocks are treated as unhittable (synthetic prompts share nothing
 beyond their trace prefix ids).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from itertools import takewhile
+from collections import OrderedDict, deque
+from itertools import compress, filterfalse, islice
+from operator import not_
 
-EMPTY, OWN, PREFIX = "empty", "own", "prefix"
+EMPTY, OWN = "empty", "own"  # the other keys of the free queue are prefix hash ids (ints)
+
+
+def _distinct(ids) -> bool:
+    return len(ids) < 2 or len(set(ids)) == len(ids)
+
+
+def _consume(iterator) -> None:
+    deque(iterator, maxlen=0)  # runs a map of a C method to the end without a Python loop
 
 
 class BlockPool:
@@ -91,18 +107,18 @@ class BlockPool:
                 queue.popitem(last=False)
             else:
                 queue[key] = count - take
-            if key[0] == OWN:
-                if take == count and self.own_key.get(key[1]) == key:
-                    del self.own_key[key[1]]
-                evicted += take
-            elif key[0] == PREFIX:
-                self.cached.discard(key[1])
+            if key.__class__ is not tuple:  # a prefix entry (its hash id): evicted whole
+                self.cached.discard(key)
                 if take < count:  # the hash is gone once any of its blocks is reused; the rest are plain free
                     del queue[key]
                     queue[(EMPTY, self._next_empty_key)] = count - take
                     queue.move_to_end((EMPTY, self._next_empty_key), last=False)
                     self._next_empty_key += 1
                 evicted += count
+            elif key[0] == OWN:
+                if take == count and self.own_key.get(key[1]) == key:
+                    del self.own_key[key[1]]
+                evicted += take
             num -= take
         self.num_evicted_blocks += evicted
         self._uncache(evicted)
@@ -145,22 +161,35 @@ class BlockPool:
 
     def num_cached_prefix(self, hash_ids, max_entries: int) -> int:
         """How many of the first `max_entries` hash ids are cached, counting from the first (exact-prefix match)."""
-        return sum(1 for _ in takewhile(self.cached.__contains__, hash_ids[:max_entries]))  # a C-level loop
+        hit = list(map(self.cached.__contains__, islice(hash_ids, max_entries)))
+        try:
+            return hit.index(False)
+        except ValueError:
+            return len(hit)
 
     def num_evictable_among(self, hash_ids) -> int:
-        refs = self.prefix_refs
-        return sum(1 for h in hash_ids if h not in refs)  # cached and not referenced: free in the queue
+        return len(hash_ids) - sum(map(self.prefix_refs.__contains__, hash_ids))  # cached, not referenced: free
 
     def acquire(self, hash_ids) -> None:
         """Reference cached entries (a prefix hit): free ones leave the queue (vLLM's touch)."""
-        refs, queue, taken = self.prefix_refs, self.free_queue, 0
-        for h in hash_ids:
-            if h in refs:
-                refs[h] += 1
-            else:
-                del queue[(PREFIX, h)]
-                refs[h] = 1
-                taken += 1
+        refs, queue = self.prefix_refs, self.free_queue
+        if not _distinct(hash_ids):
+            taken = 0
+            for h in hash_ids:
+                if h in refs:
+                    refs[h] += 1
+                else:
+                    del queue[h]
+                    refs[h] = 1
+                    taken += 1
+        else:
+            held = list(map(refs.__contains__, hash_ids))
+            again = list(compress(hash_ids, held))
+            refs.update(zip(again, map((1).__add__, map(refs.__getitem__, again))))
+            touched = list(compress(hash_ids, map(not_, held)))
+            _consume(map(queue.__delitem__, touched))
+            refs.update(dict.fromkeys(touched, 1))
+            taken = len(touched)
         if taken:  # the blocks touched out of the free queue, counted once
             self.num_free -= taken * self.blocks_per_prefix
             self._uncache(taken * self.blocks_per_prefix)
@@ -177,25 +206,33 @@ class BlockPool:
 
     def register_all(self, hash_ids, start: int, stop: int) -> list[int]:
         """register() each of hash_ids[start:stop]; returns those published (the request now references)."""
-        cached, refs, new = self.cached, self.prefix_refs, []
-        for h in hash_ids[start:stop]:
-            if h not in cached:
-                cached.add(h)
-                refs[h] = 1
-                new.append(h)
-        return new
+        fresh = dict.fromkeys(filterfalse(self.cached.__contains__, hash_ids[start:stop]), 1)  # first of each id
+        self.cached.update(fresh)
+        self.prefix_refs.update(fresh)
+        return list(fresh)
 
     def release(self, hash_ids) -> None:
         """Drop one reference each (the last entry first, as vLLM frees tail first); at zero the entry joins
         the back of the free queue, still cached."""
-        refs, per, freed = self.prefix_refs, self.blocks_per_prefix, []
-        for h in reversed(hash_ids):
-            count = refs[h] - 1
-            if count:
-                refs[h] = count
-            else:
-                del refs[h]
-                freed.append((PREFIX, h))
+        refs, per = self.prefix_refs, self.blocks_per_prefix
+        tail_first = hash_ids[::-1]
+        if not _distinct(tail_first):
+            freed = []
+            for h in tail_first:
+                count = refs[h] - 1
+                if count:
+                    refs[h] = count
+                else:
+                    del refs[h]
+                    freed.append(h)
+        else:
+            counts = list(map(refs.__getitem__, tail_first))
+            last = list(map((1).__eq__, counts))  # this request held the entry's last reference
+            freed = list(compress(tail_first, last))
+            if len(freed) < len(tail_first):
+                shared = list(map(not_, last))
+                refs.update(zip(compress(tail_first, shared), map((-1).__add__, compress(counts, shared))))
+            _consume(map(refs.__delitem__, freed))
         if freed:  # _append for each, in order, with one update of the queue and the counts
             if not self.num_cached_free and self.num_free:
                 self.free_queue[(EMPTY, self._next_empty_key)] = self.num_free

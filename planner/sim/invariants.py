@@ -28,7 +28,7 @@ def check(rep) -> None:
         raise AssertionError(f"{pool.num_cached_free} cached free blocks, {pool.num_free} free")
     if pool.num_cached_free and sum(pool.free_queue.values()) != pool.num_free:
         raise AssertionError("the free queue's segments do not add up to the free blocks")
-    free_prefix = {key[1] for key in pool.free_queue if key[0] == "prefix"}
+    free_prefix = {key for key in pool.free_queue if not isinstance(key, tuple)}  # prefix entries: hash ids
     if pool.cached != free_prefix | set(pool.prefix_refs):
         raise AssertionError("the set of cached prefix ids is not the referenced + free cached ones")
     running, waiting = rep.running, rep.waiting
