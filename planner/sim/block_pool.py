@@ -264,13 +264,13 @@ class BlockPool:
                     del refs[h]
                     freed.append(h)
         else:
-            counts = list(map(refs.__getitem__, tail_first))
-            last = list(map((1).__eq__, counts))  # this request held the entry's last reference
-            freed = list(compress(tail_first, last))
-            if len(freed) < len(tail_first):
-                shared = list(map(not_, last))
+            counts = list(map(refs.pop, tail_first))  # every entry out of the table, then the shared ones back
+            if counts.count(1) == len(counts):  # this request held every entry's last reference
+                freed = tail_first
+            else:
+                freed = list(compress(tail_first, map((1).__eq__, counts)))
+                shared = list(map((1).__lt__, counts))
                 refs.update(zip(compress(tail_first, shared), map((-1).__add__, compress(counts, shared))))
-            _consume(map(refs.__delitem__, freed))
         if freed:  # one run at the back of the queue, its entries tail first
             queue = self.free_queue
             if not self.num_cached_free and self.num_free:
