@@ -36,10 +36,6 @@ from operator import eq, not_
 EMPTY, OWN, RUN = "empty", "own", "run"
 
 
-def _distinct(ids) -> bool:
-    return len(ids) < 2 or len(set(ids)) == len(ids)
-
-
 def _consume(iterator) -> None:
     deque(iterator, maxlen=0)  # runs a map of a C method to the end without a Python loop
 
@@ -206,7 +202,15 @@ class BlockPool:
     def acquire(self, hash_ids) -> None:
         """Reference cached entries (a prefix hit): free ones leave the queue (vLLM's touch)."""
         refs, per = self.prefix_refs, self.blocks_per_prefix
-        if not _distinct(hash_ids):
+        held = list(map(refs.__contains__, hash_ids))
+        again = list(compress(hash_ids, held))
+        counts = dict(zip(again, map((1).__add__, map(refs.__getitem__, again))))
+        touched = list(compress(hash_ids, map(not_, held)))
+        fresh = dict.fromkeys(touched, 1)
+        if len(counts) == len(again) and len(fresh) == len(touched):
+            refs.update(counts)
+            refs.update(fresh)
+        else:  # an id listed twice (a user's trace): entry by entry, the second one referenced twice
             touched = []
             for h in hash_ids:
                 if h in refs:
@@ -214,12 +218,6 @@ class BlockPool:
                 else:
                     refs[h] = 1
                     touched.append(h)
-        else:
-            held = list(map(refs.__contains__, hash_ids))
-            again = list(compress(hash_ids, held))
-            refs.update(zip(again, map((1).__add__, map(refs.__getitem__, again))))
-            touched = list(compress(hash_ids, map(not_, held)))
-            refs.update(dict.fromkeys(touched, 1))
         if touched:  # out of their runs; the blocks touched out of the free queue, counted once
             queue = self.free_queue
             for serial, n in Counter(map(self.free_in_run.pop, touched)).items():
@@ -254,7 +252,15 @@ class BlockPool:
         the back of the free queue, still cached."""
         refs, per = self.prefix_refs, self.blocks_per_prefix
         tail_first = hash_ids[::-1]
-        if not _distinct(tail_first):
+        counts = list(map(refs.pop, tail_first, repeat(0)))  # every entry out of the table, the shared ones back
+        if counts.count(1) == len(counts):  # this request held every entry's last reference
+            freed = tail_first
+        elif 0 not in counts:
+            freed = list(compress(tail_first, map((1).__eq__, counts)))
+            shared = list(map((1).__lt__, counts))
+            refs.update(zip(compress(tail_first, shared), map((-1).__add__, compress(counts, shared))))
+        else:  # an id listed twice (its second pop found nothing): put the table back, entry by entry
+            refs.update(compress(zip(tail_first, counts), counts))
             freed = []
             for h in tail_first:
                 count = refs[h] - 1
@@ -263,14 +269,6 @@ class BlockPool:
                 else:
                     del refs[h]
                     freed.append(h)
-        else:
-            counts = list(map(refs.pop, tail_first))  # every entry out of the table, then the shared ones back
-            if counts.count(1) == len(counts):  # this request held every entry's last reference
-                freed = tail_first
-            else:
-                freed = list(compress(tail_first, map((1).__eq__, counts)))
-                shared = list(map((1).__lt__, counts))
-                refs.update(zip(compress(tail_first, shared), map((-1).__add__, compress(counts, shared))))
         if freed:  # one run at the back of the queue, its entries tail first
             queue = self.free_queue
             if not self.num_cached_free and self.num_free:
