@@ -103,6 +103,24 @@ def test_block_pool_evicts_from_the_front_of_the_free_queue():
         pool.allocate(2)
 
 
+def test_block_pool_counts_an_id_listed_twice_twice():
+    # a user's trace may list a hash id twice in one request: each listing is one reference (the entry-by-entry path)
+    pool = BlockPool(num_blocks=6)
+    pool.allocate(2)
+    assert pool.register_all([7, 7, 8], 0, 3) == [7, 8]  # published once each
+    pool.release([7, 8])
+    assert pool.num_free == 6 and pool.num_cached_prefix([7, 8], 2) == 2
+    pool.acquire([7, 7, 8])  # a hit listing 7 twice: 7 referenced twice, both leave the free queue once
+    assert pool.prefix_refs == {7: 2, 8: 1} and pool.num_free == 4
+    pool.release([7, 7, 8])  # 8 then 7 twice: both freed, still cached
+    assert pool.prefix_refs == {} and pool.num_free == 6 and pool.num_cached_prefix([7, 8], 2) == 2
+    pool.acquire([8, 7])
+    pool.release([7, 8])  # 8 joins the queue before 7
+    pool.allocate(5)  # 4 plain blocks, then 8
+    assert pool.num_cached_prefix([7], 1) == 1 and pool.num_cached_prefix([8], 1) == 0
+    assert pool.num_evicted_blocks == 1
+
+
 def test_preempted_request_keeps_its_full_blocks_cached_until_evicted():
     pool = BlockPool(num_blocks=10)
     pool.allocate(6)

@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 
 from planner.accuracy.bands import bands_json, bands_text, serving_bands
+from planner.capacity.fleet_ray import run_fleet_apart
 from planner.capacity.replicas import price_of
 from planner.capacity.routing import run_fleet, size_fleet
 from planner.cli import emit
@@ -56,6 +57,14 @@ def register(subparsers) -> None:
         "--slo-tpot-ms (p95), and their $ per hour",
     )
     f.add_argument("--max-replicas", type=int, default=64, help="--size: largest fleet tried (default 64)")
+    f.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="simulate each replica in its own Ray task ('local' starts Ray here, 'auto' or 'ray://host:port' "
+        "joins a cluster); the same answer as without it. Only round robin over open-loop traffic splits (the "
+        "other routers read the replicas' state; closed-loop turns depend on when replies finish)",
+    )
     p.set_defaults(func=run)
 
 
@@ -74,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
     except InputError as err:
         raise InputError("--spec-model", err.message) from None
     cfg = replica.scheduler_config
-    res = run_fleet(replica, wl, args.replicas, args.router)
+    if args.ray:
+        res = run_fleet_apart(replica, wl, args.replicas, args.router, args.ray)
+    else:
+        res = run_fleet(replica, wl, args.replicas, args.router)
     s = fleet_summary(res)
     out = s.to_dict()
     out.update(

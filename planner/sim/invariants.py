@@ -28,8 +28,21 @@ def check(rep) -> None:
         raise AssertionError(f"{pool.num_cached_free} cached free blocks, {pool.num_free} free")
     if pool.num_cached_free and sum(pool.free_queue.values()) != pool.num_free:
         raise AssertionError("the free queue's segments do not add up to the free blocks")
-    free_prefix = {key[1] for key in pool.free_queue if key[0] == "prefix"}
-    if pool.cached != free_prefix | set(pool.prefix_refs):
+    runs = [key[1] for key in pool.free_queue if key[0] == "run"]
+    if set(runs) != set(pool.run_ids) or set(runs) != set(pool.run_next):
+        raise AssertionError("the free queue's runs and the run tables disagree")
+    live = 0
+    for serial in runs:  # a run's queue count is its live entries' blocks, none before run_next
+        ids = pool.run_ids[serial]
+        if any(pool.free_in_run.get(h) == serial for h in ids[: pool.run_next[serial]]):
+            raise AssertionError(f"run {serial} has a free entry before its next")
+        num_live = sum(pool.free_in_run.get(h) == serial for h in ids)
+        live += num_live
+        if pool.free_queue[("run", serial)] != num_live * pool.blocks_per_prefix or not num_live:
+            raise AssertionError(f"run {serial} counts {pool.free_queue[('run', serial)]} blocks, {num_live} live")
+    if live != len(pool.free_in_run) or set(pool.free_in_run) & set(pool.prefix_refs):
+        raise AssertionError("a free prefix entry is in no run, or referenced")
+    if pool.cached != set(pool.free_in_run) | set(pool.prefix_refs):
         raise AssertionError("the set of cached prefix ids is not the referenced + free cached ones")
     running, waiting = rep.running, rep.waiting
     if len(running) > rep.cfg.max_num_seqs:
