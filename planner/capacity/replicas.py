@@ -39,8 +39,9 @@ from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
 from planner.sim.serving import Replica, run_serving
-from planner.sim.settings import ServerSettings
+from planner.sim.settings import ServerSettings, SpecDecoding
 from planner.traffic.profiles import profile_workload
+from planner.traffic.sessions import sessions
 from planner.traffic.traces import load_trace
 from planner.traffic.workload import Workload
 
@@ -62,6 +63,19 @@ def base_workload(traffic: TrafficSpec) -> Workload:
 
 @lru_cache(maxsize=16)
 def _base_workload(traffic: TrafficSpec) -> Workload:
+    if traffic.is_sessions:  # sessions start at 1 / turns per second: one request per second on average
+        turns = traffic.turns or 1
+        return sessions(
+            traffic.num_requests,
+            turns,
+            traffic.system_prompt_tokens,
+            traffic.prompt,
+            traffic.output,
+            traffic.think_time_s,
+            rate_per_s=1.0 / turns,
+            first_user=traffic.first_input,
+            seed=traffic.seed,
+        )
     trace = load_trace(traffic.trace_path) if traffic.profile == "upload" else None
     return profile_workload(
         traffic.profile,
@@ -77,8 +91,11 @@ def _base_workload(traffic: TrafficSpec) -> Workload:
 
 
 def workload_at(traffic: TrafficSpec, rate_per_s: float) -> Workload:
-    """The same requests at `rate_per_s`: unit-rate arrival times / rate (every arrival process scales so)."""
+    """The same requests at `rate_per_s`: unit-rate arrival times / rate (every arrival process scales so; for
+    sessions only the session starts scale: a think time is the user's, not the rate's)."""
     base = base_workload(traffic)
+    if traffic.is_sessions:
+        return replace(base, arrival_s=base.arrival_s / rate_per_s, source=f"{base.source}; at {rate_per_s:.4g} req/s")
     return Workload(
         base.arrival_s / rate_per_s,
         base.prompt_tokens,
@@ -107,10 +124,12 @@ def mean_request_tokens(traffic: TrafficSpec) -> tuple[int, int]:
 Probe = Verdict
 
 
-def traffic_replica(r: Resolved, traffic: TrafficSpec) -> Replica:
+def traffic_replica(r: Resolved, traffic: TrafficSpec, spec: SpecDecoding | None = None) -> Replica:
     """One replica of the scenario as the capacity probes run it: its own settings, with the traffic's prefix
-    caching (when the profile asks for it; else the deployment's) and the traffic's seed for the simulator."""
-    return Replica(r, ServerSettings.of(r, prefix_caching=traffic.prefix_caching or None, seed=traffic.seed))
+    caching (when the profile asks for it; else the deployment's), the traffic's seed for the simulator and
+    speculative decoding when `spec` is given."""
+    settings = ServerSettings.of(r, prefix_caching=traffic.prefix_caching or None, seed=traffic.seed, spec=spec)
+    return Replica(r, settings)
 
 
 def saturated_rps(replica: Replica, traffic: TrafficSpec) -> float | None:
@@ -376,13 +395,14 @@ def capacity_plan(
     rel_tol: float = DEFAULT_REL_TOL,
     operating_point: bool = True,
     saturated: float | None | tuple = (),
+    spec: SpecDecoding | None = None,
 ) -> CapacityPlan:
     """Capacity, replicas and cost of one deployment for `target_rps`, plus the latency at the operating point
     (target / replicas per replica) when `operating_point`; `saturated` as in find_capacity."""
     s = replica_scenario(s)
     r = resolve(s)
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
-    replica = traffic_replica(r, traffic)
+    replica = traffic_replica(r, traffic, spec)
     cap = find_capacity(replica, traffic, slo, rel_tol, saturated)  # one DP rank: each runs its own requests
     tp, dp, gpus = r.deployment.tensor_parallel_size, r.deployment.data_parallel_size, r.deployment.gpus_per_replica
     rank_saturated = cap.saturated_rps

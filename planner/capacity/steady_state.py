@@ -17,7 +17,7 @@ Verdict (`judge`): the run sustains its rate when, over that window,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -137,3 +137,20 @@ def _reason(ttft, tpot, e2e99, growth, offered, slo: SLO) -> str:
     if slo.e2e_p99_s is not None and e2e99 is not None and e2e99 > slo.e2e_p99_s:
         return f"p99 end-to-end {e2e99:,.2f} s > {slo.e2e_p99_s:,.2f} s"
     return ""
+
+
+def judge_fleet(res, slo: SLO, rate_per_s: float | None = None) -> Verdict:
+    """The steady-state verdict of a fleet run (planner/sim/fleet.py FleetResult) against `slo`: the same rule as
+    `judge`, on the fleet's requests arriving in the steady window (percentiles over every replica), with the
+    waiting queue's growth summed over the replicas (a hot replica whose queue grows fails the fleet)."""
+    v = judge(res.fleet, slo, rate_per_s)
+    window = steady_window(res.fleet)
+    if window is None or v.ttft_p95_s is None:
+        return v
+    t0, t1 = window
+    r = res.fleet.requests
+    offered = float(np.count_nonzero((r.arrival_s >= t0) & (r.arrival_s <= t1)) / (t1 - t0))
+    growth = sum(queue_trend_per_s(run, t0, t1) for run in res.replicas)
+    ratio = 1.0 - max(growth, 0.0) / offered if offered > 0 else None
+    reason = _reason(v.ttft_p95_s, v.tpot_p95_s, v.e2e_p99_s, growth, offered, slo)
+    return replace(v, queue_growth_per_s=growth, served_ratio=ratio, sustains=not reason, reason=reason)

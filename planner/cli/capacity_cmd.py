@@ -9,6 +9,7 @@ import math
 from pydantic import ValidationError
 
 from planner.accuracy.bands import bands_text
+from planner.capacity.fleet_capacity import RoutingPlan, routing_plan
 from planner.capacity.recommend import disaggregated_options, recommend, with_disaggregated
 from planner.capacity.replicas import (
     DEFAULT_HEADROOM,
@@ -19,6 +20,7 @@ from planner.capacity.replicas import (
 )
 from planner.cli import emit, progress_line
 from planner.cli.scenario_args import add_scenario_args, scenario_from_args
+from planner.cli.simulate_cmd import add_spec_args, check_spec_args, spec_from_args
 from planner.cli.traffic_args import add_traffic_args, traffic_from_args
 from planner.core.catalog import gpus
 from planner.core.errors import InputError, from_validation_error
@@ -26,6 +28,7 @@ from planner.core.scenario import resolve
 from planner.core.workload import SLO
 from planner.memory.plan import TP_DEGREES
 from planner.report_plan import capacity_bands_json
+from planner.sim.router import ROUTERS
 from planner.traffic.generators import MAX_RATE_PER_S, MIN_RATE_PER_S
 
 MAX_HEADROOM = 100.0  # provisioning 100× the target is already a typo; beyond it replica counts overflow
@@ -54,6 +57,14 @@ def _add_common(p: argparse.ArgumentParser, num_requests: int) -> None:
         help="$ per GPU-hour for a GPU id (repeatable; default data/gpus.yaml)",
     )
     s.add_argument("--rel-tol", type=float, default=DEFAULT_REL_TOL, help="search tolerance on the rate (0.02 = 2%%)")
+    p.add_argument_group("fleet").add_argument(
+        "--router",
+        default=None,
+        choices=ROUTERS,
+        help="also size the fleet under this router: the fewest replicas whose fleet simulation (all replicas "
+        "behind the router at target × headroom) meets the SLO, with every router's replicas, p95s, prefix hit "
+        "rate and $/hour (JSON key `routing`)",
+    )
 
 
 def register(subparsers) -> None:
@@ -65,6 +76,7 @@ def register(subparsers) -> None:
         "the cost.",
     )
     _add_common(p, 1000)
+    add_spec_args(p)
     p.set_defaults(func=run_capacity)
     r = subparsers.add_parser(
         "recommend",
@@ -140,12 +152,39 @@ def _check(args) -> None:
 
 def run_capacity(args: argparse.Namespace) -> int:
     _check(args)
+    check_spec_args(args)
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
-    plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol)
-    added = capacity_bands_json(plan, resolve(replica_scenario(s)))
-    text = _capacity_text(plan) + f"\n  replicas at the band's low throughput: {added['replicas_pessimistic']}"
-    emit({**plan.to_dict(), **added}, args.json, text + bands_text(added["bands"]))
+    spec = spec_from_args(args)
+    plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol, spec=spec)
+    r = resolve(replica_scenario(s))
+    added = capacity_bands_json(plan, r)
+    text = _capacity_text(plan) + f"\n  replicas at the band's pessimistic end: {added['replicas_pessimistic']}"
+    routing = None
+    if args.router is not None:
+        start = plan.cost.replicas if plan.cost else 1
+        routing = routing_plan(r, args.target_rate, traffic, slo, args.headroom, args.router, start, prices, spec=spec)
+        text += "\n" + _routing_text(routing)
+    out = {**plan.to_dict(), **added, "spec_method": args.spec_method, "spec_k": spec and spec.k}
+    out.update(spec_alpha=spec and spec.alpha, routing=routing and routing.to_dict())
+    emit(out, args.json, text + bands_text(added["bands"]))
     return 0
+
+
+def _routing_text(p: RoutingPlan) -> str:
+    lines = [
+        f"  fleet under each router ({p.num_requests:,} requests at {p.fleet_rate:g} req/s = target × headroom; "
+        f"search from {p.start_replicas} replicas); chosen: {p.router}",
+        f"    {'router':<18} {'replicas':>8} {'p95 TTFT ms':>11} {'p95 TPOT ms':>11} {'hit rate':>8} {'$/hour':>9}",
+    ]
+    for row in p.rows():
+        if row["replicas"] is None:
+            lines.append(f"    {row['router']:<18} not found within the search's budget")
+            continue
+        lines.append(
+            f"    {row['router']:<18} {row['replicas']:>8} {row['ttft_p95_s'] * 1e3:>11,.0f} "
+            f"{(row['tpot_p95_s'] or 0) * 1e3:>11,.1f} {row['prefix_hit_rate']:>8.1%} {row['usd_per_hour']:>9,.2f}"
+        )
+    return "\n".join(lines)
 
 
 def _capacity_text(o: CapacityPlan) -> str:
