@@ -34,6 +34,7 @@ from planner.capacity.steady_state import (
     Verdict,
     judge,
     saturated_throughput_rps,
+    within_scaled_slo,
 )
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
@@ -240,6 +241,30 @@ def find_capacity(
     )
 
 
+def latency_bound_rate(
+    replica: Replica,
+    traffic: TrafficSpec,
+    slo: SLO,
+    ratios: tuple[float, float, float],
+    cap: CapacityResult,
+    rel_tol: float = DEFAULT_REL_TOL,
+) -> float:
+    """The highest rate one replica sustains if its p95 TTFT, p95 TPOT and p99 end-to-end land at `ratios` × the
+    simulated ones (the high ends of their error bands): the same search at the SLO divided by the ratios,
+    started at the capacity and reusing the capacity search's probes (a rate already run is not run again)."""
+    if cap.max_rate_per_replica <= 0:
+        return 0.0
+    if all(x <= 1.0 for x in ratios):
+        return cap.max_rate_per_replica
+    seen = {p.rate_per_s: p for p in cap.probes}
+
+    def sustains(rate: float) -> bool:
+        v = seen.get(rate) or probe(replica, traffic, slo, rate, cap.saturated_rps)
+        return within_scaled_slo(v, slo, *ratios)
+
+    return bracket_and_bisect(sustains, cap.max_rate_per_replica, rel_tol)
+
+
 # --- replicas and cost ------------------------------------------------------------------------------------
 def replicas_for(target_rps: float, max_rate_per_replica: float, headroom: float = DEFAULT_HEADROOM) -> int | None:
     """ceil(target × headroom / capacity per replica); None when one replica sustains nothing."""
@@ -350,6 +375,8 @@ class CapacityPlan:
 
     gpus_per_replica: int = 1  # one engine instance: TP × PP × DP GPUs
     data_parallel_size: int = 1  # DP ranks per instance; the search runs one rank at rate / DP
+    # capacity per replica with the latencies at their bands' high ends (latency_bound_rate; None: not asked)
+    latency_bound_rps: float | None = None
 
     def to_dict(self) -> dict:
         out = {
@@ -396,14 +423,18 @@ def capacity_plan(
     operating_point: bool = True,
     saturated: float | None | tuple = (),
     spec: SpecDecoding | None = None,
+    latency_ratios: tuple[float, float, float] | None = None,
 ) -> CapacityPlan:
     """Capacity, replicas and cost of one deployment for `target_rps`, plus the latency at the operating point
-    (target / replicas per replica) when `operating_point`; `saturated` as in find_capacity."""
+    (target / replicas per replica) when `operating_point`; `saturated` as in find_capacity; `spec`: speculative
+    decoding on the replica; `latency_ratios`: the high ends of the TTFT, TPOT and e2e bands (measured /
+    predicted), for the capacity if the latencies land there (latency_bound_rate)."""
     s = replica_scenario(s)
     r = resolve(s)
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
     replica = traffic_replica(r, traffic, spec)
     cap = find_capacity(replica, traffic, slo, rel_tol, saturated)  # one DP rank: each runs its own requests
+    bound = None if latency_ratios is None else latency_bound_rate(replica, traffic, slo, latency_ratios, cap, rel_tol)
     tp, dp, gpus = r.deployment.tensor_parallel_size, r.deployment.data_parallel_size, r.deployment.gpus_per_replica
     rank_saturated = cap.saturated_rps
     if dp > 1:  # an instance of DP ranks serves DP × one rank's rate on TP × PP × DP GPUs
@@ -446,4 +477,5 @@ def capacity_plan(
         operating_point=op,
         gpus_per_replica=gpus,
         data_parallel_size=dp,
+        latency_bound_rps=None if bound is None else bound * dp,
     )

@@ -154,3 +154,18 @@ def judge_fleet(res, slo: SLO, rate_per_s: float | None = None) -> Verdict:
     ratio = 1.0 - max(growth, 0.0) / offered if offered > 0 else None
     reason = _reason(v.ttft_p95_s, v.tpot_p95_s, v.e2e_p99_s, growth, offered, slo)
     return replace(v, queue_growth_per_s=growth, served_ratio=ratio, sustains=not reason, reason=reason)
+
+
+def failed_on_latency_only(v: Verdict) -> bool:
+    """The run's queue held (and it stayed below the saturation margin); at most a latency target was missed."""
+    return v.sustains or v.reason.startswith(("p95 ", "p99 "))
+
+
+def within_scaled_slo(v: Verdict, slo: SLO, ttft_ratio: float, tpot_ratio: float, e2e_ratio: float) -> bool:
+    """Whether the run meets `slo` with its p95 TTFT, p95 TPOT and p99 end-to-end multiplied by the ratios (a
+    latency band's high end: measured / predicted), its queue holding as `judge` requires."""
+    if not failed_on_latency_only(v) or v.ttft_p95_s is None:
+        return False
+    ok = v.ttft_p95_s * ttft_ratio <= slo.ttft_p95_s
+    ok = ok and (v.tpot_p95_s is None or v.tpot_p95_s * tpot_ratio <= slo.tpot_p95_s)
+    return ok and (slo.e2e_p99_s is None or v.e2e_p99_s is None or v.e2e_p99_s * e2e_ratio <= slo.e2e_p99_s)

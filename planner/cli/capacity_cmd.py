@@ -27,7 +27,7 @@ from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import resolve
 from planner.core.workload import SLO
 from planner.memory.plan import TP_DEGREES
-from planner.report_plan import capacity_bands_json
+from planner.report_plan import capacity_bands_json, latency_ratios
 from planner.sim.router import ROUTERS
 from planner.traffic.generators import MAX_RATE_PER_S, MIN_RATE_PER_S
 
@@ -155,10 +155,13 @@ def run_capacity(args: argparse.Namespace) -> int:
     check_spec_args(args)
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
     spec = spec_from_args(args)
-    plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol, spec=spec)
     r = resolve(replica_scenario(s))
+    ratios = latency_ratios(r)
+    plan = capacity_plan(
+        s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol, spec=spec, latency_ratios=ratios
+    )
     added = capacity_bands_json(plan, r)
-    text = _capacity_text(plan) + f"\n  replicas at the band's pessimistic end: {added['replicas_pessimistic']}"
+    text = _capacity_text(plan) + _pessimistic_text(added)
     routing = None
     if args.router is not None:
         start = plan.cost.replicas if plan.cost else 1
@@ -168,6 +171,14 @@ def run_capacity(args: argparse.Namespace) -> int:
     out.update(spec_alpha=spec and spec.alpha, routing=routing and routing.to_dict())
     emit(out, args.json, text + bands_text(added["bands"]))
     return 0
+
+
+def _pessimistic_text(added: dict) -> str:
+    return (
+        f"\n  replicas at the bands' pessimistic end: {added['replicas_pessimistic']} (throughput band's low end: "
+        f"{added['replicas_pessimistic_throughput']}; latencies at their bands' high ends: "
+        f"{added['replicas_pessimistic_latency']})"
+    )
 
 
 def _routing_text(p: RoutingPlan) -> str:
