@@ -101,3 +101,27 @@ def test_capacity_session_flags_need_custom_lengths(capsys):
     argv = "capacity --target-rate 5 --profile chat --turns 3 --think-time 1".split()
     assert main(argv) == 2
     assert "--turns" in capsys.readouterr().err
+
+
+RECOMMEND = (
+    "recommend --target-rate 20 --gpus H100-SXM,A100-80GB --precisions bf16,fp8 --tps 1 --num-requests 200 "
+    "--workers 1 --json"
+)
+
+
+def test_recommend_rows_get_band_keys_and_the_top_rows_a_fleet_under_the_router(capsys):
+    assert main([*RECOMMEND.split(), "--router", "prefix-aware"]) == 0
+    rows = json.loads(capsys.readouterr().out)["options"]
+    searched = [row for row in rows if row["feasible"] and row.get("searched") is not False]
+    assert searched
+    for row in searched:
+        b = row["bands"]["max_rate_per_replica"]
+        assert b["low"] <= row["max_rate_per_replica"] <= b["high"]
+        assert row["replicas_pessimistic"] >= row["replicas"]
+        assert isinstance(row["slo_holds_at_band_high"], bool)
+    routed = [row for row in rows if row["router"] == "prefix-aware"]
+    assert routed == searched[:3]  # ROUTED_TOP, in rank order
+    for row in routed:  # no shared prefixes: the fleet agrees with one-replica sizing within one replica
+        assert abs(row["fleet_replicas"] - row["replicas"]) <= 1
+        assert row["fleet_usd_per_hour"] == pytest.approx(row["fleet_replicas"] * row["usd_per_gpu_hour"])
+    assert all(row["router"] is None for row in rows if row not in routed)

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.capacity.replicas import price_of, traffic_replica, workload_at
+from planner.capacity.recommend import candidates
+from planner.capacity.replicas import price_of, replica_scenario, traffic_replica, workload_at
 from planner.capacity.routing import FleetSize, run_fleet
 from planner.capacity.steady_state import judge_fleet
-from planner.core.scenario import Resolved
+from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
 from planner.sim.fleet import MAX_REPLICAS
 from planner.sim.fleet_summary import FleetSummary, fleet_summary
@@ -172,3 +173,51 @@ def routing_plan(
     most = max(1, min(max_replicas, MAX_REPLICAS // dp))
     sizes = tuple(size_under_router(replica, wl, name, slo, usd, start_replicas, most, dp) for name in routers)
     return RoutingPlan(router, fleet_rate, num_requests, start_replicas, sizes)
+
+
+# --- the ranking under a router ----------------------------------------------------------------------------
+ROUTED_TOP = 3  # ranked deployments sized under the router: each is a fleet search (CPU bounded)
+ROUTED_KEYS = ("router", "fleet_replicas", "fleet_usd_per_hour", "fleet_ttft_p95_s", "fleet_tpot_p95_s")
+
+
+def row_scenario(s: Scenario, row: dict) -> Scenario | None:
+    """The single-replica scenario of an aggregated ranking row (None: a disaggregated row, or one that no longer
+    starts)."""
+    if row.get("disaggregated") or row.get("searched") is False or not row.get("feasible"):
+        return None
+    found = candidates(s, [row["gpu"]], [row["weights"]], (row["tp"],))
+    return found[0] if found else None
+
+
+def routed_rows(
+    s: Scenario,
+    rows: list[dict],
+    target_rps: float,
+    traffic: TrafficSpec,
+    slo: SLO,
+    headroom: float,
+    router: str,
+    prices: dict[str, float] | None = None,
+    top: int = ROUTED_TOP,
+) -> list[dict]:
+    """The ranking with the first `top` feasible aggregated rows sized as a fleet under `router` (routing_plan, that
+    router only, searched from the row's replicas); the other rows get the same keys as None (module note)."""
+    out, left = [], top
+    for row in rows:
+        cand = row_scenario(s, row) if left > 0 else None
+        added = dict.fromkeys(ROUTED_KEYS)
+        added["fleet_prefix_hit_rate"] = None
+        if cand is not None:
+            left -= 1
+            r = resolve(replica_scenario(cand))
+            plan = routing_plan(r, target_rps, traffic, slo, headroom, router, row["replicas"], prices, (router,))
+            z = plan.chosen
+            added.update(router=router, fleet_replicas=z.replicas, fleet_usd_per_hour=z.usd_per_hour)
+            if z.at_size is not None:
+                added.update(
+                    fleet_ttft_p95_s=z.at_size.ttft_s.p95,
+                    fleet_tpot_p95_s=z.at_size.tpot_s.p95,
+                    fleet_prefix_hit_rate=z.at_size.prefix_hit_rate,
+                )
+        out.append({**row, **added})
+    return out

@@ -8,8 +8,8 @@ import math
 
 from pydantic import ValidationError
 
-from planner.accuracy.bands import bands_text
-from planner.capacity.fleet_capacity import RoutingPlan, routing_plan
+from planner.accuracy.bands import bands_text, ranking_row_bands
+from planner.capacity.fleet_capacity import RoutingPlan, routed_rows, routing_plan, row_scenario
 from planner.capacity.recommend import disaggregated_options, recommend, with_disaggregated
 from planner.capacity.replicas import (
     DEFAULT_HEADROOM,
@@ -293,6 +293,9 @@ def run_recommend(args: argparse.Namespace) -> int:
                 weights=_csv(args.precisions, "--precisions"),
             ),
         )
+    rows = _with_row_bands(s, rows, slo, args.target_rate, args.headroom)
+    if args.router is not None:
+        rows = routed_rows(s, rows, args.target_rate, traffic, slo, args.headroom, args.router, prices)
     out = {
         "model": s.model,
         "target_rate": args.target_rate,
@@ -304,6 +307,24 @@ def run_recommend(args: argparse.Namespace) -> int:
     }
     emit(out, args.json, _recommend_text(out, args.top))
     return 0
+
+
+def _with_row_bands(s, rows: list[dict], slo: SLO, target: float, headroom: float) -> list[dict]:
+    """Every ranking row with its band keys added (accuracy/bands.py ranking_row_bands)."""
+    out = []
+    for row in rows:
+        cand = row_scenario(s, row)
+        r = None if cand is None else resolve(replica_scenario(cand))
+        out.append({**row, **ranking_row_bands(r, row, slo, target, headroom)})
+    return out
+
+
+def _fleet_cell(r: dict) -> str:
+    if not r.get("router"):
+        return ""
+    if r["fleet_replicas"] is None:
+        return f" {'not found':>24}"
+    return f" {str(r['fleet_replicas']) + ' replicas, $' + format(r['fleet_usd_per_hour'], ',.2f') + '/h':>24}"
 
 
 def _stderr_progress(done: int, total: int) -> None:
@@ -319,6 +340,8 @@ def _recommend_text(o: dict, top: int) -> str:
         f"  {'#':>3} {'deployment':<28} {'req/s/rep':>9} {'replicas':>8} {'$/hour':>9} {'$/M out':>8} "
         f"{'p95 TTFT ms':>11} {'p95 TPOT ms':>11}",
     ]
+    if o["options"] and o["options"][0].get("router"):
+        lines[1] += f" {'fleet (' + o['options'][0]['router'] + ')':>24}"
     for r in o["options"][:top]:
         if r.get("searched") is False:
             lines.append(f"  {r['rank']:>3} {r['id']:<28} not searched: ≥ ${r['usd_per_hour_lower_bound']:,.2f}/hour")
@@ -329,6 +352,6 @@ def _recommend_text(o: dict, top: int) -> str:
         lines.append(
             f"  {r['rank']:>3} {r['id']:<28} {r['max_rate_per_replica']:>9.3g} {r['replicas']:>8} "
             f"{r['usd_per_hour']:>9,.2f} {r['usd_per_million_output_tokens']:>8,.3f} "
-            f"{(r['ttft_p95_s'] or 0) * 1e3:>11,.0f} {(r['tpot_p95_s'] or 0) * 1e3:>11,.1f}"
+            f"{(r['ttft_p95_s'] or 0) * 1e3:>11,.0f} {(r['tpot_p95_s'] or 0) * 1e3:>11,.1f}" + _fleet_cell(r)
         )
     return "\n".join(lines)
