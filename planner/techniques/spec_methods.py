@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
-from planner.latency.metrics import Estimate
+from planner.latency.metrics import Estimate, estimate
 from planner.latency.perf_model import PerfModel
 from planner.sim.spec_heads import (
     PublishedAcceptance,
@@ -125,3 +125,11 @@ def spec_estimate(r: Resolved, est: Estimate, method: str, k: int, acc: Acceptan
         e2e_s=est.ttft_s + (est.output_tokens - 1) * tpot_s,
         throughput_tokens_per_s=est.throughput_tokens_per_s * run_s / run_spec_s,  # same tokens, shorter run
     )
+
+
+def spec_on_scenario(
+    r: Resolved, batch: int, input_tokens: int, output_tokens: int, method: str, k: int, acc: Acceptance
+) -> tuple[Estimate, SpecEstimate]:
+    """The static-batch estimate of (batch, lengths) without and with `method` (what the Techniques page draws)."""
+    est = estimate(r, min(batch, r.deployment.max_num_seqs), input_tokens, output_tokens)
+    return est, spec_estimate(r, est, method, k, acc)
