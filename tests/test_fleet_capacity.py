@@ -125,3 +125,17 @@ def test_recommend_rows_get_band_keys_and_the_top_rows_a_fleet_under_the_router(
         assert abs(row["fleet_replicas"] - row["replicas"]) <= 1
         assert row["fleet_usd_per_hour"] == pytest.approx(row["fleet_replicas"] * row["usd_per_gpu_hour"])
     assert all(row["router"] is None for row in rows if row not in routed)
+
+
+def test_a_session_run_that_cannot_offer_its_rate_does_not_sustain_it(capsys):
+    # 200 turns of 3-turn sessions with 1 s think times: ~67 sessions; at high rates they all start at once and
+    # then wait on their users, so the steady window sees less than 80% of the rate: the search stops there
+    argv = (
+        "capacity --target-rate 10 --input-tokens 300 --output-tokens 100 --turns 3 --think-time 1 "
+        "--system-prompt-tokens 1000 --num-requests 200 --json"
+    ).split()
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    short = [p for p in out["probes"] if p["reason"].startswith("the sessions offer only")]
+    assert short and all(p["rate_per_s"] > out["max_rate_per_replica"] for p in short)
+    assert out["max_rate_per_replica"] < 40  # not the ~740 req/s the think times made look "sustained"

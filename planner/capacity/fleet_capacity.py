@@ -90,6 +90,7 @@ def size_under_router(
     start: int,
     max_replicas: int,
     ranks_per_replica: int = 1,
+    fleet_rate: float | None = None,
 ) -> FleetSize:
     """The fewest replicas of `replica` serving `workload` (the fleet's traffic) under `router` within `slo`.
     With data parallelism a replica (one engine instance) is `ranks_per_replica` DP ranks, each simulated as one
@@ -100,7 +101,7 @@ def size_under_router(
     def meets(n: int) -> bool:
         res = run_fleet(replica, workload, n * ranks_per_replica, router)
         runs[n] = fleet_summary(res)
-        probes.append((n, judge_fleet(res, slo).sustains))
+        probes.append((n, judge_fleet(res, slo, fleet_rate).sustains))
         return probes[-1][1]
 
     n = gallop_smallest(meets, start, max_replicas)

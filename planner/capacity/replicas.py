@@ -33,7 +33,9 @@ from planner.capacity.steady_state import (
     SATURATION_RATE_PER_S,
     Verdict,
     judge,
+    offered_rps,
     saturated_throughput_rps,
+    short_of_rate,
     within_scaled_slo,
 )
 from planner.core.errors import InputError
@@ -139,8 +141,11 @@ def saturated_rps(replica: Replica, traffic: TrafficSpec) -> float | None:
 
 
 def probe(replica: Replica, traffic: TrafficSpec, slo: SLO, rate_per_s: float, saturated: float | None = None) -> Probe:
-    """Simulate one replica at `rate_per_s` and judge its steady state against the SLO."""
-    return judge(run_serving(replica, workload_at(traffic, rate_per_s)), slo, rate_per_s, saturated)
+    """Simulate one replica at `rate_per_s` and judge its steady state against the SLO (sessions: and fail a run
+    that does not offer the rate, steady_state.short_of_rate)."""
+    res = run_serving(replica, workload_at(traffic, rate_per_s))
+    v = judge(res, slo, rate_per_s, saturated)
+    return short_of_rate(v, offered_rps(res), rate_per_s) if traffic.is_sessions else v
 
 
 @dataclass(frozen=True)

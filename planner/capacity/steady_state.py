@@ -29,6 +29,11 @@ MAX_QUEUE_GROWTH = 0.05  # waiting-queue trend at most 5% of the offered rate
 STABILITY_MARGIN = 0.05  # offered rate at most 95% of the saturated throughput
 SATURATION_RATE_PER_S = 1e6  # "everything arrives at once": the saturation run's rate
 MIN_WINDOW_REQUESTS = 10
+# sessions: the steady window must see at least this share of the nominal request rate. Sessions come back after
+# think times, so a run of few sessions at a high rate starts them all at once and then waits on the users: it
+# never offers the rate it is judged at (a search would "sustain" any rate). 0.8: a window of 140 sessions has a
+# Poisson spread of about 8.5%, so a run that offers the rate passes at 2.4 sigma.
+MIN_OFFERED_RATIO = 0.8
 
 
 def saturated_throughput_rps(res: SimResult) -> float | None:
@@ -139,6 +144,27 @@ def _reason(ttft, tpot, e2e99, growth, offered, slo: SLO) -> str:
     return ""
 
 
+def offered_rps(res: SimResult) -> float | None:
+    """Requests/s arriving in the steady window (None: too few to judge)."""
+    window = steady_window(res)
+    if window is None:
+        return None
+    t0, t1 = window
+    arr = res.requests.arrival_s
+    return float(np.count_nonzero((arr >= t0) & (arr <= t1)) / (t1 - t0))
+
+
+def short_of_rate(v: Verdict, offered: float | None, rate_per_s: float) -> Verdict:
+    """`v` failed when the run offered less than MIN_OFFERED_RATIO × the rate it is judged at (sessions)."""
+    if not v.sustains or offered is None or offered >= MIN_OFFERED_RATIO * rate_per_s:
+        return v
+    why = (
+        f"the sessions offer only {offered:,.3g} of {rate_per_s:,.3g} req/s in the steady window: too few sessions "
+        "for their think time (raise the request count)"
+    )
+    return replace(v, sustains=False, reason=why)
+
+
 def judge_fleet(res, slo: SLO, rate_per_s: float | None = None) -> Verdict:
     """The steady-state verdict of a fleet run (planner/sim/fleet.py FleetResult) against `slo`: the same rule as
     `judge`, on the fleet's requests arriving in the steady window (percentiles over every replica), with the
@@ -153,7 +179,8 @@ def judge_fleet(res, slo: SLO, rate_per_s: float | None = None) -> Verdict:
     growth = sum(queue_trend_per_s(run, t0, t1) for run in res.replicas)
     ratio = 1.0 - max(growth, 0.0) / offered if offered > 0 else None
     reason = _reason(v.ttft_p95_s, v.tpot_p95_s, v.e2e_p99_s, growth, offered, slo)
-    return replace(v, queue_growth_per_s=growth, served_ratio=ratio, sustains=not reason, reason=reason)
+    v = replace(v, queue_growth_per_s=growth, served_ratio=ratio, sustains=not reason, reason=reason)
+    return v if rate_per_s is None else short_of_rate(v, offered, rate_per_s)
 
 
 def failed_on_latency_only(v: Verdict) -> bool:

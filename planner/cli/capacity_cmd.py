@@ -57,13 +57,16 @@ def _add_common(p: argparse.ArgumentParser, num_requests: int) -> None:
         help="$ per GPU-hour for a GPU id (repeatable; default data/gpus.yaml)",
     )
     s.add_argument("--rel-tol", type=float, default=DEFAULT_REL_TOL, help="search tolerance on the rate (0.02 = 2%%)")
+
+
+def _add_router(p: argparse.ArgumentParser) -> None:
     p.add_argument_group("fleet").add_argument(
         "--router",
         default=None,
         choices=ROUTERS,
         help="also size the fleet under this router: the fewest replicas whose fleet simulation (all replicas "
         "behind the router at target × headroom) meets the SLO, with every router's replicas, p95s, prefix hit "
-        "rate and $/hour (JSON key `routing`)",
+        "rate and $/hour (capacity: JSON key `routing`; recommend: the three cheapest rows' fleet_* keys)",
     )
 
 
@@ -76,6 +79,7 @@ def register(subparsers) -> None:
         "the cost.",
     )
     _add_common(p, 1000)
+    _add_router(p)
     add_spec_args(p)
     p.set_defaults(func=run_capacity)
     r = subparsers.add_parser(
@@ -85,6 +89,7 @@ def register(subparsers) -> None:
         "fits the model, in parallel on all cores (or on Ray), ranked by $/hour.",
     )
     _add_common(r, RANKING_NUM_REQUESTS)
+    _add_router(r)
     r.add_argument("--gpus", default=None, help="comma-separated GPU ids (default: the whole catalogue)")
     r.add_argument(
         "--precisions",
