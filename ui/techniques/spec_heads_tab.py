@@ -70,6 +70,7 @@ def spec_head_section(r: Resolved, q: Request) -> None:
         f"{s.tpot_s * 1e3:,.2f} ms",
         delta=f"{est.tpot_s * 1e3:,.2f} ms without",
         delta_color="off",
+        delta_arrow="off",
     )
     m[3].metric(
         "Memory-bound hand formula",
