@@ -90,18 +90,19 @@ def size_under_router(
     start: int,
     max_replicas: int,
     ranks_per_replica: int = 1,
-    fleet_rate: float | None = None,
+    session_rate: float | None = None,
 ) -> FleetSize:
     """The fewest replicas of `replica` serving `workload` (the fleet's traffic) under `router` within `slo`.
     With data parallelism a replica (one engine instance) is `ranks_per_replica` DP ranks, each simulated as one
-    replica behind the router (capacity_plan's search runs one rank too)."""
+    replica behind the router (capacity_plan's search runs one rank too). `session_rate`: for sessions, the rate a
+    run must offer in its steady window (steady_state.short_of_rate)."""
     runs: dict[int, FleetSummary] = {}
     probes: list[tuple[int, bool]] = []
 
     def meets(n: int) -> bool:
         res = run_fleet(replica, workload, n * ranks_per_replica, router)
         runs[n] = fleet_summary(res)
-        probes.append((n, judge_fleet(res, slo, fleet_rate).sustains))
+        probes.append((n, judge_fleet(res, slo, session_rate).sustains))
         return probes[-1][1]
 
     n = gallop_smallest(meets, start, max_replicas)
@@ -172,7 +173,10 @@ def routing_plan(
     usd = price_of(r, prices)
     dp = r.deployment.data_parallel_size
     most = max(1, min(max_replicas, MAX_REPLICAS // dp))
-    sizes = tuple(size_under_router(replica, wl, name, slo, usd, start_replicas, most, dp) for name in routers)
+    session_rate = fleet_rate if traffic.is_sessions else None  # sessions: a run must offer its rate (as capacity)
+    sizes = tuple(
+        size_under_router(replica, wl, name, slo, usd, start_replicas, most, dp, session_rate) for name in routers
+    )
     return RoutingPlan(router, fleet_rate, num_requests, start_replicas, sizes)
 
 
