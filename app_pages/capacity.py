@@ -151,9 +151,11 @@ c[1].metric(
     "Replicas",
     f"{cost.replicas}",
     help=f"ceil({target:g} × {headroom:g} / capacity per replica); {cost.num_gpus} GPUs in all. At the "
-    "band's low end each replica sustains its capacity × the band's low ratio: "
-    f"{band.replicas_pessimistic} replicas.",
-    delta=f"{band.replicas_pessimistic} at the band's low end",
+    "throughput band's low end each replica sustains its capacity × the band's low ratio: "
+    f"{band.replicas_pessimistic_throughput} replicas; with the p95 TTFT and TPOT at their bands' high ends it "
+    f"sustains {band.latency_rate or 0:,.3g} req/s (the same search at the SLO / the bands' high ratios): "
+    f"{band.replicas_pessimistic_latency} replicas. The larger is the pessimistic count.",
+    delta=f"{band.replicas_pessimistic} at the bands' pessimistic ends",
     delta_color="off",
     delta_arrow="off",
 )

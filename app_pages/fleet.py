@@ -3,13 +3,16 @@ behind a shared system prompt): what each routing policy saves against round rob
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
+from planner.capacity.fleet_capacity import MAX_FLEET_PROBES, routing_plan
 from planner.capacity.offload_compare import compare_fleet_offload
-from planner.capacity.replicas import price_of
+from planner.capacity.replicas import price_of, replica_scenario
 from planner.capacity.routing import compare_routers, replica_frame
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
+from planner.core.workload import TrafficSpec
 from planner.sim.offload_plan import GIB, OFFLOAD_TIERS, KVOffload
 from planner.sim.router import ROUTERS, PrefixAwareWeights
 from planner.sim.serving import Replica
@@ -49,6 +52,26 @@ def _offload(scenario_json: str, traffic: tuple, seed: int, router: str, kv: KVO
     r = resolve(Scenario.model_validate_json(scenario_json))
     replica = Replica(r, ServerSettings.of(r, seed=seed))
     return compare_fleet_offload(replica, _sessions(traffic, seed), router, kv, slo_ttft_s, price_of(r))
+
+
+@st.cache_data(show_spinner="Sizing the fleet under each router…", max_entries=8)
+def _size(scenario_json: str, start: int, traffic: tuple, seed: int):
+    """routing_plan on the page's sessions: target = sessions/s × turns requests/s, the scenario's SLO and headroom."""
+    num, turns, system, first, later, answer, think, rate = traffic
+    spec = TrafficSpec(
+        profile="custom",
+        prompt=f"fixed:{later}",
+        output=f"fixed:{answer}",
+        num_requests=num,
+        seed=seed,
+        turns=turns,
+        system_prompt_tokens=system,
+        think_time_s=think,
+        first_input=f"fixed:{first}",
+    )
+    scenario = Scenario.model_validate_json(scenario_json)
+    r = resolve(replica_scenario(scenario))
+    return routing_plan(r, rate * turns, spec, scenario.slo, scenario.headroom, "prefix-aware", start)
 
 
 st.title("Fleet & routing")
@@ -150,6 +173,40 @@ st.dataframe(
         "e2e_p95_ms": st.column_config.NumberColumn("p95 end-to-end (ms)", format="%.0f"),
     },
 )
+
+st.subheader("Replicas each router needs, and what it costs")
+scenario = current_scenario()
+slo = scenario.slo
+st.caption(
+    f"The fewest replicas whose fleet simulation meets the sidebar's SLO (p95 TTFT ≤ {slo.ttft_p95_s * 1e3:,.0f} ms, "
+    f"p95 TPOT ≤ {slo.tpot_p95_s * 1e3:,.0f} ms, steady state as on Capacity & cost) on these sessions at "
+    f"{rate:g} × {turns} = {rate * turns:g} requests/s × headroom {scenario.headroom:g}, searched from {replicas} "
+    f"replicas (at most {MAX_FLEET_PROBES} fleet runs per router). `servingplan capacity --router` gives the same "
+    "table from one-replica sizing."
+)
+if st.button("Size the fleet under each router", key="fleet_size"):
+    try:
+        plan = _size(sj, int(replicas), traffic, int(seed))
+    except InputError as err:
+        st.error(error_text(err))
+        st.stop()
+    sized = pd.DataFrame(plan.rows())
+    sized = sized.assign(ttft_p95_ms=sized["ttft_p95_s"] * 1e3, tpot_p95_ms=sized["tpot_p95_s"] * 1e3)
+    cols = ["router", "replicas", "ttft_p95_ms", "tpot_p95_ms", "prefix_hit_rate", "usd_per_hour"]
+    st.dataframe(
+        sized[[*cols, "replicas_saved_vs_round_robin", "usd_per_hour_saved_vs_round_robin"]],
+        hide_index=True,
+        key="fleet_sized",
+        column_config={
+            "replicas": st.column_config.NumberColumn("Replicas", help="empty: not found within the search"),
+            "ttft_p95_ms": st.column_config.NumberColumn("p95 TTFT (ms)", format="%.1f"),
+            "tpot_p95_ms": st.column_config.NumberColumn("p95 TPOT (ms)", format="%.1f"),
+            "prefix_hit_rate": st.column_config.NumberColumn("Prefix hit rate", format="percent"),
+            "usd_per_hour": st.column_config.NumberColumn("$ per hour", format="$%.2f"),
+            "replicas_saved_vs_round_robin": st.column_config.NumberColumn("Replicas saved vs round robin"),
+            "usd_per_hour_saved_vs_round_robin": st.column_config.NumberColumn("$/hour saved", format="$%.2f"),
+        },
+    )
 
 st.subheader("KV offload on against off")
 st.caption(

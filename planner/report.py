@@ -17,14 +17,14 @@ import io
 import json
 from dataclasses import asdict
 
-from planner.capacity.replicas import CapacityPlan, capacity_plan
+from planner.capacity.replicas import CapacityPlan, capacity_plan, replica_scenario
 from planner.core.errors import InputError
 from planner.core.safe_text import csv_cell, markdown_cell
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.units import GB, GiB
 from planner.latency.metrics import estimate, memory_limit
 from planner.memory.plan import MemoryPlan, breakdown_per_gpu, plan_memory, tp_options
-from planner.report_plan import ReportRow, assumption_rows, choice_rows, plan_rows
+from planner.report_plan import ReportRow, assumption_rows, choice_rows, latency_ratios, plan_rows
 from planner.teaching.inputs import split_context
 
 COLUMNS = ("section", "name", "value", "unit", "note")
@@ -235,7 +235,8 @@ def report_rows(
 def _capacity(s: Scenario, prices: dict[str, float] | None) -> CapacityPlan | InputError:
     """The capacity plan, or the InputError that stopped it (the report says why instead of the plan)."""
     try:
-        return capacity_plan(s, s.target_rate, s.traffic, s.slo, s.headroom, prices)
+        ratios = latency_ratios(resolve(replica_scenario(s)))  # replicas_pessimistic's latency-bound search
+        return capacity_plan(s, s.target_rate, s.traffic, s.slo, s.headroom, prices, latency_ratios=ratios)
     except InputError as err:
         return err
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from planner.accuracy.bands import Band, bands_json, scenario_band, typically
 from planner.capacity.replicas import CapacityPlan, replicas_for
+from planner.capacity.steady_state import within_scaled_slo
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario
 from planner.core.workload import PROFILES
@@ -166,13 +167,16 @@ def _band_note(b: Band | None, key: str) -> str:
 
 
 def _pessimistic_rows(cap: CapacityPlan, r: Resolved, s: Scenario) -> list[ReportRow]:
-    """Replicas if each one sustains only the low end of its throughput band (none without a band)."""
+    """Replicas if each one sustains only the low end of its throughput band, or only the rate whose latencies at
+    their bands' high ends meet the SLO (none without a throughput band)."""
     cb = capacity_band(cap, r)
     if cb.rate is None:
         return []
     note = (
-        f"ceil({s.target_rate:g} × {s.headroom:g} / {cb.rate.low:.4g}): capacity per replica at the low end of "
-        f"its band{_band_note(cb.rate, 'max_rate_per_replica')} (measured / predicted out of sample)"
+        f"the larger of ceil({s.target_rate:g} × {s.headroom:g} / {cb.rate.low:.4g}): capacity per replica at the "
+        f"low end of its band{_band_note(cb.rate, 'max_rate_per_replica')} (measured / predicted out of sample), "
+        f"and ceil({s.target_rate:g} × {s.headroom:g} / {cb.latency_rate or 0:.4g}): the highest probed rate whose "
+        "p95 TTFT and TPOT at the high ends of their bands still meet the SLO"
     )
     return [ReportRow(PLAN, "replicas_pessimistic", cb.replicas_pessimistic, "replicas", note)]
 
@@ -313,32 +317,70 @@ def assumption_rows(s: Scenario, r: Resolved, cap: CapacityPlan | InputError) ->
 
 @dataclass(frozen=True)
 class CapacityBand:
-    """The capacity per replica at the low end of its throughput band, and the replicas that end needs."""
+    """The capacity per replica at the pessimistic end of its bands, and the replicas that end needs: the low end
+    of the throughput band, and the highest probed rate whose latencies, at the high end of their bands, still
+    meet the SLO (a latency-bound plan)."""
 
     rate: Band | None  # max_rate_per_replica with its band (metric "throughput")
-    replicas_pessimistic: int | None  # ceil(target × headroom / (capacity × the band's low ratio))
+    replicas_pessimistic: int | None  # the larger of the two counts below (None: the SLO is lost at either end)
+    replicas_pessimistic_throughput: int | None = None  # ceil(target × headroom / (capacity × the band's low ratio))
+    replicas_pessimistic_latency: int | None = None  # ceil(target × headroom / latency_rate)
+    latency_rate: float | None = None  # req/s per replica: highest probe within the SLO at the latency bands' highs
 
     def to_dict(self) -> dict:
-        return {"replicas_pessimistic": self.replicas_pessimistic}
+        return {
+            "replicas_pessimistic": self.replicas_pessimistic,
+            "replicas_pessimistic_throughput": self.replicas_pessimistic_throughput,
+            "replicas_pessimistic_latency": self.replicas_pessimistic_latency,
+            "latency_rate_pessimistic": self.latency_rate,
+        }
+
+
+def latency_ratios(r: Resolved) -> tuple[float, float, float]:
+    """The high ends of the TTFT, TPOT and end-to-end bands as ratios measured / predicted (1 without a band)."""
+    out = []
+    for metric in ("ttft", "tpot", "e2e"):
+        b = scenario_band(r, metric, 1.0)
+        out.append(max(1.0, b.ratio_high) if b else 1.0)
+    return tuple(out)
+
+
+def latency_bound_rate(cap: CapacityPlan, r: Resolved) -> float:
+    """Capacity per replica with the latencies at their bands' high ends: the plan's own search when it ran one
+    (capacity_plan's latency_ratios), else the highest of its probes whose scaled latencies meet the SLO (a lower
+    bound; 0 when none does)."""
+    if cap.latency_bound_rps is not None:
+        return cap.latency_bound_rps
+    ttft, tpot, e2e = latency_ratios(r)
+    ok = [p.rate_per_s for p in cap.probes if within_scaled_slo(p, cap.slo, ttft, tpot, e2e)]
+    return max(ok, default=0.0) * cap.data_parallel_size
 
 
 def capacity_band(cap: CapacityPlan, r: Resolved) -> CapacityBand:
     """If served throughput lands at the band's low end, each replica sustains that fraction of its simulated
-    capacity: replicas = ceil(target × headroom / (capacity × ratio_low)) ≥ the nominal count (ratio_low ≤ 1)."""
+    capacity: ceil(target × headroom / (capacity × ratio_low)) ≥ the nominal count (ratio_low ≤ 1); if the
+    latencies land at their bands' high ends, each replica sustains only the highest probed rate that still meets
+    the SLO so: ceil(target × headroom / that rate). replicas_pessimistic is the larger."""
     if not cap.feasible:
         return CapacityBand(None, None)
     rate = scenario_band(r, "throughput", cap.max_rate_per_replica)
-    if rate is None:
-        return CapacityBand(None, cap.cost.replicas if cap.cost else None)
-    return CapacityBand(rate, replicas_for(cap.target_rate, rate.low, cap.headroom))
+    nominal = cap.cost.replicas if cap.cost else None
+    by_rate = nominal if rate is None else replicas_for(cap.target_rate, rate.low, cap.headroom)
+    lat_rate = latency_bound_rate(cap, r)
+    by_latency = replicas_for(cap.target_rate, lat_rate, cap.headroom)
+    both = None if by_rate is None or by_latency is None else max(by_rate, by_latency)
+    return CapacityBand(rate, both, by_rate, by_latency, lat_rate)
 
 
 def capacity_bands_json(cap: CapacityPlan, r: Resolved) -> dict:
-    """`capacity --json`'s added keys: replicas_pessimistic and a band per predicted figure."""
+    """`capacity --json`'s added keys: replicas_pessimistic, a band per predicted figure, then the two counts
+    replicas_pessimistic is the larger of (throughput band, latency bands) and the latency-bound rate."""
     cb = capacity_band(cap, r)
     predicted: dict[str, tuple[str, object]] = {"max_rate_per_replica": ("throughput", cap.max_rate_per_replica)}
     for name, probe in (("at_capacity", cap.at_capacity), ("operating_point", cap.operating_point)):
         if probe is not None:
             for key, metric in (("ttft_p95_s", "ttft"), ("tpot_p95_s", "tpot"), ("e2e_p95_s", "e2e")):
                 predicted[f"{name}.{key}"] = (metric, getattr(probe, key))
-    return {**cb.to_dict(), "bands": bands_json(r, predicted)}
+    added = cb.to_dict()
+    first = {"replicas_pessimistic": added.pop("replicas_pessimistic"), "bands": bands_json(r, predicted)}
+    return {**first, **added}  # the keys after "bands" came later: the JSON contract appends keys

@@ -7,6 +7,7 @@ model class, GPU generation, metric) with enough out-of-sample rows; the tiny ta
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -157,3 +158,33 @@ def test_the_bundled_table_reads_and_answers_every_metric():
     for metric in ("ttft", "tpot", "e2e", "throughput", "kv_capacity"):
         row = table.nearest(Family("vllm", "dense", "hopper", metric))
         assert row is not None and row.ratio_low <= row.ratio_median <= row.ratio_high, metric
+
+
+CAPACITY_20MS = "capacity --target-rate 20 --slo-ttft-p95 2 --slo-tpot-p95 0.02 --num-requests 300"
+
+
+def _band_only(metric, low, high):
+    return table_from_mapping({"min_rows": 1, "bands": [_row(ANY, ANY, ANY, metric, 50, low, high)]})
+
+
+def test_latency_bands_at_ratio_one_leave_the_nominal_replicas(capsys, monkeypatch):
+    # a TPOT band of ratio 1 at its high end: the highest probe within the SLO is the capacity itself
+    monkeypatch.setattr(bands, "band_table", lambda: _band_only("tpot", 1.0, 1.0))
+    out = _json(CAPACITY_20MS, capsys)
+    assert out["latency_rate_pessimistic"] == pytest.approx(out["max_rate_per_replica"])
+    assert out["replicas_pessimistic_latency"] == out["replicas"]
+
+
+def test_a_latency_bound_plan_needs_more_replicas_at_the_tpot_band_high_end(capsys, monkeypatch):
+    # Llama-3.1-8B / H100 at p95 TPOT <= 20 ms binds on TPOT (16 req/s per replica, 2 replicas for 20 × 1.2).
+    # If TPOT lands at 1.5× the prediction, a replica holds the SLO only where the simulated p95 TPOT <= 13.3 ms:
+    # the capacity at a 13.3 ms target, found by the same search (within its 2% tolerance from either side)
+    tight = _json(CAPACITY_20MS.replace("0.02", str(0.02 / 1.5)), capsys)["max_rate_per_replica"]
+    monkeypatch.setattr(bands, "band_table", lambda: _band_only("tpot", 0.9, 1.5))
+    out = _json(CAPACITY_20MS, capsys)
+    assert out["latency_rate_pessimistic"] == pytest.approx(tight, rel=0.04)
+    assert out["latency_rate_pessimistic"] < out["max_rate_per_replica"]
+    assert out["replicas_pessimistic_latency"] == math.ceil(20 * 1.2 / out["latency_rate_pessimistic"])
+    assert out["replicas_pessimistic_latency"] > out["replicas"]
+    assert out["replicas_pessimistic_throughput"] == out["replicas"]  # no throughput band here
+    assert out["replicas_pessimistic"] == out["replicas_pessimistic_latency"]

@@ -46,6 +46,17 @@ def test_bad_input_is_one_sentence_not_a_traceback():
     assert [m.value for m in at.metric if m.label == "p95 TTFT (ms)"] == ["–"]
 
 
+def test_sizing_the_fleet_under_each_router_shows_replicas_and_dollars():
+    at = load()
+    at.number_input(key="fleet_replicas").set_value(1)
+    at.button(key="fleet_size").click().run()
+    assert not at.exception and not at.error
+    sized = at.dataframe[2].value
+    assert sized["router"].tolist() == ["round-robin", "least-outstanding", "least-kv", "prefix-aware"]
+    row = sized.set_index("router").loc["prefix-aware"]
+    assert row["replicas"] >= 1 and row["usd_per_hour"] > 0
+
+
 def test_offload_on_against_off_sizes_both_and_says_whether_it_pays():
     at = load()
     at.number_input(key="fleet_think").set_value(30.0)  # turns come back after their blocks may have left the GPU

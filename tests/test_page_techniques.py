@@ -139,3 +139,30 @@ def test_the_page_prices_techniques_with_the_scenarios_engine_as_the_cli_does():
         for e in ("vllm", "tensorrt-llm")
     )
     assert vllm != trt  # the engine's profile moves the roofline TTFT
+
+
+def test_spec_head_without_a_published_acceptance_says_so_and_assumes_nothing():
+    # Llama-3.1-8B has no published EAGLE-3 / MTP row: no speed-up until the user enters a measured value
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["scenario"] = Scenario(traffic=PRIMER)
+    at.session_state["tech_tab"] = "Speculative decoding"
+    at.run()
+    assert any("Nothing is assumed" in i.value for i in at.info)
+    assert not any(label.startswith("Priced speed-up") for label in metrics(at))
+    at.number_input(key="tech_head_al").set_value(2.5).run()
+    at.number_input(key="tech_head_k_eagle3_None").set_value(3).run()
+    shown = metrics(at)
+    assert shown["Acceptance length"] == "2.5"
+    # 32 layers: 2.5 / (1 + 3/32) = 2.286
+    assert shown["Memory-bound hand formula"] == "2.286×"
+
+
+def test_spec_head_uses_the_published_row_for_the_model():
+    t = AppTest.from_file(PAGE, default_timeout=60)
+    t.session_state["scenario"] = Scenario(model="Qwen/Qwen3-8B", traffic=PRIMER)
+    t.session_state["tech_tab"] = "Speculative decoding"
+    t.run()
+    assert not t.exception
+    shown = metrics(t)
+    assert shown["Acceptance length"] == "1.97"  # AngelSlim EAGLE-3 on Qwen3-8B, MT-bench (the first row)
+    assert any("AngelSlim" in c.value for c in t.caption)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.capacity.replicas import CapacityPlan, capacity_plan
+from planner.capacity.replicas import CapacityPlan, capacity_plan, replica_scenario
 from planner.core.scenario import Scenario, resolve, with_engine
+from planner.report_plan import latency_ratios
 from planner.sim.continuous import ContinuousEstimate, continuous
 
 
@@ -27,4 +28,5 @@ def continuous_cached(
 def capacity_cached(scenario_json: str, prices: tuple[tuple[str, float], ...] = ()) -> CapacityPlan:
     """planner.capacity.replicas.capacity_plan at the scenario's own target, traffic, SLO and headroom."""
     s = Scenario.model_validate_json(scenario_json)
-    return capacity_plan(s, s.target_rate, s.traffic, s.slo, s.headroom, dict(prices))
+    ratios = latency_ratios(resolve(replica_scenario(s)))  # replicas_pessimistic's latency-bound search
+    return capacity_plan(s, s.target_rate, s.traffic, s.slo, s.headroom, dict(prices), latency_ratios=ratios)

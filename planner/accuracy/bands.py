@@ -12,6 +12,7 @@ how far they reach, and the prediction itself stays a possible answer.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -251,4 +252,30 @@ def band_records(table: BandTable | None = None) -> list[dict]:
                 "p90": row.ratio_high,
             }
         )
+    return out
+
+
+RANKING_ROW_BAND_KEYS = ("bands", "replicas_pessimistic", "slo_holds_at_band_high")
+
+
+def ranking_row_bands(r: Resolved | None, row: dict, slo, target_rps: float, headroom: float) -> dict:
+    """The band keys of one `recommend` row (r: its single-replica scenario; None for a row without one: every key
+    None): a band per predicted figure; replicas if each replica sustains only the low end of its throughput band,
+    ceil(target × headroom / (capacity × ratio_low)); and whether the operating point's p95 TTFT and TPOT at the
+    high ends of their bands still meet the SLO (False: the plan is latency-bound inside the band, and `capacity`
+    on that deployment says how many replicas hold there)."""
+    out = dict.fromkeys(RANKING_ROW_BAND_KEYS)
+    rate = row.get("max_rate_per_replica")
+    if r is None or not rate:
+        return out
+    keys = {"max_rate_per_replica": "throughput", "ttft_p95_s": "ttft", "tpot_p95_s": "tpot", "e2e_p95_s": "e2e"}
+    out["bands"] = bands_json(r, {k: (metric, row.get(k)) for k, metric in keys.items()})
+    low = scenario_band(r, "throughput", rate)
+    ratio_low = low.ratio_low if low else 1.0
+    out["replicas_pessimistic"] = max(1, math.ceil(target_rps * headroom / (rate * ratio_low) - 1e-9))
+    ttft, tpot = row.get("ttft_p95_s"), row.get("tpot_p95_s")
+    if ttft is not None:
+        high = {m: (b.ratio_high if (b := scenario_band(r, m, 1.0)) else 1.0) for m in ("ttft", "tpot")}
+        holds = ttft * high["ttft"] <= slo.ttft_p95_s
+        out["slo_holds_at_band_high"] = holds and (tpot is None or tpot * high["tpot"] <= slo.tpot_p95_s)
     return out

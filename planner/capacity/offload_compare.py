@@ -56,7 +56,7 @@ def _side(s: Scenario, plan: CapacityPlan, traffic: TrafficSpec, kv: KVOffload |
     ttft = hit = tier_hit = None
     if n:
         rate = plan.target_rate / n / plan.data_parallel_size
-        res = run_serving(traffic_replica(r, traffic, kv), workload_at(traffic, rate))
+        res = run_serving(traffic_replica(r, traffic, offload=kv), workload_at(traffic, rate))
         flat = summary(res)
         hit = flat["prefix_hit_rate"]
         v = flat.get("ttft_p95_s")
@@ -97,10 +97,12 @@ def compare_offload(
     prices: dict[str, float] | None,
     rel_tol: float,
     kv: KVOffload,
+    **plan_kw,
 ) -> tuple[CapacityPlan, OffloadComparison]:
-    """(the plan with offload, offload on against off) for `target_rps` at the SLO (module note)."""
-    plan_off = capacity_plan(s, target_rps, traffic, slo, headroom, prices, rel_tol)
-    plan_on = capacity_plan(s, target_rps, traffic, slo, headroom, prices, rel_tol, offload=kv)
+    """(the plan with offload, offload on against off) for `target_rps` at the SLO (module note); `plan_kw`: the
+    rest of capacity_plan's keywords (speculative decoding, latency bands), the same on both sides."""
+    plan_off = capacity_plan(s, target_rps, traffic, slo, headroom, prices, rel_tol, **plan_kw)
+    plan_on = capacity_plan(s, target_rps, traffic, slo, headroom, prices, rel_tol, offload=kv, **plan_kw)
     off, on = _side(s, plan_off, traffic, None), _side(s, plan_on, traffic, kv)
     return plan_on, OffloadComparison(off, on, *_verdict(off, on))
 

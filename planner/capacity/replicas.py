@@ -33,15 +33,19 @@ from planner.capacity.steady_state import (
     SATURATION_RATE_PER_S,
     Verdict,
     judge,
+    offered_rps,
     saturated_throughput_rps,
+    short_of_rate,
+    within_scaled_slo,
 )
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
 from planner.sim.offload_plan import KVOffload
 from planner.sim.serving import Replica, run_serving
-from planner.sim.settings import ServerSettings
+from planner.sim.settings import ServerSettings, SpecDecoding
 from planner.traffic.profiles import profile_workload
+from planner.traffic.sessions import sessions
 from planner.traffic.traces import load_trace
 from planner.traffic.workload import Workload
 
@@ -63,6 +67,19 @@ def base_workload(traffic: TrafficSpec) -> Workload:
 
 @lru_cache(maxsize=16)
 def _base_workload(traffic: TrafficSpec) -> Workload:
+    if traffic.is_sessions:  # sessions start at 1 / turns per second: one request per second on average
+        turns = traffic.turns or 1
+        return sessions(
+            traffic.num_requests,
+            turns,
+            traffic.system_prompt_tokens,
+            traffic.prompt,
+            traffic.output,
+            traffic.think_time_s,
+            rate_per_s=1.0 / turns,
+            first_user=traffic.first_input,
+            seed=traffic.seed,
+        )
     trace = load_trace(traffic.trace_path) if traffic.profile == "upload" else None
     return profile_workload(
         traffic.profile,
@@ -78,8 +95,11 @@ def _base_workload(traffic: TrafficSpec) -> Workload:
 
 
 def workload_at(traffic: TrafficSpec, rate_per_s: float) -> Workload:
-    """The same requests at `rate_per_s`: unit-rate arrival times / rate (every arrival process scales so)."""
+    """The same requests at `rate_per_s`: unit-rate arrival times / rate (every arrival process scales so; for
+    sessions only the session starts scale: a think time is the user's, not the rate's)."""
     base = base_workload(traffic)
+    if traffic.is_sessions:
+        return replace(base, arrival_s=base.arrival_s / rate_per_s, source=f"{base.source}; at {rate_per_s:.4g} req/s")
     return Workload(
         base.arrival_s / rate_per_s,
         base.prompt_tokens,
@@ -108,13 +128,16 @@ def mean_request_tokens(traffic: TrafficSpec) -> tuple[int, int]:
 Probe = Verdict
 
 
-def traffic_replica(r: Resolved, traffic: TrafficSpec, offload: KVOffload | None = None) -> Replica:
+def traffic_replica(
+    r: Resolved, traffic: TrafficSpec, spec: SpecDecoding | None = None, offload: KVOffload | None = None
+) -> Replica:
     """One replica of the scenario as the capacity probes run it: its own settings, with the traffic's prefix
-    caching (when the profile asks for it; else the deployment's), the traffic's seed for the simulator and the
-    KV offload tiers, if any (planner/sim/offload_plan.py)."""
-    return Replica(
-        r, ServerSettings.of(r, prefix_caching=traffic.prefix_caching or None, seed=traffic.seed, offload=offload)
+    caching (when the profile asks for it; else the deployment's), the traffic's seed for the simulator,
+    speculative decoding when `spec` is given and the KV offload tiers, if any (planner/sim/offload_plan.py)."""
+    settings = ServerSettings.of(
+        r, prefix_caching=traffic.prefix_caching or None, seed=traffic.seed, spec=spec, offload=offload
     )
+    return Replica(r, settings)
 
 
 def saturated_rps(replica: Replica, traffic: TrafficSpec) -> float | None:
@@ -123,8 +146,11 @@ def saturated_rps(replica: Replica, traffic: TrafficSpec) -> float | None:
 
 
 def probe(replica: Replica, traffic: TrafficSpec, slo: SLO, rate_per_s: float, saturated: float | None = None) -> Probe:
-    """Simulate one replica at `rate_per_s` and judge its steady state against the SLO."""
-    return judge(run_serving(replica, workload_at(traffic, rate_per_s)), slo, rate_per_s, saturated)
+    """Simulate one replica at `rate_per_s` and judge its steady state against the SLO (sessions: and fail a run
+    that does not offer the rate, steady_state.short_of_rate)."""
+    res = run_serving(replica, workload_at(traffic, rate_per_s))
+    v = judge(res, slo, rate_per_s, saturated)
+    return short_of_rate(v, offered_rps(res), rate_per_s) if traffic.is_sessions else v
 
 
 @dataclass(frozen=True)
@@ -223,6 +249,30 @@ def find_capacity(
         slo,
         saturated,
     )
+
+
+def latency_bound_rate(
+    replica: Replica,
+    traffic: TrafficSpec,
+    slo: SLO,
+    ratios: tuple[float, float, float],
+    cap: CapacityResult,
+    rel_tol: float = DEFAULT_REL_TOL,
+) -> float:
+    """The highest rate one replica sustains if its p95 TTFT, p95 TPOT and p99 end-to-end land at `ratios` × the
+    simulated ones (the high ends of their error bands): the same search at the SLO divided by the ratios,
+    started at the capacity and reusing the capacity search's probes (a rate already run is not run again)."""
+    if cap.max_rate_per_replica <= 0:
+        return 0.0
+    if all(x <= 1.0 for x in ratios):
+        return cap.max_rate_per_replica
+    seen = {p.rate_per_s: p for p in cap.probes}
+
+    def sustains(rate: float) -> bool:
+        v = seen.get(rate) or probe(replica, traffic, slo, rate, cap.saturated_rps)
+        return within_scaled_slo(v, slo, *ratios)
+
+    return bracket_and_bisect(sustains, cap.max_rate_per_replica, rel_tol)
 
 
 # --- replicas and cost ------------------------------------------------------------------------------------
@@ -335,6 +385,8 @@ class CapacityPlan:
 
     gpus_per_replica: int = 1  # one engine instance: TP × PP × DP GPUs
     data_parallel_size: int = 1  # DP ranks per instance; the search runs one rank at rate / DP
+    # capacity per replica with the latencies at their bands' high ends (latency_bound_rate; None: not asked)
+    latency_bound_rps: float | None = None
 
     def to_dict(self) -> dict:
         out = {
@@ -381,14 +433,19 @@ def capacity_plan(
     operating_point: bool = True,
     saturated: float | None | tuple = (),
     offload: KVOffload | None = None,
+    spec: SpecDecoding | None = None,
+    latency_ratios: tuple[float, float, float] | None = None,
 ) -> CapacityPlan:
     """Capacity, replicas and cost of one deployment for `target_rps`, plus the latency at the operating point
-    (target / replicas per replica) when `operating_point`; `saturated` as in find_capacity."""
+    (target / replicas per replica) when `operating_point`; `saturated` as in find_capacity; `spec`: speculative
+    decoding on the replica; `latency_ratios`: the high ends of the TTFT, TPOT and e2e bands (measured /
+    predicted), for the capacity if the latencies land there (latency_bound_rate)."""
     s = replica_scenario(s)
     r = resolve(s)
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
-    replica = traffic_replica(r, traffic, offload)
+    replica = traffic_replica(r, traffic, spec, offload)
     cap = find_capacity(replica, traffic, slo, rel_tol, saturated)  # one DP rank: each runs its own requests
+    bound = None if latency_ratios is None else latency_bound_rate(replica, traffic, slo, latency_ratios, cap, rel_tol)
     tp, dp, gpus = r.deployment.tensor_parallel_size, r.deployment.data_parallel_size, r.deployment.gpus_per_replica
     rank_saturated = cap.saturated_rps
     if dp > 1:  # an instance of DP ranks serves DP × one rank's rate on TP × PP × DP GPUs
@@ -431,4 +488,5 @@ def capacity_plan(
         operating_point=op,
         gpus_per_replica=gpus,
         data_parallel_size=dp,
+        latency_bound_rps=None if bound is None else bound * dp,
     )

@@ -17,7 +17,7 @@ Verdict (`judge`): the run sustains its rate when, over that window,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,6 +29,11 @@ MAX_QUEUE_GROWTH = 0.05  # waiting-queue trend at most 5% of the offered rate
 STABILITY_MARGIN = 0.05  # offered rate at most 95% of the saturated throughput
 SATURATION_RATE_PER_S = 1e6  # "everything arrives at once": the saturation run's rate
 MIN_WINDOW_REQUESTS = 10
+# sessions: the steady window must see at least this share of the nominal request rate. Sessions come back after
+# think times, so a run of few sessions at a high rate starts them all at once and then waits on the users: it
+# never offers the rate it is judged at (a search would "sustain" any rate). 0.8: a window of 140 sessions has a
+# Poisson spread of about 8.5%, so a run that offers the rate passes at 2.4 sigma.
+MIN_OFFERED_RATIO = 0.8
 
 
 def saturated_throughput_rps(res: SimResult) -> float | None:
@@ -137,3 +142,57 @@ def _reason(ttft, tpot, e2e99, growth, offered, slo: SLO) -> str:
     if slo.e2e_p99_s is not None and e2e99 is not None and e2e99 > slo.e2e_p99_s:
         return f"p99 end-to-end {e2e99:,.2f} s > {slo.e2e_p99_s:,.2f} s"
     return ""
+
+
+def offered_rps(res: SimResult) -> float | None:
+    """Requests/s arriving in the steady window (None: too few to judge)."""
+    window = steady_window(res)
+    if window is None:
+        return None
+    t0, t1 = window
+    arr = res.requests.arrival_s
+    return float(np.count_nonzero((arr >= t0) & (arr <= t1)) / (t1 - t0))
+
+
+def short_of_rate(v: Verdict, offered: float | None, rate_per_s: float) -> Verdict:
+    """`v` failed when the run offered less than MIN_OFFERED_RATIO × the rate it is judged at (sessions)."""
+    if not v.sustains or offered is None or offered >= MIN_OFFERED_RATIO * rate_per_s:
+        return v
+    why = (
+        f"the sessions offer only {offered:,.3g} of {rate_per_s:,.3g} req/s in the steady window: too few sessions "
+        "for their think time (raise the request count)"
+    )
+    return replace(v, sustains=False, reason=why)
+
+
+def judge_fleet(res, slo: SLO, rate_per_s: float | None = None) -> Verdict:
+    """The steady-state verdict of a fleet run (planner/sim/fleet.py FleetResult) against `slo`: the same rule as
+    `judge`, on the fleet's requests arriving in the steady window (percentiles over every replica), with the
+    waiting queue's growth summed over the replicas (a hot replica whose queue grows fails the fleet)."""
+    v = judge(res.fleet, slo, rate_per_s)
+    window = steady_window(res.fleet)
+    if window is None or v.ttft_p95_s is None:
+        return v
+    t0, t1 = window
+    r = res.fleet.requests
+    offered = float(np.count_nonzero((r.arrival_s >= t0) & (r.arrival_s <= t1)) / (t1 - t0))
+    growth = sum(queue_trend_per_s(run, t0, t1) for run in res.replicas)
+    ratio = 1.0 - max(growth, 0.0) / offered if offered > 0 else None
+    reason = _reason(v.ttft_p95_s, v.tpot_p95_s, v.e2e_p99_s, growth, offered, slo)
+    v = replace(v, queue_growth_per_s=growth, served_ratio=ratio, sustains=not reason, reason=reason)
+    return v if rate_per_s is None else short_of_rate(v, offered, rate_per_s)
+
+
+def failed_on_latency_only(v: Verdict) -> bool:
+    """The run's queue held (and it stayed below the saturation margin); at most a latency target was missed."""
+    return v.sustains or v.reason.startswith(("p95 ", "p99 "))
+
+
+def within_scaled_slo(v: Verdict, slo: SLO, ttft_ratio: float, tpot_ratio: float, e2e_ratio: float) -> bool:
+    """Whether the run meets `slo` with its p95 TTFT, p95 TPOT and p99 end-to-end multiplied by the ratios (a
+    latency band's high end: measured / predicted), its queue holding as `judge` requires."""
+    if not failed_on_latency_only(v) or v.ttft_p95_s is None:
+        return False
+    ok = v.ttft_p95_s * ttft_ratio <= slo.ttft_p95_s
+    ok = ok and (v.tpot_p95_s is None or v.tpot_p95_s * tpot_ratio <= slo.tpot_p95_s)
+    return ok and (slo.e2e_p99_s is None or v.e2e_p99_s is None or v.e2e_p99_s * e2e_ratio <= slo.e2e_p99_s)

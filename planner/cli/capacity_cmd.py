@@ -8,7 +8,8 @@ import math
 
 from pydantic import ValidationError
 
-from planner.accuracy.bands import bands_text
+from planner.accuracy.bands import bands_text, ranking_row_bands
+from planner.capacity.fleet_capacity import RoutingPlan, routed_rows, routing_plan, row_scenario
 from planner.capacity.offload_compare import compare_offload
 from planner.capacity.recommend import disaggregated_options, recommend, with_disaggregated
 from planner.capacity.replicas import (
@@ -20,14 +21,21 @@ from planner.capacity.replicas import (
 )
 from planner.cli import emit, progress_line
 from planner.cli.scenario_args import add_scenario_args, scenario_from_args
-from planner.cli.simulate_cmd import add_offload_args, offload_from_args
+from planner.cli.simulate_cmd import (
+    add_offload_args,
+    add_spec_args,
+    check_spec_args,
+    offload_from_args,
+    spec_from_args,
+)
 from planner.cli.traffic_args import add_traffic_args, traffic_from_args
 from planner.core.catalog import gpus
 from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import resolve
 from planner.core.workload import SLO
 from planner.memory.plan import TP_DEGREES
-from planner.report_plan import capacity_bands_json
+from planner.report_plan import capacity_bands_json, latency_ratios
+from planner.sim.router import ROUTERS
 from planner.traffic.generators import MAX_RATE_PER_S, MIN_RATE_PER_S
 
 MAX_HEADROOM = 100.0  # provisioning 100× the target is already a typo; beyond it replica counts overflow
@@ -58,6 +66,17 @@ def _add_common(p: argparse.ArgumentParser, num_requests: int) -> None:
     s.add_argument("--rel-tol", type=float, default=DEFAULT_REL_TOL, help="search tolerance on the rate (0.02 = 2%%)")
 
 
+def _add_router(p: argparse.ArgumentParser) -> None:
+    p.add_argument_group("fleet").add_argument(
+        "--router",
+        default=None,
+        choices=ROUTERS,
+        help="also size the fleet under this router: the fewest replicas whose fleet simulation (all replicas "
+        "behind the router at target × headroom) meets the SLO, with every router's replicas, p95s, prefix hit "
+        "rate and $/hour (capacity: JSON key `routing`; recommend: the three cheapest rows' fleet_* keys)",
+    )
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "capacity",
@@ -68,6 +87,8 @@ def register(subparsers) -> None:
     )
     _add_common(p, 1000)
     add_offload_args(p)
+    _add_router(p)
+    add_spec_args(p)
     p.set_defaults(func=run_capacity)
     r = subparsers.add_parser(
         "recommend",
@@ -76,6 +97,7 @@ def register(subparsers) -> None:
         "fits the model, in parallel on all cores (or on Ray), ranked by $/hour.",
     )
     _add_common(r, RANKING_NUM_REQUESTS)
+    _add_router(r)
     r.add_argument("--gpus", default=None, help="comma-separated GPU ids (default: the whole catalogue)")
     r.add_argument(
         "--precisions",
@@ -143,20 +165,58 @@ def _check(args) -> None:
 
 def run_capacity(args: argparse.Namespace) -> int:
     _check(args)
+    check_spec_args(args)
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
-    kv = offload_from_args(args)
+    kv, spec = offload_from_args(args), spec_from_args(args)
+    r = resolve(replica_scenario(s))
+    ratios = latency_ratios(r)
+    plan_kw = dict(spec=spec, latency_ratios=ratios)
     compared = None
     if kv is None:
-        plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol)
+        plan = capacity_plan(s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol, **plan_kw)
     else:  # offload on against off (planner/capacity/offload_compare.py); the plan is the one with offload
-        plan, compared = compare_offload(s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol, kv)
-    added = capacity_bands_json(plan, resolve(replica_scenario(s)))
-    text = _capacity_text(plan) + f"\n  replicas at the band's low throughput: {added['replicas_pessimistic']}"
+        plan, compared = compare_offload(
+            s, args.target_rate, traffic, slo, args.headroom, prices, args.rel_tol, kv, **plan_kw
+        )
+    added = capacity_bands_json(plan, r)
+    text = _capacity_text(plan) + _pessimistic_text(added)
     if compared is not None:
         text += f"\n  KV offload ({kv.tiers}) on against off: {compared.verdict}"
     added["offload"] = compared.to_dict() if compared is not None else None
-    emit({**plan.to_dict(), **added}, args.json, text + bands_text(added["bands"]))
+    routing = None
+    if args.router is not None:
+        start = plan.cost.replicas if plan.cost else 1
+        routing = routing_plan(r, args.target_rate, traffic, slo, args.headroom, args.router, start, prices, spec=spec)
+        text += "\n" + _routing_text(routing)
+    out = {**plan.to_dict(), **added, "spec_method": args.spec_method, "spec_k": spec and spec.k}
+    out.update(spec_alpha=spec and spec.alpha, routing=routing and routing.to_dict())
+    emit(out, args.json, text + bands_text(added["bands"]))
     return 0
+
+
+def _pessimistic_text(added: dict) -> str:
+    return (
+        f"\n  replicas at the bands' pessimistic end: {added['replicas_pessimistic']} (throughput band's low end: "
+        f"{added['replicas_pessimistic_throughput']}; latencies at their bands' high ends: "
+        f"{added['replicas_pessimistic_latency']})"
+    )
+
+
+def _routing_text(p: RoutingPlan) -> str:
+    lines = [
+        f"  fleet under each router ({p.num_requests:,} requests at {p.fleet_rate:g} req/s = target × headroom; "
+        f"search from {p.start_replicas} replicas); chosen: {p.router}",
+        f"    {'router':<18} {'replicas':>8} {'p95 TTFT ms':>11} {'p95 TPOT ms':>11} {'hit rate':>8} {'$/hour':>9}",
+    ]
+    for row in p.rows():
+        if row["replicas"] is None:
+            lines.append(f"    {row['router']:<18} not found within the search's budget")
+            continue
+        lines.append(
+            f"    {row['router']:<18} {row['replicas']:>8} {row['ttft_p95_s'] * 1e3:>11,.0f} "
+            f"{(row['tpot_p95_s'] or 0) * 1e3:>11,.1f} {row['prefix_hit_rate']:>8.1%} {row['usd_per_hour']:>9,.2f}"
+        )
+    return "\n".join(lines)
 
 
 def _capacity_text(o: CapacityPlan) -> str:
@@ -254,6 +314,9 @@ def run_recommend(args: argparse.Namespace) -> int:
                 weights=_csv(args.precisions, "--precisions"),
             ),
         )
+    rows = _with_row_bands(s, rows, slo, args.target_rate, args.headroom)
+    if args.router is not None:
+        rows = routed_rows(s, rows, args.target_rate, traffic, slo, args.headroom, args.router, prices)
     out = {
         "model": s.model,
         "target_rate": args.target_rate,
@@ -265,6 +328,24 @@ def run_recommend(args: argparse.Namespace) -> int:
     }
     emit(out, args.json, _recommend_text(out, args.top))
     return 0
+
+
+def _with_row_bands(s, rows: list[dict], slo: SLO, target: float, headroom: float) -> list[dict]:
+    """Every ranking row with its band keys added (accuracy/bands.py ranking_row_bands)."""
+    out = []
+    for row in rows:
+        cand = row_scenario(s, row)
+        r = None if cand is None else resolve(replica_scenario(cand))
+        out.append({**row, **ranking_row_bands(r, row, slo, target, headroom)})
+    return out
+
+
+def _fleet_cell(r: dict) -> str:
+    if not r.get("router"):
+        return ""
+    if r["fleet_replicas"] is None:
+        return f" {'not found':>24}"
+    return f" {str(r['fleet_replicas']) + ' replicas, $' + format(r['fleet_usd_per_hour'], ',.2f') + '/h':>24}"
 
 
 def _stderr_progress(done: int, total: int) -> None:
@@ -280,6 +361,8 @@ def _recommend_text(o: dict, top: int) -> str:
         f"  {'#':>3} {'deployment':<28} {'req/s/rep':>9} {'replicas':>8} {'$/hour':>9} {'$/M out':>8} "
         f"{'p95 TTFT ms':>11} {'p95 TPOT ms':>11}",
     ]
+    if o["options"] and o["options"][0].get("router"):
+        lines[1] += f" {'fleet (' + o['options'][0]['router'] + ')':>24}"
     for r in o["options"][:top]:
         if r.get("searched") is False:
             lines.append(f"  {r['rank']:>3} {r['id']:<28} not searched: ≥ ${r['usd_per_hour_lower_bound']:,.2f}/hour")
@@ -290,6 +373,6 @@ def _recommend_text(o: dict, top: int) -> str:
         lines.append(
             f"  {r['rank']:>3} {r['id']:<28} {r['max_rate_per_replica']:>9.3g} {r['replicas']:>8} "
             f"{r['usd_per_hour']:>9,.2f} {r['usd_per_million_output_tokens']:>8,.3f} "
-            f"{(r['ttft_p95_s'] or 0) * 1e3:>11,.0f} {(r['tpot_p95_s'] or 0) * 1e3:>11,.1f}"
+            f"{(r['ttft_p95_s'] or 0) * 1e3:>11,.0f} {(r['tpot_p95_s'] or 0) * 1e3:>11,.1f}" + _fleet_cell(r)
         )
     return "\n".join(lines)

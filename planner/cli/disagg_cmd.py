@@ -142,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
     if not math.isfinite(args.kv_link_latency_ms) or args.kv_link_latency_ms < 0:
         raise InputError("--kv-link-latency-ms", "must be a number of ms >= 0")
     s, traffic, slo, prices = scenario_from_args(args), traffic_from_args(args), _slo(args), _prices(args.price)
+    if traffic.is_sessions:  # the pools' probes are open loop: a session's next turn waits on its answer
+        raise InputError("--turns", "disagg sizes open-loop traffic; size sessions with capacity --router")
     layout = given_layout(args)
     if layout is not None:
         return _run_given(args, s, traffic, slo, layout)

@@ -4,12 +4,16 @@ keys are a contract) or, with `--mode continuous`, for B concurrent requests und
 
 from __future__ import annotations
 
+import math
+
 from planner.accuracy.bands import bands_json, bands_text
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.core.errors import InputError
 from planner.latency.metrics import Estimate, estimate
 from planner.sim.continuous import ContinuousEstimate, continuous
+from planner.sim.spec_heads import spec_methods
+from planner.techniques.spec_methods import SpecEstimate, acceptance_for, spec_estimate
 
 
 def register(subparsers) -> None:
@@ -39,13 +43,71 @@ def register(subparsers) -> None:
     g.add_argument("--input-tokens", type=int, required=True, help="prompt tokens per request")
     g.add_argument("--output-tokens", type=int, required=True, help="output tokens per request")
     g.add_argument("--queue-wait-ms", type=float, default=0.0, help="queue wait added to TTFT")
+    d = p.add_argument_group("speculative decoding as deployed (static mode; off unless --spec-method)")
+    d.add_argument(
+        "--spec-method",
+        default=None,
+        choices=tuple(spec_methods()),
+        help="eagle3 (EAGLE-3 head) or mtp (DeepSeek MTP module) inside the target: TPOT and throughput priced with "
+        "its acceptance length (JSON key spec)",
+    )
+    d.add_argument(
+        "--spec-k",
+        type=int,
+        default=None,
+        help="draft tokens per step (default: the published measurement's k, when it states one)",
+    )
+    d.add_argument(
+        "--acceptance-length",
+        type=float,
+        default=None,
+        help="your measured tokens per verification pass (1..k+1); default: the published row for this model "
+        "(data/spec_methods.yaml); none -> an error, nothing is assumed",
+    )
+    d.add_argument("--acceptance-task", default=None, help="the published row's task when there are several")
     p.set_defaults(func=run)
+
+
+def _spec(args, r, est: Estimate) -> SpecEstimate | None:
+    """The estimate with speculative decoding, when --spec-method is given (its acceptance from a named source)."""
+    if args.spec_method is None:
+        for flag in ("spec_k", "acceptance_length", "acceptance_task"):
+            if getattr(args, flag) is not None:
+                raise InputError("--" + flag.replace("_", "-"), "applies only with --spec-method")
+        return None
+    if args.acceptance_length is not None and not math.isfinite(args.acceptance_length):
+        raise InputError("--acceptance-length", "must be a number of tokens per pass")
+    try:
+        acc = acceptance_for(args.spec_method, r.model.name, args.acceptance_length, args.acceptance_task)
+        k = args.spec_k or acc.k
+        if k is None:
+            why = f"the acceptance source does not state its draft length k: give it ({acc.source})"
+            raise InputError("spec_k", why)
+        return spec_estimate(r, est, args.spec_method, k, acc)
+    except InputError as err:
+        raise InputError("--" + err.field.replace("_", "-"), err.message) from None
+
+
+def _spec_text(s: SpecEstimate) -> str:
+    return "\n".join(
+        [
+            "",
+            f"  speculative decoding   {s.method_name}, k = {s.k}, acceptance length {s.acceptance_length:g} "
+            f"tokens per pass ({s.acceptance_source})",
+            f"    pass = verify {s.verify_step_s * 1e3:,.2f} ms + {s.k} × head {s.head_pass_s * 1e3:,.3f} ms "
+            f"(one head pass = {s.head_fraction:.4f} of the target's layers)",
+            f"    speed-up {s.speedup:.3f}× (memory-bound hand formula {s.speedup_memory_bound:.3f}×): TPOT "
+            f"{s.tpot_s * 1e3:,.2f} ms, end-to-end {s.e2e_s:,.3f} s, {s.throughput_tokens_per_s:,.0f} output tokens/s",
+        ]
+    )
 
 
 def run(args) -> int:
     r = resolved_from_args(args)
     if args.batch < 1:
         raise InputError("--batch", "must be at least 1")
+    if args.mode == "continuous" and args.spec_method is not None:
+        raise InputError("--spec-method", "prices a static batch here; under load use simulate --spec-method")
     head = dict(
         model=r.model.name,
         gpu=r.gpu.id,
@@ -90,6 +152,10 @@ def run(args) -> int:
     }
     out["bands"] = bands_json(r, predicted)
     text = _text(est, r) + bands_text(out["bands"])
+    spec = _spec(args, r, est)
+    out["spec"] = spec and spec.to_dict()
+    if spec:
+        text += _spec_text(spec)
     if batch < args.batch:
         text += (
             f"\n  note: --batch {args.batch} capped at max_num_seqs={max_seqs} (vLLM runs at most that many "

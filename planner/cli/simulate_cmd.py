@@ -94,6 +94,11 @@ def add_simulate_args(p: argparse.ArgumentParser) -> None:
     s.add_argument("--slo-tpot-ms", type=float, default=None, help="goodput: TPOT target, ms")
     s.add_argument("--seed", type=int, default=0, help="seed for arrivals, lengths and sampling (default 0)")
     add_offload_args(p)
+    add_spec_args(p)
+
+
+def add_spec_args(p: argparse.ArgumentParser) -> None:
+    """--spec-model | --spec-method, --spec-k and --spec-alpha | --acceptance-length (simulate, fleet, capacity)."""
     d = p.add_argument_group("speculative decoding (off unless --spec-model or --spec-method)")
     d.add_argument("--spec-model", default=None, help="draft model: preset id or config.json path")
     d.add_argument(
@@ -155,27 +160,7 @@ def _check_flags(args: argparse.Namespace) -> None:
     _positive("--system-prompt-tokens", args.system_prompt_tokens, allow_zero=True)
     _positive("--max-queue", args.max_queue, allow_zero=True)
     _positive("--seed", args.seed, allow_zero=True)
-    if args.spec_model is not None and args.spec_method is not None:
-        raise InputError("--spec-method", "give a draft model (--spec-model) or a head method, not both")
-    if args.spec_model is not None or args.spec_method is not None:
-        if not 1 <= args.spec_k <= 32:
-            raise InputError("--spec-k", f"must be from 1 to 32, got {args.spec_k}")
-        if args.spec_alpha is None and args.acceptance_length is None:
-            raise InputError(
-                "--spec-alpha",
-                "speculative decoding needs the drafts' acceptance: --spec-alpha (per token) or --acceptance-length "
-                "(tokens per pass), measured or published for this draft, model and task (no default is assumed)"
-                + _published_hint(args.spec_method),
-            )
-        if args.acceptance_length is not None:
-            try:
-                args.spec_alpha = alpha_from_acceptance_length(args.acceptance_length, args.spec_k)
-            except InputError as err:
-                raise InputError("--acceptance-length", err.message) from None
-        if not (math.isfinite(args.spec_alpha) and 0 <= args.spec_alpha <= 1):
-            raise InputError("--spec-alpha", f"must be from 0 to 1, got {args.spec_alpha:g}")
-    elif args.spec_alpha is not None or args.acceptance_length is not None:
-        raise InputError("--spec-alpha", "applies only with --spec-model or --spec-method")
+    check_spec_args(args)
     if args.cv is not None and args.arrival != "gamma":
         raise InputError("--cv", "applies only to --arrival gamma")
     if args.users is not None and args.think_time is None:
@@ -198,6 +183,39 @@ def _check_flags(args: argparse.Namespace) -> None:
                 raise InputError("--" + flag.replace("_", "-"), "lengths come from the trace with --trace")
         if args.arrival != "poisson":
             raise InputError("--arrival", "a trace keeps its own arrival times (use --time-scale)")
+
+
+def check_spec_args(args: argparse.Namespace) -> None:
+    """The speculative-decoding flags: a method or a draft, and an acceptance given (never assumed); sets
+    args.spec_alpha from --acceptance-length."""
+    if args.spec_model is not None and args.spec_method is not None:
+        raise InputError("--spec-method", "give a draft model (--spec-model) or a head method, not both")
+    if args.spec_model is not None or args.spec_method is not None:
+        if not 1 <= args.spec_k <= 32:
+            raise InputError("--spec-k", f"must be from 1 to 32, got {args.spec_k}")
+        if args.spec_alpha is None and args.acceptance_length is None:
+            raise InputError(
+                "--spec-alpha",
+                "speculative decoding needs the drafts' acceptance: --spec-alpha (per token) or --acceptance-length "
+                "(tokens per pass), measured or published for this draft, model and task (no default is assumed)"
+                + _published_hint(args.spec_method),
+            )
+        if args.acceptance_length is not None:
+            try:
+                args.spec_alpha = alpha_from_acceptance_length(args.acceptance_length, args.spec_k)
+            except InputError as err:
+                raise InputError("--acceptance-length", err.message) from None
+        if not (math.isfinite(args.spec_alpha) and 0 <= args.spec_alpha <= 1):
+            raise InputError("--spec-alpha", f"must be from 0 to 1, got {args.spec_alpha:g}")
+    elif args.spec_alpha is not None or args.acceptance_length is not None:
+        raise InputError("--spec-alpha", "applies only with --spec-model or --spec-method")
+
+
+def spec_from_args(args: argparse.Namespace) -> SpecDecoding | None:
+    """The flags' speculative decoding (checked by check_spec_args), or None when off."""
+    if args.spec_model is None and args.spec_method is None:
+        return None
+    return SpecDecoding(args.spec_model, args.spec_k, args.spec_alpha, args.spec_method)
 
 
 def _sessions(args: argparse.Namespace) -> bool:
@@ -314,11 +332,7 @@ def output_flag(args: argparse.Namespace) -> str:
 
 def settings_from_args(args: argparse.Namespace, r) -> ServerSettings:
     """How the simulated replica runs: the scenario's engine and limits, and the server flags."""
-    spec = (
-        SpecDecoding(args.spec_model, args.spec_k, args.spec_alpha, args.spec_method)
-        if args.spec_model is not None or args.spec_method is not None
-        else None
-    )
+    spec = spec_from_args(args)
     return ServerSettings.of(
         r,
         prefix_caching=True if args.prefix_caching else None,

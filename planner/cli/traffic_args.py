@@ -66,6 +66,16 @@ def add_traffic_args(p: argparse.ArgumentParser, default_num_requests: int = 100
         action="store_true",
         help="reuse cached blocks (on by default as in vLLM V1; --no-enable-prefix-caching turns it off)",
     )
+    c = p.add_argument_group(
+        "sessions (traffic that comes back, custom lengths: each turn re-sends the history; the rate stays "
+        "requests/s, sessions start at rate / turns)"
+    )
+    c.add_argument("--turns", type=int, default=None, help="turns per session (each re-sends the last prompt + answer)")
+    c.add_argument(
+        "--system-prompt-tokens", type=int, default=None, help="a system prompt this long, shared by every session"
+    )
+    c.add_argument("--think-time", type=float, default=None, help="mean think time before each next turn, s")
+    c.add_argument("--first-input-tokens", type=int, default=None, help="the first turn's message, tokens")
 
 
 def _length(tokens: int | None, spec: str | None, default: str, flag: str) -> str:
@@ -77,9 +87,35 @@ def _length(tokens: int | None, spec: str | None, default: str, flag: str) -> st
     return spec or default
 
 
+SESSION_FLAGS = ("turns", "system_prompt_tokens", "think_time", "first_input_tokens")
+
+
+def _session_fields(args: argparse.Namespace) -> dict:
+    """TrafficSpec's session fields from the flags (none given: no sessions)."""
+    given = [f for f in SESSION_FLAGS if getattr(args, f, None) is not None]
+    if not given:
+        return {}
+    for flag, low in (("turns", 1), ("system_prompt_tokens", 0), ("first_input_tokens", 1), ("think_time", 0)):
+        value = getattr(args, flag, None)
+        if value is not None and not value >= low:
+            raise InputError("--" + flag.replace("_", "-"), f"must be at least {low}, got {value:g}")
+    if given == ["think_time"]:
+        raise InputError("--think-time", "applies only to sessions (--turns or --system-prompt-tokens)")
+    first = args.first_input_tokens
+    return dict(
+        turns=args.turns,
+        system_prompt_tokens=args.system_prompt_tokens or 0,
+        think_time_s=args.think_time or 0.0,
+        first_input=None if first is None else f"fixed:{first}",
+    )
+
+
 def traffic_from_args(args: argparse.Namespace) -> TrafficSpec:
     lengths = [f for f in LENGTH_FLAGS if getattr(args, f, None) is not None]
-    profile = "upload" if args.trace else args.profile or ("custom" if lengths else "chat")
+    session = _session_fields(args)
+    if session and (args.trace or args.profile not in (None, "custom")):
+        raise InputError("--turns", "sessions take custom lengths (--input-tokens/--input-dist), not a trace profile")
+    profile = "upload" if args.trace else args.profile or ("custom" if lengths or session else "chat")
     custom = profile == "custom"
     for flag in lengths:
         if not custom:  # explicit lengths imply the custom profile, but not against --profile chat or a trace
@@ -115,7 +151,9 @@ def traffic_from_args(args: argparse.Namespace) -> TrafficSpec:
             seed=args.seed,
             trace_path=args.trace or "",
             prefix_caching=args.prefix_caching,
+            **session,
         )
     except ValidationError as err:
         e = from_validation_error(err)
-        raise InputError("--" + e.field.replace("_", "-"), e.message) from None
+        flag = {"think_time_s": "--think-time", "first_input": "--first-input-tokens"}.get(e.field)
+        raise InputError(flag or "--" + e.field.replace("_", "-"), e.message) from None

@@ -69,6 +69,17 @@ class TrafficSpec(BoundedModel):
     seed: int = Field(0, ge=0)
     trace_path: str = ""  # the upload profile: a trace file
     prefix_caching: bool = False
+    # sessions that come back (planner/traffic/sessions.py; custom profile only): turns per session, each
+    # re-sending the history behind a shared system prompt; `prompt` is a later turn's new message, `first_input`
+    # the first turn's (None: `prompt`); the rate stays requests/s (sessions start at rate / turns)
+    turns: int | None = Field(None, ge=1, le=10_000)
+    system_prompt_tokens: int = Field(0, ge=0)
+    think_time_s: float = Field(0.0, ge=0)
+    first_input: str | None = None
+
+    @property
+    def is_sessions(self) -> bool:
+        return self.turns is not None or self.system_prompt_tokens > 0
 
     @model_validator(mode="after")
     def profile_is_known(self) -> TrafficSpec:
@@ -76,4 +87,10 @@ class TrafficSpec(BoundedModel):
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}")
         if self.profile == "upload" and not self.trace_path:
             raise ValueError("profile upload needs trace_path")
+        if self.is_sessions and self.profile != "custom":
+            raise ValueError("sessions (turns, a shared system prompt) take the custom profile's lengths")
+        if (self.turns or 1) > 1 and self.think_time_s <= 0:
+            raise ValueError("think_time_s: sessions of more than one turn need a think time > 0")
+        if self.is_sessions and self.arrival != "poisson":
+            raise ValueError("arrival: sessions start as a Poisson process")
         return self

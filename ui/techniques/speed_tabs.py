@@ -10,9 +10,12 @@ from planner.techniques import prefix_cache as pc
 from planner.techniques import spec_decode as sd
 from ui.charts.techniques import best_k_chart, speedup_chart, ttft_chart
 from ui.techniques.data import Request, draft_options, engine_of, mooncake_hit_rate, prefix, spec_decode
+from ui.techniques.spec_heads_tab import spec_head_section
 
 
 def spec_decode_tab(sj: str, r: Resolved, q: Request) -> None:
+    spec_head_section(r, q)
+    st.subheader("A separate draft model")
     options = draft_options(sj)
     if not options:
         st.info(f"No preset is smaller than {r.model.name}: speculative decoding needs a smaller draft model.")
