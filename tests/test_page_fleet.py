@@ -44,3 +44,16 @@ def test_bad_input_is_one_sentence_not_a_traceback():
     assert not at.exception
     assert [m.value for m in at.metric if m.label == "Completed"] == ["0"]
     assert [m.value for m in at.metric if m.label == "p95 TTFT (ms)"] == ["–"]
+
+
+def test_a_stopped_run_waits_for_the_button_then_runs():
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["fleet_num"] = 300  # not run by the tests above: not among the finished runs
+    at.session_state["fleet_stop_stopped"] = True  # what the Stop button's callback leaves (ui/long_run.py)
+    at.run()
+    assert not at.exception
+    assert not at.dataframe  # the same run does not start again by itself
+    assert any("stopped before it finished" in i.value for i in at.info)
+    at.button(key="fleet_run").click().run()
+    assert not at.exception
+    assert [m.value for m in at.metric if m.label == "Completed"] == ["300"]
