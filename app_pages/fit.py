@@ -7,6 +7,7 @@ from planner.core.errors import InputError
 from planner.memory.vllm_pool import vllm_constants
 from ui.fit_verdict import render_verdict
 from ui.fit_view import fit_view
+from ui.lazy_section import folded
 from ui.state import current_scenario, resolved_or_stop
 
 st.title("Does it fit?")
@@ -102,9 +103,12 @@ if plan.layer_kinds:  # hybrid models: what each layer kind holds per request on
 
 # --- where the memory goes -------------------------------------------------------------------------
 st.plotly_chart(view.stack_fig, width="stretch")
-with st.expander("Formula: the textbook fit, with your numbers"):
-    windowed = " (windowed layers capped)" if r.model.sliding_window else ""
-    st.markdown(f"""
+# formulas: their text is built and sent only while their expander is open (ui/lazy_section.py)
+box = folded("Formula: the textbook fit, with your numbers", "fit_formula_textbook")
+if box:
+    with box:
+        windowed = " (windowed layers capped)" if r.model.sliding_window else ""
+        st.markdown(f"""
 - KV bytes per token = 2 × layers × KV heads × head dim × bytes = 2 × {r.model.num_layers} × {r.model.num_kv_heads}
   × {r.model.head_dim} × {r.kv_bytes:g} = **{plan.kv_bytes_per_token:,.0f} B**
   {"(MLA: layers × (kv_lora_rank + qk_rope_head_dim) × bytes)" if r.model.is_mla else ""}
@@ -116,9 +120,11 @@ with st.expander("Formula: the textbook fit, with your numbers"):
   {plan.kv_bytes_per_request / plan.tensor_parallel_size / 1e9:,.3f} GB)
   = **{plan.textbook_max_requests}** requests (per replica; an upper bound: no activations or runtime memory)
 """)
-with st.expander("Formula: vLLM's KV pool, with your numbers"):
-    p, k = plan.pool, vllm_constants()
-    st.markdown(f"""
+box = folded("Formula: vLLM's KV pool, with your numbers", "fit_formula_pool")
+if box:
+    with box:
+        p, k = plan.pool, vllm_constants()
+        st.markdown(f"""
 - Budget = gpu_memory_utilization × usable memory =
   {dep.gpu_memory_utilization} × {r.gpu.usable_memory_bytes / 2**30:,.2f} GiB
   = **{p.budget_bytes / 2**30:,.2f} GiB**
@@ -137,8 +143,10 @@ with st.expander("Formula: vLLM's KV pool, with your numbers"):
 # --- concurrency against context ---------------------------------------------------------------
 st.subheader("How many requests fit as the context grows")
 st.plotly_chart(view.concurrency_fig, width="stretch")
-with st.expander("Formula: paged blocks against contiguous reservation, with your numbers"):
-    st.markdown(f"""
+box = folded("Formula: paged blocks against contiguous reservation, with your numbers", "fit_formula_paged")
+if box:
+    with box:
+        st.markdown(f"""
 - Textbook: floor(({r.gpu.memory_gb:g} GB − weights per GPU) /
   (tokens × {plan.kv_bytes_per_token_per_gpu:,.0f} B per token per GPU)).
 - vLLM paged: a request of T tokens holds ceil(T / {dep.block_size}) blocks;
@@ -151,12 +159,14 @@ with st.expander("Formula: paged blocks against contiguous reservation, with you
 # --- tensor parallel options ---------------------------------------------------------------------
 st.subheader("Tensor-parallel options")
 st.dataframe(view.tp_table, hide_index=True, width="stretch", column_config=view.tp_columns)
-with st.expander("Formula: tensor parallelism"):
-    st.markdown(
-        "Weights and KV heads are split across the TP group: weights per GPU = weights / TP; KV heads per "
-        "GPU = max(1, KV heads / TP) (replicated beyond the KV-head count; MLA's latent is not split). "
-        "Each extra GPU costs NCCL buffers (0.25 GiB assumed)."
-    )
+box = folded("Formula: tensor parallelism", "fit_formula_tp")
+if box:
+    with box:
+        st.markdown(
+            "Weights and KV heads are split across the TP group: weights per GPU = weights / TP; KV heads per "
+            "GPU = max(1, KV heads / TP) (replicated beyond the KV-head count; MLA's latent is not split). "
+            "Each extra GPU costs NCCL buffers (0.25 GiB assumed)."
+        )
 
 st.subheader("Launch it")
 engine = current_scenario().engine

@@ -62,7 +62,12 @@ class Section:
         return [Section(c) for c in self.box.columns(spec)] if self.open else [self] * spec
 
 
-def lazy_section(label: str, key: str) -> Section:
-    """An expander (its open state under `key`) whose contents run only while it is open."""
+def folded(label: str, key: str):
+    """An expander (its open state under `key`): its container while open, None while closed (draw nothing)."""
     box = st.expander(label, key=key, on_change="rerun")
-    return Section(box if box.open else None)
+    return box if box.open else None
+
+
+def lazy_section(label: str, key: str) -> Section:
+    """An expander (its open state under `key`) whose widgets run only while it is open."""
+    return Section(folded(label, key))
