@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.batching.report import comparison_frame, requests_frame, spread_sweep, summarize
-from planner.batching.requests import SCENARIOS, parse_requests_csv, primer_six, to_csv, with_spread
-from planner.batching.step_model import bucketing_pair, dynamic_policy, run_pair
+from planner.batching.requests import SCENARIOS, primer_six, to_csv
 from planner.core.errors import InputError
-from ui.charts import batching as charts
+from ui.batching_view import SWEEP_MAX_REQUESTS, Inputs, comparison, dynamic, tables
 from ui.labels import error_text
 
 SOURCES = {
@@ -17,7 +15,6 @@ SOURCES = {
     "steady": "Steady: one every 10–50 steps",
     "upload": "Upload a CSV",
 }
-SWEEP_MAX_REQUESTS = 20_000  # the spread sweep reruns both policies 7 times: skip it for big uploads
 
 
 def _steps(value: float) -> str:
@@ -34,69 +31,6 @@ def _apply_scenario_defaults() -> None:
     st.session_state["batching_slots"] = slots
     st.session_state["batching_max_wait"] = max_wait
     st.session_state["batching_spread"] = 1.0
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _requests(source: str, seed: int, csv_text: str | None):
-    if source == "upload":
-        return parse_requests_csv(csv_text or "", source="uploaded CSV")
-    return SCENARIOS[source][0](seed=seed)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _pair(requests, slots: int, max_wait: int):
-    return run_pair(requests, slots, max_wait)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _sweep(requests, slots: int, max_wait: int):
-    return spread_sweep(requests, slots, max_wait)
-
-
-# Figures take ~0.1–0.2 s each to build (the Gantt draws a bar per request-step run): built once per input set and
-# shared by every session (cache_resource: the figure object itself; st.plotly_chart only reads it).
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _figures(source: str, seed: int, csv_text: str | None, spread: float, slots: int, max_wait: int) -> dict:
-    requests = with_spread(_requests(source, seed, csv_text), spread)
-    results = _pair(requests, slots, max_wait)
-    figs = {
-        "gantt": charts.gantt(results),
-        "running": charts.running_over_time(results),
-        "cdf": charts.wait_latency_cdf(results),
-    }
-    if len(requests) <= SWEEP_MAX_REQUESTS:
-        figs["sweep"] = charts.spread_gap(_sweep(requests, slots, max_wait))
-    return figs
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _summaries(source: str, seed: int, csv_text: str | None, spread: float, slots: int, max_wait: int) -> dict:
-    requests = with_spread(_requests(source, seed, csv_text), spread)
-    return {name: summarize(r) for name, r in _pair(requests, slots, max_wait).items()}
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _tables(source: str, seed: int, csv_text: str | None, spread: float, slots: int, max_wait: int) -> dict:
-    requests = with_spread(_requests(source, seed, csv_text), spread)
-    results = _pair(requests, slots, max_wait)
-    return {
-        "summary": comparison_frame(results),
-        "static": requests_frame(results["static"]).head(5000),
-        "continuous": requests_frame(results["continuous"]).head(5000),
-        "csv": to_csv(requests),
-    }
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _dynamic(source: str, seed: int, csv_text: str | None, spread: float, slots: int, policy: tuple) -> tuple:
-    """(variants, their summaries, the Gantt of the chosen one, the padding bars) for one dynamic-batcher setting."""
-    max_batch, dyn_wait, queue_limit, hold, bucketing = policy
-    requests = with_spread(_requests(source, seed, csv_text), spread)
-    variants = bucketing_pair(requests, slots, dynamic_policy(max_batch, dyn_wait, queue_limit, hold_batch=hold))
-    dyn = variants["bucketed" if bucketing else "one queue"]
-    summaries = (summarize(dyn), summarize(variants["one queue"]), summarize(variants["bucketed"]))
-    padding = charts.padding_bars(variants) if any(requests.prompt_tokens) else None
-    return summaries, charts.gantt({"dynamic": dyn}), padding
 
 
 st.session_state.setdefault("batching_source", "six")
@@ -146,17 +80,15 @@ if source == "upload":
         st.stop()
     csv_text = upload.getvalue().decode("utf-8", errors="replace")
 
+inputs = Inputs(source, int(seed), csv_text, float(spread), int(slots), int(max_wait))
 try:
-    requests = with_spread(_requests(source, int(seed), csv_text), spread)
+    view = comparison(inputs)  # a bad upload or spread raises here (errors are not cached)
 except InputError as err:
     st.error(f"Cannot use these requests: {error_text(err)}")
     st.stop()
 
-results = _pair(requests, slots, max_wait)
-summaries = _summaries(source, int(seed), csv_text, float(spread), int(slots), int(max_wait))
-
-st.subheader(f"{len(requests):,} requests on {slots} slots")
-for name, s in summaries.items():
+st.subheader(f"{view.num_requests:,} requests on {slots} slots")
+for name, s in view.summaries.items():
     cols = st.columns([0.8, 1, 1, 1, 1, 1], vertical_alignment="center")
     cols[0].markdown(f"**{name.capitalize()}**")
     cols[1].metric("Done at step", f"{s.end_step:,}")
@@ -170,7 +102,7 @@ st.caption(
     "numpy 'linear'."
 )
 
-figs = _figures(source, int(seed), csv_text, float(spread), int(slots), int(max_wait))
+figs = view.figures
 st.plotly_chart(figs["gantt"], key="batching_gantt")
 st.caption("Hover a bar to see the request. Grey: a static slot held idle until the batch's longest request ends.")
 st.plotly_chart(figs["running"], key="batching_running")
@@ -184,11 +116,11 @@ else:
 
 # drawn only on request: three tables of up to 5,000 rows each cost every rerun their Arrow conversion
 if st.toggle("Show the per-request and summary tables", key="batching_show_tables"):
-    tables = _tables(source, int(seed), csv_text, float(spread), int(slots), int(max_wait))
-    st.dataframe(tables["summary"], hide_index=True, key="batching_summary_table")
-    st.dataframe(tables["static"], hide_index=True, key="batching_static_table")
-    st.dataframe(tables["continuous"], hide_index=True, key="batching_cont_table")
-    st.download_button("These requests as CSV", tables["csv"], "requests.csv", "text/csv", key="batching_csv")
+    t = tables(inputs)
+    st.dataframe(t["summary"], hide_index=True, key="batching_summary_table")
+    st.dataframe(t["static"], hide_index=True, key="batching_static_table")
+    st.dataframe(t["continuous"], hide_index=True, key="batching_cont_table")
+    st.download_button("These requests as CSV", t["csv"], "requests.csv", "text/csv", key="batching_csv")
 
 st.header("One-GPU dynamic batcher")
 st.caption(
@@ -222,14 +154,10 @@ hold = c2.toggle(
     help="Hold each batch until its longest request finishes, instead of continuous generation.",
 )
 
-(ds, one, bucketed), dyn_gantt, padding = _dynamic(
-    source,
-    int(seed),
-    csv_text,
-    float(spread),
-    int(slots),
-    (int(max_batch), int(dyn_wait), int(queue_limit) if limit_queue else None, bool(hold), bool(bucketing)),
+dyn = dynamic(
+    inputs, (int(max_batch), int(dyn_wait), int(queue_limit) if limit_queue else None, bool(hold), bool(bucketing))
 )
+ds, one, bucketed = dyn.chosen, dyn.one_queue, dyn.bucketed
 cols = st.columns(5)
 cols[0].metric("Rejected", f"{ds.rejected:,}", help="Turned away because the queue was full.")
 cols[1].metric("Padding share", f"{ds.padding_share:.1%}")
@@ -240,8 +168,8 @@ cols[2].metric(
 )
 cols[3].metric("Prefill batches", f"{ds.num_batches:,}", help="Groups admitted together: one prefill pass each.")
 cols[4].metric("p95 latency (steps)", _steps(ds.p95_latency))
-st.plotly_chart(dyn_gantt, key="batching_dyn_gantt")
-if padding is not None:
-    st.plotly_chart(padding, key="batching_dyn_padding")
+st.plotly_chart(dyn.gantt, key="batching_dyn_gantt")
+if dyn.padding is not None:
+    st.plotly_chart(dyn.padding, key="batching_dyn_padding")
 else:
     st.info("These requests have no prompt_tokens, so there is no padding to save.")

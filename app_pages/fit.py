@@ -3,47 +3,18 @@
 import pandas as pd
 import streamlit as st
 
-from planner.capacity.launch import launch_plan
 from planner.core.errors import InputError
-from planner.core.scenario import Scenario, resolve
-from planner.memory.plan import breakdown_per_gpu, concurrency_vs_context, plan_memory, tp_options
 from planner.memory.vllm_pool import vllm_constants
-from ui.charts.memory import concurrency_vs_context as concurrency_chart
-from ui.charts.memory import memory_stack
 from ui.fit_verdict import render_verdict
+from ui.fit_view import fit_view
+from ui.lazy_section import folded
 from ui.state import current_scenario, resolved_or_stop
-from ui.tables import text_column
-
-
-@st.cache_resource(show_spinner=False, max_entries=256)
-def _fit(scenario_json: str) -> tuple:
-    """(memory plan, TP options, concurrency-vs-context chart, memory stack chart) of one scenario, shared by
-    every session (cache_resource: st.plotly_chart only reads the figures)."""
-    r = resolve(Scenario.model_validate_json(scenario_json))
-    plan = plan_memory(r)
-    gb = r.gpu.marketed_bytes
-    textbook_kv = plan.textbook_max_requests * plan.kv_bytes_per_request / plan.tensor_parallel_size
-    bars = {
-        "textbook (marketed GB)": {
-            "weights": plan.weight_bytes_per_gpu,
-            "KV for requests": textbook_kv,
-            "free": gb - plan.weight_bytes_per_gpu - textbook_kv,
-        }
-    }
-    for i in range(min(r.deployment.tensor_parallel_size, 8)):
-        bars[f"vLLM: GPU {i}"] = breakdown_per_gpu(plan)
-    return (
-        plan,
-        tp_options(r),
-        concurrency_chart(concurrency_vs_context(r)),
-        memory_stack(bars, "Where the memory goes, per GPU"),
-    )
-
 
 st.title("Does it fit?")
 r = resolved_or_stop()
 
-plan, tp_rows, concurrency_fig, stack_fig = _fit(current_scenario().model_dump_json())
+view = fit_view(current_scenario().model_dump_json())
+plan = view.plan
 dep = r.deployment
 st.caption(
     f"{r.model.name} · {dep.num_gpus} × {r.gpu.name} · TP {dep.tensor_parallel_size} · weights "
@@ -131,10 +102,13 @@ if plan.layer_kinds:  # hybrid models: what each layer kind holds per request on
         )
 
 # --- where the memory goes -------------------------------------------------------------------------
-st.plotly_chart(stack_fig, width="stretch")
-with st.expander("Formula: the textbook fit, with your numbers"):
-    windowed = " (windowed layers capped)" if r.model.sliding_window else ""
-    st.markdown(f"""
+st.plotly_chart(view.stack_fig, width="stretch")
+# formulas: their text is built and sent only while their expander is open (ui/lazy_section.py)
+box = folded("Formula: the textbook fit, with your numbers", "fit_formula_textbook")
+if box:
+    with box:
+        windowed = " (windowed layers capped)" if r.model.sliding_window else ""
+        st.markdown(f"""
 - KV bytes per token = 2 × layers × KV heads × head dim × bytes = 2 × {r.model.num_layers} × {r.model.num_kv_heads}
   × {r.model.head_dim} × {r.kv_bytes:g} = **{plan.kv_bytes_per_token:,.0f} B**
   {"(MLA: layers × (kv_lora_rank + qk_rope_head_dim) × bytes)" if r.model.is_mla else ""}
@@ -146,9 +120,11 @@ with st.expander("Formula: the textbook fit, with your numbers"):
   {plan.kv_bytes_per_request / plan.tensor_parallel_size / 1e9:,.3f} GB)
   = **{plan.textbook_max_requests}** requests (per replica; an upper bound: no activations or runtime memory)
 """)
-with st.expander("Formula: vLLM's KV pool, with your numbers"):
-    p, k = plan.pool, vllm_constants()
-    st.markdown(f"""
+box = folded("Formula: vLLM's KV pool, with your numbers", "fit_formula_pool")
+if box:
+    with box:
+        p, k = plan.pool, vllm_constants()
+        st.markdown(f"""
 - Budget = gpu_memory_utilization × usable memory =
   {dep.gpu_memory_utilization} × {r.gpu.usable_memory_bytes / 2**30:,.2f} GiB
   = **{p.budget_bytes / 2**30:,.2f} GiB**
@@ -166,9 +142,11 @@ with st.expander("Formula: vLLM's KV pool, with your numbers"):
 
 # --- concurrency against context ---------------------------------------------------------------
 st.subheader("How many requests fit as the context grows")
-st.plotly_chart(concurrency_fig, width="stretch")
-with st.expander("Formula: paged blocks against contiguous reservation, with your numbers"):
-    st.markdown(f"""
+st.plotly_chart(view.concurrency_fig, width="stretch")
+box = folded("Formula: paged blocks against contiguous reservation, with your numbers", "fit_formula_paged")
+if box:
+    with box:
+        st.markdown(f"""
 - Textbook: floor(({r.gpu.memory_gb:g} GB − weights per GPU) /
   (tokens × {plan.kv_bytes_per_token_per_gpu:,.0f} B per token per GPU)).
 - vLLM paged: a request of T tokens holds ceil(T / {dep.block_size}) blocks;
@@ -180,48 +158,21 @@ with st.expander("Formula: paged blocks against contiguous reservation, with you
 
 # --- tensor parallel options ---------------------------------------------------------------------
 st.subheader("Tensor-parallel options")
-df = pd.DataFrame(tp_rows)
-df["weights_per_gpu_GB"] = df.pop("weights_per_gpu_bytes") / 1e9
-df["kv_pool_per_gpu_GiB"] = df.pop("kv_pool_per_gpu_bytes") / 2**30
-st.dataframe(
-    df[
-        [
-            "tp",
-            "gpus",
-            "fits",
-            "weights_per_gpu_GB",
-            "kv_pool_per_gpu_GiB",
-            "kv_cache_tokens",
-            "max_concurrency",
-            "textbook_max_requests",
-            "note",
-        ]
-    ],
-    hide_index=True,
-    width="stretch",
-    column_config={
-        "weights_per_gpu_GB": st.column_config.NumberColumn("weights per GPU (GB)", format="%.2f"),
-        "kv_pool_per_gpu_GiB": st.column_config.NumberColumn("KV pool per GPU (GiB)", format="%.2f"),
-        "kv_cache_tokens": st.column_config.NumberColumn("KV tokens", format="%d"),
-        "max_concurrency": st.column_config.NumberColumn("vLLM concurrency", format="%.2fx"),
-        "textbook_max_requests": st.column_config.NumberColumn("textbook fit", format="%d"),
-        "note": text_column("note", df["note"]),  # as wide as the longest note (issue 27 #20: it was cut)
-    },
-)
-with st.expander("Formula: tensor parallelism"):
-    st.markdown(
-        "Weights and KV heads are split across the TP group: weights per GPU = weights / TP; KV heads per "
-        "GPU = max(1, KV heads / TP) (replicated beyond the KV-head count; MLA's latent is not split). "
-        "Each extra GPU costs NCCL buffers (0.25 GiB assumed)."
-    )
+st.dataframe(view.tp_table, hide_index=True, width="stretch", column_config=view.tp_columns)
+box = folded("Formula: tensor parallelism", "fit_formula_tp")
+if box:
+    with box:
+        st.markdown(
+            "Weights and KV heads are split across the TP group: weights per GPU = weights / TP; KV heads per "
+            "GPU = max(1, KV heads / TP) (replicated beyond the KV-head count; MLA's latent is not split). "
+            "Each extra GPU costs NCCL buffers (0.25 GiB assumed)."
+        )
 
 st.subheader("Launch it")
 engine = current_scenario().engine
-try:
-    launch = launch_plan(r, engine)
-except InputError as err:
-    st.info(f"No launch command: {err.message}")
+if isinstance(view.launch, InputError):
+    st.info(f"No launch command: {view.launch.message}")
 else:
     st.caption(f"{engine}: the layout, limits, KV dtype and prefix caching above under {engine}'s own flags")
-    st.code(launch.script, language="bash", wrap_lines=True)
-    st.download_button("Download the launch commands", launch.script, file_name="launch.sh", mime="text/x-sh")
+    st.code(view.launch.script, language="bash", wrap_lines=True)
+    st.download_button("Download the launch commands", view.launch.script, file_name="launch.sh", mime="text/x-sh")

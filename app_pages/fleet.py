@@ -20,19 +20,23 @@ from planner.sim.settings import ServerSettings
 from planner.traffic.sessions import sessions
 from ui.charts import fleet as charts
 from ui.labels import error_text
+from ui.long_run import progress_with_stop
 from ui.state import current_scenario, resolved_or_stop
 
 GUARD = PrefixAwareWeights()  # the prefix-aware router's defaults, for the captions
 
 
-@st.cache_data(show_spinner="Simulating the fleet under each router…", max_entries=8)
-def _compare(scenario_json: str, replicas: int, traffic: tuple, seed: int):
-    scenario = Scenario.model_validate_json(scenario_json)
-    r = resolve(scenario)
-    return compare_routers(Replica(r, ServerSettings.of(r, seed=seed)), _sessions(traffic, seed), replicas)
+STOP = "fleet_stop"  # the Stop button's key (ui/long_run.py)
 
 
-def _sessions(traffic: tuple, seed: int):
+@st.cache_resource(show_spinner=False)
+def _finished() -> dict:
+    """Finished comparisons shared by every session, newest last (at most 8): (scenario, replicas, traffic, seed) ->
+    RouterComparison. Not st.cache_data: a cached function cannot draw the progress bar and its Stop button."""
+    return {}
+
+
+def _workload(traffic: tuple, seed: int):
     num, turns, system, first, later, answer, think, rate = traffic
     return sessions(
         num,
@@ -47,11 +51,35 @@ def _sessions(traffic: tuple, seed: int):
     )
 
 
+def _simulate(key: tuple):
+    """Every router on the same traffic, with a progress bar and a Stop button (a run can take a minute: 20,000
+    requests on 64 replicas under four routers); a finished run is kept for every session."""
+    scenario_json, replicas, traffic, seed = key
+    r = resolve(Scenario.model_validate_json(scenario_json))
+    box, bar = progress_with_stop("Simulating the fleet under each router…", key=STOP)
+    try:
+        cmp = compare_routers(
+            Replica(r, ServerSettings.of(r, seed=seed)),
+            _workload(traffic, seed),
+            replicas,
+            progress=lambda done, total: bar.progress(
+                done / total, text=f"Simulating the fleet under each router: {done:,} of {total:,} requests routed"
+            ),
+        )
+    finally:
+        box.empty()
+    finished = _finished()
+    finished[key] = cmp
+    while len(finished) > 8:
+        finished.pop(next(iter(finished)), None)  # another session may have dropped it first
+    return cmp
+
+
 @st.cache_data(show_spinner="Sizing the fleet with and without KV offload…", max_entries=8)
 def _offload(scenario_json: str, traffic: tuple, seed: int, router: str, kv: KVOffload, slo_ttft_s: float):
     r = resolve(Scenario.model_validate_json(scenario_json))
     replica = Replica(r, ServerSettings.of(r, seed=seed))
-    return compare_fleet_offload(replica, _sessions(traffic, seed), router, kv, slo_ttft_s, price_of(r))
+    return compare_fleet_offload(replica, _workload(traffic, seed), router, kv, slo_ttft_s, price_of(r))
 
 
 @st.cache_data(show_spinner="Sizing the fleet under each router…", max_entries=8)
@@ -98,11 +126,22 @@ st.caption(
     "first message, short later ones and short think times."
 )
 traffic = (int(num), int(turns), int(system), int(first), int(later), int(answer), float(think), float(rate))
-try:
-    cmp = _compare(sj, int(replicas), traffic, int(seed))
-except InputError as err:
-    st.error(error_text(err))
-    st.stop()
+key = (sj, int(replicas), traffic, int(seed))
+if st.session_state.pop(f"{STOP}_stopped", False):  # Stop clicked: do not start the same run again by itself
+    st.session_state["fleet_stopped_key"] = key
+cmp = _finished().get(key)
+if cmp is None:
+    if st.session_state.get("fleet_stopped_key") == key and not st.button(
+        "Simulate the fleet", type="primary", key="fleet_run"
+    ):
+        st.info("The fleet simulation stopped before it finished; press the button to run it, or change an input.")
+        st.stop()
+    st.session_state.pop("fleet_stopped_key", None)
+    try:
+        cmp = _simulate(key)
+    except InputError as err:
+        st.error(error_text(err))
+        st.stop()
 
 table = cmp.table()
 st.subheader("Each router on the same traffic")

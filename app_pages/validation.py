@@ -137,9 +137,10 @@ with tab_pub:
     shown = bands[keep].drop(columns="metric").sort_values("rows", ascending=False)
     st.dataframe(shown, hide_index=True, width="stretch", key="val_table_bands")
     st.caption(
-        f"{int(bands[keep]['rows'].sum()):,} rows the fit never saw: loaded serving runs at a client concurrency "
-        "(aiconfigurator's silicon CSV through validate's path; end-to-end = TTFT + (OSL − 1) × TPOT, throughput "
-        "its inverse), published points predicted with their GPU family left out, and vLLM's KV logs. A prediction "
+        f"{int(bands[keep]['rows'].sum()):,} rows not fitted; in-distribution: their models, GPUs and engines were "
+        "(fitted on other rows). They are loaded serving runs at a client concurrency (aiconfigurator's silicon CSV "
+        "through validate's path; end-to-end = TTFT + (OSL − 1) × TPOT, throughput its inverse), published points "
+        "predicted with their own GPU family left out of the fit, and vLLM's KV logs. A prediction "
         "takes the band of the nearest family with enough rows (same engine, model class and GPU generation, then "
         "coarser): the prediction × the 10th and 90th percentile of measured / predicted. Regenerate with "
         "`python -m scripts.error_bands` (README)."

@@ -3,9 +3,10 @@
 
 Each session is a websocket client that speaks Streamlit's own protocol (the protobuf BackMsg/ForwardMsg the
 browser sends), so 20 sessions cost the server what 20 browsers would without 20 browsers on the test machine.
-Half the sessions stay on the default page ("Does it fit?") and move the sidebar's gpu_memory_utilization
-slider; the other half open the Batching page and move its Slots slider. A widget drawn inside a fragment
-(st.fragment: the app runs each page in one) reruns only that fragment, as the browser asks. A rerun's time is
+Half the sessions stay on the default page ("Does it fit?"), open the sidebar's "Engine settings" (its widgets
+are drawn only while it is open, ui/lazy_section.py) and move its gpu_memory_utilization slider; the other half
+open the Batching page and move its Slots slider. A widget drawn inside a fragment (st.fragment: the light pages
+run in one) reruns only that fragment, as the browser asks. A rerun's time is
 from sending the changed widget to receiving `script_finished`. Errors: an exception element in a run, a run that
 does not finish successfully, a run slower than 60 s, a dropped connection.
 
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN_TIMEOUT_S = 60.0
 THINK_S = (0.2, 1.0)  # pause between two slider moves of one session (a person dragging, then reading)
 FIT_SLIDER = "sb_util"  # sidebar: gpu_memory_utilization, 0.5-0.99
+FIT_SECTION = "sb_open_engine"  # the sidebar section holding it ("Engine settings"), opened first as a user would
 FINISHED_OK = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
 BATCHING_PAGE, BATCHING_SLIDER = "batching", "batching_slots"  # Batching page: slots, 1-32
 
@@ -83,7 +85,7 @@ class Session:
         self.widget_ids: dict[str, str] = {}  # user key -> current widget id
         self.fragments: dict[str, str] = {}  # widget id -> the fragment drawing it (st.fragment), if any
 
-    async def rerun(self, widgets: dict[str, float] | None = None) -> list[str]:
+    async def rerun(self, widgets: dict[str, float | bool] | None = None) -> list[str]:
         """Send one rerun and read until the run finishes; returns problems seen in the run."""
         msg = BackMsg()
         msg.rerun_script.page_script_hash = self.page_hash
@@ -94,7 +96,10 @@ class Session:
                 msg.rerun_script.fragment_id = self.fragments[self.widget_ids[key]]
             state = msg.rerun_script.widget_states.widgets.add()
             state.id = self.widget_ids[key]
-            state.double_array_value.data.append(value)
+            if isinstance(value, bool):  # an expander's open state (a stateful st.expander)
+                state.bool_value = value
+            else:
+                state.double_array_value.data.append(value)
         await self.ws.send(msg.SerializeToString())
         return await asyncio.wait_for(self._read_run(), RUN_TIMEOUT_S)
 
@@ -109,6 +114,8 @@ class Session:
                 self.page_hash = fwd.navigation.page_script_hash or self.page_hash
             elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
                 self._note_element(fwd.delta.new_element, problems, fwd.delta.fragment_id)
+            elif kind == "delta" and fwd.delta.WhichOneof("type") == "add_block":
+                self._note_id(fwd.delta.add_block.expandable.id, fwd.delta.fragment_id)
             elif kind == "script_finished":
                 if fwd.script_finished not in FINISHED_OK:
                     problems.append(f"{self.name}: run finished with status {fwd.script_finished}")
@@ -118,8 +125,12 @@ class Session:
         kind = element.WhichOneof("type")
         if kind == "exception":
             problems.append(f"{self.name}: {element.exception.type}: {element.exception.message[:200]}")
-        elif kind in ("slider", "selectbox", "number_input") and "-" in getattr(element, kind).id:
-            widget_id = getattr(element, kind).id
+        elif kind in ("slider", "selectbox", "number_input"):
+            self._note_id(getattr(element, kind).id, fragment_id)
+
+    def _note_id(self, widget_id: str, fragment_id: str = "") -> None:
+        """Remember a keyed widget's id (Streamlit's ids of keyed widgets end with -KEY)."""
+        if "-" in widget_id:
             self.widget_ids[widget_id.rsplit("-", 1)[-1]] = widget_id
             if fragment_id:
                 self.fragments[widget_id] = fragment_id
@@ -141,6 +152,8 @@ async def run_session(ws_url: str, index: int, deadline: float, stats: Stats) ->
             stats.errors += await session.rerun()
             if on_batching:
                 stats.errors += await session.open_page(BATCHING_PAGE)
+            else:
+                stats.errors += await session.rerun({FIT_SECTION: True})
             key = BATCHING_SLIDER if on_batching else FIT_SLIDER
             while time.monotonic() < deadline:
                 await asyncio.sleep(rng.uniform(*THINK_S))

@@ -206,7 +206,7 @@ def test_shared_link_restores_scenario_and_url_follows(open_page, app_url):
     assert (query["model"], query["w"], query["ctx"]) == ("mistralai/Mistral-7B-v0.1", "fp8", "8000")
     wait_for_metric_change(pg, "Textbook: requests fit", before["Textbook: requests fit"])
     _assert_fit_metrics(pg, changed)
-    code = pg.locator(f'{SIDEBAR} [data-testid="stExpander"]').filter(has_text=SHARE_EXPANDER).locator("code")
+    code = _open_share_box(pg).locator("code")  # its contents are drawn while open (ui/lazy_section.py)
     assert "gpu=H100-SXM" in code.first.text_content()  # the copyable link follows too
 
 

@@ -52,3 +52,15 @@ def test_compare_routers_saves_prefill_against_round_robin_on_a_shared_prompt():
         1 - aware.prefill_tokens / cmp.summaries["round-robin"].prefill_tokens
     )
     assert aware.prefix_hit_rate >= cmp.summaries["round-robin"].prefix_hit_rate
+
+
+def test_compare_routers_reports_requests_routed_up_to_the_total():
+    wl = _traffic()
+    seen = []
+    compare_routers(
+        Replica(resolve(Scenario())), wl, 3, ("round-robin", "prefix-aware"), progress=lambda d, t: seen.append((d, t))
+    )
+    total = 2 * wl.num_requests
+    assert {t for _, t in seen} == {total} and seen[-1][0] == total
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)  # counts only go up
+    assert (wl.num_requests, total) in seen  # the first router's end

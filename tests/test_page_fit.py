@@ -185,7 +185,7 @@ def test_uploaders_say_the_limit_their_reader_enforces():
 
     from planner.cli.app_cmd import SERVER_DEFAULTS
 
-    at = app(sb_model=UPLOAD)
+    at = app(sb_model=UPLOAD, sb_open_share=True)  # the share box draws its uploader while open (ui/lazy_section.py)
     assert not at.exception
     limits = {u.proto.label: u.proto.max_upload_size_mb for u in at.get("file_uploader")}
     assert limits["config.json"] == 1 and limits["Load a saved scenario JSON"] == 1

@@ -68,3 +68,16 @@ def test_offload_on_against_off_sizes_both_and_says_whether_it_pays():
     assert table["prefix_hit_rate"].tolist()[1] >= 0
     verdicts = [m.value for m in [*at.success, *at.info] if "ffload" in m.value]
     assert verdicts and verdicts[0].startswith("Offload")
+
+
+def test_a_stopped_run_waits_for_the_button_then_runs():
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["fleet_num"] = 300  # not run by the tests above: not among the finished runs
+    at.session_state["fleet_stop_stopped"] = True  # what the Stop button's callback leaves (ui/long_run.py)
+    at.run()
+    assert not at.exception
+    assert not at.dataframe  # the same run does not start again by itself
+    assert any("stopped before it finished" in i.value for i in at.info)
+    at.button(key="fleet_run").click().run()
+    assert not at.exception
+    assert [m.value for m in at.metric if m.label == "Completed"] == ["300"]

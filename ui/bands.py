@@ -42,5 +42,6 @@ def bands_caption(bands: list[Band | None]) -> str:
     parts = "; ".join(f"{', '.join(m)}: {fam}, n={n:,}" for (fam, n), m in by_family.items())
     return (
         "Grey ranges: where the measurement typically lands (10th–90th percentile of measured / predicted on "
-        f"rows the fit never saw, data/error_bands.yaml) for the nearest family with enough rows — {parts}."
+        "rows not fitted, though their models, GPUs and engines were; data/error_bands.yaml) for the nearest "
+        f"family with enough rows — {parts}."
     )

@@ -133,7 +133,10 @@ def render_share_box(s: Scenario) -> None:
     query = {**to_query(s), **page_query()}
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
-    with st.expander("Share or save this scenario"):
+    box = st.expander("Share or save this scenario", key="sb_open_share", on_change="rerun")
+    if not box.open:
+        return  # drawn only while open (ui/lazy_section.py); the link above is kept in step either way
+    with box:
         base = (st.context.url or "").split("?")[0]
         st.caption("Copy link (the copy button is at the right of the box):")
         st.code(f"{base}?{urlencode(query)}", language=None, wrap_lines=True)

@@ -32,6 +32,7 @@ from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment, ModelSpec, custom_gpu
 from planner.memory.layer_groups import architecture_summary
 from ui.labels import error_text
+from ui.lazy_section import lazy_section
 from ui.parallelism import parallelism_section
 from ui.scenario_widgets import TP_CHOICES, apply_pending_restores, render_share_box
 from ui.state import calibration_from_state, current_scenario, set_scenario
@@ -212,44 +213,44 @@ def _engine(hw: dict | None = None, window: int | None = None) -> dict:
     """The engine settings; max_model_len defaults to the model's context window `window`, as `vllm serve` and the
     CLI's --max-model-len do (one default: planner.core.scenario.resolve)."""
     window = window or get_model(DEFAULT_MODEL).max_position_embeddings
-    with st.expander("Engine settings (vLLM names)"):
-        util = st.slider("gpu_memory_utilization", 0.5, 0.99, 0.9, 0.01, key="sb_util")
-        limit = st.checkbox(
-            "Set max_model_len",
-            value=False,
-            key="sb_set_maxlen",
-            help=f"Off (the default): the model's context window, {window:,} tokens, derived from config.json as "
-            "`vllm serve` derives it, the CLI's --max-model-len default too. vLLM refuses to start "
-            "when one request of that length does not fit the KV pool; a shorter limit starts with less memory.",
+    box = lazy_section("Engine settings (vLLM names)", "sb_open_engine")  # drawn only while open (ui/lazy_section.py)
+    util = box.slider("gpu_memory_utilization", 0.5, 0.99, 0.9, 0.01, key="sb_util")
+    limit = box.checkbox(
+        "Set max_model_len",
+        value=False,
+        key="sb_set_maxlen",
+        help=f"Off (the default): the model's context window, {window:,} tokens, derived from config.json as "
+        "`vllm serve` derives it, the CLI's --max-model-len default too. vLLM refuses to start "
+        "when one request of that length does not fit the KV pool; a shorter limit starts with less memory.",
+    )
+    if limit:
+        max_len = box.number_input(
+            "max_model_len", 128, 10_000_000, min(window, 10_000_000), step=1024, key="sb_max_len"
         )
-        if limit:
-            max_len = st.number_input(
-                "max_model_len", 128, 10_000_000, min(window, 10_000_000), step=1024, key="sb_max_len"
-            )
-        else:
-            max_len = None
-            st.caption(f"max_model_len: {window:,} tokens, the model's context window (vLLM's default).")
-        block = st.selectbox("block_size", [8, 16, 32], index=1, key="sb_block")
-        default = _batch_default(hw)
-        own = st.checkbox(
-            "Set max_num_seqs and max_num_batched_tokens",
-            value=False,
-            key="sb_set_batch",
-            help="Off: the engine's defaults for this GPU (vLLM's `vllm serve` get_batch_defaults: 8,192 tokens "
-            "and 1,024 sequences on 70 GiB+ GPUs other than A100, else 2,048 and 256).",
+    else:
+        max_len = None
+        box.caption(f"max_model_len: {window:,} tokens, the model's context window (vLLM's default).")
+    block = box.selectbox("block_size", [8, 16, 32], index=1, key="sb_block")
+    default = _batch_default(hw)
+    own = box.checkbox(
+        "Set max_num_seqs and max_num_batched_tokens",
+        value=False,
+        key="sb_set_batch",
+        help="Off: the engine's defaults for this GPU (vLLM's `vllm serve` get_batch_defaults: 8,192 tokens "
+        "and 1,024 sequences on 70 GiB+ GPUs other than A100, else 2,048 and 256).",
+    )
+    if own:
+        seqs = box.number_input("max_num_seqs", 1, 4096, default.max_num_seqs, key="sb_max_seqs")
+        batched = box.number_input(
+            "max_num_batched_tokens", 16, 1_000_000, default.max_num_batched_tokens, step=512, key="sb_batched"
         )
-        if own:
-            seqs = st.number_input("max_num_seqs", 1, 4096, default.max_num_seqs, key="sb_max_seqs")
-            batched = st.number_input(
-                "max_num_batched_tokens", 16, 1_000_000, default.max_num_batched_tokens, step=512, key="sb_batched"
-            )
-        else:
-            seqs = batched = None
-            st.caption(
-                f"vLLM default for this GPU: max_num_seqs {default.max_num_seqs:,}, "
-                f"max_num_batched_tokens {default.max_num_batched_tokens:,}"
-            )
-        eager = st.checkbox("enforce_eager (no CUDA graphs)", key="sb_eager")
+    else:
+        seqs = batched = None
+        box.caption(
+            f"vLLM default for this GPU: max_num_seqs {default.max_num_seqs:,}, "
+            f"max_num_batched_tokens {default.max_num_batched_tokens:,}"
+        )
+    eager = box.checkbox("enforce_eager (no CUDA graphs)", key="sb_eager")
     return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager)
 
 

@@ -16,6 +16,7 @@ from planner.core.errors import InputError
 from planner.core.scenario import Scenario
 from planner.core.specs import Deployment
 from planner.core.workload import PROFILES, SLO, TrafficSpec
+from ui.lazy_section import lazy_section
 from ui.state import current_scenario
 
 PROFILE_CHOICES = ["chat", "code", "rag", "custom"]
@@ -145,37 +146,35 @@ def render_workload() -> dict:
     )
     ttft_ms = c2.number_input("p95 TTFT (ms)", 10, 600_000, 2000, step=100, key="sb_slo_ttft_ms")
     tpot_ms = c3.number_input("p95 TPOT (ms)", 1, 10_000, 100, step=5, key="sb_slo_tpot_ms")
-    with st.expander("Traffic details (headroom, arrivals, seed)"):
-        headroom = st.number_input(
-            "Headroom ×",
-            1.0,
-            10.0,
-            1.2,
-            step=0.1,
-            key="sb_headroom",
-            help="Provision target × headroom: spare for bursts and a replica down.",
-        )
-        e2e_on = st.toggle("p99 end-to-end target", key="sb_e2e_on")
-        e2e_s = st.number_input(
-            "p99 end-to-end (s)", 0.1, 3600.0, 60.0, step=5.0, key="sb_slo_e2e_s", disabled=not e2e_on
-        )
-        arrivals = ARRIVALS["custom" if profile == "custom" else "trace"]
-        if st.session_state.get("sb_arrival") not in arrivals:
-            st.session_state["sb_arrival"] = "poisson"
-        arrival = st.selectbox(
-            "Arrivals", arrivals, key="sb_arrival", help="trace: the trace window's own timing, rescaled to the rate"
-        )
-        cv = st.number_input("Gamma arrivals: CV", 0.1, 10.0, 1.0, step=0.5, key="sb_cv", disabled=arrival != "gamma")
-        st.session_state.setdefault("sb_prefix", Deployment().enable_prefix_caching)
-        prefix = st.checkbox(
-            "Prefix caching",
-            key="sb_prefix",
-            help="vLLM's --enable-prefix-caching, on by default in vLLM V1 (the link's pfx): reuse cached prefix "
-            "blocks (the rag trace shares 512-token prefixes; a preempted request re-hits its own blocks).",
-        )
-        c1, c2 = st.columns(2)
-        seed = c1.number_input("Seed", 0, 2**31 - 1, 0, key="sb_seed")
-        num_requests = c2.number_input("Requests per simulation", 100, 20_000, 1000, step=100, key="sb_num_requests")
+    st.session_state.setdefault("sb_prefix", Deployment().enable_prefix_caching)
+    box = lazy_section("Traffic details (headroom, arrivals, seed)", "sb_open_traffic")  # drawn while open
+    headroom = box.number_input(
+        "Headroom ×",
+        1.0,
+        10.0,
+        1.2,
+        step=0.1,
+        key="sb_headroom",
+        help="Provision target × headroom: spare for bursts and a replica down.",
+    )
+    e2e_on = box.toggle("p99 end-to-end target", key="sb_e2e_on")
+    e2e_s = box.number_input("p99 end-to-end (s)", 0.1, 3600.0, 60.0, step=5.0, key="sb_slo_e2e_s", disabled=not e2e_on)
+    arrivals = ARRIVALS["custom" if profile == "custom" else "trace"]
+    if st.session_state.get("sb_arrival") not in arrivals:
+        st.session_state["sb_arrival"] = "poisson"
+    arrival = box.selectbox(
+        "Arrivals", arrivals, key="sb_arrival", help="trace: the trace window's own timing, rescaled to the rate"
+    )
+    cv = box.number_input("Gamma arrivals: CV", 0.1, 10.0, 1.0, step=0.5, key="sb_cv", disabled=arrival != "gamma")
+    prefix = box.checkbox(
+        "Prefix caching",
+        key="sb_prefix",
+        help="vLLM's --enable-prefix-caching, on by default in vLLM V1 (the link's pfx): reuse cached prefix "
+        "blocks (the rag trace shares 512-token prefixes; a preempted request re-hits its own blocks).",
+    )
+    c1, c2 = box.columns(2)
+    seed = c1.number_input("Seed", 0, 2**31 - 1, 0, key="sb_seed")
+    num_requests = c2.number_input("Requests per simulation", 100, 20_000, 1000, step=100, key="sb_num_requests")
     traffic = TrafficSpec(
         profile=profile,
         arrival=arrival,

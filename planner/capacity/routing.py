@@ -7,6 +7,7 @@ Glue from a resolved scenario to the fleet simulator (planner/sim/fleet.py), as 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -18,9 +19,15 @@ from planner.sim.serving import Replica
 from planner.traffic.workload import Workload
 
 
-def run_fleet(replica: Replica, workload: Workload, num_replicas: int, router: str = "round-robin") -> FleetResult:
+def run_fleet(
+    replica: Replica,
+    workload: Workload,
+    num_replicas: int,
+    router: str = "round-robin",
+    progress: Callable[[int], None] | None = None,
+) -> FleetResult:
     """`workload` on `num_replicas` copies of `replica` (its scenario and settings) behind `router` (a pure function
-    of its arguments; replica k runs with the settings' seed + k)."""
+    of its arguments; replica k runs with the settings' seed + k). `progress(requests routed)`: simulate_fleet's."""
     return simulate_fleet(
         workload,
         replica.scheduler_config,
@@ -29,6 +36,7 @@ def run_fleet(replica: Replica, workload: Workload, num_replicas: int, router: s
         router,
         replica.settings.seed,
         replica.draft_cost,
+        progress=progress,
     )
 
 
@@ -60,12 +68,22 @@ class RouterComparison:
 
 
 def compare_routers(
-    replica: Replica, workload: Workload, num_replicas: int, routers: tuple[str, ...] = ROUTERS
+    replica: Replica,
+    workload: Workload,
+    num_replicas: int,
+    routers: tuple[str, ...] = ROUTERS,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RouterComparison:
-    """The same traffic on the same fleet under each router."""
-    return RouterComparison(
-        num_replicas, {name: fleet_summary(run_fleet(replica, workload, num_replicas, name)) for name in routers}
-    )
+    """The same traffic on the same fleet under each router; `progress(done, total)` counts requests routed over
+    all routers (total = routers × requests), called during each run and after it."""
+    total, summaries = len(routers) * workload.num_requests, {}
+    for k, name in enumerate(routers):
+        done = k * workload.num_requests
+        step = None if progress is None else (lambda routed, done=done: progress(done + routed, total))
+        summaries[name] = fleet_summary(run_fleet(replica, workload, num_replicas, name, step))
+        if progress is not None:
+            progress(done + workload.num_requests, total)
+    return RouterComparison(num_replicas, summaries)
 
 
 def replica_frame(s: FleetSummary) -> pd.DataFrame:

@@ -183,10 +183,12 @@ def padding_bars(results: dict[str, BatchingRun]) -> go.Figure:
             {"type": "bar", "x": names, "y": padding, "name": "padding", "marker": {"color": "#ff7f0e"}},
         ],
         {
+            "title": {"text": "Prefill padding: one queue vs length buckets"},
             "barmode": "stack",
+            "xaxis": {"title": {"text": "queueing"}},
             "yaxis": {"title": {"text": "tokens prefilled"}},
-            "height": 300,
-            "margin": {"l": 40, "r": 10, "t": 50, "b": 40},
+            "height": 320,
+            "margin": {"l": 40, "r": 10, "t": 90, "b": 40},
             "legend": _TOP_LEGEND,
         },
     )
