@@ -65,6 +65,10 @@ PRIORS = {
     # users on 2 x H200, the spread simulation's 119) and all in lockstep (TensorRT-LLM's 562 ms at 4 users, 1,024
     # tokens of Llama-3.1-70B FP8 on one H200: four prefills of ~140 ms back to back); only closed-loop rows see it
     "wave_fraction": (0.3, 1.5, 1e-3, 1.0),
+    # host dispatch of one eager kernel of a request's prompt pass (outside CUDA graphs): vLLM PR #1440's 47 µs per
+    # eager Llama layer of 9 kernels (A100) is ~5 µs the GPU idles per kernel at batch 1; the host's own path per op
+    # (Python module code, dispatcher, launch) is several times that: prior 20 µs
+    "eager_kernel_s": (2e-5, 1.5, 1e-8, 5e-4),
 }
 assert tuple(PRIORS) == FIT_FIELDS
 # Engine-specific priors (none now). TensorRT-LLM had a per-step prior of 0.2 ms and a per-layer one of 5 µs
@@ -80,7 +84,8 @@ PRIOR_WEIGHT = 0.01  # = (log 1.105)²: one prior sd ~ one point 10% off
 # log² near the measurement, growing only logarithmically for rows the model cannot reach (seconds of queueing
 # behind a KV pool it sizes differently), so a few such rows do not drag every constant.
 SERVING_PER_STRATUM = 2
-SERVING_ONLY = ("frontend_latency_s", "wave_fraction")  # constants only closed-loop serving rows measure
+# constants only closed-loop serving rows measure (TTFT outside the steps, the clients' waves)
+SERVING_ONLY = ("frontend_latency_s", "wave_fraction", "eager_kernel_s")
 ROBUST_C = 0.5
 SERVING_ITERS = 500  # Nelder-Mead iterations per pass for an engine with serving rows (each evaluation re-prices them)
 CORRECTION_SD = 0.15  # a family's correction: one sd = 15% on the bandwidth or compute ceiling
@@ -380,9 +385,12 @@ HEADER = """\
 #   sm_bytes_per_cycle                     weight bytes one SM streams per clock (engines with issue_bound_gemv in
 #                                          engines.yaml; 64 = no bound)
 #   request_overhead_s                     once per request with its first prefill chunk
+#   eager_kernel_s                         host dispatch per kernel of a request's prompt pass (outside CUDA graphs):
+#                                          its TTFT adds layers x kernels per layer x this
 #   frontend_latency_s                     once per request outside the engine's steps (HTTP, frontend, tokenising)
 #   wave_fraction                          share of benchmark clients' requests arriving in lockstep waves
-#   (the last two are measured only by closed-loop serving rows; an engine without such rows records 0)
+#   (eager_kernel_s, frontend_latency_s and wave_fraction are measured only by closed-loop serving rows; an engine
+#   without such rows records 0)
 # Ceilings are fractions of what each part reaches in microbenchmarks (gpus.yaml achieved_*), not of its datasheet.
 # status: calibrated (the family's own points), transferred (engine default, fitted on other families), estimated
 # (an engine with no points: median of the user engines). measured_families: families with any point.

@@ -139,17 +139,19 @@ def test_memory_json_bands_the_vllm_kv_pool(capsys):
 
 
 def test_capacity_states_replicas_at_the_pessimistic_end(capsys, monkeypatch):
-    out = _json("capacity --target-rate 20 --slo-ttft-p95 2 --slo-tpot-p95 0.1 --num-requests 300", capsys)
+    # 50 req/s: above one replica's ~48 req/s (Llama-3.1-8B on an H100 with vLLM at this fit), so a halved band
+    # cannot round to the same count
+    out = _json("capacity --target-rate 50 --slo-ttft-p95 2 --slo-tpot-p95 0.1 --num-requests 300", capsys)
     assert out["replicas_pessimistic"] >= out["replicas"]
     b = out["bands"]["max_rate_per_replica"]
     assert b["low"] <= out["max_rate_per_replica"] <= b["high"]
     assert b["low"] <= b["high"]
-    # a family whose throughput lands at half the prediction: replicas = ceil(20 × 1.2 / (rate × 0.5))
+    # a family whose throughput lands at half the prediction: replicas = ceil(50 × 1.2 / (rate × 0.5))
     half = table_from_mapping({"min_rows": 1, "bands": [_row(ANY, ANY, ANY, "throughput", 50, 0.5, 1.1)]})
     monkeypatch.setattr(bands, "band_table", lambda: half)
-    out = _json("capacity --target-rate 20 --slo-ttft-p95 2 --slo-tpot-p95 0.1 --num-requests 300", capsys)
+    out = _json("capacity --target-rate 50 --slo-ttft-p95 2 --slo-tpot-p95 0.1 --num-requests 300", capsys)
     rate = out["max_rate_per_replica"]
-    assert out["replicas_pessimistic"] == -(-20 * 1.2 // (rate * 0.5))
+    assert out["replicas_pessimistic"] == -(-50 * 1.2 // (rate * 0.5))
     assert out["replicas_pessimistic"] > out["replicas"]
 
 

@@ -124,3 +124,19 @@ def test_fixed_cost_per_layer_scales_with_kernels_for_vllm_and_sglang_only():
         e = pm.eff
         ratio = (2 + 10 + (58 * 10 + 3 * 3) / 61) / 9 if engine != "tensorrt-llm" else 1.0
         assert pm.overhead_s == pytest.approx(e.step_overhead_s + 61 * e.layer_overhead_s * ratio), engine
+
+
+def test_a_request_pays_its_prompt_pass_host_dispatch_on_its_way_to_the_first_token():
+    # engines capture CUDA graphs for decode batches only: a request's prompt pass dispatches layers x kernels from
+    # the host, on its path to the first token (request_path_s, with the frontend's hop), not in the batch's step
+    # times. DeepSeek-V3: 61 layers x (2 + 10 + 589/61) kernels = 1,321 kernels; at 10 µs each 13.2 ms.
+    r = resolved("H200", "fp8", model="deepseek-ai/DeepSeek-V3", num_gpus=8, tensor_parallel_size=8)
+    kernels = 61 * 2 + 61 * 10 + 58 * 10 + 3 * 3
+    assert kernels == 1321
+    for engine in ("vllm", "sglang", "tensorrt-llm"):
+        pm = PerfModel(with_engine(r, engine))
+        on = pm.with_profile(pm.eff.model_copy(update={"eager_kernel_s": 1e-5, "frontend_latency_s": 0.02}))
+        off = pm.with_profile(pm.eff.model_copy(update={"eager_kernel_s": 0.0, "frontend_latency_s": 0.02}))
+        assert on.request_path_s == pytest.approx(0.02 + kernels * 1e-5), engine
+        assert off.request_path_s == pytest.approx(0.02), engine
+        assert float(on.prefill(1, 1024).total_s) == pytest.approx(float(off.prefill(1, 1024).total_s)), engine

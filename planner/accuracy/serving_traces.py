@@ -8,7 +8,7 @@ client's turnaround) whatever the step times are. So one simulation per point fi
 context read, attention pairs, requests starting) and the time windows of its measured requests; under another
 profile each step's time is PerfModel's step formula again, and
 
-    mean TTFT = frontend latency + Σ_j w_ttft[j] × t_j        w_ttft[j] = mean over measured requests of the
+    mean TTFT = request path  + Σ_j w_ttft[j] × t_j        w_ttft[j] = mean over measured requests of the
                                                                 fraction of step j inside [arrival, first token]
     mean TPOT = Σ_j w_tpot[j] × t_j                             w_tpot[j] = likewise over [first token, finish],
                                                                 divided by the request's output tokens − 1
@@ -112,7 +112,7 @@ class ServingTrace:
         k, phi = len(a.new_tokens), pm.eff.wave_fraction
         ttft = self.mixed(float(a.w_ttft @ t[:k]), float(b.w_ttft @ t[k:]), phi)
         tpot = self.mixed(float(a.w_tpot @ t[:k]), float(b.w_tpot @ t[k:]), phi)
-        return pm.eff.frontend_latency_s + ttft, tpot
+        return pm.request_path_s + ttft, tpot
 
 
 def trace(p: ServingPoint, profile: EfficiencyProfile | None = None, seed: int = 0) -> ServingTrace:
@@ -130,7 +130,7 @@ def _steps(p: ServingPoint, r, pm: PerfModel, seed: int, wave: bool) -> Steps:
     n, warmup = p.concurrency * (WARMUP_ROUNDS + MEASURED_ROUNDS), p.concurrency * WARMUP_ROUNDS
     # the clients' timing under the profile being traced (benchmark_clients reads data/efficiency.yaml's)
     spread = 0.0 if wave else _drift(pm, p.concurrency, float(p.isl), float(p.osl))
-    turn = CLIENT_TURNAROUND_S + pm.eff.frontend_latency_s
+    turn = CLIENT_TURNAROUND_S + pm.request_path_s
     wl = closed_loop(p.concurrency, n, turn, f"fixed:{p.isl}", f"fixed:{p.osl}", "fixed", seed, spread)
     rep = Replica(r, ServerSettings.of(r, seed=seed))
     cost = RecordingCost(pm)

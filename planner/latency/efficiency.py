@@ -50,6 +50,7 @@ FIT_FIELDS = (
     "request_overhead_s",
     "frontend_latency_s",
     "wave_fraction",
+    "eager_kernel_s",
 )
 STATUSES = ("calibrated", "transferred", "estimated")
 
@@ -85,6 +86,9 @@ class EfficiencyProfile(BaseModel):
     # so they come back as a wave unless jitter spreads them: the fraction of a benchmark's requests that still
     # arrive in waves (planner.accuracy.serving_points.predict mixes a lockstep and a spread simulation with it)
     wave_fraction: float = Field(default=0.0, ge=0, le=1)
+    # host dispatch of one kernel of a request's first (prompt) forward pass, which runs outside CUDA graphs (engines
+    # capture graphs for decode batches only): on the request's path to its first token (PerfModel.request_path_s)
+    eager_kernel_s: float = Field(default=0.0, ge=0)
     status: Literal["calibrated", "transferred", "estimated", "partial"] = "calibrated"
     num_points: int = Field(default=0, ge=0)
     note: str = ""

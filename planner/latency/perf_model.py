@@ -29,7 +29,18 @@ part's FP16-accumulate rate. Then, per GPU of the TP group:
     step      = max(memory, compute) + comm + fixed                    (the bound is the larger side)
 
 A prefill also pays request_overhead_s once per prompt (input processing, KV allocation, sampler set-up); the
-simulator adds it to the step that schedules a request's first chunk.
+simulator adds it to the step that schedules a request's first chunk. Outside the steps, on each request's path to
+its first token (`request_path_s`, added to TTFT as the client measures it):
+
+    path      = frontend_latency_s + layers × kernels per layer × eager_kernel_s
+                the frontend's hop (HTTP, tokenising, hand-off) and the host dispatch of the request's first forward
+                pass: engines capture CUDA graphs for decode batches only (vLLM up to its capture sizes, SGLang's
+                decode graphs, TensorRT-LLM's generation-only graphs), so a prompt's pass dispatches every kernel from
+                the host; with an overlap scheduler that dispatch runs while the GPU executes the batch's previous
+                step, so it delays the new request, not the batch. A count of kernels, not of tokens: on
+                aiconfigurator's TensorRT-LLM rows on B200 at 4 clients the TTFT left at zero prompt length (1,024
+                vs 8,192 tokens) is ~170 ms for DeepSeek (61 layers × ~22 kernels), ~55 ms for Llama-3.1-70B (80 ×
+                9) and ~36 ms for gpt-oss-120b (36 × 13)
 
 Weight bytes are those a step reads: attention, dense MLP, shared experts, norms and lm_head, plus for a
 mixture of experts the expected distinct experts its tokens touch, E × (1 − (1 − k/E)^tokens) (primer §10).
@@ -256,6 +267,9 @@ class PerfModel:
         self.eager_layer_s = eng.eager_layer_overhead_s if r.deployment.enforce_eager else 0.0
         counted = self.choice.engine in KERNEL_COUNTED_ENGINES
         self.kernel_ratio = layer_kernels(m) / DENSE_LAYER_KERNELS if counted else 1.0
+        # kernels a prompt's forward pass dispatches from the host outside CUDA graphs (every engine's PyTorch path:
+        # TensorRT-LLM's PyTorch backend runs the same module structure)
+        self.eager_kernels = m.num_layers * layer_kernels(m)
         self._resolved = r
         self._apply(eff)
 
@@ -271,6 +285,9 @@ class PerfModel:
         layer_s = eff.layer_overhead_s * self.kernel_ratio  # per-layer kernels by architecture (layer_kernels)
         self.overhead_s = eff.step_overhead_s + self.num_layers * (layer_s + self.eager_layer_s)
         self.seq_overhead_s, self.token_overhead_s = eff.seq_overhead_s, eff.token_overhead_s
+        # on a request's path to its first token, outside the steps: the frontend's hop and the host dispatch of its
+        # prompt's forward pass (the module docstring's `path`)
+        self.request_path_s = eff.frontend_latency_s + eff.eager_kernel_s * self.eager_kernels
         self._comm_cache: dict[float, float] = {}
         # kept for callers of the first model: the all-reduce cost of one token and of an empty step
         self.comm_fixed_s = self.comm_s(0.0)

@@ -158,9 +158,10 @@ def benchmark_clients(
     follows a reply after CLIENT_TURNAROUND_S, the clients started spread over one request (drifted_start_s), or,
     with `wave`, all at once (the lockstep a benchmark keeps when nothing spreads its clients: the profile's
     wave_fraction weighs the two, planner.accuracy.serving_points.predict)."""
-    # the next request reaches the engine after the client's turnaround and the frontend's hop (the profile's
-    # frontend_latency_s, which the summary adds back to TTFT and end-to-end as the client measures them)
-    turnaround = CLIENT_TURNAROUND_S + PerfModel(r).eff.frontend_latency_s
+    # the next request reaches the engine after the client's turnaround and its path outside the steps (the frontend's
+    # hop and its prompt pass's host dispatch: PerfModel.request_path_s, which the summary adds back to TTFT and
+    # end-to-end as the client measures them)
+    turnaround = CLIENT_TURNAROUND_S + PerfModel(r).request_path_s
     first = closed_loop(users, num_requests, turnaround, prompt, output, "fixed", seed)
     mean_in, mean_out = float(first.prompt_tokens.mean()), float(first.output_tokens.mean())
     spread = 0.0 if wave else drifted_start_s(r, users, mean_in, mean_out)
@@ -241,7 +242,7 @@ class Replica:
 
     @cached_property
     def scheduler_config(self) -> SchedulerConfig:
-        front = self.step_cost.pm.eff.frontend_latency_s  # the engine profile's request path outside the steps
+        front = self.step_cost.pm.request_path_s  # the request's path outside the steps (PerfModel.request_path_s)
         cfg = scheduler_config_for(
             self.resolved, self.memory_plan, frontend_latency_s=front, **self.settings.scheduler_fields()
         )
