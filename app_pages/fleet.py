@@ -246,6 +246,12 @@ if st.button("Size the fleet under each router", key="fleet_size"):
             "usd_per_hour_saved_vs_round_robin": st.column_config.NumberColumn("$/hour saved", format="$%.2f"),
         },
     )
+    if sized["replicas"].isna().any():
+        st.caption(
+            "An empty count: not found within the search's fleet runs, either because the SLO was missed up to the "
+            "largest fleet tried or because the sessions could not offer the rate in the steady window (few sessions "
+            "with long think times: raise the requests to simulate)."
+        )
 
 st.subheader("KV offload on against off")
 st.caption(

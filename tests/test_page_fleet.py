@@ -53,8 +53,10 @@ def test_sizing_the_fleet_under_each_router_shows_replicas_and_dollars():
     assert not at.exception and not at.error
     sized = at.dataframe[2].value
     assert sized["router"].tolist() == ["round-robin", "least-outstanding", "least-kv", "prefix-aware"]
-    row = sized.set_index("router").loc["prefix-aware"]
-    assert row["replicas"] >= 1 and row["usd_per_hour"] > 0
+    found = sized.dropna(subset=["replicas"])
+    assert (found["replicas"] >= 1).all() and (found["usd_per_hour"] > 0).all()
+    if len(found) < len(sized):  # 200 turns of 50 sessions with 5 s think times may not offer the rate: said
+        assert any("An empty count" in c.value for c in at.caption)
 
 
 def test_offload_on_against_off_sizes_both_and_says_whether_it_pays():
