@@ -74,7 +74,7 @@ def test_one_request_alone_is_prefill_then_decode_steps():
     prefill = pm.step_time_s(100, 1, 100, 100 * 100) + pm.request_overhead_s
     d1, d2 = pm.step_time_s(1, 1, 101, 101), pm.step_time_s(1, 1, 102, 102)
     s = result_summary(res)
-    front = pm.eff.frontend_latency_s  # the client's TTFT and end-to-end include the frontend's hop, once
+    front = pm.request_path_s  # the client's TTFT and end-to-end include the request path (PerfModel), once
     assert s.ttft_s.mean == pytest.approx(prefill + front)
     assert s.tpot_s.mean == pytest.approx((d1 + d2) / 2)
     assert s.e2e_s.p99 == pytest.approx(prefill + d1 + d2 + front)
