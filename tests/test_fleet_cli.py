@@ -38,7 +38,6 @@ def test_fleet_json_has_simulates_latency_keys_and_per_replica(capsys):
         "spec_alpha",
         "scheduler_policy",  # the fleet prints it once, beside the engine
         "bands",  # the fleet's bands are over every request, printed once at the top
-        "offload",  # the offload tiers' figures are the fleet's (replicas summed), printed once
     } <= set(out["per_replica"][0])
     assert sum(p["num_requests"] for p in out["per_replica"]) == 150
     assert 0 <= out["prefix_hit_rate"] <= 1
@@ -74,11 +73,13 @@ def test_bad_fleet_and_session_flags_name_the_flag(flags, flag, capsys):
 
 def test_fleet_size_finds_replicas_and_dollars_per_router(capsys):
     flags = "--rate 20 --turns 3 --think-time 2 --system-prompt-tokens 2000 --input-tokens 200 --output-tokens 150"
-    out = _json(f"fleet {flags} --num-requests 300 --size --slo-tpot-ms 12 --max-replicas 4", capsys)
+    # 12.5 ms: one replica's TPOT p95 is 13.1 ms at this fit (the SLO was 13.5 ms before the refit with the prompt
+    # pass's host dispatch), so the search must go to two
+    out = _json(f"fleet {flags} --num-requests 300 --size --slo-tpot-ms 12.5 --max-replicas 4", capsys)
     sizing = {z["router"]: z for z in out["sizing"]}
     assert list(sizing) == ["round-robin", "least-outstanding", "least-kv", "prefix-aware"]
     rr = sizing["round-robin"]
-    assert rr["replicas"] >= 2 and rr["tpot_p95_s"] <= 0.012
+    assert rr["replicas"] >= 2 and rr["tpot_p95_s"] <= 0.0125
     usd_per_gpu_hour = price_of(resolve(Scenario()))  # data/gpus.yaml's H100-SXM price
     assert rr["usd_per_hour"] == pytest.approx(rr["replicas"] * out["tp"] * usd_per_gpu_hour)
     assert [n for n, ok in rr["probes"] if ok][-1] == rr["replicas"]
