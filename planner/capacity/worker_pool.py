@@ -26,6 +26,12 @@ from contextlib import contextmanager
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PARENT_POLL_S = 1.0
+# multiprocessing's resource tracker (a process of its own, sharing our stderr) unlinks the pool's semaphores if we
+# end without doing so and warns about each. Ctrl-C can land between a semaphore's unlink and its unregister message
+# (CPython's SemLock._cleanup), and the tracker then printed two UserWarnings after our one-line "interrupted" (1 run
+# in 6 of tests/test_interrupts.py). The tracker is started with our interpreter's -W options
+# (multiprocessing.util._args_from_interpreter_flags): it still cleans up, silently.
+QUIET_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
 
 
 def map_in_pool(
@@ -34,6 +40,7 @@ def map_in_pool(
     """[fn(item) for item in items] on `workers` processes, in item order; the first exception stops the rest."""
     import multiprocessing as mp
 
+    _quiet_tracker()
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["planner.capacity.forkserver_init", preload])  # SIGINT ignored before the import
     out: list = [None] * len(items)
@@ -63,6 +70,7 @@ def stoppable_pool(workers: int, preload: str):
     inside the block terminates the running workers instead of waiting for them. Submit under no_main_reimport()."""
     import multiprocessing as mp
 
+    _quiet_tracker()
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["planner.capacity.forkserver_init", preload])
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
@@ -74,6 +82,12 @@ def stoppable_pool(workers: int, preload: str):
             _stop_forkserver()
         raise
     pool.shutdown()
+
+
+def _quiet_tracker() -> None:
+    """Before the first pool starts the resource tracker: its leak warnings off (QUIET_TRACKER)."""
+    if QUIET_TRACKER not in sys.warnoptions:
+        sys.warnoptions.append(QUIET_TRACKER)
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
