@@ -19,10 +19,15 @@ over the 20N measured requests, after 2N warm-up requests.
 - N users of ONE replica = batch_size × attention-DP ranks (aiconfigurator's batch is per DP rank: c256 with 64
   DP ranks has batch_size 4). That is the run's whole client concurrency (`silicon_concurrency=` in
   silicon_data_source, `_cN_` in the id) on 2,647 of the 2,710 aggregated rows; on the other 63 (TensorRT-LLM) the
-  clients were 2 to 32 times more, spread over as many replicas, and the row's note says so;
+  clients were 2 to 32 times more, spread over as many replicas, and the row's note says so. Under attention DP
+  one rank is simulated with N / DP of the clients (planner.accuracy.bench_rules);
+- the engine runs as aiconfigurator's benchmark rules launch it (planner.accuracy.bench_rules: max_num_tokens /
+  max_prefill_tokens = ISL + 1500, max_batch_size = batch, TensorRT-LLM without chunked prefill), not with the
+  engine's defaults; TensorRT-LLM DeepSeek rows with attention DP as InferenceX's scripts launch them (balance hold);
 - rows of `source_file=2026-04-06.csv` name their launch layout in the id (`_tp8_ep8_`) while the columns hold its
   square (tp_size 64 or attention_dp_size 64 with moe_tp_size 8 × moe_ep_size 8 on one 8-GPU node): there the id
-  wins (8 GPUs; DP attention when attention_dp_size > 1, TP otherwise; experts by EP when ep = tp), said in a note;
+  wins (8 GPUs; DP attention when attention_dp_size > 1, TP otherwise; experts by EP when ep = tp; the clients are
+  the id's `_cN_`), said in a note;
 - a disaggregated row (mode disagg) is reported, not predicted (its layout has prefill and decode pools the
   validate path does not evaluate yet).
 """
@@ -38,6 +43,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from planner.accuracy.bench_rules import (
+    ADP_BALANCE_MODELS,
+    ADP_BALANCE_TIMEOUT_ITERS,
+    RULES,
+    bench_settings,
+    clients_per_rank,
+)
 from planner.accuracy.names import resolve_gpu, resolve_model
 from planner.accuracy.user_points import UserData
 from planner.core.catalog import get_model
@@ -84,6 +96,18 @@ class ServingPoint:
     excluded: str = ""  # why the row is not predicted ("" when usable)
     notes: tuple[str, ...] = ()
     request_rate: float | None = None  # arrivals per second (open loop); None = `concurrency` closed-loop users
+    bench_rules: bool = False  # launched as aiconfigurator's benchmark rules set engines (planner.accuracy.bench_rules)
+
+    @property
+    def clients_per_rank(self) -> int:
+        """Closed-loop clients one simulated attention-DP rank serves (all of them when DP is 1)."""
+        return clients_per_rank(self.concurrency, self.dp)
+
+    def settings(self, r: Resolved, seed: int = 0) -> ServerSettings:
+        """How the run launched its engine: aiconfigurator's benchmark rules for its rows, else the scenario's own."""
+        if self.bench_rules and not self.request_rate:
+            return bench_settings(r, self.clients_per_rank, self.isl, seed)
+        return ServerSettings.of(r, seed=seed)
 
     @property
     def model_class(self) -> str:
@@ -117,13 +141,14 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
     tp, pp = _int(row, "tp_size", 1), _int(row, "pp_size", 1)
     dp, moe_tp, moe_ep = _int(row, "attention_dp_size", 1), _int(row, "moe_tp_size", 1), _int(row, "moe_ep_size", 1)
     squared = _ID_LAYOUT.search(row.get("id") or "")
+    clients = _concurrency(row)
+    concurrency = _int(row, "batch_size", 0) * dp or clients
     if squared and tp * dp == int(squared[1]) ** 2 > 1:
+        concurrency = clients  # the square's batch × DP columns are the run's clients (c64: 1 × 64), not a replica's
         gpus, ep = int(squared[1]), int(squared[2])
         tp, dp = (1, gpus) if dp > 1 else (gpus, 1)
         moe_tp, moe_ep = (1, gpus) if ep == gpus else (gpus, 1)
         notes.append(f"layout read from the id (_tp{gpus}_ep{ep}_: {gpus} GPUs); its columns hold the square")
-    clients = _concurrency(row)
-    concurrency = _int(row, "batch_size", 0) * dp or clients
     if clients > concurrency and clients % concurrency == 0:
         notes.append(f"{clients} clients over {clients // concurrency} replicas: {concurrency} per replica")
     weights = WEIGHTS.get((row.get("gemm_quant_mode") or row.get("precision") or "").strip().lower(), "")
@@ -147,8 +172,17 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
         ttft_ms=_positive(row.get("silicon_ttft_ms"), f"{where}, column silicon_ttft_ms"),
         tpot_ms=_positive(row.get("silicon_tpot_ms"), f"{where}, column silicon_tpot_ms"),
         notes=tuple(notes),
+        bench_rules=True,
     )
-    return replace(point, excluded=_exclusion(point, row, moe_tp, moe_ep))
+    if dp > 1:
+        notes.append(f"one of {dp} attention-DP ranks simulated, {point.clients_per_rank} clients")
+    notes.append(f"launched per {RULES}")
+    if point.engine == "tensorrt-llm" and dp > 1 and point.preset in ADP_BALANCE_MODELS:
+        notes.append(
+            f"assumed InferenceX's launch: attention-DP balance timeout_iters {ADP_BALANCE_TIMEOUT_ITERS}, "
+            "max_num_tokens (C + ISL + 127) // 64 × 64"
+        )
+    return replace(point, excluded=_exclusion(point, row, moe_tp, moe_ep), notes=tuple(notes))
 
 
 def _exclusion(p: ServingPoint, row: dict, moe_tp: int, moe_ep: int) -> str:
@@ -215,9 +249,10 @@ def _predict(r: Resolved, p: ServingPoint, seed: int, wave: bool) -> ServingPred
         n, warmup = OPEN_LOOP_REQUESTS, 0
         wl = open_loop(n, p.request_rate, f"fixed:{p.isl}", f"fixed:{p.osl}", "poisson", 1.0, seed=seed)
     else:
-        n, warmup = p.concurrency * (WARMUP_ROUNDS + MEASURED_ROUNDS), p.concurrency * WARMUP_ROUNDS
-        wl = benchmark_clients(r, p.concurrency, n, f"fixed:{p.isl}", f"fixed:{p.osl}", seed, wave=wave)
-    res = run_serving(Replica(r, ServerSettings.of(r, seed=seed)), wl)
+        users = p.clients_per_rank
+        n, warmup = users * (WARMUP_ROUNDS + MEASURED_ROUNDS), users * WARMUP_ROUNDS
+        wl = benchmark_clients(r, users, n, f"fixed:{p.isl}", f"fixed:{p.osl}", seed, wave=wave)
+    res = run_serving(Replica(r, p.settings(r, seed)), wl)
     lat = latencies(res)
     done = np.flatnonzero(res.requests.finished)
     keep = done >= warmup  # closed loop: request j is user j mod N's (j // N)-th request

@@ -37,7 +37,6 @@ from planner.core.errors import InputError
 from planner.latency.efficiency import EfficiencyProfile
 from planner.latency.perf_model import PerfModel
 from planner.sim.serving import CLIENT_TURNAROUND_S, Replica, run_serving
-from planner.sim.settings import ServerSettings
 from planner.traffic.generators import closed_loop
 
 KV_BINS = 6  # context-read bins per (tokens, sequences, starting requests) group
@@ -112,7 +111,7 @@ class ServingTrace:
         k, phi = len(a.new_tokens), pm.eff.wave_fraction
         ttft = self.mixed(float(a.w_ttft @ t[:k]), float(b.w_ttft @ t[k:]), phi)
         tpot = self.mixed(float(a.w_tpot @ t[:k]), float(b.w_tpot @ t[k:]), phi)
-        return pm.request_path_s + ttft, tpot
+        return pm.request_path_s + ttft + pm.eff.first_token_lag_steps * tpot, tpot
 
 
 def trace(p: ServingPoint, profile: EfficiencyProfile | None = None, seed: int = 0) -> ServingTrace:
@@ -127,12 +126,13 @@ def trace(p: ServingPoint, profile: EfficiencyProfile | None = None, seed: int =
 
 
 def _steps(p: ServingPoint, r, pm: PerfModel, seed: int, wave: bool) -> Steps:
-    n, warmup = p.concurrency * (WARMUP_ROUNDS + MEASURED_ROUNDS), p.concurrency * WARMUP_ROUNDS
+    users = p.clients_per_rank
+    n, warmup = users * (WARMUP_ROUNDS + MEASURED_ROUNDS), users * WARMUP_ROUNDS
     # the clients' timing under the profile being traced (benchmark_clients reads data/efficiency.yaml's)
-    spread = 0.0 if wave else _drift(pm, p.concurrency, float(p.isl), float(p.osl))
+    spread = 0.0 if wave else _drift(pm, users, float(p.isl), float(p.osl))
     turn = CLIENT_TURNAROUND_S + pm.request_path_s
-    wl = closed_loop(p.concurrency, n, turn, f"fixed:{p.isl}", f"fixed:{p.osl}", "fixed", seed, spread)
-    rep = Replica(r, ServerSettings.of(r, seed=seed))
+    wl = closed_loop(users, n, turn, f"fixed:{p.isl}", f"fixed:{p.osl}", "fixed", seed, spread)
+    rep = Replica(r, p.settings(r, seed))
     cost = RecordingCost(pm)
     rep.__dict__["step_cost"] = cost  # the replica's cached step cost, replaced before first use
     res = run_serving(rep, wl)
@@ -152,8 +152,8 @@ def _steps(p: ServingPoint, r, pm: PerfModel, seed: int, wave: bool) -> Steps:
     out_steps = np.maximum(req.output_tokens[keep] - 1, 1).astype(float)
     w_ttft = _window_weights(t0, dt, a, f, np.ones(len(keep))) / len(keep)
     w_tpot = _window_weights(t0, dt, f, e, 1.0 / out_steps) / len(keep)
-    sim_ttft = float(np.mean(f - a)) + res.config.frontend_latency_s
     sim_tpot = float(np.mean((e - f) / out_steps))
+    sim_ttft = float(np.mean(f - a)) + res.config.frontend_latency_s + res.config.first_token_lag_steps * sim_tpot
     return _merged(rows[:, :4], starting, w_ttft, w_tpot, sim_ttft, sim_tpot)
 
 

@@ -21,6 +21,7 @@ def refused_at_arrival(prompt: np.ndarray, output: np.ndarray, cfg, policy) -> n
     refused = blocks > cfg.num_gpu_blocks
     if cfg.max_model_len is not None:
         refused |= total > cfg.max_model_len
-    if not cfg.enable_chunked_prefill:
-        refused |= longest > cfg.max_num_batched_tokens
+    if not cfg.enable_chunked_prefill:  # the prompt must fit one step (and, where a preempted request recomputes
+        # its prompt and output so far, all of it); an engine that never preempts only ever prefills the prompt
+        refused |= (longest if policy.may_preempt else prompt) > cfg.max_num_batched_tokens
     return refused | policy.refused(prompt, output)

@@ -96,6 +96,15 @@ class SchedulerConfig(BaseModel):
     enable_chunked_prefill: bool = True
     enable_prefix_caching: bool = True  # vLLM V1's default for generative models
     long_prefill_token_threshold: int = Field(0, ge=0, description="most prompt tokens per request per step (0 off)")
+    # SGLang's --max-prefill-tokens (schedule_policy.py PrefillAdder): after the step's first prompt (which may exceed
+    # it and is chunked within the token budget), a waiting prompt joins only if ALL of it fits in what is left of
+    # this many tokens, less the step's decode tokens; None = no such limit (the token budget alone, as vLLM)
+    max_prefill_tokens: int | None = Field(None, gt=0, description="prompt tokens per step beyond the first prompt")
+    # TensorRT-LLM's attention-DP balance (attention_dp_config: {enable_balance: true, timeout_iters: N}; PyExecutor
+    # _balance_adp_requests): a new prompt waits until every DP rank has one or N iterations have passed, unless its
+    # rank has nothing decoding. The simulator runs one rank of symmetric ranks whose prompts do not arrive
+    # together, so a held prompt waits the N iterations (docs/research/ttft_gaps.md, gap 1); 0 = off (the default)
+    adp_balance_timeout_iters: int = Field(0, ge=0, description="attention-DP balance hold in steps (0 off)")
     scheduler_reserve_full_isl: bool = False  # admit only when the whole known sequence fits (vLLM PR #37307)
     admission_policy: Literal[
         "vllm-v1", "guaranteed-no-evict", "max-utilization", "sglang", "sglang-lpm", "static-slots", "turbomind"
@@ -110,6 +119,9 @@ class SchedulerConfig(BaseModel):
     # request path outside the engine (frontend, tokenisation, hand-off, first token streamed): added to each request's
     # TTFT and end-to-end time as a client measures them; the engine's steps do not pay it (PerfModel's profile)
     frontend_latency_s: float = Field(0.0, ge=0.0, description="client-side latency outside the engine, per request")
+    # decode steps the output stream runs behind the GPU (EfficiencyProfile.first_token_lag_steps): TTFT and
+    # end-to-end as a client measures them grow by this many of the request's TPOT
+    first_token_lag_steps: float = Field(0.0, ge=0.0, description="steps the output stream lags the GPU")
     slo_ttft_s: float | None = Field(None, gt=0)
     slo_tpot_s: float | None = Field(None, gt=0)
     offload: OffloadConfig | None = None  # KV offload tiers (planner/sim/offload_tiers.py); None = off

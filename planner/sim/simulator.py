@@ -153,6 +153,7 @@ class Replica:
         self.stepped_individually: dict[int, None] = {}  # prefilling (and spec-decoding) running requests
         self.waiting: deque[int] = deque()
         self.num_waiting_new = 0  # waiting requests never scheduled (the back of the queue)
+        self.balance_held_steps = 0  # steps new prompts have been held by the attention-DP balance (config note)
         self.now, self.step_index = 0.0, 0
         self.decode_slots_taken = self.preempted_this_step = False
         self.recorder = StepRecorder()
@@ -337,13 +338,22 @@ class Replica:
         budget = self.cfg.max_num_batched_tokens - self._allocate_decode_slots()
         scheduled: list[tuple[int, int]] = []
         budget = self._schedule_running(budget, scheduled)
-        if not self.preempted_this_step:
+        if not self.preempted_this_step and not self._balance_holds():
             self._schedule_waiting(budget, scheduled)
         self._enforce_queue_limit()
         if scheduled or self.decoders.count:
             self._execute(scheduled)
         elif self.running or self.waiting:
             raise RuntimeError("scheduler made no progress")  # guarded by the too-long rejection
+
+    def _balance_holds(self) -> bool:
+        """TensorRT-LLM's attention-DP balance: hold waiting prompts this step? (SchedulerConfig note)"""
+        limit = self.cfg.adp_balance_timeout_iters
+        if not limit or not self.waiting or not self.decoders.count or self.balance_held_steps >= limit:
+            self.balance_held_steps = 0  # off, nothing to hold, nothing decoding (released at once), or timed out
+            return False
+        self.balance_held_steps += 1
+        return True
 
     def _allocate_decode_slots(self) -> int:
         """Give every lock-step decoder its next KV slot, preempting the newest request until they fit."""
@@ -422,6 +432,11 @@ class Replica:
         cfg, pool, policy = self.cfg, self.pool, self.policy
         if self.order_waiting is not None:
             self.order_waiting(self)
+        # SGLang's max_prefill_tokens: what is left of it after this step's decodes and scheduled prompt chunks
+        # (without speculative decoding every individually stepped request is prefilling)
+        prefill_left = None
+        if cfg.max_prefill_tokens is not None:
+            prefill_left = cfg.max_prefill_tokens - self.decoders.count - sum(n for _, n in scheduled)
         while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
             i = self.waiting[0]
             known = self.prompt_tokens[i] + self.generated_tokens[i]
@@ -435,6 +450,8 @@ class Replica:
                 num_new = cfg.long_prefill_token_threshold
             if num_new > budget and not cfg.enable_chunked_prefill:
                 break
+            if prefill_left is not None and scheduled and num_new >= prefill_left:
+                break  # not the step's first prompt: it must fit whole (PrefillAdder.add_one_req)
             if num_new > budget:
                 num_new = budget - budget % self.chunk_unit
             if num_new <= 0:
@@ -472,6 +489,8 @@ class Replica:
                 self.num_waiting_new -= 1
                 self.requests_starting += 1
             budget -= num_new
+            if prefill_left is not None:
+                prefill_left -= num_new
             scheduled.append((i, num_new))
 
     def _execute(self, scheduled: list[tuple[int, int]]) -> None:

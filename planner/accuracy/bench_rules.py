@@ -1,0 +1,85 @@
+"""How aiconfigurator's benchmark launched each engine for a measured row: the settings its benchmark rules write,
+on one attention-DP rank.
+
+aiconfigurator generates the engine's launch arguments for a silicon run from rule files
+(ai-dynamo/aiconfigurator src/aiconfigurator/generator/rule_plugin/benchmark/: vllm.rule and sglang.rule read at
+@a2d8002e, trtllm.rule at @581e4591). For an aggregated worker with batch size B (per DP rank) and input length ISL:
+
+| engine | step token budget | a later prompt in the step | running | chunked prefill |
+|---|---|---|---|---|
+| vLLM | `max_num_tokens = B + ISL + 1500` | chunked into the budget | B | on (V1) |
+| SGLang | chunked_prefill_size (the GPU's default) | whole, within `max_prefill_tokens = ISL + 1500` | B | on |
+| TensorRT-LLM | `max_num_tokens = B + ISL + 1500` | whole (no chunking) | B | off (template default) |
+
+So about ⌊(ISL + 1500) / ISL⌋ prompts share a prefill step: two at ISL 1,024, one from ISL 1,500 up, where the
+engines' own defaults (8,192 or 16,384 tokens) would prefill eight 1k prompts together. Colliding closed-loop
+arrivals then prefill one after another (docs/research/ttft_gaps.md, gap 2).
+
+Attention DP: aiconfigurator's batch size is per DP rank and the ranks run the same fixed-length closed loop, so one
+rank is simulated with concurrency / DP clients; PerfModel prices a rank's step (its experts gather the tokens of all
+DP ranks: PerfModel.expert_token_ranks). A benchmark that launched otherwise (other budgets, balancing) is not
+described by these settings: the row's note names the rule used.
+"""
+
+from __future__ import annotations
+
+from planner.core.scenario import Resolved
+from planner.sim.settings import ServerSettings
+
+# TensorRT-LLM DeepSeek-R1 with attention DP: these rows' grid (8 GPUs, DP 8 + EP 8, c4-c256, 1k/1k, 1k/8k, 8k/1k) is
+# InferenceX's, whose launch scripts (SemiAnalysisAI/InferenceX@6320e9b7 benchmarks/dsr1_fp4_b200_trt.sh,
+# dsr1_fp8_b200_trt.sh) set attention_dp_config {enable_balance: true, timeout_iters: 60, batching_wait_iters: 0}
+# and max_num_tokens = ⌊(C + ISL + 127) / 64⌋ × 64 per rank for C clients. Which script ran is not recorded: an
+# assumption, said in the row's note (docs/research/ttft_gaps.md, gap 1).
+ADP_BALANCE_TIMEOUT_ITERS = 60
+ADP_BALANCE_MODELS = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3")
+PREFILL_HEADROOM = 1500  # tokens the rules add to ISL (`SlaConfig.isl + 1500`)
+RULES = "aiconfigurator benchmark rules (max_num_tokens / max_prefill_tokens = ISL + 1500, max_batch_size = batch)"
+
+
+def clients_per_rank(concurrency: int, dp: int) -> int:
+    """Closed-loop clients one attention-DP rank serves (the run's clients spread evenly over its DP ranks)."""
+    return max(1, round(concurrency / max(1, dp)))
+
+
+def balanced_adp(r: Resolved) -> bool:
+    """True for the rows launched with TensorRT-LLM's attention-DP balance (InferenceX's DeepSeek-R1 scripts)."""
+    dep = r.deployment
+    return r.engine.id == "tensorrt-llm" and dep.data_parallel_size > 1 and r.model.name in ADP_BALANCE_MODELS
+
+
+def bench_settings(r: Resolved, batch: int, isl: int, seed: int = 0) -> ServerSettings:
+    """The replica's ServerSettings as aiconfigurator's benchmark rules launch engine `r.engine` for one DP rank with
+    `batch` running requests at input length `isl` (module note)."""
+    budget = batch + isl + PREFILL_HEADROOM
+    engine = r.engine.id
+    if balanced_adp(r):  # InferenceX's launch (ADP_BALANCE_MODELS note): C = all ranks' clients
+        clients = batch * r.deployment.data_parallel_size
+        return ServerSettings.of(
+            r,
+            seed=seed,
+            max_num_seqs=batch,
+            max_num_batched_tokens=max(batch, (clients + isl + 127) // 64 * 64),
+            scheduler_overrides=(
+                ("enable_chunked_prefill", False),
+                ("adp_balance_timeout_iters", ADP_BALANCE_TIMEOUT_ITERS),
+            ),
+        )
+    if engine == "sglang":  # the chunk size stays the engine's default; max_prefill_tokens limits later prompts
+        return ServerSettings.of(
+            r,
+            seed=seed,
+            max_num_seqs=min(batch, r.deployment.max_num_batched_tokens),
+            scheduler_overrides=(("max_prefill_tokens", isl + PREFILL_HEADROOM),),
+        )
+    if engine == "tensorrt-llm":  # enable_chunked_prefill false: a prompt must fit one step whole
+        return ServerSettings.of(
+            r,
+            seed=seed,
+            max_num_seqs=batch,
+            max_num_batched_tokens=budget,
+            scheduler_overrides=(("enable_chunked_prefill", False),),
+        )
+    if engine == "vllm":
+        return ServerSettings.of(r, seed=seed, max_num_seqs=batch, max_num_batched_tokens=budget)
+    return ServerSettings.of(r, seed=seed)

@@ -1,0 +1,124 @@
+"""The benchmark's own engine launch (planner.accuracy.bench_rules) and the two scheduler rules it needs: SGLang's
+max_prefill_tokens and TensorRT-LLM's attention-DP balance hold, each counted by hand on a 1 s step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.accuracy import serving_points as sp
+from planner.accuracy.bench_rules import ADP_BALANCE_TIMEOUT_ITERS, bench_settings, clients_per_rank
+from planner.core.paths import measurements_dir
+from planner.sim.config import ConstantStepCost
+from planner.sim.simulator import simulate
+from planner.traffic.workload import Workload
+
+
+def _run(arrivals, prompts, outputs, **kw):
+    cfg = dict(
+        num_gpu_blocks=1000,
+        block_size=16,
+        max_num_seqs=16,
+        max_num_batched_tokens=8192,
+        enable_prefix_caching=False,
+    )
+    wl = Workload(np.asarray(arrivals, float), np.asarray(prompts), np.asarray(outputs))
+    return simulate(wl, dict(cfg, **kw), ConstantStepCost(1.0)).requests
+
+
+def test_sglang_max_prefill_tokens_takes_two_1k_prompts_a_step_where_the_budget_alone_takes_all_four():
+    # four 1,024-token prompts at t = 0; max_prefill_tokens 2,524 (ISL + 1500): step 0 takes prompts 0 and 1
+    # (1,024 < 2,524 − 1,024 = 1,500 left), not prompt 2 (1,024 >= 476 left); step 1 has 2 decodes, so 2,522 − 0
+    # left: prompts 2 and 3. First tokens at the end of step 0 (t = 1 s) and step 1 (t = 2 s).
+    capped = _run([0, 0, 0, 0], [1024] * 4, [4] * 4, max_prefill_tokens=2524)
+    assert capped.first_token_s.tolist() == [1.0, 1.0, 2.0, 2.0]
+    free = _run([0, 0, 0, 0], [1024] * 4, [4] * 4)
+    assert free.first_token_s.tolist() == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_the_first_prompt_of_a_step_may_exceed_max_prefill_tokens_and_is_chunked_by_the_budget():
+    # one 5,000-token prompt, max_prefill_tokens 2,000, budget 4,096: step 0 prefills 4,096 tokens, step 1 the other
+    # 904 (SGLang admits the step's first request whatever its length: PrefillAdder)
+    r = _run([0], [5000], [2], max_prefill_tokens=2000, max_num_batched_tokens=4096)
+    assert r.first_token_s.tolist() == [2.0]
+
+
+def test_adp_balance_holds_a_new_prompt_for_timeout_iters_steps_while_its_rank_decodes():
+    # request 0 starts alone (nothing decoding: released at once), prefills in step 0 and decodes from step 1.
+    # Request 1 arrives at t = 1.5 (during step 1); held in steps 2, 3, 4 (timeout 3), scheduled in step 5 and has
+    # its first token at t = 6. Without the hold: step 2, first token at t = 3.
+    held = _run([0, 1.5], [100, 100], [20, 20], adp_balance_timeout_iters=3)
+    assert held.first_token_s.tolist() == [1.0, 6.0]
+    free = _run([0, 1.5], [100, 100], [20, 20])
+    assert free.first_token_s.tolist() == [1.0, 3.0]
+
+
+def test_adp_balance_releases_at_once_when_the_rank_has_nothing_decoding():
+    # request 1 arrives after request 0 finished (1 prefill step + 2 decode steps end at t = 3): the idle engine
+    # steps at its arrival (t = 3.5), first token at 4.5, no hold
+    r = _run([0, 3.5], [100, 100], [3, 3], adp_balance_timeout_iters=60)
+    assert r.first_token_s.tolist() == [1.0, 4.5]
+
+
+def test_a_prompt_that_fits_the_budget_runs_without_chunking_when_its_output_does_not():
+    # TensorRT-LLM never preempts, so without chunked prefill only the prompt must fit max_num_tokens (1,000 + 8,000
+    # tokens would be refused by the prompt + output rule)
+    r = _run(
+        [0],
+        [1000],
+        [8000],
+        max_num_batched_tokens=2000,
+        enable_chunked_prefill=False,
+        admission_policy="guaranteed-no-evict",
+    )
+    assert r.first_token_s.tolist() == [1.0]
+
+
+def _point(key: str) -> sp.ServingPoint:
+    text = (measurements_dir() / "aiconfigurator" / "silicon_calibration.csv").read_text()
+    return next(p for p in sp.read_aiconfigurator(text) if key in p.id)
+
+
+@pytest.mark.parametrize(
+    "key, engine, seqs, budget, chunked, extra",
+    [
+        # vLLM Qwen3-32B on 2 x H100: batch 8, ISL 1,024 -> max_num_tokens 8 + 1,024 + 1,500
+        ("qwen3_32b_h100_sxm_vllm_agg_1024x1024_c8_tp2_epnone_31", "vllm", 8, 2532, True, {}),
+        # SGLang DeepSeek-R1 on 8 x H200, 4 clients, ISL 8,192: the chunk stays 8,192; max_prefill_tokens 9,692
+        (
+            "deepseek_r1_h200_sxm_sglang_fp8_agg_8192x1024_c4_tp8_ep1_83",
+            "sglang",
+            4,
+            8192,
+            True,
+            {"max_prefill_tokens": 9692},
+        ),
+        # TensorRT-LLM DeepSeek-R1 NVFP4, 8 x B200 DP 8, 64 clients: 8 per rank, InferenceX's (64 + 1024 + 127)
+        # // 64 × 64 = 1,152 tokens, balance hold 60 iterations
+        (
+            "deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x1024_c64_tp8_0_ep8_0_976",
+            "tensorrt-llm",
+            8,
+            1152,
+            False,
+            {"adp_balance_timeout_iters": ADP_BALANCE_TIMEOUT_ITERS},
+        ),
+    ],
+)
+def test_rows_run_with_their_benchmarks_launch(key, engine, seqs, budget, chunked, extra):
+    p = _point(key)
+    r = sp.resolved(p)
+    s = p.settings(r)
+    assert (r.engine.id, s.max_num_seqs, s.max_num_batched_tokens) == (engine, seqs, budget)
+    cfg = s.scheduler_fields()
+    assert cfg.get("enable_chunked_prefill", True) is chunked
+    assert {k: cfg[k] for k in extra} == extra
+    assert s == bench_settings(r, p.clients_per_rank, p.isl)
+
+
+def test_attention_dp_rows_simulate_one_rank_of_the_runs_clients():
+    assert clients_per_rank(64, 8) == 8 and clients_per_rank(4, 1) == 4 and clients_per_rank(2, 8) == 1
+    p = _point("deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c64_tp8_ep8_945")
+    # the id's square (attention_dp_size 64 x batch_size 1) is the run's 64 clients on 8 GPUs: 8 per rank
+    assert (p.dp, p.concurrency, p.clients_per_rank) == (8, 64, 8)
+    assert any("InferenceX" in n for n in p.notes)
