@@ -69,6 +69,9 @@ PRIORS = {
     # eager Llama layer of 9 kernels (A100) is ~5 µs the GPU idles per kernel at batch 1; the host's own path per op
     # (Python module code, dispatcher, launch) is several times that: prior 20 µs
     "eager_kernel_s": (2e-5, 1.5, 1e-8, 5e-4),
+    # the output pipeline's lag behind the GPU, in decode steps (EfficiencyProfile note): vLLM's async scheduling and
+    # TensorRT-LLM's overlap scheduler hand a step's tokens out one step later: prior 1 step
+    "first_token_lag_steps": (1.0, 1.0, 1e-3, 64.0),
 }
 assert tuple(PRIORS) == FIT_FIELDS
 # Engine-specific priors (none now). TensorRT-LLM had a per-step prior of 0.2 ms and a per-layer one of 5 µs
@@ -85,7 +88,7 @@ PRIOR_WEIGHT = 0.01  # = (log 1.105)²: one prior sd ~ one point 10% off
 # behind a KV pool it sizes differently), so a few such rows do not drag every constant.
 SERVING_PER_STRATUM = 2
 # constants only closed-loop serving rows measure (TTFT outside the steps, the clients' waves)
-SERVING_ONLY = ("frontend_latency_s", "wave_fraction", "eager_kernel_s")
+SERVING_ONLY = ("frontend_latency_s", "wave_fraction", "eager_kernel_s", "first_token_lag_steps")
 ROBUST_C = 0.5
 SERVING_ITERS = 500  # Nelder-Mead iterations per pass for an engine with serving rows (each evaluation re-prices them)
 CORRECTION_SD = 0.15  # a family's correction: one sd = 15% on the bandwidth or compute ceiling

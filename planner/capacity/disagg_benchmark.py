@@ -19,7 +19,10 @@ in turn (round robin), as sgl-router's and Dynamo's default policies do for equa
         DECODE_STEPS_TO_FIRST_TOKEN steps after it joins, its last O − 1 steps after that. All sequences need the
         same steps, so a rank's sequences end in the order they joined: each rank keeps a step counter and a queue
         of the counts at which its sequences end.
-TTFT = prefill queue + prefill + hand-over + decode slot wait + first-token steps; TPOT = the rest / (O − 1).
+TTFT = the request's path outside the steps (PerfModel.request_path_s of the prefill instance: frontend hop and the
+prompt pass's eager host dispatch, as in planner.sim.serving.benchmark_clients) + prefill queue + prefill +
+hand-over + decode slot wait + first-token steps + the decode engine's output-stream lag (EfficiencyProfile
+.first_token_lag_steps × the request's TPOT, as planner.sim.records.latencies adds it); TPOT = the rest / (O − 1).
 Deterministic and equal lengths: the clients' order is kept round after round; the first round's wave of C prompts
 into the prefill queue shows in the warm-up and fades as far as the loop lets it (a loop that leaves the prefill
 pool short of work keeps no queue; one that saturates it keeps C − λ × decode time requests waiting).
@@ -109,6 +112,7 @@ def simulate_benchmark(
     hand_s = transfer_s + handoff_fixed_s
     context = input_tokens + output_tokens / 2
     steps = max(output_tokens - 1, 1)
+    path_s = pm_p.request_path_s  # reaches the engine this long after it is sent; measured back into TTFT
     prefill_t = [0.0] + [float(pm_p.prefill(b, float(input_tokens)).total_s) for b in range(1, prefill_batch + 1)]
     step_cache: dict[int, float] = {}
 
@@ -157,7 +161,7 @@ def simulate_benchmark(
             heapq.heappush(events, (end, next(seq), "decode_done", rank, d.version))
 
     for c in range(concurrency):
-        send(c, 0, 0.0)
+        send(c, 0, path_s)
     while events:
         t, _, kind, rank, data = heapq.heappop(events)
         if kind == "prefill_done":
@@ -187,10 +191,10 @@ def simulate_benchmark(
             reschedule(rank)
             client, rnd = int(reqs[i][0]), int(reqs[i][1])
             if rnd + 1 < rounds:
-                send(client, rnd + 1, t + CLIENT_TURNAROUND_S)
+                send(client, rnd + 1, t + CLIENT_TURNAROUND_S + path_s)
     arr = np.array([r for r in reqs if r[1] >= warmup_rounds])
-    ttft = arr[:, 6] - arr[:, 2]
     tpot = (arr[:, 7] - arr[:, 6]) / max(output_tokens - 1, 1)
+    ttft = arr[:, 6] - arr[:, 2] + path_s + pm_d.eff.first_token_lag_steps * tpot
     span = arr[:, 7].max() - arr[:, 7].min()  # between the first and the last measured reply
     return BenchmarkRun(
         concurrency=concurrency,

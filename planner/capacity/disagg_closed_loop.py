@@ -8,7 +8,9 @@ Decode: Y instances × DP ranks hold n = λ (O − 1) TPOT / (Y × DP) sequences
 Prefill: X instances × DP ranks, each serving a request in t_p = PerfModel prefill of one prompt of I tokens;
     a rank at utilisation ρ = λ t_p / (X × DP) waits ρ t_p / (2 (1 − ρ)) on average (M/D/1), and never longer
     than all C clients queued ahead of it: C t_p / (X × DP) (a closed loop holds at most C requests).
-    TTFT = wait + t_p + KV transfer + hand-off (planner.capacity.disagg_layout).
+    TTFT = request path + wait + t_p + KV transfer + hand-off (planner.capacity.disagg_layout), the request path being
+    the prefill instance's PerfModel.request_path_s and the hand-off's first-token steps including the decode
+    engine's output-stream lag (EfficiencyProfile.first_token_lag_steps), as in disagg_layout and disagg_benchmark.
 The loop's rate is the λ in (0, capacity) solving λ (TTFT + (O − 1) TPOT) = C; `bottleneck` names a pool run
     at 90% or more of its capacity. When even the capacity
     min(X × DP / t_p, Y × DP × B / ((O − 1) TPOT(B))) leaves clients waiting, the rate is that capacity and the
@@ -68,6 +70,7 @@ def closed_loop(
     transfer_s = float(visible_transfer_s(rp, float(input_tokens), link, pm_p))
     ranks_p, ranks_d = prefill.instances * prefill.dp, decode.instances * decode.dp
     steps, context = max(output_tokens - 1, 1), input_tokens + output_tokens / 2
+    first_steps = DECODE_STEPS_TO_FIRST_TOKEN + pm_d.eff.first_token_lag_steps
 
     def tpot_at(rate: float) -> tuple[float, float]:
         n = 1.0
@@ -79,7 +82,7 @@ def closed_loop(
         rho = rate * t_p / ranks_p
         wait = rho * t_p / (2 * (1 - rho)) if rho < 1 else math.inf
         wait = min(wait, concurrency * t_p / ranks_p)
-        return wait + t_p + transfer_s + handoff_fixed_s + DECODE_STEPS_TO_FIRST_TOKEN * tpot
+        return pm_p.request_path_s + wait + t_p + transfer_s + handoff_fixed_s + first_steps * tpot
 
     cap_p = ranks_p / t_p
     cap_d = ranks_d * decode_batch / (steps * decode_step_s(pm_d, decode_batch, context))
@@ -89,7 +92,7 @@ def closed_loop(
     if hi * (ttft_at(hi, tp_hi) + steps * tp_hi) < concurrency:  # saturated: the queue sits before the first token
         tpot, n = tpot_at(cap)
         ttft = max(concurrency / cap - steps * tpot, ttft_at(0.0, tpot))
-        handoff = handoff_fixed_s + DECODE_STEPS_TO_FIRST_TOKEN * tpot
+        handoff = handoff_fixed_s + first_steps * tpot
         return ClosedLoop(concurrency, cap, ttft, tpot, t_p, transfer_s, handoff, n,
                           "prefill" if cap_p <= cap_d else "decode")  # fmt: skip
     for _ in range(40):  # λ (TTFT(λ) + (O − 1) TPOT(λ)) grows with λ: bisect for C
@@ -98,6 +101,6 @@ def closed_loop(
         lo, hi = (mid, hi) if mid * (ttft_at(mid, tp_mid) + steps * tp_mid) < concurrency else (lo, mid)
     tpot, n = tpot_at(lo)
     ttft = ttft_at(lo, tpot)
-    handoff = handoff_fixed_s + DECODE_STEPS_TO_FIRST_TOKEN * tpot
+    handoff = handoff_fixed_s + first_steps * tpot
     busy = "prefill" if lo >= 0.9 * cap_p else "decode" if n >= 0.9 * decode_batch else "none"
     return ClosedLoop(concurrency, lo, ttft, tpot, t_p, transfer_s, handoff, n, busy)

@@ -5,6 +5,7 @@ moved by a named transfer engine, and the per-request hand-off between them.
     hand-off = HANDOFF_FIXED_S (router/proxy second hop, KV-ready notification, step boundary on the decode side)
                + the decode instance's first step (it emits the first token: DECODE_STEPS_TO_FIRST_TOKEN steps,
                one step plus on average half a step waiting for the running batch's boundary)
+               + the decode engine's output-stream lag (EfficiencyProfile.first_token_lag_steps steps of its TPOT)
 The prefill part is simulated per instance at target / X (planner.capacity.disagg_pools.prefill_probe: queueing,
 prefill and the visible transfer); the decode pool's TPOT is analytic at target / Y (decode_tpot_at). The floor is
 the same sum for one request on idle instances.
@@ -173,17 +174,19 @@ def evaluate_layout(
     p_rep, d_rep = pool_replica(rp, traffic), pool_replica(rd, traffic)
     d_cap = decode_capacity(d_rep, mean_in, mean_out, slo)
     tpot = decode_tpot_at(d_rep, target_rps / decode.instances, mean_in, mean_out)
-    handoff = fixed + DECODE_STEPS_TO_FIRST_TOKEN * tpot
+    pm_p, pm_d = PerfModel(rp), PerfModel(rd)
+    first_steps = DECODE_STEPS_TO_FIRST_TOKEN + pm_d.eff.first_token_lag_steps
+    handoff = fixed + first_steps * tpot
     # a prefill instance meets the TTFT target when its own part leaves room for the hand-off
     p_slo = slo.model_copy(update={"ttft_p95_s": max(slo.ttft_p95_s - handoff, 1e-6)})
     p_cap = prefill_capacity(p_rep, traffic, p_slo, kv, rel_tol)
     p_ttft = prefill_probe(p_rep, traffic, target_rps / prefill.instances, kv)[0]
-    pm_p, pm_d = PerfModel(rp), PerfModel(rd)
     floor = (
-        float(pm_p.prefill(1, mean_in).total_s)
+        pm_p.request_path_s  # as prefill_probe's TTFT includes it (the prefill replica's frontend latency)
+        + float(pm_p.prefill(1, mean_in).total_s)
         + float(visible_transfer_s(rp, mean_in, kv, pm_p))
         + fixed
-        + DECODE_STEPS_TO_FIRST_TOKEN * decode_step_s(pm_d, 1, mean_in)
+        + first_steps * decode_step_s(pm_d, 1, mean_in)
     )
     pools = [
         GivenPool("prefill", prefill.instances, prefill.tp, prefill.dp, prefill.ep, p_cap.gpus_per_instance,

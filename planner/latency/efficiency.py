@@ -51,6 +51,7 @@ FIT_FIELDS = (
     "frontend_latency_s",
     "wave_fraction",
     "eager_kernel_s",
+    "first_token_lag_steps",
 )
 STATUSES = ("calibrated", "transferred", "estimated")
 
@@ -89,6 +90,12 @@ class EfficiencyProfile(BaseModel):
     # host dispatch of one kernel of a request's first (prompt) forward pass, which runs outside CUDA graphs (engines
     # capture graphs for decode batches only): on the request's path to its first token (PerfModel.request_path_s)
     eager_kernel_s: float = Field(default=0.0, ge=0)
+    # decode steps between the step that computes a request's first token and that token reaching the client: the
+    # output pipeline runs behind the GPU (vLLM's async scheduling and output processor, TensorRT-LLM's overlap
+    # scheduler, SGLang's detokenizer process: at least one step), plus tokens a client does not count as content
+    # (special and channel tokens a parser strips). Every token of the stream arrives that late, so TTFT and
+    # end-to-end grow by this many steps of the request's TPOT, TPOT does not (planner.sim.records.latencies)
+    first_token_lag_steps: float = Field(default=0.0, ge=0)
     status: Literal["calibrated", "transferred", "estimated", "partial"] = "calibrated"
     num_points: int = Field(default=0, ge=0)
     note: str = ""

@@ -221,6 +221,10 @@ def latencies(res: SimResult) -> dict[str, np.ndarray]:
     steps_after_first = r.output_tokens[ok] - 1
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(steps_after_first > 0, (e2e - ttft) / steps_after_first, np.nan)
+    lag = getattr(res.config, "first_token_lag_steps", 0.0)  # the stream behind the GPU: every token that late
+    if lag:
+        late = lag * np.nan_to_num(tpot)
+        ttft, e2e = ttft + late, e2e + late
     return {"queue_wait_s": r.first_scheduled_s[ok] - r.arrival_s[ok], "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
 
 

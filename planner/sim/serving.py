@@ -244,7 +244,11 @@ class Replica:
     def scheduler_config(self) -> SchedulerConfig:
         front = self.step_cost.pm.request_path_s  # the request's path outside the steps (PerfModel.request_path_s)
         cfg = scheduler_config_for(
-            self.resolved, self.memory_plan, frontend_latency_s=front, **self.settings.scheduler_fields()
+            self.resolved,
+            self.memory_plan,
+            frontend_latency_s=front,
+            first_token_lag_steps=self.step_cost.pm.eff.first_token_lag_steps,
+            **self.settings.scheduler_fields(),
         )
         if self.settings.offload is None:
             return cfg
