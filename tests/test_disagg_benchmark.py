@@ -16,10 +16,14 @@ S = Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment=Deploym
 
 
 def test_one_client_waits_for_nothing():
-    # TTFT = prefill + KV transfer + 20 ms hand-off + 1.5 decode steps of one sequence; TPOT = that step
+    # TTFT = the request path + prefill + KV transfer + 20 ms hand-off + 1.5 decode steps of one sequence + the
+    # decode engine's output lag in steps; TPOT = that step
     run = simulate_benchmark(S, 1, PoolLayout(1, 1), PoolLayout(1, 1), 2000, 101, 8)
-    step = decode_step_s(PerfModel(instance(S, PoolLayout(1, 1), "decode")), 1, 2000 + 101 / 2)
-    expected = run.prefill_s + run.kv_transfer_s + HANDOFF_FIXED_S + DECODE_STEPS_TO_FIRST_TOKEN * step
+    pm_d = PerfModel(instance(S, PoolLayout(1, 1), "decode"))
+    path = PerfModel(instance(S, PoolLayout(1, 1), "prefill")).request_path_s
+    step = decode_step_s(pm_d, 1, 2000 + 101 / 2)
+    lag = pm_d.eff.first_token_lag_steps
+    expected = path + run.prefill_s + run.kv_transfer_s + HANDOFF_FIXED_S + (DECODE_STEPS_TO_FIRST_TOKEN + lag) * step
     assert run.ttft_s == pytest.approx(expected, rel=1e-9)
     assert run.tpot_s == pytest.approx(step, rel=1e-9)
     assert run.prefill_wait_s == 0 and run.decode_wait_s == 0

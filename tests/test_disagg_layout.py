@@ -36,7 +36,8 @@ def test_1p1d_tp8_ttft_floor_is_prefill_transfer_and_the_hand_off():
     # 1P1D, TP 8 + TP 8 over RDMA (NIXL). Before this the TTFT stopped at prefill + transfer (a prediction of
     # 13 ms against a measured floor of about 45 ms); the floor now adds the hand-off:
     #   floor = prefill(1 × 200 tokens) + 200 × KV bytes per token / link B/s + 10 us
-    #           + 20 ms (proxy, second hop) + 1.5 × one decode step of one sequence
+    #           + 20 ms (proxy, second hop) + (1.5 + the output lag) × one decode step of one sequence
+    #           + the request path (frontend, prompt pass's dispatch), as the prefill probe's TTFT has it
     s = _scenario()
     plan = evaluate_layout(s, 1.0, PoolLayout(1, 8), PoolLayout(1, 8), TRAFFIC, SLO_)
     r = resolve(s.model_copy(update={"deployment": s.deployment.model_copy(update={"tensor_parallel_size": 8})}))
@@ -44,13 +45,15 @@ def test_1p1d_tp8_ttft_floor_is_prefill_transfer_and_the_hand_off():
     link_b_s = 8 * r.gpu.scale_out_bandwidth_gb_s * 1e9 * 0.87  # 8 KV-head shards, one NIC each, NIXL's share
     transfer = 200 * memory.kv_bytes_per_token(r.model, r.kv_bytes) / link_b_s + 10e-6
     prefill = float(pm.prefill(1, 200.0).total_s)
-    first_step = 1.5 * decode_step_s(pm, 1, 200.0)
+    steps = 1.5 + pm.eff.first_token_lag_steps
+    first_step = steps * decode_step_s(pm, 1, 200.0)
     assert plan.kv_transfer_s == pytest.approx(transfer)
-    assert plan.ttft_floor_s == pytest.approx(prefill + transfer + 0.020 + first_step)
+    assert plan.ttft_floor_s == pytest.approx(pm.request_path_s + prefill + transfer + 0.020 + first_step)
     assert plan.ttft_floor_s - (prefill + transfer) > HANDOFF_FIXED_S  # the part the old model left out
     # at the target: the prefill instance's simulated p95 (queueing + prefill + transfer) + the hand-off
     assert plan.ttft_p95_s == pytest.approx(plan.prefill.latency_p95_s + plan.handoff_s)
-    assert plan.handoff_s == pytest.approx(HANDOFF_FIXED_S + DECODE_STEPS_TO_FIRST_TOKEN * plan.tpot_p95_s)
+    assert plan.handoff_s == pytest.approx(HANDOFF_FIXED_S + steps * plan.tpot_p95_s)
+    assert steps > DECODE_STEPS_TO_FIRST_TOKEN  # vLLM's fitted lag (data/efficiency.yaml)
     assert plan.num_gpus == 16 and plan.meets_slo
 
 
@@ -68,7 +71,8 @@ def test_transfer_engines_move_kv_at_their_measured_share():
 def test_given_handoff_replaces_the_estimate():
     plan = evaluate_layout(_scenario(), 1.0, PoolLayout(1, 8), PoolLayout(1, 8), TRAFFIC, SLO_, handoff_fixed_s=0.1)
     assert plan.handoff_status == "given"
-    assert plan.handoff_s == pytest.approx(0.1 + 1.5 * plan.tpot_p95_s)
+    lag = PerfModel(resolve(_scenario(num_gpus=8, tensor_parallel_size=8))).eff.first_token_lag_steps
+    assert plan.handoff_s == pytest.approx(0.1 + (1.5 + lag) * plan.tpot_p95_s)
 
 
 def test_prefill_p95_without_the_hand_off_is_the_search_figure():

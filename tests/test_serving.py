@@ -75,9 +75,11 @@ def test_one_request_alone_is_prefill_then_decode_steps():
     d1, d2 = pm.step_time_s(1, 1, 101, 101), pm.step_time_s(1, 1, 102, 102)
     s = result_summary(res)
     front = pm.request_path_s  # the client's TTFT and end-to-end include the request path (PerfModel), once
-    assert s.ttft_s.mean == pytest.approx(prefill + front)
+    # and the output stream's lag: every token reaches the client lag × TPOT late (EfficiencyProfile)
+    late = pm.eff.first_token_lag_steps * (d1 + d2) / 2
+    assert s.ttft_s.mean == pytest.approx(prefill + front + late)
     assert s.tpot_s.mean == pytest.approx((d1 + d2) / 2)
-    assert s.e2e_s.p99 == pytest.approx(prefill + d1 + d2 + front)
+    assert s.e2e_s.p99 == pytest.approx(prefill + d1 + d2 + front + late)
     assert s.queue_s.p50 == 0.0 and s.completed == 1 and s.simulated_s == pytest.approx(prefill + d1 + d2)
 
 
