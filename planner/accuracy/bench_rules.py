@@ -42,10 +42,9 @@ def clients_per_rank(concurrency: int, dp: int) -> int:
     return max(1, round(concurrency / max(1, dp)))
 
 
-def balanced_adp(r: Resolved) -> bool:
+def balanced_adp(engine: str, dp: int, model: str) -> bool:
     """True for the rows launched with TensorRT-LLM's attention-DP balance (InferenceX's DeepSeek-R1 scripts)."""
-    dep = r.deployment
-    return r.engine.id == "tensorrt-llm" and dep.data_parallel_size > 1 and r.model.name in ADP_BALANCE_MODELS
+    return engine == "tensorrt-llm" and dp > 1 and model in ADP_BALANCE_MODELS
 
 
 def bench_settings(r: Resolved, batch: int, isl: int, seed: int = 0) -> ServerSettings:
@@ -53,7 +52,8 @@ def bench_settings(r: Resolved, batch: int, isl: int, seed: int = 0) -> ServerSe
     `batch` running requests at input length `isl` (module note)."""
     budget = batch + isl + PREFILL_HEADROOM
     engine = r.engine.id
-    if balanced_adp(r):  # InferenceX's launch (ADP_BALANCE_MODELS note): C = all ranks' clients
+    # InferenceX's launch (ADP_BALANCE_MODELS note): C = all ranks' clients
+    if balanced_adp(engine, r.deployment.data_parallel_size, r.model.name):
         clients = batch * r.deployment.data_parallel_size
         return ServerSettings.of(
             r,

@@ -44,9 +44,9 @@ import numpy as np
 import pandas as pd
 
 from planner.accuracy.bench_rules import (
-    ADP_BALANCE_MODELS,
     ADP_BALANCE_TIMEOUT_ITERS,
     RULES,
+    balanced_adp,
     bench_settings,
     clients_per_rank,
 )
@@ -102,6 +102,13 @@ class ServingPoint:
     def clients_per_rank(self) -> int:
         """Closed-loop clients one simulated attention-DP rank serves (all of them when DP is 1)."""
         return clients_per_rank(self.concurrency, self.dp)
+
+    @property
+    def rounds(self) -> tuple[int, int, int]:
+        """(clients, requests simulated, warm-up requests) of the simulated rank's closed loop: WARMUP_ROUNDS
+        requests per client discarded, MEASURED_ROUNDS averaged."""
+        users = self.clients_per_rank
+        return users, users * (WARMUP_ROUNDS + MEASURED_ROUNDS), users * WARMUP_ROUNDS
 
     def settings(self, r: Resolved, seed: int = 0) -> ServerSettings:
         """How the run launched its engine: aiconfigurator's benchmark rules for its rows, else the scenario's own."""
@@ -177,7 +184,7 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
     if dp > 1:
         notes.append(f"one of {dp} attention-DP ranks simulated, {point.clients_per_rank} clients")
     notes.append(f"launched per {RULES}")
-    if point.engine == "tensorrt-llm" and dp > 1 and point.preset in ADP_BALANCE_MODELS:
+    if balanced_adp(point.engine, dp, point.preset):
         notes.append(
             f"assumed InferenceX's launch: attention-DP balance timeout_iters {ADP_BALANCE_TIMEOUT_ITERS}, "
             "max_num_tokens (C + ISL + 127) // 64 × 64"
@@ -249,8 +256,7 @@ def _predict(r: Resolved, p: ServingPoint, seed: int, wave: bool) -> ServingPred
         n, warmup = OPEN_LOOP_REQUESTS, 0
         wl = open_loop(n, p.request_rate, f"fixed:{p.isl}", f"fixed:{p.osl}", "poisson", 1.0, seed=seed)
     else:
-        users = p.clients_per_rank
-        n, warmup = users * (WARMUP_ROUNDS + MEASURED_ROUNDS), users * WARMUP_ROUNDS
+        users, n, warmup = p.rounds
         wl = benchmark_clients(r, users, n, f"fixed:{p.isl}", f"fixed:{p.osl}", seed, wave=wave)
     res = run_serving(Replica(r, p.settings(r, seed)), wl)
     lat = latencies(res)

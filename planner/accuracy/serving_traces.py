@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.accuracy.serving_points import MEASURED_ROUNDS, WARMUP_ROUNDS, ServingPoint, resolved
+from planner.accuracy.serving_points import ServingPoint, resolved
 from planner.core.errors import InputError
 from planner.latency.efficiency import EfficiencyProfile
 from planner.latency.perf_model import PerfModel
@@ -126,8 +126,7 @@ def trace(p: ServingPoint, profile: EfficiencyProfile | None = None, seed: int =
 
 
 def _steps(p: ServingPoint, r, pm: PerfModel, seed: int, wave: bool) -> Steps:
-    users = p.clients_per_rank
-    n, warmup = users * (WARMUP_ROUNDS + MEASURED_ROUNDS), users * WARMUP_ROUNDS
+    users, n, warmup = p.rounds
     # the clients' timing under the profile being traced (benchmark_clients reads data/efficiency.yaml's)
     spread = 0.0 if wave else _drift(pm, users, float(p.isl), float(p.osl))
     turn = CLIENT_TURNAROUND_S + pm.request_path_s

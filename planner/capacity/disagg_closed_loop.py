@@ -25,10 +25,10 @@ import math
 from dataclasses import dataclass
 
 from planner.capacity.disagg_layout import (
-    DECODE_STEPS_TO_FIRST_TOKEN,
     HANDOFF_FIXED_S,
     TRANSFER_ENGINES,
     PoolLayout,
+    first_token_steps,
     instance,
 )
 from planner.capacity.disagg_pools import decode_kv_limit, decode_step_s, kv_link, visible_transfer_s
@@ -70,7 +70,7 @@ def closed_loop(
     transfer_s = float(visible_transfer_s(rp, float(input_tokens), link, pm_p))
     ranks_p, ranks_d = prefill.instances * prefill.dp, decode.instances * decode.dp
     steps, context = max(output_tokens - 1, 1), input_tokens + output_tokens / 2
-    first_steps = DECODE_STEPS_TO_FIRST_TOKEN + pm_d.eff.first_token_lag_steps
+    first_steps = first_token_steps(pm_d)
 
     def tpot_at(rate: float) -> tuple[float, float]:
         n = 1.0

@@ -52,6 +52,12 @@ HANDOFF_FIXED_S = 0.020  # estimated idle floor of the orchestration (module not
 DECODE_STEPS_TO_FIRST_TOKEN = 1.5  # one decode step + half a step waiting for the batch boundary
 
 
+def first_token_steps(pm_decode: PerfModel) -> float:
+    """Decode steps from a request's arrival on the decode side to its first token at the client: the first step
+    and the wait for the batch boundary, then the decode engine's output-stream lag (EfficiencyProfile)."""
+    return DECODE_STEPS_TO_FIRST_TOKEN + pm_decode.eff.first_token_lag_steps
+
+
 @dataclass(frozen=True)
 class TransferEngine:
     id: str
@@ -175,7 +181,7 @@ def evaluate_layout(
     d_cap = decode_capacity(d_rep, mean_in, mean_out, slo)
     tpot = decode_tpot_at(d_rep, target_rps / decode.instances, mean_in, mean_out)
     pm_p, pm_d = PerfModel(rp), PerfModel(rd)
-    first_steps = DECODE_STEPS_TO_FIRST_TOKEN + pm_d.eff.first_token_lag_steps
+    first_steps = first_token_steps(pm_d)
     handoff = fixed + first_steps * tpot
     # a prefill instance meets the TTFT target when its own part leaves room for the hand-off
     p_slo = slo.model_copy(update={"ttft_p95_s": max(slo.ttft_p95_s - handoff, 1e-6)})

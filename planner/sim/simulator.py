@@ -153,7 +153,8 @@ class Replica:
         self.stepped_individually: dict[int, None] = {}  # prefilling (and spec-decoding) running requests
         self.waiting: deque[int] = deque()
         self.num_waiting_new = 0  # waiting requests never scheduled (the back of the queue)
-        self.balance_held_steps = 0  # steps new prompts have been held by the attention-DP balance (config note)
+        self.balance_limit = cfg.adp_balance_timeout_iters  # attention-DP balance hold (config note); 0 = off
+        self.balance_held_steps = 0  # steps new prompts have been held by it
         self.now, self.step_index = 0.0, 0
         self.decode_slots_taken = self.preempted_this_step = False
         self.recorder = StepRecorder()
@@ -338,7 +339,7 @@ class Replica:
         budget = self.cfg.max_num_batched_tokens - self._allocate_decode_slots()
         scheduled: list[tuple[int, int]] = []
         budget = self._schedule_running(budget, scheduled)
-        if not self.preempted_this_step and not self._balance_holds():
+        if not self.preempted_this_step and not (self.balance_limit and self._balance_holds()):
             self._schedule_waiting(budget, scheduled)
         self._enforce_queue_limit()
         if scheduled or self.decoders.count:
@@ -348,9 +349,8 @@ class Replica:
 
     def _balance_holds(self) -> bool:
         """TensorRT-LLM's attention-DP balance: hold waiting prompts this step? (SchedulerConfig note)"""
-        limit = self.cfg.adp_balance_timeout_iters
-        if not limit or not self.waiting or not self.decoders.count or self.balance_held_steps >= limit:
-            self.balance_held_steps = 0  # off, nothing to hold, nothing decoding (released at once), or timed out
+        if not self.waiting or not self.decoders.count or self.balance_held_steps >= self.balance_limit:
+            self.balance_held_steps = 0  # nothing to hold, nothing decoding (released at once), or timed out
             return False
         self.balance_held_steps += 1
         return True
