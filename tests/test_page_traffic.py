@@ -142,8 +142,13 @@ def test_long_series_are_downsampled_keeping_their_peaks():
     y = np.zeros_like(x)
     y[31_337] = 7.0  # a one-step queue spike
     xs, ys = min_max_downsample(x, y, 1000)
-    assert len(xs) <= 1002 and ys.max() == 7.0 and xs[0] == 0 and xs[-1] == 99_999
+    assert len(xs) <= 1000 and ys.max() == 7.0 and xs[0] == 0 and xs[-1] == 99_999
     assert (np.diff(xs) > 0).all()
+    # by hand, 10 points to 6: (6 - 2) / 2 = 2 buckets of 5, each its min and max, plus the first and last point,
+    # none of which is an extreme of its bucket here (the old max_points / 2 buckets kept 3 x 2 + 2 = 8 points)
+    y10 = np.array([1.0, 0.0, 5.0, 2.0, 3.0, 4.0, 9.0, 0.0, 6.0, 2.0])
+    xs, ys = min_max_downsample(np.arange(10.0), y10, 6)
+    assert xs.tolist() == [0, 1, 2, 6, 7, 9] and ys.tolist() == [1, 0, 5, 9, 0, 2]
 
 
 def test_sweep_table_is_for_people_and_goodput_never_exceeds_served():

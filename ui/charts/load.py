@@ -145,14 +145,15 @@ MAX_POINTS = 1500  # per line: a chart ~1,000 px wide shows no more (min and max
 
 
 def min_max_downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """At most `max_points` points of a long series that keep its shape: the series cut into max_points / 2
+    """At most `max_points` points of a long series that keep its shape: the series cut into (max_points − 2) / 2
     buckets of equal count, each kept as its minimum and maximum in time order (a queue's peaks and a KV pool's
-    dips survive, unlike every-k-th sampling); first and last points kept. Short series come back as they are."""
+    dips survive, unlike every-k-th sampling); first and last points kept on top (so the buckets leave room for
+    them: max_points / 2 buckets gave up to max_points + 2). Short series come back as they are."""
     x, y = np.asarray(x), np.asarray(y)
     n = len(x)
     if n <= max_points:
         return x, y
-    edges = np.linspace(0, n, max_points // 2 + 1).astype(int)
+    edges = np.linspace(0, n, max(max_points - 2, 0) // 2 + 1).astype(int)
     keep = {0, n - 1}
     for a, b in zip(edges[:-1], edges[1:]):
         if b > a:
