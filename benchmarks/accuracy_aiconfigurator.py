@@ -13,9 +13,10 @@ request per user discarded, the next two averaged). A stratum is one (engine, mo
 Printed: the fraction of rows the planner can predict (and why the rest cannot), then the median |error| of mean
 TTFT, mean TPOT and throughput overall and per engine, per model class (dense; MoE/MLA), per GPU and per model.
 scripts/fit_efficiency.py fits data/efficiency.yaml on up to 2 rows per (engine, model, GPU) of this file (seed 0:
-planner.accuracy.serving_traces.stratified_sample), so these figures are of groups the fit saw, on the whole
-simulator (the fit re-prices traces); the `fitted` column marks the rows it used, and the line "rows not fitted"
-scores the others. Leave-one-model/GPU/engine-out figures: benchmarks/accuracy_loo.py.
+planner.accuracy.serving_traces.stratified_sample) and each GPU family's two corrections on up to 6 (the same seeded
+draw, larger), so these figures are of groups the fit saw, on the whole simulator (the fit re-prices traces); the
+`fitted` column marks the rows either stage used, and the line "rows not fitted" scores the others.
+Leave-one-model/GPU/engine-out figures: benchmarks/accuracy_loo.py.
 
 --csv columns: those of validate's table (id, row, model, gpu, engine, metric, measured, predicted, error_pct, ...),
 then model_class, fitted, concurrency, isl, osl, measured_throughput_tok_s, predicted_throughput_tok_s (throughput:
@@ -43,7 +44,8 @@ HELD_OUT = {
     "model": "per model:",
     "fitted": "rows the fit used (True) and did not (False):",
 }
-FIT_PER_STRATUM, FIT_SEED = 2, 0  # scripts/fit_efficiency.py SERVING_PER_STRATUM and its seed
+# scripts/fit_efficiency.py SERVING_PER_STRATUM, FAMILY_PER_STRATUM and their seed
+FIT_PER_STRATUM, FAMILY_PER_STRATUM, FIT_SEED = 2, 6, 0
 
 
 def sample(points, per_stratum: int | None, seed: int):
@@ -101,7 +103,7 @@ def main(argv=None) -> None:
     by_row = {p.id: p for p in rows}
     df["model_class"] = [by_row[r].model_class or "unknown" for r in df["row"]]
     df["model"] = [by_row[r].preset or by_row[r].model for r in df["row"]]
-    fitted = {p.id for p in sample(points, FIT_PER_STRATUM, FIT_SEED)}
+    fitted = {p.id for k in (FIT_PER_STRATUM, FAMILY_PER_STRATUM) for p in sample(points, k, FIT_SEED)}
     df["fitted"] = [r in fitted for r in df["row"]]
     df["concurrency"] = [by_row[r].concurrency for r in df["row"]]
     df["isl"] = [by_row[r].isl for r in df["row"]]

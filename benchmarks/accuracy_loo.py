@@ -1,7 +1,8 @@
 """Out-of-sample accuracy on aiconfigurator's aggregated rows: leave one model, one GPU, one engine out, refit, predict.
 
     python -m benchmarks.accuracy_loo                  # refits with a reduced budget (--iters 250), prints the table
-    python -m benchmarks.accuracy_loo --serving-only --iters 80   # cheaper still (what the README table used)
+    python -m benchmarks.accuracy_loo --serving-only --iters 80   # cheaper still
+    python -m benchmarks.accuracy_loo --serving-only --families --iters 500 --per-stratum 6 --write  # the README's
     python -m benchmarks.accuracy_loo --write          # also writes data/accuracy_aiconfigurator.yaml
     python -m benchmarks.accuracy_loo --per-stratum 4  # rows per (engine, model, GPU) scored (default 4)
 
@@ -17,7 +18,9 @@ engine left with nothing gets the median of the others', as the script gives it)
                 closed loop's output tokens per second (N users, zero think time), from predicted and from measured
                 means alike (the rows give no throughput of their own)
   reduced fit   --iters Nelder-Mead iterations per pass (the script runs 500 for engines with serving rows), the
-                engines' shared constants only (no per-family corrections), and with --serving-only on the serving
+                engines' shared constants only (no per-family corrections; with --families the GPU-family
+                corrections too, on FAMILY_PER_STRATUM rows per stratum as the script fits them, a held-out GPU
+                predicted from its engine's default), and with --serving-only on the serving
                 rows alone (no published points: on 2 shared cores the published points' term is most of a fit's
                 cost); the printed in-sample line uses the same reduced fit, so the gap to it is the held-out cost
 
@@ -104,8 +107,17 @@ def _fit_engine(task: tuple) -> tuple:
     trs = [t for t in traces.get(engine, ()) if not (kind and group_of(t, kind) == group)]
     if not pts and not trs:
         return task, None
+    fams = _STATE["family_traces"]
+    ftrs = [t for t in fams.get(engine, ()) if not (kind and group_of(t, kind) == group)] if fams else None
     fitted, _ = fe.fit_all(
-        pts, resolved, key_of, iters=iters, verbose=False, traces={engine: trs} if trs else None, families=False
+        pts,
+        resolved,
+        key_of,
+        iters=iters,
+        verbose=False,
+        traces={engine: trs} if trs else None,
+        families=fams is not None,
+        family_traces={engine: ftrs} if fams else None,
     )
     return task, {k: v for k, v in fitted.items() if k.split("/")[0] == engine}
 
@@ -169,6 +181,11 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--serving-only", action="store_true", help="refit on the serving rows alone (no published points): cheaper"
     )
+    ap.add_argument(
+        "--families",
+        action="store_true",
+        help="also fit the GPU-family corrections (stage 2, on FAMILY_PER_STRATUM rows per stratum) as the script does",
+    )
     ap.add_argument("--write", action="store_true", help=f"write {OUT.relative_to(OUT.parents[1])}")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
@@ -179,7 +196,8 @@ def main(argv=None) -> int:
     print(
         f"traced {sum(map(len, fit_set.values()))} fit rows and {len(scored)} scored rows in {time.time() - t0:.0f} s"
     )
-    _STATE.update(traces=fit_set, serving_only=args.serving_only)
+    fam_set = fe.serving_traces(fe.FAMILY_PER_STRATUM) if args.families else None
+    _STATE.update(traces=fit_set, serving_only=args.serving_only, family_traces=fam_set)
     engines = sorted({t.point.engine for t in scored} | set(fit_set))
     groups = {kind: sorted({group_of(t, kind) for t in scored}) for kind in KINDS}
     t1 = time.time()
@@ -192,9 +210,14 @@ def main(argv=None) -> int:
             rows += predictions(held, profiles_for(done, engines, kind, g), f"{kind}:{g}")
     df = pd.DataFrame(rows)
     doc = table(df)
+    fits = (
+        f"family corrections on {fe.FAMILY_PER_STRATUM} rows per stratum"
+        if args.families
+        else "shared constants only (no family corrections)"
+    )
     doc["method"] = (
         f"benchmarks/accuracy_loo.py: scored rows up to {args.per_stratum} per (engine, model, GPU), seed 1; "
-        f"refits with {args.iters} Nelder-Mead iterations per pass, shared constants only (no family corrections)"
+        f"refits with {args.iters} Nelder-Mead iterations per pass, {fits}"
         f"{', on the serving rows alone (no published points)' if args.serving_only else ''} "
         f"({len(done)} engine fits, {args.jobs} workers); "
         f"re-priced traces (planner.accuracy.serving_traces); wall {time.time() - t0:.0f} s"

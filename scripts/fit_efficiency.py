@@ -13,7 +13,8 @@ Two stages, so that constants transfer across GPUs:
      predicted from its datasheet: minimise Σ log(predicted / measured)² plus a weak log-normal prior per constant
      (PRIORS; weight PRIOR_WEIGHT: one prior sd costs as much as one point 10% off). This is the engine's `default`.
   2. per (engine, GPU family) with points, two correction factors (bandwidth ceiling, compute ceilings) with a
-     tight prior at 1 (sd CORRECTION_SD): the family's own profile, "calibrated".
+     tight prior at 1 (sd CORRECTION_SD): the family's own profile, "calibrated". Its aiconfigurator rows are
+     a larger draw, FAMILY_PER_STRATUM per stratum.
 
 An engine without points (SGLang: its published points are all served at a request rate) gets the per-constant
 median of the user engines' defaults, status "estimated". Optimiser: Nelder-Mead in log space (numpy only),
@@ -87,6 +88,11 @@ PRIOR_WEIGHT = 0.01  # = (log 1.105)²: one prior sd ~ one point 10% off
 # log² near the measurement, growing only logarithmically for rows the model cannot reach (seconds of queueing
 # behind a KV pool it sizes differently), so a few such rows do not drag every constant.
 SERVING_PER_STRATUM = 2
+# a family's two corrections (stage 2) are fitted on FAMILY_PER_STRATUM rows per stratum of its GPUs (the same seeded
+# draw, larger): two constants per family, so more rows cost little and keep the correction off a few rows' noise
+# (stage 1 on 4 rows per stratum landed worse, TTFT 34.8% against 32.5% on all rows: its constants chase the extra
+# rows' queueing outliers)
+FAMILY_PER_STRATUM = 6
 # constants only closed-loop serving rows measure (TTFT outside the steps, the clients' waves)
 SERVING_ONLY = ("frontend_latency_s", "wave_fraction", "eager_kernel_s", "first_token_lag_steps")
 ROBUST_C = 0.5
@@ -271,9 +277,12 @@ def fit_all(
     verbose: bool = True,
     traces: dict | None = None,
     families: bool = True,
+    family_traces: dict | None = None,
 ) -> tuple[dict, object]:
     """{'engine/family' or 'engine/default': profile} and the in-sample predictions. `traces`: engine -> serving
-    traces (None: none; main() passes serving_traces()); families=False skips stage 2 (a cheaper refit)."""
+    traces (None: none; main() passes serving_traces()); families=False skips stage 2 (a cheaper refit);
+    `family_traces`: the rows stage 2 fits each family's corrections on (None: `traces`; main() passes
+    serving_traces(FAMILY_PER_STRATUM))."""
     if points is None:
         points, resolved, key_of = usable_points()
     traces = traces or {}
@@ -301,7 +310,7 @@ def fit_all(
         )
         for key in fams if families else ():
             fp = [p for p in pts if key_of[p.id] == key]
-            ft = tuple(t for t in trs if _family_of(t) == key)
+            ft = tuple(t for t in (family_traces or traces).get(engine, ()) if _family_of(t) == key)
             y = fit_family(base, fp, resolved, key_of, traces=ft)
             on = sorted(p.id for p in fp) + ([f"{len(ft)} aiconfigurator rows"] if ft else [])
             fitted[key] = corrected(
@@ -392,8 +401,9 @@ HEADER = """\
 #                                          its TTFT adds layers x kernels per layer x this
 #   frontend_latency_s                     once per request outside the engine's steps (HTTP, frontend, tokenising)
 #   wave_fraction                          share of benchmark clients' requests arriving in lockstep waves
-#   (eager_kernel_s, frontend_latency_s and wave_fraction are measured only by closed-loop serving rows; an engine
-#   without such rows records 0)
+#   first_token_lag_steps                  decode steps the output stream runs behind the GPU (TTFT and e2e)
+#   (eager_kernel_s, frontend_latency_s, wave_fraction and first_token_lag_steps are measured only by closed-loop
+#   serving rows; an engine without such rows records 0)
 # Ceilings are fractions of what each part reaches in microbenchmarks (gpus.yaml achieved_*), not of its datasheet.
 # status: calibrated (the family's own points), transferred (engine default, fitted on other families), estimated
 # (an engine with no points: median of the user engines). measured_families: families with any point.
@@ -408,7 +418,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=EFFICIENCY_PATH)
     args = ap.parse_args(argv)
     traces = serving_traces()
-    fitted, df = fit_all(traces=traces)
+    fitted, df = fit_all(traces=traces, family_traces=serving_traces(FAMILY_PER_STRATUM))
     points, resolved, _ = usable_points()
     served = {_family_of(t).split("/")[1] for v in traces.values() for t in v}
     fams = sorted({r.gpu.family for r in resolved.values()} | served)
