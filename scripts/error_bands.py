@@ -6,11 +6,11 @@
 
 Rows (every one a prediction the fit never saw):
   - serving at a client concurrency (aiconfigurator's silicon CSV through `validate`'s path), without the rows the
-    fit sampled (the `fitted` column; 2 per engine/model/GPU). The rest were not fitted, but their models, GPUs and
-    engines were, so these bands are in-distribution: leave-one-out errors (data/accuracy_aiconfigurator.yaml) are
-    wider for a model, GPU or engine the fit never saw. Metrics: mean TTFT and mean TPOT, and from them the mean
-    end-to-end latency TTFT + (OSL - 1) x TPOT and the throughput of the closed loop (N users x OSL / e2e, so its
-    ratio is the inverse of e2e's);
+    fit sampled (the `fitted` column: 2 per engine/model/GPU, 6 for the GPU-family corrections). The rest were not
+    fitted, but their models, GPUs and engines were, so these bands are in-distribution: leave-one-out errors
+    (data/accuracy_aiconfigurator.yaml) are wider for a model, GPU or engine the fit never saw. Metrics: mean TTFT
+    and mean TPOT, and from them the mean end-to-end latency TTFT + (OSL - 1) x TPOT and the throughput of the
+    closed loop (N users x OSL / e2e, so its ratio is the inverse of e2e's);
   - published points (static batch, single request; data/measurements/published_points*.csv) predicted by a fit
     that left their GPU family out (LOFO): group decode -> tpot, prefill -> ttft, throughput -> throughput or e2e
     (a rate in tokens/s enters as the inverse ratio of the time it measures);
@@ -55,7 +55,7 @@ def serving_rows(path: Path) -> pd.DataFrame:
     """(engine, model_class, generation, metric, ratio) from accuracy_aiconfigurator's --csv."""
     df = pd.read_csv(path, keep_default_na=False, na_values=[""])
     df = df[df["predicted"].notna() & (df["predicted"] > 0)]
-    if "fitted" in df:  # the rows scripts/fit_efficiency.py sampled (2 per engine/model/GPU) are in sample: left out
+    if "fitted" in df:  # the rows scripts/fit_efficiency.py sampled (either stage) are in sample: left out
         df = df[~df["fitted"].astype(str).str.lower().eq("true")]
     points = {p.id: p for p in read_aiconfigurator(AIC_CSV.read_text(encoding="utf-8"))}
     out = []
