@@ -34,6 +34,7 @@ import pandas as pd
 from planner.accuracy.serving_points import read_aiconfigurator, serving_table
 from planner.accuracy.serving_traces import stratified_sample
 from planner.core.paths import measurements_dir
+from scripts.fit_efficiency import FAMILY_PER_STRATUM, SERVING_PER_STRATUM
 
 CSV = measurements_dir() / "aiconfigurator" / "silicon_calibration.csv"
 # data/efficiency.yaml was fitted on a sample of these rows (the `fitted` column); the rest were never fitted
@@ -44,8 +45,7 @@ HELD_OUT = {
     "model": "per model:",
     "fitted": "rows the fit used (True) and did not (False):",
 }
-# scripts/fit_efficiency.py SERVING_PER_STRATUM, FAMILY_PER_STRATUM and their seed
-FIT_PER_STRATUM, FAMILY_PER_STRATUM, FIT_SEED = 2, 6, 0
+FIT_SEED = 0  # the seed scripts/fit_efficiency.py draws both stages' rows with (fit_traces' default)
 
 
 def sample(points, per_stratum: int | None, seed: int):
@@ -103,7 +103,7 @@ def main(argv=None) -> None:
     by_row = {p.id: p for p in rows}
     df["model_class"] = [by_row[r].model_class or "unknown" for r in df["row"]]
     df["model"] = [by_row[r].preset or by_row[r].model for r in df["row"]]
-    fitted = {p.id for k in (FIT_PER_STRATUM, FAMILY_PER_STRATUM) for p in sample(points, k, FIT_SEED)}
+    fitted = {p.id for k in (SERVING_PER_STRATUM, FAMILY_PER_STRATUM) for p in sample(points, k, FIT_SEED)}
     df["fitted"] = [r in fitted for r in df["row"]]
     df["concurrency"] = [by_row[r].concurrency for r in df["row"]]
     df["isl"] = [by_row[r].isl for r in df["row"]]
