@@ -35,6 +35,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
+from planner.accuracy.bench_protocol import protocol_of
 from planner.accuracy.names import resolve_model
 from planner.accuracy.serving_points import WEIGHTS
 from planner.capacity.disagg_benchmark import simulate_benchmark
@@ -113,11 +114,18 @@ def scenario(row) -> Scenario:
     return s.model_copy(update={"engine": ENGINES[row.backend]})
 
 
+def rounds(row) -> int:
+    """Rounds of C requests the row's client measured, the first a burst (planner.accuracy.bench_protocol)."""
+    return protocol_of(row._asdict()).rounds
+
+
 def predict(row, attention_dp: bool = False) -> tuple[float, float, float]:
     """(mean TTFT ms, mean TPOT ms, one prompt's prefill ms) under the analytic closed loop."""
     isl, osl = int(row.isl), int(row.osl)
     prefill, decode = pool(row, "prefill", attention_dp), pool(row, "decode", attention_dp)
-    loop = closed_loop(scenario(row), concurrency(row), prefill, decode, isl, osl, decode_batch(row))
+    loop = closed_loop(
+        scenario(row), concurrency(row), prefill, decode, isl, osl, decode_batch(row), burst_of=rounds(row)
+    )
     return loop.ttft_s * 1e3, loop.tpot_s * 1e3, loop.prefill_s * 1e3
 
 
@@ -126,7 +134,15 @@ def simulate(row) -> tuple[float, float]:
     isl, osl = int(row.isl), int(row.osl)
     batch = size(row.prefill_batch_size)
     run = simulate_benchmark(
-        scenario(row), concurrency(row), pool(row, "prefill"), pool(row, "decode"), isl, osl, decode_batch(row), batch
+        scenario(row),
+        concurrency(row),
+        pool(row, "prefill"),
+        pool(row, "decode"),
+        isl,
+        osl,
+        decode_batch(row),
+        batch,
+        burst_of=rounds(row),
     )
     return run.ttft_s * 1e3, run.tpot_s * 1e3
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from planner.accuracy import serving_points as sp
+from planner.accuracy.bench_protocol import INFERENCEMAX
 from planner.accuracy.bench_rules import ADP_BALANCE_TIMEOUT_ITERS, bench_settings, clients_per_rank
 from planner.core.paths import measurements_dir
 from planner.sim.config import ConstantStepCost
@@ -84,15 +85,21 @@ def _point(key: str) -> sp.ServingPoint:
     [
         # vLLM Qwen3-32B on 2 x H100: batch 8, ISL 1,024 -> max_num_tokens 8 + 1,024 + 1,500
         ("qwen3_32b_h100_sxm_vllm_agg_1024x1024_c8_tp2_epnone_31", "vllm", 8, 2532, True, {}),
-        # SGLang DeepSeek-R1 on 8 x H200, 4 clients, ISL 8,192: the chunk stays 8,192; max_prefill_tokens 9,692
+        # SGLang DeepSeek-V3 on 8 x H200 (aiperf, aiconfigurator's rules), 4 clients, ISL 1,024: the chunk stays
+        # 8,192; max_prefill_tokens 1,024 + 1,500
+        ("dsr1_h200_sglang_fp8_agg_1024x1024_c4_cfg81", "sglang", 4, 8192, True, {"max_prefill_tokens": 2524}),
+        # the same on InferenceMAX's file: its script's --chunked-prefill-size / --max-prefill-tokens 32,768, halved
+        # to 16,384 because 32,768 leaves the planner's memory plan no KV pool (bench_rules)
         (
             "deepseek_r1_h200_sxm_sglang_fp8_agg_8192x1024_c4_tp8_ep1_83",
             "sglang",
             4,
-            8192,
+            16384,
             True,
-            {"max_prefill_tokens": 9692},
+            {"max_prefill_tokens": 16384},
         ),
+        # vLLM gpt-oss-120b on InferenceMAX's file: max-num-batched-tokens 8,192 whatever the prompt
+        ("gpt_oss_120b_h200_sxm_vllm_fp4_agg_8192x1024_c64_tp2_ep1_403", "vllm", 64, 8192, True, {}),
         # TensorRT-LLM DeepSeek-R1 NVFP4, 8 x B200 DP 8, 64 clients: 8 per rank, InferenceX's (64 + 1024 + 127)
         # // 64 × 64 = 1,152 tokens, balance hold 60 iterations
         (
@@ -113,7 +120,7 @@ def test_rows_run_with_their_benchmarks_launch(key, engine, seqs, budget, chunke
     cfg = s.scheduler_fields()
     assert cfg.get("enable_chunked_prefill", True) is chunked
     assert {k: cfg[k] for k in extra} == extra
-    assert s == bench_settings(r, p.clients_per_rank, p.isl)
+    assert s == bench_settings(r, p.clients_per_rank, p.isl, inferencemax=p.protocol is INFERENCEMAX)
 
 
 def test_attention_dp_rows_simulate_one_rank_of_the_runs_clients():

@@ -49,3 +49,13 @@ def test_decode_ranks_hold_no_more_than_their_kv_pool():
     assert 1 <= kv_seqs < 32
     run = simulate_benchmark(tight, 32, PoolLayout(4, 1), PoolLayout(1, 1), 7000, 1000, 256)
     assert run.decode_limit == kv_seqs and run.decode_wait_s > 0
+
+
+def test_the_burst_round_counts_one_in_r_by_hand():
+    # 4 clients on one prefill rank, light decode load: started together, the first round's prompts wait 0, 1, 2
+    # and 3 prefills (1.5 t_p on average) before their own; R = 20 measured rounds weigh that round 1/20
+    args = (S, 4, PoolLayout(1, 1), PoolLayout(1, 1), 2000, 101, 8)
+    steady, burst = simulate_benchmark(*args), simulate_benchmark(*args, burst_of=20)
+    one_round = simulate_benchmark(*args, burst_of=1)  # only the burst round
+    assert one_round.ttft_s - steady.ttft_s == pytest.approx(1.5 * steady.prefill_s, rel=0.1)
+    assert burst.ttft_s == pytest.approx((one_round.ttft_s + 19 * steady.ttft_s) / 20, rel=1e-9)

@@ -36,3 +36,18 @@ def test_more_decode_ranks_lower_tpot_at_the_same_concurrency():
     one = closed_loop(S, 256, PoolLayout(2, 1), PoolLayout(1, 1), 500, 500, 256)
     four = closed_loop(S, 256, PoolLayout(2, 1), PoolLayout(4, 1), 500, 500, 256)
     assert four.tpot_s < one.tpot_s and four.decode_batch_per_rank < one.decode_batch_per_rank
+
+
+def test_a_burst_round_adds_the_queued_prefills_by_hand():
+    # 8 clients on 2 prefill ranks at light load: the measured rounds start with all 8 together, 4 per rank, which
+    # wait 0, 1, 2 and 3 prefills: (4 − 1) / 2 = 1.5 t_p on average; that round counts 1/10 of the mean, so
+    # TTFT = steady + 1.5 t_p / 10 (less the little the steady state already waits); TPOT unchanged
+    steady = closed_loop(S, 8, PoolLayout(2, 1), PoolLayout(1, 1), 1000, 200, 256)
+    burst = closed_loop(S, 8, PoolLayout(2, 1), PoolLayout(1, 1), 1000, 200, 256, burst_of=10)
+    assert burst.tpot_s == steady.tpot_s
+    extra = burst.ttft_s - steady.ttft_s
+    assert 0 < extra <= 1.5 * steady.prefill_s / 10 + 1e-12
+    assert extra == pytest.approx(1.5 * steady.prefill_s / 10, rel=0.2)
+    # one client has nothing to queue behind
+    one = closed_loop(S, 1, PoolLayout(1, 1), PoolLayout(1, 1), 1000, 200, 256)
+    assert closed_loop(S, 1, PoolLayout(1, 1), PoolLayout(1, 1), 1000, 200, 256, burst_of=10).ttft_s == one.ttft_s

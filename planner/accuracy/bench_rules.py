@@ -24,6 +24,8 @@ described by these settings: the row's note names the rule used.
 from __future__ import annotations
 
 from planner.core.scenario import Resolved
+from planner.memory.plan import plan_memory
+from planner.sim.serving import run_by
 from planner.sim.settings import ServerSettings
 
 # TensorRT-LLM DeepSeek-R1 with attention DP: these rows' grid (8 GPUs, DP 8 + EP 8, c4-c256, 1k/1k, 1k/8k, 8k/1k) is
@@ -34,6 +36,22 @@ from planner.sim.settings import ServerSettings
 ADP_BALANCE_TIMEOUT_ITERS = 60
 ADP_BALANCE_MODELS = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3")
 PREFILL_HEADROOM = 1500  # tokens the rules add to ISL (`SlaConfig.isl + 1500`)
+# InferenceMAX's own launches for the rows it measured (planner.accuracy.bench_protocol: files 2026-03-25/04-06):
+# vLLM `max-num-batched-tokens: 8192`, `max-num-seqs $CONC` (SemiAnalysisAI/InferenceX@e06929c7 benchmarks/
+# gptoss_fp4_h200_slurm.sh, gptoss_fp4_h100_slurm.sh; 70b_fp8_h200_slurm.sh before its removal); SGLang
+# `--chunked-prefill-size 32768 --max-prefill-tokens 32768` for DeepSeek-R1 FP8 (dsr1_fp8_h200_slurm.sh,
+# dsr1_fp8_b200_docker.sh) and 16,384 for Qwen3.5 (InferenceX@843c6254 benchmarks/single_node/fixed_seq_len/
+# qwen3.5_fp8_h200.sh, qwen3.5_fp8_b200.sh) and DeepSeek-R1 FP4 (a variable there: assumed 16,384); TensorRT-LLM
+# `max_num_tokens` 16,384 for Llama-70B (70b_fp8_h200_trt_slurm.sh) and 20,000 for gpt-oss
+# (gptoss_fp4_h200_trt_slurm.sh), chunked prefill left off
+INFERENCEMAX_VLLM_TOKENS = 8192
+INFERENCEMAX_SGLANG_TOKENS = {("deepseek-ai/DeepSeek-R1", "fp8"): 32768, ("deepseek-ai/DeepSeek-V3", "fp8"): 32768}
+INFERENCEMAX_SGLANG_DEFAULT = 16384
+INFERENCEMAX_TRT_TOKENS = {"openai/gpt-oss-120b": 20000}
+INFERENCEMAX_TRT_DEFAULT = 16384
+INFERENCEMAX_RULES = (
+    "InferenceMAX launch scripts (vLLM 8,192 tokens a step; SGLang 16,384-32,768; TRT-LLM 16,384-20,000)"
+)
 RULES = "aiconfigurator benchmark rules (max_num_tokens / max_prefill_tokens = ISL + 1500, max_batch_size = batch)"
 
 
@@ -47,9 +65,9 @@ def balanced_adp(engine: str, dp: int, model: str) -> bool:
     return engine == "tensorrt-llm" and dp > 1 and model in ADP_BALANCE_MODELS
 
 
-def bench_settings(r: Resolved, batch: int, isl: int, seed: int = 0) -> ServerSettings:
+def bench_settings(r: Resolved, batch: int, isl: int, seed: int = 0, inferencemax: bool = False) -> ServerSettings:
     """The replica's ServerSettings as aiconfigurator's benchmark rules launch engine `r.engine` for one DP rank with
-    `batch` running requests at input length `isl` (module note)."""
+    `batch` running requests at input length `isl` (module note); `inferencemax`: as InferenceMAX's scripts do."""
     budget = batch + isl + PREFILL_HEADROOM
     engine = r.engine.id
     # InferenceX's launch (ADP_BALANCE_MODELS note): C = all ranks' clients
@@ -65,6 +83,8 @@ def bench_settings(r: Resolved, batch: int, isl: int, seed: int = 0) -> ServerSe
                 ("adp_balance_timeout_iters", ADP_BALANCE_TIMEOUT_ITERS),
             ),
         )
+    if inferencemax:
+        return _inferencemax_settings(r, batch, seed)
     if engine == "sglang":  # the chunk size stays the engine's default; max_prefill_tokens limits later prompts
         return ServerSettings.of(
             r,
@@ -73,13 +93,48 @@ def bench_settings(r: Resolved, batch: int, isl: int, seed: int = 0) -> ServerSe
             scheduler_overrides=(("max_prefill_tokens", isl + PREFILL_HEADROOM),),
         )
     if engine == "tensorrt-llm":  # enable_chunked_prefill false: a prompt must fit one step whole
-        return ServerSettings.of(
-            r,
-            seed=seed,
-            max_num_seqs=batch,
-            max_num_batched_tokens=budget,
-            scheduler_overrides=(("enable_chunked_prefill", False),),
-        )
+        return _whole_prompts(r, batch, budget, seed)
     if engine == "vllm":
         return ServerSettings.of(r, seed=seed, max_num_seqs=batch, max_num_batched_tokens=budget)
     return ServerSettings.of(r, seed=seed)
+
+
+def _inferencemax_settings(r: Resolved, batch: int, seed: int) -> ServerSettings:
+    """InferenceMAX's launch of engine `r.engine` (INFERENCEMAX_* note) with `batch` clients on the replica."""
+    engine, model = r.engine.id, r.model.name
+    if engine == "sglang":
+        tokens = INFERENCEMAX_SGLANG_TOKENS.get((model, r.deployment.weights), INFERENCEMAX_SGLANG_DEFAULT)
+        # the planner's activation reserve for a 32k chunk leaves DeepSeek-R1 FP8 on 8 x H200 no KV pool (the
+        # engine ran it at --mem-fraction-static 0.82): halve the chunk until a pool is left
+        while (
+            tokens > INFERENCEMAX_VLLM_TOKENS
+            and plan_memory(run_by(r, _sglang(r, batch, tokens, seed))).num_gpu_blocks <= 0
+        ):
+            tokens //= 2
+        return _sglang(r, batch, tokens, seed)
+    if engine == "tensorrt-llm":
+        return _whole_prompts(r, batch, INFERENCEMAX_TRT_TOKENS.get(model, INFERENCEMAX_TRT_DEFAULT), seed)
+    if engine == "vllm":
+        return ServerSettings.of(r, seed=seed, max_num_seqs=batch, max_num_batched_tokens=INFERENCEMAX_VLLM_TOKENS)
+    return ServerSettings.of(r, seed=seed)
+
+
+def _sglang(r: Resolved, batch: int, tokens: int, seed: int) -> ServerSettings:
+    return ServerSettings.of(
+        r,
+        seed=seed,
+        max_num_seqs=batch,
+        max_num_batched_tokens=tokens,
+        scheduler_overrides=(("max_prefill_tokens", tokens),),
+    )
+
+
+def _whole_prompts(r: Resolved, batch: int, tokens: int, seed: int) -> ServerSettings:
+    """TensorRT-LLM without chunked prefill: `tokens` a step, a prompt must fit one step whole."""
+    return ServerSettings.of(
+        r,
+        seed=seed,
+        max_num_seqs=batch,
+        max_num_batched_tokens=tokens,
+        scheduler_overrides=(("enable_chunked_prefill", False),),
+    )

@@ -28,6 +28,10 @@ over the 20N measured requests, after 2N warm-up requests.
   square (tp_size 64 or attention_dp_size 64 with moe_tp_size 8 × moe_ep_size 8 on one 8-GPU node): there the id
   wins (8 GPUs; DP attention when attention_dp_size > 1, TP otherwise; experts by EP when ep = tp; the clients are
   the id's `_cN_`), said in a note;
+- the client that measured the row (planner.accuracy.bench_protocol): aiperf as above, or, for the rows of
+  InferenceMAX's files, vLLM's benchmark_serving (10N prompts, lengths uniform in [0.8, 1] x ISL / OSL) with
+  InferenceMAX's own launch (bench_rules); either way the measured requests start as a burst of N on an idle server,
+  and that round counts 1/R of the mean;
 - a disaggregated row (mode disagg) is reported, not predicted (its layout has prefill and decode pools the
   validate path does not evaluate yet).
 """
@@ -43,8 +47,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from planner.accuracy.bench_protocol import INFERENCEMAX, BenchProtocol, protocol_of
 from planner.accuracy.bench_rules import (
     ADP_BALANCE_TIMEOUT_ITERS,
+    INFERENCEMAX_RULES,
     RULES,
     balanced_adp,
     bench_settings,
@@ -97,6 +103,7 @@ class ServingPoint:
     notes: tuple[str, ...] = ()
     request_rate: float | None = None  # arrivals per second (open loop); None = `concurrency` closed-loop users
     bench_rules: bool = False  # launched as aiconfigurator's benchmark rules set engines (planner.accuracy.bench_rules)
+    protocol: BenchProtocol | None = None  # how the client measured it (bench_protocol); None: steady state only
 
     @property
     def clients_per_rank(self) -> int:
@@ -113,7 +120,7 @@ class ServingPoint:
     def settings(self, r: Resolved, seed: int = 0) -> ServerSettings:
         """How the run launched its engine: aiconfigurator's benchmark rules for its rows, else the scenario's own."""
         if self.bench_rules and not self.request_rate:
-            return bench_settings(r, self.clients_per_rank, self.isl, seed)
+            return bench_settings(r, self.clients_per_rank, self.isl, seed, self.protocol is INFERENCEMAX)
         return ServerSettings.of(r, seed=seed)
 
     @property
@@ -180,10 +187,14 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
         tpot_ms=_positive(row.get("silicon_tpot_ms"), f"{where}, column silicon_tpot_ms"),
         notes=tuple(notes),
         bench_rules=True,
+        protocol=protocol_of(row),
     )
     if dp > 1:
         notes.append(f"one of {dp} attention-DP ranks simulated, {point.clients_per_rank} clients")
-    notes.append(f"launched per {RULES}")
+    if point.protocol is INFERENCEMAX:
+        notes.append(f"assumed measured by {INFERENCEMAX.name} and launched per {INFERENCEMAX_RULES}")
+    else:
+        notes.append(f"launched per {RULES}")
     if balanced_adp(point.engine, dp, point.preset):
         notes.append(
             f"assumed InferenceX's launch: attention-DP balance timeout_iters {ADP_BALANCE_TIMEOUT_ITERS}, "
@@ -232,32 +243,50 @@ class ServingPrediction:
     ttft_ms: float
     tpot_ms: float
     num_requests: int
+    burst_ttft_ms: float = float("nan")  # the first round's means (the warm-up round of the run simulated)
+    burst_tpot_ms: float = float("nan")
 
 
 def predict(p: ServingPoint, seed: int = 0) -> ServingPrediction:
     """Mean TTFT and TPOT of the measured requests of N benchmark clients (`simulate --users N --think-time 0`:
-    planner.sim.serving.benchmark_clients): WARMUP_ROUNDS requests per user discarded, the next MEASURED_ROUNDS
-    averaged. The engine profile's wave_fraction φ of the requests arrive in waves: the means are (1 − φ) × those of
-    clients spread out + φ × those of clients in lockstep (both simulated when φ > 0)."""
+    planner.sim.serving.benchmark_clients). Steady state: WARMUP_ROUNDS requests per user discarded, the next
+    MEASURED_ROUNDS averaged; the engine profile's wave_fraction φ of them arrive in waves, so the steady means are
+    (1 − φ) × those of clients spread out + φ × those of clients in lockstep. A row whose client is known
+    (p.protocol, planner.accuracy.bench_protocol) measured R rounds of N starting with a burst of N on an idle
+    server: its means are (burst round + (R − 1) × steady) / R, the burst round being the first round of the
+    lockstep simulation."""
     r = resolved(p)
     if p.request_rate:
         return _predict(r, p, seed, wave=False)
     phi = PerfModel(r).eff.wave_fraction
     spread = _predict(r, p, seed, wave=False)
-    if phi <= 0:
+    if phi <= 0 and p.protocol is None:
         return spread
     wave = _predict(r, p, seed, wave=True)
     mix = lambda a, b: (1 - phi) * a + phi * b  # noqa: E731
-    return ServingPrediction(mix(spread.ttft_ms, wave.ttft_ms), mix(spread.tpot_ms, wave.tpot_ms), spread.num_requests)
+    ttft, tpot = mix(spread.ttft_ms, wave.ttft_ms), mix(spread.tpot_ms, wave.tpot_ms)
+    if p.protocol is not None:
+        share = 1.0 / max(1, p.protocol.rounds)
+        ttft = share * wave.burst_ttft_ms + (1 - share) * ttft
+        tpot = share * wave.burst_tpot_ms + (1 - share) * tpot
+    return ServingPrediction(ttft, tpot, spread.num_requests)
+
+
+def length_specs(p: ServingPoint) -> tuple[str, str]:
+    """(prompt, output) length distributions of the row's requests: its client's (fixed when unknown)."""
+    if p.protocol is None:
+        return f"fixed:{p.isl}", f"fixed:{p.osl}"
+    return p.protocol.length_spec(p.isl), p.protocol.length_spec(p.osl)
 
 
 def _predict(r: Resolved, p: ServingPoint, seed: int, wave: bool) -> ServingPrediction:
+    prompt, output = length_specs(p)
     if p.request_rate:  # a client sending at a rate: Poisson arrivals (vllm bench serve --request-rate default)
         n, warmup = OPEN_LOOP_REQUESTS, 0
-        wl = open_loop(n, p.request_rate, f"fixed:{p.isl}", f"fixed:{p.osl}", "poisson", 1.0, seed=seed)
+        wl = open_loop(n, p.request_rate, prompt, output, "poisson", 1.0, seed=seed)
     else:
         users, n, warmup = p.rounds
-        wl = benchmark_clients(r, users, n, f"fixed:{p.isl}", f"fixed:{p.osl}", seed, wave=wave)
+        wl = benchmark_clients(r, users, n, prompt, output, seed, wave=wave)
     res = run_serving(Replica(r, p.settings(r, seed)), wl)
     lat = latencies(res)
     done = np.flatnonzero(res.requests.finished)
@@ -265,7 +294,10 @@ def _predict(r: Resolved, p: ServingPoint, seed: int, wave: bool) -> ServingPred
     if not keep.any():
         raise InputError("concurrency", "no measured request finished in the simulation")
     ttft, tpot = lat["ttft_s"][keep], lat["tpot_s"][keep]
-    return ServingPrediction(1e3 * float(np.nanmean(ttft)), 1e3 * float(np.nanmean(tpot)), n)
+    first = ~keep  # the first round: in the lockstep run, the burst of N on an idle server
+    burst_ttft = 1e3 * float(np.nanmean(lat["ttft_s"][first])) if first.any() else np.nan
+    burst_tpot = 1e3 * float(np.nanmean(lat["tpot_s"][first])) if first.any() else np.nan
+    return ServingPrediction(1e3 * float(np.nanmean(ttft)), 1e3 * float(np.nanmean(tpot)), n, burst_ttft, burst_tpot)
 
 
 def _concurrency(row: dict) -> int:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.accuracy.serving_points import ServingPoint, resolved
+from planner.accuracy.serving_points import ServingPoint, length_specs, resolved
 from planner.core.errors import InputError
 from planner.latency.efficiency import EfficiencyProfile
 from planner.latency.perf_model import PerfModel
@@ -76,20 +76,35 @@ class Steps:
 @dataclass(frozen=True)
 class ServingTrace:
     """One point's two simulations, clients spread out and in lockstep waves; `pm` is its PerfModel (geometry
-    computed once). The profile's wave_fraction φ mixes them as serving_points.predict does."""
+    computed once). The profile's wave_fraction φ mixes them as serving_points.predict does; `burst` holds the
+    lockstep run's first round (the burst of N on an idle server), weighed 1/R for a row whose client measured R
+    rounds (point.protocol; None: steady state only)."""
 
     point: ServingPoint
     pm: PerfModel
     spread: Steps
     wave: Steps
+    burst: Steps | None = None
+
+    @property
+    def burst_share(self) -> float:
+        proto = self.point.protocol
+        return 1.0 / max(1, proto.rounds) if proto is not None and self.burst is not None else 0.0
+
+    def _means(self, spread: float, wave: float, burst: float, phi: float) -> float:
+        steady = self.mixed(spread, wave, phi)
+        share = self.burst_share
+        return share * burst + (1 - share) * steady if share else steady
 
     @property
     def simulated_ttft_s(self) -> float:
-        return self.mixed(self.spread.simulated_ttft_s, self.wave.simulated_ttft_s, self.pm.eff.wave_fraction)
+        b = self.burst.simulated_ttft_s if self.burst is not None else 0.0
+        return self._means(self.spread.simulated_ttft_s, self.wave.simulated_ttft_s, b, self.pm.eff.wave_fraction)
 
     @property
     def simulated_tpot_s(self) -> float:
-        return self.mixed(self.spread.simulated_tpot_s, self.wave.simulated_tpot_s, self.pm.eff.wave_fraction)
+        b = self.burst.simulated_tpot_s if self.burst is not None else 0.0
+        return self._means(self.spread.simulated_tpot_s, self.wave.simulated_tpot_s, b, self.pm.eff.wave_fraction)
 
     @staticmethod
     def mixed(a: float, b: float, phi: float) -> float:
@@ -98,19 +113,21 @@ class ServingTrace:
     def predict(self, profile: EfficiencyProfile | None = None) -> tuple[float, float]:
         """(mean TTFT, mean TPOT) in seconds under `profile` (None: the traced one)."""
         pm = self.pm if profile is None else self.pm.with_profile(profile)
-        a, b = self.spread, self.wave
+        parts = [x for x in (self.spread, self.wave, self.burst) if x is not None]
+        cat = lambda name: np.concatenate([getattr(x, name) for x in parts])  # noqa: E731
         t = (
-            pm.total_s(
-                np.concatenate([a.new_tokens, b.new_tokens]),
-                np.concatenate([a.num_seqs, b.num_seqs]),
-                np.concatenate([a.kv_read, b.kv_read]),
-                np.concatenate([a.pairs, b.pairs]),
-            )
-            + np.concatenate([a.starting, b.starting]) * pm.request_overhead_s
+            pm.total_s(cat("new_tokens"), cat("num_seqs"), cat("kv_read"), cat("pairs"))
+            + cat("starting") * pm.request_overhead_s
         )
-        k, phi = len(a.new_tokens), pm.eff.wave_fraction
-        ttft = self.mixed(float(a.w_ttft @ t[:k]), float(b.w_ttft @ t[k:]), phi)
-        tpot = self.mixed(float(a.w_tpot @ t[:k]), float(b.w_tpot @ t[k:]), phi)
+        means, k = [], 0
+        for x in parts:
+            seg = t[k : k + len(x.new_tokens)]
+            means.append((float(x.w_ttft @ seg), float(x.w_tpot @ seg)))
+            k += len(x.new_tokens)
+        b = means[2] if len(means) > 2 else (0.0, 0.0)
+        phi = pm.eff.wave_fraction
+        ttft = self._means(means[0][0], means[1][0], b[0], phi)
+        tpot = self._means(means[0][1], means[1][1], b[1], phi)
         return pm.request_path_s + ttft + pm.eff.first_token_lag_steps * tpot, tpot
 
 
@@ -122,15 +139,21 @@ def trace(p: ServingPoint, profile: EfficiencyProfile | None = None, seed: int =
     pm = PerfModel(r, profile=profile)
     if p.request_rate:
         raise InputError("points", "only closed-loop points (a client concurrency) are traced")
-    return ServingTrace(p, pm, _steps(p, r, pm, seed, wave=False), _steps(p, r, pm, seed, wave=True))
+    spread, _ = _steps(p, r, pm, seed, wave=False)
+    wave, burst = _steps(p, r, pm, seed, wave=True)
+    return ServingTrace(p, pm, spread, wave, burst if p.protocol is not None else None)
 
 
-def _steps(p: ServingPoint, r, pm: PerfModel, seed: int, wave: bool) -> Steps:
+def _steps(p: ServingPoint, r, pm: PerfModel, seed: int, wave: bool) -> tuple[Steps, Steps]:
+    """The run's steps weighed by its measured rounds, and by its first (warm-up) round."""
     users, n, warmup = p.rounds
     # the clients' timing under the profile being traced (benchmark_clients reads data/efficiency.yaml's)
-    spread = 0.0 if wave else _drift(pm, users, float(p.isl), float(p.osl))
+    prompt, output = length_specs(p)
+    first_wl = closed_loop(users, n, 0.0, prompt, output, "fixed", seed)
+    mean_in, mean_out = float(first_wl.prompt_tokens.mean()), float(first_wl.output_tokens.mean())
+    spread = 0.0 if wave else _drift(pm, users, mean_in, mean_out)
     turn = CLIENT_TURNAROUND_S + pm.request_path_s
-    wl = closed_loop(users, n, turn, f"fixed:{p.isl}", f"fixed:{p.osl}", "fixed", seed, spread)
+    wl = closed_loop(users, n, turn, prompt, output, "fixed", seed, spread)
     rep = Replica(r, p.settings(r, seed))
     cost = RecordingCost(pm)
     rep.__dict__["step_cost"] = cost  # the replica's cached step cost, replaced before first use
@@ -147,13 +170,18 @@ def _steps(p: ServingPoint, r, pm: PerfModel, seed: int, wave: bool) -> Steps:
     keep = done[done >= warmup]
     if not len(keep):
         raise InputError("concurrency", "no measured request finished in the simulation")
-    a, f, e = req.arrival_s[keep], req.first_token_s[keep], req.finish_s[keep]
-    out_steps = np.maximum(req.output_tokens[keep] - 1, 1).astype(float)
-    w_ttft = _window_weights(t0, dt, a, f, np.ones(len(keep))) / len(keep)
-    w_tpot = _window_weights(t0, dt, f, e, 1.0 / out_steps) / len(keep)
-    sim_tpot = float(np.mean((e - f) / out_steps))
-    sim_ttft = float(np.mean(f - a)) + res.config.frontend_latency_s + res.config.first_token_lag_steps * sim_tpot
-    return _merged(rows[:, :4], starting, w_ttft, w_tpot, sim_ttft, sim_tpot)
+    out = []
+    for sel in (keep, done[done < warmup]):
+        if not len(sel):
+            sel = keep
+        a, f, e = req.arrival_s[sel], req.first_token_s[sel], req.finish_s[sel]
+        out_steps = np.maximum(req.output_tokens[sel] - 1, 1).astype(float)
+        w_ttft = _window_weights(t0, dt, a, f, np.ones(len(sel))) / len(sel)
+        w_tpot = _window_weights(t0, dt, f, e, 1.0 / out_steps) / len(sel)
+        sim_tpot = float(np.mean((e - f) / out_steps))
+        sim_ttft = float(np.mean(f - a)) + res.config.frontend_latency_s + res.config.first_token_lag_steps * sim_tpot
+        out.append(_merged(rows[:, :4], starting, w_ttft, w_tpot, sim_ttft, sim_tpot))
+    return out[0], out[1]
 
 
 def _drift(pm: PerfModel, users: int, prompt: float, output: float) -> float:

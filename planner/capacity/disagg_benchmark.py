@@ -102,8 +102,12 @@ def simulate_benchmark(
     handoff_fixed_s: float = HANDOFF_FIXED_S,
     warmup_rounds: int = WARMUP_ROUNDS,
     measured_rounds: int = MEASURED_ROUNDS,
+    burst_of: int = 0,
 ) -> BenchmarkRun:
-    """Mean TTFT and TPOT of `concurrency` benchmark clients on the layout (module note)."""
+    """Mean TTFT and TPOT of `concurrency` benchmark clients on the layout (module note). `burst_of` R > 0: the
+    benchmark measured R rounds starting with a burst of C on an idle server (aiperf after its drained warm-up,
+    InferenceMAX's benchmark_serving: planner.accuracy.bench_protocol), so the first simulated round (the clients
+    started together) counts 1/R of the TTFT and TPOT means and the steady rounds (R − 1)/R."""
     rp, rd = instance(s, prefill, "prefill"), instance(s, decode, "decode")
     pm_p, pm_d = PerfModel(rp), PerfModel(rd)
     base = kv_link(rp, "nic")
@@ -192,14 +196,22 @@ def simulate_benchmark(
             client, rnd = int(reqs[i][0]), int(reqs[i][1])
             if rnd + 1 < rounds:
                 send(client, rnd + 1, t + CLIENT_TURNAROUND_S + path_s)
+    lag = pm_d.eff.first_token_lag_steps
+
+    def means(rows: np.ndarray) -> tuple[float, float]:
+        tp = (rows[:, 7] - rows[:, 6]) / max(output_tokens - 1, 1)
+        return float((rows[:, 6] - rows[:, 2] + path_s + lag * tp).mean()), float(tp.mean())
+
     arr = np.array([r for r in reqs if r[1] >= warmup_rounds])
-    tpot = (arr[:, 7] - arr[:, 6]) / max(output_tokens - 1, 1)
-    ttft = arr[:, 6] - arr[:, 2] + path_s + pm_d.eff.first_token_lag_steps * tpot
+    ttft_s, tpot_s = means(arr)
+    if burst_of > 0:
+        first = means(np.array([r for r in reqs if r[1] == 0]))
+        ttft_s, tpot_s = ((first[k] + (burst_of - 1) * v) / burst_of for k, v in enumerate((ttft_s, tpot_s)))
     span = arr[:, 7].max() - arr[:, 7].min()  # between the first and the last measured reply
     return BenchmarkRun(
         concurrency=concurrency,
-        ttft_s=float(ttft.mean()),
-        tpot_s=float(tpot.mean()),
+        ttft_s=ttft_s,
+        tpot_s=tpot_s,
         rate_per_s=(len(arr) - 1) / span if span > 0 else 0.0,
         prefill_s=prefill_t[1],
         kv_transfer_s=transfer_s,

@@ -15,6 +15,10 @@ The loop's rate is the λ in (0, capacity) solving λ (TTFT + (O − 1) TPOT) = 
     at 90% or more of its capacity. When even the capacity
     min(X × DP / t_p, Y × DP × B / ((O − 1) TPOT(B))) leaves clients waiting, the rate is that capacity and the
     waiting shows in TTFT: TTFT = C / λ − (O − 1) TPOT (the queue sits before the first token).
+A benchmark that measured R rounds starting with a burst of C on an idle server (`burst_of` R: aiperf after its
+    drained warm-up, InferenceMAX's benchmark_serving; planner.accuracy.bench_protocol) adds its first round: there
+    every rank's C / (X × DP) prompts arrive together and wait (C / (X × DP) − 1) / 2 × t_p on average, so
+    TTFT = (TTFT_burst + (R − 1) × TTFT) / R with TTFT_burst the steady TTFT with that wait (if longer).
 Left out: prefill batching of several prompts per forward (it raises prefill capacity for short prompts), chunked
 transfer overlap, and the tails (the silicon figures are means).
 """
@@ -59,8 +63,10 @@ def closed_loop(
     decode_batch: int,
     transfer: str = "nixl",
     handoff_fixed_s: float = HANDOFF_FIXED_S,
+    burst_of: int = 0,
 ) -> ClosedLoop:
-    """Mean TTFT and TPOT of the layout with `concurrency` clients (module note)."""
+    """Mean TTFT and TPOT of the layout with `concurrency` clients (module note; `burst_of`: R measured rounds
+    starting with a burst, 0 = the steady state only)."""
     rp, rd = instance(s, prefill, "prefill"), instance(s, decode, "decode")
     pm_p, pm_d = PerfModel(rp), PerfModel(rd)
     decode_batch = max(1, min(decode_batch, decode_kv_limit(rd, input_tokens, output_tokens)))  # KV pool
@@ -78,11 +84,18 @@ def closed_loop(
             n = min(max(rate * steps * decode_step_s(pm_d, n, context) / ranks_d, 1.0), decode_batch)
         return decode_step_s(pm_d, n, context), n
 
+    burst_wait = max(concurrency / ranks_p - 1, 0.0) / 2 * t_p  # the first round's prompts queued together
+
     def ttft_at(rate: float, tpot: float) -> float:
         rho = rate * t_p / ranks_p
         wait = rho * t_p / (2 * (1 - rho)) if rho < 1 else math.inf
         wait = min(wait, concurrency * t_p / ranks_p)
         return pm_p.request_path_s + wait + t_p + transfer_s + handoff_fixed_s + first_steps * tpot
+
+    def with_burst(ttft: float, steady_wait: float) -> float:
+        if burst_of <= 0:
+            return ttft
+        return (ttft + max(burst_wait - steady_wait, 0.0) + (burst_of - 1) * ttft) / burst_of
 
     cap_p = ranks_p / t_p
     cap_d = ranks_d * decode_batch / (steps * decode_step_s(pm_d, decode_batch, context))
@@ -92,6 +105,7 @@ def closed_loop(
     if hi * (ttft_at(hi, tp_hi) + steps * tp_hi) < concurrency:  # saturated: the queue sits before the first token
         tpot, n = tpot_at(cap)
         ttft = max(concurrency / cap - steps * tpot, ttft_at(0.0, tpot))
+        ttft = with_burst(ttft, ttft - ttft_at(0.0, tpot))
         handoff = handoff_fixed_s + first_steps * tpot
         return ClosedLoop(concurrency, cap, ttft, tpot, t_p, transfer_s, handoff, n,
                           "prefill" if cap_p <= cap_d else "decode")  # fmt: skip
@@ -101,6 +115,7 @@ def closed_loop(
         lo, hi = (mid, hi) if mid * (ttft_at(mid, tp_mid) + steps * tp_mid) < concurrency else (lo, mid)
     tpot, n = tpot_at(lo)
     ttft = ttft_at(lo, tpot)
+    ttft = with_burst(ttft, ttft - ttft_at(0.0, tpot))
     handoff = handoff_fixed_s + first_steps * tpot
     busy = "prefill" if lo >= 0.9 * cap_p else "decode" if n >= 0.9 * decode_batch else "none"
     return ClosedLoop(concurrency, lo, ttft, tpot, t_p, transfer_s, handoff, n, busy)

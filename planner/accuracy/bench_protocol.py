@@ -1,0 +1,67 @@
+"""How the benchmark client measured a serving row: how its measured requests started, how many rounds of N
+requests it averaged, and how long each request was.
+
+Both clients behind aiconfigurator's aggregated rows start the measured requests as ONE BURST on an idle server,
+after a warm-up that has drained:
+
+- aiperf, as aiconfigurator runs it (ai-dynamo/aiconfigurator@095f58a5 src/aiconfigurator/generator/config/
+  backend_templates/benchmark/bench_run.sh.j2: `aiperf profile --concurrency N --num-requests 20N
+  --warmup-request-count 2N --isl I --osl O --isl-stddev 0 --osl-stddev 0 --extra-inputs ignore_eos:true`). aiperf
+  runs its credit phases one after the other and waits for every warm-up credit to return before the profiling
+  phase starts (ai-dynamo/aiperf@db4f6397 aiperf/timing/credit_issuing_strategy.py `_execute_phases`: "Wait for the
+  credits to be returned before continuing to the next phase"); the profiling phase then issues N credits at once
+  (request_rate_strategy.py, CONCURRENCY_BURST behind a semaphore of N). 20 rounds of N measured, fixed lengths.
+- InferenceMAX's vLLM `benchmark_serving.py` (SemiAnalysisAI/InferenceX@e06929c7 benchmarks/*_slurm.sh: `--dataset-name
+  random --random-input-len I --random-output-len O --random-range-ratio 0.8 --num-prompts 10N --max-concurrency N
+  --request-rate inf --ignore-eos`; .github/workflows/full-sweep-tmpl.yml sets random-range-ratio 0.8). Every request
+  task is created at once behind a semaphore of N (and its optional warm-up is gathered before them: utils/
+  bench_serving/benchmark_serving.py), so the measured requests also start as a burst of N; 10 rounds of N measured,
+  and each prompt and reply length drawn uniformly from [⌊0.8 I⌋, I] and [⌊0.8 O⌋, O] (`sample_uniform`). Rows of
+  the files `2026-03-25.csv` and `2026-04-06.csv` (1,524 aggregated rows: DeepSeek-R1, Qwen3.5-397B-A17B,
+  gpt-oss-120b and Llama-3.x-70B, only on InferenceMAX's ISL/OSL grid 1k/1k, 1k/8k, 8k/1k, with its `_tpN_epM_`
+  layouts) are read as InferenceMAX's runs: an assumption from their models, grid and layouts, said in each row's
+  note.
+
+So the first of the R measured rounds is a wave: every prompt arrives in the same step and waits for the prefills
+before it (the mean wait of that round grows with N). The later rounds are the drifted state (planner.sim.serving.
+drifted_start_s), a share of them still in lockstep (the profile's wave_fraction). planner.accuracy.serving_points
+and serving_traces weigh the burst round 1/R and the rest (R − 1)/R.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BenchProtocol:
+    """One benchmark client's measurement: `rounds` rounds of N requests measured (the first a burst of N),
+    prompt and reply lengths uniform in [⌊low × L⌋, L] (low 1: fixed)."""
+
+    name: str
+    rounds: int
+    length_low: float = 1.0
+
+    def length_spec(self, tokens: int) -> str:
+        """The planner.traffic length distribution of a request of nominal length `tokens`."""
+        lo = int(tokens * self.length_low)
+        return f"fixed:{tokens}" if lo >= tokens else f"uniform:{max(1, lo)},{tokens}"
+
+    def mean_length(self, tokens: int) -> float:
+        lo = max(1, int(tokens * self.length_low))
+        return (lo + tokens) / 2
+
+
+AIPERF = BenchProtocol("aiperf: a burst of N after a drained warm-up of 2N, 20N requests measured, fixed lengths", 20)
+INFERENCEMAX = BenchProtocol(
+    "InferenceMAX benchmark_serving: a burst of N, 10N requests measured, lengths uniform in [0.8, 1] x ISL / OSL",
+    10,
+    0.8,
+)
+INFERENCEMAX_FILES = ("source_file=2026-03-25.csv", "source_file=2026-04-06.csv")
+
+
+def protocol_of(row: dict) -> BenchProtocol:
+    """The client that measured an aiconfigurator row (module note): InferenceMAX's for its two files, else aiperf."""
+    source = (row.get("silicon_data_source") or "").strip()
+    return INFERENCEMAX if source.startswith(INFERENCEMAX_FILES) else AIPERF
