@@ -3,6 +3,7 @@ simulator, common GPU and checkpoint names resolved (and said), and every skippe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -140,3 +141,23 @@ def test_a_clients_result_file_is_predicted_on_the_replica_the_flags_name(name, 
     assert main(args) == 0  # no --gpu: every run skipped, saying which flag is missing
     out = json.loads(capsys.readouterr().out)
     assert out["rows_predicted"] == 0 and list(out["skip_reasons"]) == ["no GPU: pass --gpu"]
+
+
+def test_a_closed_loop_result_file_is_scored_with_its_burst():
+    # vllm bench serve --max-concurrency 16 --request-rate inf, 320 completed (tests/fixtures/benchmark_serving.json):
+    # every task created at once behind a semaphore of 16, so 320 / 16 = 20 rounds measured, the first a burst of 16
+    from planner.accuracy.serving_points import predict, upload_points
+    from planner.accuracy.user_points import parse_upload
+
+    data = parse_upload("b.json", (FIXTURES / "benchmark_serving.json").read_text())
+    (u,) = data.points
+    assert (u.users, u.rounds, u.request_rate) == (16, 20, None)
+    (p,) = upload_points(data, "meta-llama/Llama-3.1-8B", "H100-SXM", 1, "vllm")
+    assert p.protocol is not None and p.protocol.rounds == 20
+    steady = predict(dataclasses.replace(p, protocol=None))
+    burst = predict(p)
+    assert burst.ttft_ms > steady.ttft_ms  # the burst round's prompts queue behind each other
+    assert burst.tpot_ms == pytest.approx(steady.tpot_ms, rel=0.05)
+    # a run at a finite rate has no burst
+    (rate,) = parse_upload("r.json", (FIXTURES / "benchmark_serving_rate.json").read_text()).points
+    assert rate.rounds is None

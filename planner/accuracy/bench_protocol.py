@@ -65,3 +65,12 @@ def protocol_of(row: dict) -> BenchProtocol:
     """The client that measured an aiconfigurator row (module note): InferenceMAX's for its two files, else aiperf."""
     source = (row.get("silicon_data_source") or "").strip()
     return INFERENCEMAX if source.startswith(INFERENCEMAX_FILES) else AIPERF
+
+
+def burst_protocol(rounds: int) -> BenchProtocol:
+    """A client result file's closed loop (`vllm bench serve --max-concurrency N --request-rate inf`, SGLang
+    bench_serving likewise): every request task created at once behind a semaphore of N, so `rounds` = completed / N
+    rounds measured, the first a burst; lengths as the file's means (fixed)."""
+    return BenchProtocol(
+        f"a burst of N, {rounds} rounds of N measured (the result file's completed / concurrency)", rounds
+    )

@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from planner.accuracy.bench_protocol import INFERENCEMAX, BenchProtocol, protocol_of
+from planner.accuracy.bench_protocol import INFERENCEMAX, BenchProtocol, burst_protocol, protocol_of
 from planner.accuracy.bench_rules import (
     ADP_BALANCE_TIMEOUT_ITERS,
     INFERENCEMAX_RULES,
@@ -418,6 +418,7 @@ def upload_points(
                 excluded=excluded,
                 notes=notes,
                 request_rate=u.request_rate,
+                protocol=burst_protocol(u.rounds) if u.rounds else None,
             )
         )
     return points

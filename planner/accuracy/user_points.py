@@ -68,6 +68,9 @@ class UserPoint:
     # GuideLLM concurrent/synchronous), or arrivals at request_rate per second; None/False for a static batch
     request_rate: float | None = None
     users: int | None = None  # closed loop: this many clients, each sending its next request when a reply ends
+    # closed loop started as one burst (vllm bench serve / SGLang bench_serving at rate inf behind a semaphore of
+    # `users`, their warm-up gathered first): completed / users rounds measured, the first of them the burst
+    rounds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,8 @@ def _serving_point(r: dict, where: str) -> UserPoint:
         lam = _number(r, "request_throughput", where) if throughput is not None else _number(r, "request_rate", where)
         batch, how = lam * e2e_ms / 1e3, f"Little's law {lam:.3g} req/s × {e2e_ms / 1e3:.3g} s"
     label = f"rate {rate}" + (f", concurrency {r['max_concurrency']}" if r.get("max_concurrency") is not None else "")
+    closed = r.get("max_concurrency") is not None and _finite_rate(rate) is None
+    users = int(r["max_concurrency"]) if closed else None
     return UserPoint(
         label=label,
         batch=max(batch, 1.0),
@@ -161,9 +166,8 @@ def _serving_point(r: dict, where: str) -> UserPoint:
         ttft_batch=1.0,
         note=f"batch ≈ {max(batch, 1.0):.1f} ({how})",
         request_rate=_finite_rate(rate),
-        users=int(r["max_concurrency"])
-        if r.get("max_concurrency") is not None and _finite_rate(rate) is None
-        else None,
+        users=users,
+        rounds=max(1, round(completed / users)) if users else None,
     )
 
 
