@@ -47,6 +47,11 @@ class BenchProtocol:
         lo = int(tokens * self.length_low)
         return f"fixed:{tokens}" if lo >= tokens else f"uniform:{max(1, lo)},{tokens}"
 
+    def measured_mean(self, burst: float, steady: float) -> float:
+        """The mean over the R measured rounds: the burst round's mean weighed 1/R, the steady state's (R − 1)/R."""
+        share = 1.0 / max(1, self.rounds)
+        return share * burst + (1 - share) * steady
+
     def mean_length(self, tokens: int) -> float:
         lo = max(1, int(tokens * self.length_low))
         return (lo + tokens) / 2

@@ -266,9 +266,8 @@ def predict(p: ServingPoint, seed: int = 0) -> ServingPrediction:
     mix = lambda a, b: (1 - phi) * a + phi * b  # noqa: E731
     ttft, tpot = mix(spread.ttft_ms, wave.ttft_ms), mix(spread.tpot_ms, wave.tpot_ms)
     if p.protocol is not None:
-        share = 1.0 / max(1, p.protocol.rounds)
-        ttft = share * wave.burst_ttft_ms + (1 - share) * ttft
-        tpot = share * wave.burst_tpot_ms + (1 - share) * tpot
+        ttft = p.protocol.measured_mean(wave.burst_ttft_ms, ttft)
+        tpot = p.protocol.measured_mean(wave.burst_tpot_ms, tpot)
     return ServingPrediction(ttft, tpot, spread.num_requests)
 
 

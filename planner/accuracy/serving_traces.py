@@ -93,8 +93,7 @@ class ServingTrace:
 
     def _means(self, spread: float, wave: float, burst: float, phi: float) -> float:
         steady = self.mixed(spread, wave, phi)
-        share = self.burst_share
-        return share * burst + (1 - share) * steady if share else steady
+        return self.point.protocol.measured_mean(burst, steady) if self.burst_share else steady
 
     @property
     def simulated_ttft_s(self) -> float:
@@ -140,12 +139,14 @@ def trace(p: ServingPoint, profile: EfficiencyProfile | None = None, seed: int =
     if p.request_rate:
         raise InputError("points", "only closed-loop points (a client concurrency) are traced")
     spread, _ = _steps(p, r, pm, seed, wave=False)
-    wave, burst = _steps(p, r, pm, seed, wave=True)
-    return ServingTrace(p, pm, spread, wave, burst if p.protocol is not None else None)
+    wave, burst = _steps(p, r, pm, seed, wave=True, first_round=p.protocol is not None)
+    return ServingTrace(p, pm, spread, wave, burst)
 
 
-def _steps(p: ServingPoint, r, pm: PerfModel, seed: int, wave: bool) -> tuple[Steps, Steps]:
-    """The run's steps weighed by its measured rounds, and by its first (warm-up) round."""
+def _steps(
+    p: ServingPoint, r, pm: PerfModel, seed: int, wave: bool, first_round: bool = False
+) -> tuple[Steps, Steps | None]:
+    """The run's steps weighed by its measured rounds, and (`first_round`) by its first (warm-up) round."""
     users, n, warmup = p.rounds
     # the clients' timing under the profile being traced (benchmark_clients reads data/efficiency.yaml's)
     prompt, output = length_specs(p)
@@ -170,18 +171,20 @@ def _steps(p: ServingPoint, r, pm: PerfModel, seed: int, wave: bool) -> tuple[St
     keep = done[done >= warmup]
     if not len(keep):
         raise InputError("concurrency", "no measured request finished in the simulation")
-    out = []
-    for sel in (keep, done[done < warmup]):
-        if not len(sel):
-            sel = keep
+
+    def weighed(sel: np.ndarray) -> Steps:
         a, f, e = req.arrival_s[sel], req.first_token_s[sel], req.finish_s[sel]
         out_steps = np.maximum(req.output_tokens[sel] - 1, 1).astype(float)
         w_ttft = _window_weights(t0, dt, a, f, np.ones(len(sel))) / len(sel)
         w_tpot = _window_weights(t0, dt, f, e, 1.0 / out_steps) / len(sel)
         sim_tpot = float(np.mean((e - f) / out_steps))
         sim_ttft = float(np.mean(f - a)) + res.config.frontend_latency_s + res.config.first_token_lag_steps * sim_tpot
-        out.append(_merged(rows[:, :4], starting, w_ttft, w_tpot, sim_ttft, sim_tpot))
-    return out[0], out[1]
+        return _merged(rows[:, :4], starting, w_ttft, w_tpot, sim_ttft, sim_tpot)
+
+    if not first_round:
+        return weighed(keep), None
+    first = done[done < warmup]
+    return weighed(keep), weighed(first if len(first) else keep)
 
 
 def _drift(pm: PerfModel, users: int, prompt: float, output: float) -> float:
