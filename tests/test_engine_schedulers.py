@@ -202,3 +202,22 @@ def test_sglang_lpm_admits_the_longest_cached_prefix_first():
     assert fcfs.first_scheduled_s[1] < fcfs.first_scheduled_s[2]
     assert lpm.first_scheduled_s[2] < lpm.first_scheduled_s[1]
     assert lpm.prefix_hit_tokens[2] > 0
+
+
+@pytest.mark.parametrize(
+    "policy, mixed, finish_0", [("sglang", False, 5.0), ("sglang", True, 4.0), ("vllm-v1", False, 4.0)]
+)
+def test_sglang_runs_a_prefill_batch_first_and_apart_from_decode(policy, mixed, finish_0):
+    # steps of 1 s. Request 0 (8 + 4 tokens) is prefilled in [0, 1) and decodes in [1, 2); request 1 arrives at
+    # 1.5 and joins the queue at t = 2. SGLang (no --enable-mixed-chunk) runs its prefill alone in [2, 3): request 0
+    # is paused and samples tokens 3 and 4 in [3, 5), finishing at 5. vLLM (and SGLang with mixed chunks) decodes
+    # request 0 beside the prompt in [2, 3), finishing at 4. Request 1 gets its first token at 3 and finishes at 6
+    # either way.
+    wl = Workload(np.array([0.0, 1.5]), np.array([8, 8]), np.array([4, 4]))
+    cfg = dict(num_gpu_blocks=40, block_size=16, max_num_seqs=8, max_num_batched_tokens=64, admission_policy=policy)
+    res = simulate(wl, dict(cfg, enable_mixed_chunk=mixed), ConstantStepCost(1.0))
+    r = res.requests
+    assert r.first_token_s.tolist() == [1.0, 3.0]
+    assert r.finish_s.tolist() == [finish_0, 6.0]
+    # SGLang's prefill step carries one sequence (the prompt), vLLM's mixed step two
+    assert res.steps.num_seqs.tolist()[2] == (1 if policy == "sglang" and not mixed else 2)

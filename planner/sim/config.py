@@ -100,6 +100,10 @@ class SchedulerConfig(BaseModel):
     # it and is chunked within the token budget), a waiting prompt joins only if ALL of it fits in what is left of
     # this many tokens, less the step's decode tokens; None = no such limit (the token budget alone, as vLLM)
     max_prefill_tokens: int | None = Field(None, gt=0, description="prompt tokens per step beyond the first prompt")
+    # SGLang's --enable-mixed-chunk (scheduler.py get_new_batch_prefill, mix_with_running): off by default, so a
+    # prefill batch and a decode batch are separate forward passes and a prefill batch runs first whenever one can be
+    # formed (get_next_batch_to_run, "Run prefill first if possible"); only the policies with separate_prefill read it
+    enable_mixed_chunk: bool = False
     # TensorRT-LLM's attention-DP balance (attention_dp_config: {enable_balance: true, timeout_iters: N}; PyExecutor
     # _balance_adp_requests): a new prompt waits until every DP rank has one or N iterations have passed, unless its
     # rank has nothing decoding. The simulator runs one rank of symmetric ranks whose prompts do not arrive

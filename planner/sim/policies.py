@@ -14,6 +14,7 @@ policy at each decision. Sources, what each engine does, what we do and what we 
 | static-slots | llama.cpp server | a slot (pool / max_num_seqs) is free | never |
 | turbomind | LMDeploy TurboMind | blocks for its whole prompt are free | the newest (lowest priority) |
 TensorRT-LLM's policies cut a partial prompt chunk to whole KV blocks; the others take min(left, budget).
+SGLang's steps are prefill-only or decode-only, prefill first (`separate_prefill`; off with enable_mixed_chunk).
 
 The output length the simulator knows for a request plays the role of max_tokens (max_new_tokens).
 """
@@ -47,6 +48,9 @@ class Policy:
     may_preempt = True  # False: a preemption is a broken invariant (the simulator raises)
     admit_whole_prompt = False  # True: a request starts only when blocks for all its known tokens are free
     chunk_unit = 1  # a prompt chunk cut by the budget is a whole multiple of this many tokens (min(left, budget))
+    # True: prompts and decodes never share a step; a step runs prompt chunks only when one can be scheduled, else
+    # the decode batch (SGLang without --enable-mixed-chunk: SchedulerConfig.enable_mixed_chunk)
+    separate_prefill = False
 
     def __init__(self, cfg):
         self.cfg = cfg
@@ -177,7 +181,11 @@ class SGLang(Policy):
 
     name = "sglang"
     engine = "SGLang"
-    summary = "a request starts when its prompt + output fit beside new_token_ratio × the running requests' rest"
+    summary = (
+        "a request starts when its prompt + output fit beside new_token_ratio × the running requests' rest; "
+        "prefill batches run first, apart from decode"
+    )
+    separate_prefill = True
 
     def __init__(self, cfg):
         super().__init__(cfg)

@@ -125,6 +125,8 @@ class Replica:
         self.decode_hook = policy.on_decode_steps if overrides(policy, "on_decode_steps") else None
         self.release_hook = policy.on_release if overrides(policy, "on_release") else None
         self.chunk_unit = policy.chunk_unit
+        # SGLang: prompt steps and decode steps apart, prompts first (_step_separate); spec decoding keeps mixed steps
+        self.separate_prefill = policy.separate_prefill and not cfg.enable_mixed_chunk and not self.spec
         self.block_size, self.max_blocks = bs, cfg.max_blocks_per_request
         self.own_caching = cfg.enable_prefix_caching and cfg.max_blocks_per_request is None
         self.prefix_sharing = cfg.enable_prefix_caching and wl.prefix_ids is not None
@@ -155,7 +157,7 @@ class Replica:
         self.num_waiting_new = 0  # waiting requests never scheduled (the back of the queue)
         self.balance_limit = cfg.adp_balance_timeout_iters  # attention-DP balance hold (config note); 0 = off
         self.balance_held_steps = 0  # steps new prompts have been held by it
-        self.now, self.step_index = 0.0, 0
+        self.now, self.step_index = 0.0, 0  # step_index counts decode steps (the lock-step batch's clock)
         self.decode_slots_taken = self.preempted_this_step = False
         self.recorder = StepRecorder()
         if share is None:
@@ -336,6 +338,9 @@ class Replica:
     # --- one scheduler step -------------------------------------------------------------------------------
     def _step(self) -> None:
         self.preempted_this_step = self.decode_slots_taken = False
+        if self.separate_prefill:
+            self._step_separate()
+            return
         budget = self.cfg.max_num_batched_tokens - self._allocate_decode_slots()
         scheduled: list[tuple[int, int]] = []
         budget = self._schedule_running(budget, scheduled)
@@ -346,6 +351,24 @@ class Replica:
             self._execute(scheduled)
         elif self.running or self.waiting:
             raise RuntimeError("scheduler made no progress")  # guarded by the too-long rejection
+
+    def _step_separate(self) -> None:
+        """SGLang's loop without --enable-mixed-chunk (managers/scheduler.py get_next_batch_to_run: "Run prefill
+        first if possible"): a prefill batch (a chunked prompt's next chunk, then waiting prompts within the chunk
+        budget and max_prefill_tokens) runs whenever one can be formed, and the decode batch does not advance in
+        that step; otherwise the whole decode batch runs one step."""
+        scheduled: list[tuple[int, int]] = []
+        budget = self._schedule_running(self.cfg.max_num_batched_tokens, scheduled)
+        if not self.preempted_this_step:
+            self._schedule_waiting(budget, scheduled)
+        self._enforce_queue_limit()
+        if scheduled:
+            self._execute(scheduled, decode=False)
+        elif self.decoders.count:
+            self._allocate_decode_slots()
+            self._execute(scheduled)
+        elif self.running or self.waiting:
+            raise RuntimeError("scheduler made no progress")
 
     def _balance_holds(self) -> bool:
         """TensorRT-LLM's attention-DP balance: hold waiting prompts this step? (SchedulerConfig note)"""
@@ -436,7 +459,8 @@ class Replica:
         # (without speculative decoding every individually stepped request is prefilling)
         prefill_left = None
         if cfg.max_prefill_tokens is not None:
-            prefill_left = cfg.max_prefill_tokens - self.decoders.count - sum(n for _, n in scheduled)
+            mixed = 0 if self.separate_prefill else self.decoders.count  # decode tokens in this step
+            prefill_left = cfg.max_prefill_tokens - mixed - sum(n for _, n in scheduled)
         while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
             i = self.waiting[0]
             known = self.prompt_tokens[i] + self.generated_tokens[i]
@@ -493,10 +517,13 @@ class Replica:
                 prefill_left -= num_new
             scheduled.append((i, num_new))
 
-    def _execute(self, scheduled: list[tuple[int, int]]) -> None:
+    def _execute(self, scheduled: list[tuple[int, int]], decode: bool = True) -> None:
+        """Run one step: the scheduled chunks and, with `decode`, the lock-step decode batch (a prefill-only step
+        of _step_separate leaves it, and the decode clock step_index, where they are)."""
         batch, step = self.decoders, self.step_index
-        dec_ctx = batch.sum_context(step) if batch.count else 0
-        new_tokens, kv_read, pairs = batch.count, dec_ctx, dec_ctx
+        num_dec = batch.count if decode else 0
+        dec_ctx = batch.sum_context(step) if num_dec else 0
+        new_tokens, kv_read, pairs = num_dec, dec_ctx, dec_ctx
         spec_seqs = spec_ctx = 0
         for i, num_new in scheduled:
             ctx = self.computed_tokens[i] + num_new
@@ -508,7 +535,7 @@ class Replica:
                 and self.computed_tokens[i] == self.prompt_tokens[i] + self.generated_tokens[i] - 1
             ):
                 spec_seqs, spec_ctx = spec_seqs + 1, spec_ctx + ctx
-        num_seqs = batch.count + len(scheduled)
+        num_seqs = num_dec + len(scheduled)
         dt = float(self.cost.step_time_s(new_tokens, num_seqs, kv_read, pairs))
         dt += self.request_overhead_s * self.requests_starting + self.reload_s_due
         self.requests_starting, self.reload_s_due = 0, 0.0
@@ -522,13 +549,16 @@ class Replica:
             dt += self.cfg.spec_k * per_pass
         start, self.now = self.now, self.now + dt
         self.recorder.add(start, dt, num_seqs, len(self.running), len(self.waiting), self.pool.num_active, new_tokens)
-        if batch.count and self.decode_hook is not None:
+        if num_dec and self.decode_hook is not None:
             self.decode_hook(1)
-        for i, held in batch.pop_finished(step):
-            self._finish(i, held)
+        if decode:
+            for i, held in batch.pop_finished(step):
+                self._finish(i, held)
+        self.join_step = step + 1 if decode else step  # the next decode step, where finished prompts join
         for i, num_new in scheduled:
             self._advance(i, num_new)
-        self.step_index += 1
+        if decode:
+            self.step_index += 1
         self.decode_slots_taken = False
         if invariants.ENABLED:
             invariants.check(self)
@@ -555,7 +585,7 @@ class Replica:
             self._finish(i, self.computed_tokens[i])
         elif not self.spec:
             self.decoders.join(
-                i, self.computed_tokens[i], self.generated_tokens[i], self.output_tokens[i], self.step_index + 1
+                i, self.computed_tokens[i], self.generated_tokens[i], self.output_tokens[i], self.join_step
             )
             del self.stepped_individually[i]
 
