@@ -17,7 +17,7 @@ from planner.sim.serving import Replica as ServingReplica
 from planner.sim.serving import result_summary, run_serving, scheduler_config_for
 from planner.sim.settings import ServerSettings
 from planner.sim.simulator import Replica, simulate
-from planner.traffic.generators import open_loop
+from planner.traffic.generators import closed_loop, open_loop
 from planner.traffic.workload import Workload
 
 # The reproducer of the engine review: 300 requests of 4,000 + 800 tokens at 40 req/s on one A100-80GB overload
@@ -221,3 +221,14 @@ def test_sglang_runs_a_prefill_batch_first_and_apart_from_decode(policy, mixed, 
     assert r.finish_s.tolist() == [finish_0, 6.0]
     # SGLang's prefill step carries one sequence (the prompt), vLLM's mixed step two
     assert res.steps.num_seqs.tolist()[2] == (1 if policy == "sglang" and not mixed else 2)
+
+
+def test_sglang_keeps_equal_closed_loop_clients_in_waves():
+    # 3 zero-think clients, 8 + 4 tokens, a budget of one prompt a step, steps of 1 s. Each round SGLang prefills
+    # the three prompts in three steps while the decodes wait (first tokens at 1, 2, 3), then decodes all three in
+    # three steps: they finish together at 6 and come back together, so round 2 repeats it (7, 8, 9; finish 12)
+    wl = closed_loop(3, 6, 0.0, "fixed:8", "fixed:4", "fixed")
+    cfg = dict(num_gpu_blocks=40, block_size=16, max_num_seqs=3, max_num_batched_tokens=8, admission_policy="sglang")
+    r = simulate(wl, cfg, ConstantStepCost(1.0)).requests
+    assert (r.first_token_s - r.arrival_s).tolist() == [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]
+    assert r.finish_s.tolist() == [6.0, 6.0, 6.0, 12.0, 12.0, 12.0]

@@ -6,7 +6,9 @@ models it (planner/sim/simulator.py): every step runs one decode token for each 
 the rest of the `max_num_batched_tokens` budget with prompt chunks (chunked prefill), within `max_num_seqs` and the
 KV pool. So a new prompt is prefilled alongside the B − 1 running decodes (its TTFT is the mixed steps it takes),
 and every decode step that carries a prompt chunk is slower (TPOT includes the prefill chunks it shares steps
-with). Step times come from the roofline model (planner.latency.perf_model.PerfModel) under the engine's
+with). Other engines run their own scheduler in the same simulator (planner/sim/policies.py): SGLang prefills apart
+from decode, prompts first, so its TPOT is the pure decode step and its prompts wait for each other (waves under
+load). Step times come from the roofline model (planner.latency.perf_model.PerfModel) under the engine's
 efficiency profile: the same one the static-batch estimate and the capacity search use.
 
 The B clients are benchmark clients (planner.sim.serving.benchmark_clients): each next request reaches the engine a

@@ -415,8 +415,8 @@ class Replica:
             need = self._blocks(computed + num_new) - self._blocks(computed)
             while need > self.pool.num_free and i in self.running:
                 victim = self._newest()
-                if self.decoders.member[victim]:
-                    budget += 1  # its decode token is returned to the budget
+                if self.decoders.member[victim] and not self.separate_prefill:
+                    budget += 1  # its decode token is returned to the budget (a prefill-only step holds none)
                 self._preempt(victim)
             if i not in self.running:
                 break  # it preempted itself: vLLM stops scheduling running requests
