@@ -28,6 +28,7 @@ SCENARIOS = {
         num_gpus=2, tensor_parallel_size=2, kv_cache_dtype="fp8", enable_prefix_caching=False, enforce_eager=True
     ),
     "llama fp8 weights on one gpu": _r(weights="fp8"),
+    "llama with SGLang's mixed chunks": _r(enable_mixed_chunk=True),
     "v3 tp8 ep4": _r(V3, "H200", num_gpus=8, tensor_parallel_size=8, ep_size=4, weights="fp8"),
     "v3 dp16 ep16 two nodes": _r(
         V3, "H200", num_gpus=16, tensor_parallel_size=1, data_parallel_size=16, enable_expert_parallel=True
@@ -166,3 +167,9 @@ def test_xpyd_k8s_manifest_runs_the_router_over_the_role_services():
         assert services["deepseek-v3-decode"]["selector"].items() <= leader_labels.items()
         ports = {p["port"] for p in services["deepseek-v3-prefill"]["ports"]}
         assert ports == ({8000, 8998} if engine == "sglang" else {8000})  # SGLang's bootstrap port
+
+
+def test_sglang_line_carries_enable_mixed_chunk_only_when_set():
+    on = launch_plan(SCENARIOS["llama with SGLang's mixed chunks"], "sglang").commands[0].flags
+    off = launch_plan(SCENARIOS["llama fp8 weights on one gpu"], "sglang").commands[0].flags
+    assert "--enable-mixed-chunk" in on and "--enable-mixed-chunk" not in off

@@ -46,7 +46,9 @@ SCENARIOS = [
             max_num_seqs=64,
             max_num_batched_tokens=4096,
             enforce_eager=True,
+            enable_mixed_chunk=True,  # SGLang's switch travels too
         ),
+        engine="sglang",
     ),
     Scenario(model_spec=get_model("deepseek-ai/DeepSeek-V2-Lite"), gpu="L4", gpu_memory_gb=48),
     # the workload, SLO, target rate and the user's calibration travel too (issue 16)

@@ -63,6 +63,7 @@ def widget_values(s: Scenario, upload_choice: str) -> dict:
         "sb_max_seqs": d.max_num_seqs or engine_default.max_num_seqs,
         "sb_batched": d.max_num_batched_tokens or engine_default.max_num_batched_tokens,
         "sb_eager": d.enforce_eager,
+        "sb_mixed_chunk": d.enable_mixed_chunk,
         "sb_engine": s.engine,  # no widget: the sidebar keeps it for the next scenario (the link's engine)
         **workload_values(s),
     }

@@ -251,7 +251,16 @@ def _engine(hw: dict | None = None, window: int | None = None) -> dict:
             f"max_num_batched_tokens {default.max_num_batched_tokens:,}"
         )
     eager = box.checkbox("enforce_eager (no CUDA graphs)", key="sb_eager")
-    return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager)
+    mixed = False
+    if _engine_id() == "sglang":  # SGLang's own switch; the other engines always (or never) mix
+        mixed = box.checkbox(
+            "enable_mixed_chunk (SGLang)",
+            key="sb_mixed_chunk",
+            help="Off, SGLang's default: a prefill batch runs first and alone, pausing the decodes (each TPOT is "
+            "a pure decode step; under load the prompts wait for each other). On: prompt chunks share each step "
+            "with the decodes, as vLLM's scheduler does.",
+        )
+    return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager, mixed=mixed)
 
 
 def _window(previous: Scenario, choice: str, spec: ModelSpec | None) -> int:
@@ -299,6 +308,7 @@ def _scenario_from_widgets() -> Scenario:
         max_num_seqs=eng["seqs"],
         max_num_batched_tokens=eng["batched"],
         enforce_eager=eng["eager"],
+        enable_mixed_chunk=bool(eng["mixed"]),
         enable_prefix_caching=bool(st.session_state.get("sb_prefix", True)),  # the one switch (Workload and SLO)
     )
     dep = parallelism_section(dep)  # PP, DP attention, EP (ui/parallelism.py)

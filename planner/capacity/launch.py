@@ -112,6 +112,7 @@ def settings_for(r: Resolved) -> Settings:
         two_batch_overlap=d.enable_two_batch_overlap,
         eplb=d.enable_eplb,
         redundant_experts=d.ep_num_redundant_experts,
+        mixed_chunk=d.enable_mixed_chunk,
         num_experts=r.model.num_experts,
     )
 

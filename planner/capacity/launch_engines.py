@@ -72,6 +72,7 @@ class Settings:
     two_batch_overlap: bool = False
     eplb: bool = False
     redundant_experts: int = 0
+    mixed_chunk: bool = False  # SGLang --enable-mixed-chunk
     num_experts: int = 0  # routed experts per MoE layer (TensorRT-LLM's load balancer counts slots, not extras)
 
 
@@ -156,6 +157,7 @@ def sglang(s: Settings, notes: list[str], files: dict) -> list[Command]:
     argv += ["--ep-size", str(s.ep)] if s.ep > 1 else []
     argv += ["--pp-size", str(s.pp)] if s.pp > 1 else []
     argv += _sglang_wide_ep(s)
+    argv += ["--enable-mixed-chunk"] if s.mixed_chunk else []
     argv += ["--context-length", str(s.max_model_len), "--max-running-requests", str(s.max_num_seqs * s.dp)]
     argv += ["--chunked-prefill-size", str(s.max_batched_tokens), "--page-size", str(s.block_size)]
     argv += ["--mem-fraction-static", f"{s.util:g}"]

@@ -72,6 +72,7 @@ FIELD_FLAGS = {
     "moe_a2a_backend": "--moe-a2a-backend",
     "deepep_mode": "--deepep-mode",
     "enable_two_batch_overlap": "--enable-two-batch-overlap",
+    "enable_mixed_chunk": "--enable-mixed-chunk",
     "enable_eplb": "--enable-eplb",
     "ep_num_redundant_experts": "--ep-num-redundant-experts",
     # a given xPyD layout (planner.capacity.disagg_layout)

@@ -29,6 +29,7 @@ _FLAG = {
     "enable_expert_parallel": "--ep",
     "ep_size": "--ep",
     "long_prefill_token_threshold": "--long-prefill-token-threshold",
+    "enable_mixed_chunk": "--enable-mixed-chunk",
     "moe_a2a_backend": "--moe-a2a-backend",
     "deepep_mode": "--deepep-mode",
     "enable_two_batch_overlap": "--enable-two-batch-overlap",
@@ -117,6 +118,12 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     )
     e.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs")
     e.add_argument(
+        "--enable-mixed-chunk",
+        action="store_true",
+        help="SGLang: prompt chunks share a step with the decodes (off, SGLang's default: a prefill batch runs "
+        "first and alone); other engines ignore it",
+    )
+    e.add_argument(
         "--context", type=int, default=None, help="tokens per request (prompt + output); default max-model-len"
     )
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -182,6 +189,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         "enforce_eager": args.enforce_eager,
         "enable_prefix_caching": getattr(args, "enable_prefix_caching", True),
         "long_prefill_token_threshold": getattr(args, "long_prefill_token_threshold", 0),
+        "enable_mixed_chunk": getattr(args, "enable_mixed_chunk", False),
         "moe_a2a_backend": getattr(args, "moe_a2a_backend", "none"),
         "deepep_mode": getattr(args, "deepep_mode", "auto"),
         "enable_two_batch_overlap": getattr(args, "enable_two_batch_overlap", False),

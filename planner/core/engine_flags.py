@@ -70,6 +70,7 @@ KNOWN_FLAGS: dict[str, frozenset[str]] = {
             "--moe-a2a-backend",
             "--deepep-mode",
             "--enable-two-batch-overlap",
+            "--enable-mixed-chunk",
             "--enable-eplb",
             "--ep-num-redundant-experts",
             "--context-length",

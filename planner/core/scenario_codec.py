@@ -43,6 +43,7 @@ _DEPLOYMENT = {
     "eps": "ep_size",
     "pfx": "enable_prefix_caching",
     "lpt": "long_prefill_token_threshold",
+    "mix": "enable_mixed_chunk",
 }
 _SCENARIO = {
     "context_tokens": "ctx",
@@ -167,7 +168,7 @@ def from_query(params: Mapping[str, str]) -> Scenario:
             continue
         if field in ("weights", "kv_cache_dtype"):
             dep[field] = params[param]
-        elif field in ("enforce_eager", "enable_expert_parallel", "enable_prefix_caching"):
+        elif field in ("enforce_eager", "enable_expert_parallel", "enable_prefix_caching", "enable_mixed_chunk"):
             if params[param].lower() not in _BOOL:
                 raise InputError(f"URL parameter {param}", "must be 0 or 1")
             dep[field] = _BOOL[params[param].lower()]

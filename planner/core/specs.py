@@ -342,6 +342,9 @@ class Deployment(BoundedModel):
     enable_two_batch_overlap: bool = False
     enable_eplb: bool = False
     ep_num_redundant_experts: int = Field(default=0, ge=0)
+    # SGLang's --enable-mixed-chunk: prompt chunks share a forward pass with the decode batch (vLLM's mixed steps);
+    # off (SGLang's default) a prefill batch runs first and alone (planner/sim/policies.py). Other engines ignore it.
+    enable_mixed_chunk: bool = False
 
     @model_validator(mode="before")
     @classmethod

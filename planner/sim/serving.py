@@ -64,6 +64,7 @@ def scheduler_config_for(r: Resolved, memory: MemoryPlan | None = None, **overri
         max_model_len=r.max_model_len,
         enable_prefix_caching=getattr(dep, "enable_prefix_caching", True),
         long_prefill_token_threshold=getattr(dep, "long_prefill_token_threshold", None) or 0,
+        enable_mixed_chunk=getattr(dep, "enable_mixed_chunk", False),  # SGLang's; the other policies never read it
         max_blocks_per_request=max_blocks_per_request(r),
         admission_policy=r.engine.policy,  # the engine's scheduler (data/engines.yaml, planner/sim/policies.py)
     )
