@@ -154,6 +154,7 @@ def test_a_closed_loop_result_file_is_scored_with_its_burst():
     assert (u.users, u.rounds, u.request_rate) == (16, 20, None)
     (p,) = upload_points(data, "meta-llama/Llama-3.1-8B", "H100-SXM", 1, "vllm")
     assert p.protocol is not None and p.protocol.rounds == 20
+    assert any("scored as a burst of N, 20 rounds of N measured" in n for n in p.notes)  # the row says how
     steady = predict(dataclasses.replace(p, protocol=None))
     burst = predict(p)
     assert burst.ttft_ms > steady.ttft_ms  # the burst round's prompts queue behind each other

@@ -394,7 +394,9 @@ def upload_points(
             excluded = f"unknown GPU {gpu!r}: pass --gpu (the file does not record it)" if gpu else "no GPU: pass --gpu"
         elif u.request_rate is None and not u.users:
             excluded = "neither a request rate nor a client concurrency (a batch of all requests at once)"
-        notes = tuple(x for x in (note, gpu_note, u.note) if x)
+        protocol = burst_protocol(u.rounds) if u.rounds else None
+        scored = f"scored as {protocol.name}" if protocol is not None else ""
+        notes = tuple(x for x in (note, gpu_note, u.note, scored) if x)
         points.append(
             ServingPoint(
                 id=f"{data.kind}[{i}] {u.label}",
@@ -417,7 +419,7 @@ def upload_points(
                 excluded=excluded,
                 notes=notes,
                 request_rate=u.request_rate,
-                protocol=burst_protocol(u.rounds) if u.rounds else None,
+                protocol=protocol,
             )
         )
     return points
