@@ -554,17 +554,18 @@ class Replica:
         if decode:
             for i, held in batch.pop_finished(step):
                 self._finish(i, held)
-        self.join_step = step + 1 if decode else step  # the next decode step, where finished prompts join
+        join_step = step + 1 if decode else step  # the next decode step, where finished prompts join
         for i, num_new in scheduled:
-            self._advance(i, num_new)
+            self._advance(i, num_new, join_step)
         if decode:
             self.step_index += 1
         self.decode_slots_taken = False
         if invariants.ENABLED:
             invariants.check(self)
 
-    def _advance(self, i: int, num_new: int) -> None:
-        """Apply one step's tokens to an individually stepped request."""
+    def _advance(self, i: int, num_new: int, join_step: int) -> None:
+        """Apply one step's tokens to an individually stepped request (`join_step`: the decode step at which a
+        request whose prompt this step completes joins the lock-step batch)."""
         computed, known = self.computed_tokens[i], self.prompt_tokens[i] + self.generated_tokens[i]
         if self.spec and self.generated_tokens[i] and computed == known - 1:
             accepted = self._accepted_drafts(num_new - 1)
@@ -584,9 +585,7 @@ class Replica:
         if self.generated_tokens[i] >= self.output_tokens[i]:
             self._finish(i, self.computed_tokens[i])
         elif not self.spec:
-            self.decoders.join(
-                i, self.computed_tokens[i], self.generated_tokens[i], self.output_tokens[i], self.join_step
-            )
+            self.decoders.join(i, self.computed_tokens[i], self.generated_tokens[i], self.output_tokens[i], join_step)
             del self.stepped_individually[i]
 
     def _accepted_drafts(self, num_drafts: int) -> int:
