@@ -3,6 +3,8 @@ max_prefill_tokens and TensorRT-LLM's attention-DP balance hold, each counted by
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,9 @@ from planner.accuracy import serving_points as sp
 from planner.accuracy.bench_protocol import INFERENCEMAX
 from planner.accuracy.bench_rules import ADP_BALANCE_TIMEOUT_ITERS, bench_settings, clients_per_rank
 from planner.core.paths import measurements_dir
+from planner.memory.plan import plan_memory
 from planner.sim.config import ConstantStepCost
+from planner.sim.serving import run_by
 from planner.sim.simulator import simulate
 from planner.traffic.workload import Workload
 
@@ -129,3 +133,34 @@ def test_attention_dp_rows_simulate_one_rank_of_the_runs_clients():
     # the id's square (attention_dp_size 64 x batch_size 1) is the run's 64 clients on 8 GPUs: 8 per rank
     assert (p.dp, p.concurrency, p.clients_per_rank) == (8, 64, 8)
     assert any("InferenceX" in n for n in p.notes)
+
+
+@pytest.mark.parametrize(
+    "key, kv",
+    [
+        # InferenceMAX's Llama-3.1-70B TensorRT-LLM script: kv_cache_config dtype fp8
+        ("2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp8_agg_1024x8192_c128_tp2_ep1_360", "fp8"),
+        # its SGLang DeepSeek-R1 H200 script sets no --kv-cache-dtype: 16-bit
+        ("deepseek_r1_h200_sxm_sglang_fp8_agg_8192x1024_c4_tp8_ep1_83", "auto"),
+        # gptoss_fp4_h200_trt.sh: dtype auto
+        ("gpt_oss_120b_h200_sxm_trtllm_fp4_agg_1024x8192_c64_tp2_ep1_184", "auto"),
+        # an aiperf row of aiconfigurator's own: the file does not record it, 16-bit
+        ("qwen3_32b_h100_sxm_vllm_agg_1024x1024_c8_tp2_epnone_31", "auto"),
+    ],
+)
+def test_rows_run_with_the_kv_cache_dtype_their_launch_set(key, kv):
+    p = _point(key)
+    assert p.kv_cache_dtype == kv
+    assert sp.resolved(p).kv_bytes == (1.0 if kv == "fp8" else 2.0)
+
+
+def test_fp8_kv_lets_128_clients_of_1k_8k_fit_llama_70b_on_two_b200():
+    # 80 layers x 8 KV heads x 128 x (K, V) = 163,840 values a token, half on each GPU: 81,920 bytes at FP8,
+    # 163,840 at 16 bits. 128 clients x (1,024 + 8,192) tokens = 1,179,648 tokens = 96.6 GB a GPU at FP8,
+    # 193 GB at 16 bits: only FP8 fits beside 35 GB of weights on a 191.5 GB B200 (measured TTFT 367 ms, no queue)
+    p = _point("2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp8_agg_1024x8192_c128_tp2_ep1_360")
+    need = 128 * (1024 + 8192)
+    for kv, fits in (("fp8", True), ("auto", False)):
+        r = sp.resolved(replace(p, kv_cache_dtype=kv))
+        run = run_by(r, p.settings(r))
+        assert (plan_memory(run).num_gpu_blocks * run.deployment.block_size >= need) is fits

@@ -52,12 +52,35 @@ INFERENCEMAX_TRT_DEFAULT = 16384
 INFERENCEMAX_RULES = (
     "InferenceMAX launch scripts (vLLM 8,192 tokens a step; SGLang 16,384-32,768; TRT-LLM 16,384-20,000)"
 )
+# The KV cache dtype InferenceMAX's scripts launch with (the files do not record it): FP8 everywhere except where a
+# script leaves it to the engine's default (16-bit). Read at SemiAnalysisAI/InferenceX@40f95bc0 (2026-03-31, the
+# last commit before the files' dates) benchmarks/single_node/: dsr1_fp4_b200.sh, dsr1_fp8_b200.sh
+# `--kv-cache-dtype fp8_e4m3`, dsr1_fp8_h200.sh none; dsr1_*_trt.sh and gptoss_fp4_b200_trt.sh `kv_cache_config:
+# dtype: fp8`, gptoss_fp4_h200_trt.sh `dtype: auto`; gptoss_fp4_b200.sh `kv-cache-dtype: fp8`, gptoss_fp4_h100.sh and
+# gptoss_fp4_h200.sh none; qwen3.5_fp8_b200.sh / qwen3.5_fp8_h200.sh `--kv-cache-dtype fp8_e4m3`, qwen3.5_bf16_b200.sh
+# none. Llama-3.1-70B (its scripts removed before that commit; read at InferenceX@026d16b8, 2025-10-31):
+# 70b_fp8_h200_slurm.sh, 70b_fp8_b200_docker.sh, 70b_fp4_b200_docker.sh, 70b_fp8_h100_slurm.sh `kv-cache-dtype: fp8`,
+# 70b_fp8_h200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh, 70b_fp4_b200_trt_slurm.sh `dtype: fp8`.
+INFERENCEMAX_16BIT_KV = {
+    ("sglang", "deepseek-ai/DeepSeek-R1", "H200"),
+    ("tensorrt-llm", "openai/gpt-oss-120b", "H200"),
+    ("vllm", "openai/gpt-oss-120b", "H100-SXM"),
+    ("vllm", "openai/gpt-oss-120b", "H200"),
+}
 RULES = "aiconfigurator benchmark rules (max_num_tokens / max_prefill_tokens = ISL + 1500, max_batch_size = batch)"
 
 
 def clients_per_rank(concurrency: int, dp: int) -> int:
     """Closed-loop clients one attention-DP rank serves (the run's clients spread evenly over its DP ranks)."""
     return max(1, round(concurrency / max(1, dp)))
+
+
+def inferencemax_kv_cache_dtype(engine: str, model: str, gpu: str, weights: str) -> str:
+    """The KV cache dtype InferenceMAX launched `model` with on `gpu` under `engine` (INFERENCEMAX_16BIT_KV note):
+    "fp8", or "auto" (16-bit) where its script sets none or a BF16 checkpoint ran."""
+    if weights in ("bf16", "fp16") or (engine, model, gpu) in INFERENCEMAX_16BIT_KV:
+        return "auto"
+    return "fp8"
 
 
 def balanced_adp(engine: str, dp: int, model: str) -> bool:

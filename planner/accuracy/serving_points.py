@@ -12,7 +12,8 @@ over the 20N measured requests, after 2N warm-up requests.
 - system h100_sxm, h200_sxm, b200_sxm, gb200 -> the catalogue part (planner.accuracy.names.resolve_gpu);
 - model_path -> a preset of the same architecture (names.resolve_model; no preset: "unknown model");
 - gemm_quant_mode fp8 / fp8_block -> fp8 weights, nvfp4 -> nvfp4 (a blank precision: the checkpoint's 16 bits);
-  the KV cache stays 16-bit (the files do not record it);
+  the KV cache stays 16-bit (the files do not record it), except on InferenceMAX's rows, whose launch scripts set
+  FP8 KV almost everywhere (bench_rules.inferencemax_kv_cache_dtype, said in the row's note);
 - tp_size -> TP, pp_size -> PP, attention_dp_size -> DP (blank or 0 = 1); the MoE layers span TP × DP GPUs, by
   expert when moe_ep_size = TP × DP (EP on), by tensor slice when moe_tp_size = TP × DP; a mix of both
   (moe_tp_size > 1 and moe_ep_size > 1) is not a layout the planner models and the row says so;
@@ -55,6 +56,7 @@ from planner.accuracy.bench_rules import (
     balanced_adp,
     bench_settings,
     clients_per_rank,
+    inferencemax_kv_cache_dtype,
 )
 from planner.accuracy.names import resolve_gpu, resolve_model
 from planner.accuracy.user_points import UserData
@@ -104,6 +106,7 @@ class ServingPoint:
     request_rate: float | None = None  # arrivals per second (open loop); None = `concurrency` closed-loop users
     bench_rules: bool = False  # launched as aiconfigurator's benchmark rules set engines (planner.accuracy.bench_rules)
     protocol: BenchProtocol | None = None  # how the client measured it (bench_protocol); None: steady state only
+    kv_cache_dtype: str = "auto"  # the KV cache dtype launched (a Deployment.kv_cache_dtype id)
 
     @property
     def clients_per_rank(self) -> int:
@@ -193,6 +196,10 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
         notes.append(f"one of {dp} attention-DP ranks simulated, {point.clients_per_rank} clients")
     if point.protocol is INFERENCEMAX:
         notes.append(f"assumed measured by {INFERENCEMAX.name} and launched per {INFERENCEMAX_RULES}")
+        kv = inferencemax_kv_cache_dtype(point.engine, point.preset, point.gpu_id, point.weights)
+        point = replace(point, kv_cache_dtype=kv)
+        if kv != "auto":
+            notes.append(f"KV cache {kv}, as InferenceMAX's launch script sets it")
     else:
         notes.append(f"launched per {RULES}")
     if balanced_adp(point.engine, dp, point.preset):
@@ -234,6 +241,7 @@ def resolved(p: ServingPoint) -> Resolved:
         data_parallel_size=p.dp,
         enable_expert_parallel=p.expert_parallel,
         weights=p.weights,
+        kv_cache_dtype=p.kv_cache_dtype,
     )
     return resolve(Scenario(model=p.preset, gpu=p.gpu_id, deployment=dep, engine=p.engine))
 
