@@ -67,20 +67,9 @@ TBO_DECODE_MISS = (
 )
 
 
-PREFILL_1K_2K = ("prefill EP32 16384/GPU in 1024 (TBO)", "prefill EP32 16384/GPU in 2048 (TBO)")
-PREFILL_MISS = (
-    "known miss since the refit with SGLang's prefill batches apart from decode (issue 24, session 10): SGLang's one "
-    "moe_efficiency fell 0.28 -> 0.235 and the wide-EP prefills of 16,384 tokens per GPU came out -27.8% / -23.1% "
-    "(1K / 2K prompts; 4K -18.7%, still within 20%) against -13..-6% at the previous fit: the constant is fitted on "
-    "aiconfigurator's prefills of 1-2 prompts, not on DeepEP/DeepGEMM prefills of this size (README, wide EP)"
-)
-
-
 def _wide_ep_cases():
     for p in load_points():
         marks = [pytest.mark.xfail(strict=True, reason=TBO_DECODE_MISS)] if p.label == TBO_DECODE else []
-        if p.label in PREFILL_1K_2K:
-            marks = [pytest.mark.xfail(strict=True, reason=PREFILL_MISS)]
         yield pytest.param(p, id=p.label, marks=marks)
 
 
@@ -94,7 +83,8 @@ def test_published_wide_ep_throughput_within_15_percent(point):
     its Hopper correction on 6 rows per stratum (compute x1.57), not on LMSYS's DeepEP/DeepGEMM prefills of 16,384
     tokens per GPU: predicted +12.0% / +15.0% / +17.8% (1K / 2K / 4K prompts; -28.2% / -25.5% / -22.3% at the
     previous fit, -4.7..+13.8% before issue 24's refit); -13..-6% after the benchmark burst's refit and -27.8% /
-    -23.1% / -18.7% after the one with SGLang's prefill-first loop (1K and 2K: PREFILL_MISS)."""
+    -23.1% / -18.7% after the one with SGLang's prefill-first loop (1K and 2K then strict xfails), -14.6% / -11.7% /
+    -8.5% after the fit with a prior weight of 0.05 (issue 24, session 11: moe_efficiency 0.235 -> 0.391)."""
     limit = 0.20 if point.phase == "prefill" else 0.15
     assert abs(predict(point).error) < limit
 
