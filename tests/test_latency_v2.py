@@ -235,16 +235,16 @@ def test_every_calibration_row_is_predicted_or_says_why():
 # (id, engine/family profile, predicted in the row's unit, measured). A change of the model or of data/efficiency.yaml
 # moves these: update them deliberately (rerun scripts/fit_efficiency.py and benchmarks/accuracy*.py first).
 PINNED = [
-    ("C230", "splitwise/ampere", 70.0202, 54.842),
-    ("C090", "tensorrt-llm/ampere", 5069.02, 5390.0),
-    ("C071", "tensorrt-llm/hopper", 15429.5, 19854.0),
-    ("C146", "vllm/ampere", 85.022, 84.28),
-    ("C214", "vllm/hopper", 6.60492, 6.44),
-    ("N056", "vllm/cdna3", 17.9953, 17.236),
-    ("N001", "llama.cpp/ampere", 45.7899, 47.4),
-    ("N006", "llama.cpp/ada", 51.4938, 54.84),
-    ("N016", "llama.cpp/hopper", 69.5598, 68.03),
-    ("N038", "lmdeploy/ampere", 0.0106806, 0.01),
+    ("C230", "splitwise/ampere", 70.0415, 54.842),
+    ("C090", "tensorrt-llm/ampere", 5072.44, 5390.0),
+    ("C071", "tensorrt-llm/hopper", 15391.5, 19854.0),
+    ("C146", "vllm/ampere", 84.7994, 84.28),
+    ("C214", "vllm/hopper", 6.63409, 6.44),
+    ("N056", "vllm/cdna3", 18.0843, 17.236),
+    ("N001", "llama.cpp/ampere", 45.7941, 47.4),
+    ("N006", "llama.cpp/ada", 51.4983, 54.84),
+    ("N016", "llama.cpp/hopper", 69.56, 68.03),
+    ("N038", "lmdeploy/ampere", 0.0106791, 0.01),
 ]
 
 
