@@ -65,6 +65,8 @@ FIELD_FLAGS = {
     "pipeline_parallel_size": "--pp",
     "data_parallel_size": "--dp",
     "expert_parallel_size": "--ep",
+    "enable_expert_parallel": "--ep",
+    "long_prefill_token_threshold": "--long-prefill-token-threshold",
     "kv_link": "--kv-link",
     "kv_link_latency_ms": "--kv-link-latency-ms",
     "kv_link_gb_s": "--kv-link-gb-s",

@@ -6,36 +6,12 @@ import argparse
 
 from pydantic import ValidationError
 
+from planner.cli.flags import FIELD_FLAGS
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_model
 from planner.core.engine_defaults import DEFAULT_ENGINE, ENGINES
 from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment
-
-# CLI flag for each Deployment field, so that a validation error names the flag the user typed.
-_FLAG = {
-    "num_gpus": "--num-gpus",
-    "tensor_parallel_size": "--tp",
-    "weights": "--weights",
-    "kv_cache_dtype": "--kv-dtype",
-    "gpu_memory_utilization": "--gpu-memory-utilization",
-    "max_model_len": "--max-model-len",
-    "block_size": "--block-size",
-    "max_num_seqs": "--max-num-seqs",
-    "max_num_batched_tokens": "--max-num-batched-tokens",
-    "enforce_eager": "--enforce-eager",
-    "pipeline_parallel_size": "--pp",
-    "data_parallel_size": "--dp",
-    "enable_expert_parallel": "--ep",
-    "ep_size": "--ep",
-    "long_prefill_token_threshold": "--long-prefill-token-threshold",
-    "enable_mixed_chunk": "--enable-mixed-chunk",
-    "moe_a2a_backend": "--moe-a2a-backend",
-    "deepep_mode": "--deepep-mode",
-    "enable_two_batch_overlap": "--enable-two-batch-overlap",
-    "enable_eplb": "--enable-eplb",
-    "ep_num_redundant_experts": "--ep-num-redundant-experts",
-}
 
 
 def add_scenario_args(p: argparse.ArgumentParser) -> None:
@@ -200,8 +176,9 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         dep = Deployment(**values)
     except ValidationError as err:
         e = from_validation_error(err)
-        # cross-field checks have no field of their own: they concern --num-gpus against --tp
-        raise InputError(_FLAG.get(e.field, "--num-gpus"), e.message.removeprefix("Value error, ")) from None
+        # a validation error names the flag the user typed (planner.cli.flags); cross-field checks have no field of
+        # their own: they concern --num-gpus against --tp
+        raise InputError(FIELD_FLAGS.get(e.field, "--num-gpus"), e.message.removeprefix("Value error, ")) from None
     if args.context is not None and args.context <= 0:
         raise InputError("--context", "must be a positive number of tokens")
     if args.gpu_memory_gb is not None and not 0.1 <= args.gpu_memory_gb <= 100_000:
