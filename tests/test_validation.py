@@ -144,5 +144,9 @@ def test_out_of_sample_summary_is_recorded_for_every_scheme():
     oos = out_of_sample_summary()
     assert set(oos["scheme"]) == {"in-sample", "LOFO", "LOEO"}
     grp = oos[oos["by"] == "group"].set_index(["scheme", "key"])["median_abs_pct"]
-    # out of sample is worse than in-sample for every group (the honest figures the README quotes)
-    assert all(grp[("LOFO", g)] > grp[("in-sample", g)] for g in ("decode", "prefill", "throughput"))
+    # out of sample is worse than in-sample (the honest figures the README quotes): LOEO predicts every point, as in
+    # sample, and is worse for every group; LOFO predicts only the points of families with another family of the
+    # same engine to learn from (prefill: 25 of 45, without Splitwise's 16 and LMDeploy's 4, the worst in sample), so
+    # its median is compared where its points are most of the group's
+    assert all(grp[("LOEO", g)] > grp[("in-sample", g)] for g in ("decode", "prefill", "throughput"))
+    assert all(grp[("LOFO", g)] > grp[("in-sample", g)] for g in ("decode", "throughput"))
