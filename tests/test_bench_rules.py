@@ -16,6 +16,7 @@ from planner.memory.plan import plan_memory
 from planner.sim.config import ConstantStepCost
 from planner.sim.serving import run_by
 from planner.sim.simulator import simulate
+from planner.traffic.generators import closed_loop
 from planner.traffic.workload import Workload
 
 
@@ -63,6 +64,37 @@ def test_adp_balance_releases_at_once_when_the_rank_has_nothing_decoding():
     # steps at its arrival (t = 3.5), first token at 4.5, no hold
     r = _run([0, 3.5], [100, 100], [3, 3], adp_balance_timeout_iters=60)
     assert r.first_token_s.tolist() == [1.0, 4.5]
+
+
+def test_sglang_recv_interval_holds_an_arrival_until_n_decode_steps_since_the_last_poll():
+    # SGLang --scheduler-recv-interval 10 (SchedulerRecvSkipper: decode step +1, prompt step +1000): request 0 is
+    # taken at t = 0 and prefilled in step 0 (t 0-1), after which the scheduler polls (nothing yet) and resets its
+    # counter. Request 1 arrives at t = 1.5, during the first decode step, and is taken only after the tenth (t = 11):
+    # prefilled in t 11-12. Polling every step, it is taken at t = 2 and has its first token at t = 3.
+    recv = _run([0, 1.5], [100, 100], [40, 40], admission_policy="sglang", scheduler_recv_interval=10)
+    assert recv.first_token_s.tolist() == [1.0, 12.0]
+    every = _run([0, 1.5], [100, 100], [40, 40], admission_policy="sglang")
+    assert every.first_token_s.tolist() == [1.0, 3.0]
+
+
+def test_sglang_recv_interval_costs_an_idle_server_nothing():
+    # request 0 (1 prefill + 2 decode steps) is done at t = 3; request 1 arrives at t = 50 on an idle server, which
+    # polls at once: first token at t = 51 whatever the interval
+    r = _run([0, 50], [100, 100], [3, 3], admission_policy="sglang", scheduler_recv_interval=30)
+    assert r.first_token_s.tolist() == [1.0, 51.0]
+
+
+def test_sglang_recv_interval_only_delays_first_tokens():
+    # a light closed loop of 4 users: a longer interval never makes a first token earlier, and the decode steps it
+    # runs are the same work (every request still generates all its tokens)
+    wl = closed_loop(4, 40, 0.0, "fixed:200", "fixed:64", "fixed", seed=0, stagger_s=20.0)
+    cfg = dict(num_gpu_blocks=1000, block_size=16, max_num_seqs=16, max_num_batched_tokens=8192)
+    means = []
+    for n in (1, 4, 16):
+        res = simulate(wl, dict(cfg, admission_policy="sglang", scheduler_recv_interval=n), ConstantStepCost(1.0))
+        assert bool(res.requests.finished.all())
+        means.append(float(np.mean(res.requests.first_token_s - res.requests.arrival_s)))
+    assert means[0] < means[1] < means[2]
 
 
 def test_a_prompt_that_fits_the_budget_runs_without_chunking_when_its_output_does_not():
@@ -164,3 +196,21 @@ def test_fp8_kv_lets_128_clients_of_1k_8k_fit_llama_70b_on_two_b200():
         r = sp.resolved(replace(p, kv_cache_dtype=kv))
         run = run_by(r, p.settings(r))
         assert (plan_memory(run).num_gpu_blocks * run.deployment.block_size >= need) is fits
+
+
+@pytest.mark.parametrize(
+    "key, interval",
+    [
+        # InferenceX dsr1_fp4_b200.sh: --scheduler-recv-interval 10 below 16 clients, 30 from 16
+        ("2026_04_06_deepseek_r1_b200_sxm_sglang_fp4_agg_1024x1024_c8_tp8_ep8_1012", 10),
+        ("2026_04_06_deepseek_r1_b200_sxm_sglang_fp4_agg_1024x1024_c32_tp8_ep8_1016", 30),
+        # dsr1_fp8_h200.sh sets none: SGLang's default, every step
+        ("deepseek_r1_h200_sxm_sglang_fp8_agg_8192x1024_c4_tp8_ep1_83", 1),
+        # aiconfigurator's own SGLang launch (aiperf rows) sets none
+        ("dsr1_h200_sglang_fp8_agg_1024x1024_c4_cfg81", 1),
+    ],
+)
+def test_inferencemax_b200_sglang_rows_poll_for_requests_as_their_script_sets(key, interval):
+    p = _point(key)
+    r = sp.resolved(p)
+    assert p.settings(r).scheduler_fields().get("scheduler_recv_interval", 1) == interval

@@ -67,6 +67,12 @@ INFERENCEMAX_16BIT_KV = {
     ("vllm", "openai/gpt-oss-120b", "H100-SXM"),
     ("vllm", "openai/gpt-oss-120b", "H200"),
 }
+# SGLang's --scheduler-recv-interval in InferenceMAX's B200 launches (InferenceX@40f95bc0 benchmarks/single_node/
+# dsr1_fp4_b200.sh, dsr1_fp8_b200.sh, qwen3.5_fp8_b200.sh, qwen3.5_bf16_b200.sh: "recv every ~10 requests; if
+# CONC >= 16, relax to ~30", and 10 for DeepSeek-R1 FP8 at TP 4); the H200 scripts (dsr1_fp8_h200.sh,
+# qwen3.5_fp8_h200.sh) leave SGLang's default of 1
+INFERENCEMAX_SGLANG_RECV_GPUS = ("B200",)
+INFERENCEMAX_SGLANG_RECV = (10, 30, 16)  # interval below the clients threshold, at or above it, the threshold
 RULES = "aiconfigurator benchmark rules (max_num_tokens / max_prefill_tokens = ISL + 1500, max_batch_size = batch)"
 
 
@@ -81,6 +87,16 @@ def inferencemax_kv_cache_dtype(engine: str, model: str, gpu: str, weights: str)
     if weights in ("bf16", "fp16") or (engine, model, gpu) in INFERENCEMAX_16BIT_KV:
         return "auto"
     return "fp8"
+
+
+def inferencemax_recv_interval(r: Resolved, clients: int) -> int:
+    """SGLang's --scheduler-recv-interval as InferenceMAX launched `r` for `clients` clients (note above); 1 = off."""
+    if r.engine.id != "sglang" or r.gpu.id not in INFERENCEMAX_SGLANG_RECV_GPUS:
+        return 1
+    low, high, threshold = INFERENCEMAX_SGLANG_RECV
+    if r.model.name in ADP_BALANCE_MODELS and r.deployment.weights == "fp8" and r.deployment.tensor_parallel_size == 4:
+        return low
+    return high if clients >= threshold else low
 
 
 def balanced_adp(engine: str, dp: int, model: str) -> bool:
@@ -143,12 +159,13 @@ def _inferencemax_settings(r: Resolved, batch: int, seed: int) -> ServerSettings
 
 
 def _sglang(r: Resolved, batch: int, tokens: int, seed: int) -> ServerSettings:
+    recv = inferencemax_recv_interval(r, batch * r.deployment.data_parallel_size)
     return ServerSettings.of(
         r,
         seed=seed,
         max_num_seqs=batch,
         max_num_batched_tokens=tokens,
-        scheduler_overrides=(("max_prefill_tokens", tokens),),
+        scheduler_overrides=(("max_prefill_tokens", tokens), ("scheduler_recv_interval", recv)),
     )
 
 

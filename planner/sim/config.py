@@ -109,6 +109,11 @@ class SchedulerConfig(BaseModel):
     # rank has nothing decoding. The simulator runs one rank of symmetric ranks whose prompts do not arrive
     # together, so a held prompt waits the N iterations (docs/research/ttft_gaps.md, gap 1); 0 = off (the default)
     adp_balance_timeout_iters: int = Field(0, ge=0, description="attention-DP balance hold in steps (0 off)")
+    # SGLang's --scheduler-recv-interval N (managers/scheduler_recv_skipper.py SchedulerRecvSkipper): the scheduler
+    # takes new requests off its socket only when a counter reaches N; each decode step adds 1, a step with prompt
+    # tokens adds 1000 and an idle loop polls at once, so while only decodes run an arrival waits for the next
+    # multiple of N decode steps (about N / 2 on average); 1 = every step (the default)
+    scheduler_recv_interval: int = Field(1, ge=1, description="decode steps between polls for new requests")
     scheduler_reserve_full_isl: bool = False  # admit only when the whole known sequence fits (vLLM PR #37307)
     admission_policy: Literal[
         "vllm-v1", "guaranteed-no-evict", "max-utilization", "sglang", "sglang-lpm", "static-slots", "turbomind"

@@ -121,12 +121,18 @@ class DecodeBatch:
 
 
 def plan_decode_run(
-    batch: DecodeBatch, step: int, num_free_blocks: int, now_s: float, next_arrival_s: float, cost
+    batch: DecodeBatch,
+    step: int,
+    num_free_blocks: int,
+    now_s: float,
+    next_arrival_s: float,
+    cost,
+    max_steps: int = MAX_FAST_FORWARD_STEPS,
 ) -> tuple[list, list, list]:
     """A run of pure-decode steps from `step`: it stops at the next finish (inclusive), before the next cap
     event, before a step the pool cannot supply blocks for, and before the first step starting at or after the
-    next arrival. Returns (start times, durations, cumulative blocks allocated) as lists, all of the run's
-    length m (m = 0: not even one step fits). A pure function of its arguments.
+    next arrival, and after `max_steps`. Returns (start times, durations, cumulative blocks allocated) as lists,
+    all of the run's length m (m = 0: not even one step fits). A pure function of its arguments.
 
     Most runs are a few steps long (an arrival or a finish comes first: 10 steps on average on the Azure
     conversation trace), so the first SHORT_RUN_STEPS steps are planned in plain Python with the cost's affine
@@ -134,7 +140,7 @@ def plan_decode_run(
     takes over for longer runs. Both paths do the
     same floating-point operations in the same order (numpy's cumsum adds sequentially), so they give the same
     numbers to the last bit."""
-    m = int(min(batch.next_finish_step() - step + 1, batch.next_cap_step() - step, MAX_FAST_FORWARD_STEPS))
+    m = int(min(batch.next_finish_step() - step + 1, batch.next_cap_step() - step, max_steps, MAX_FAST_FORWARD_STEPS))
     if m <= 0:
         return [], [], []
     affine = getattr(cost, "decode_affine", None)

@@ -157,6 +157,8 @@ class Replica:
         self.num_waiting_new = 0  # waiting requests never scheduled (the back of the queue)
         self.balance_limit = cfg.adp_balance_timeout_iters  # attention-DP balance hold (config note); 0 = off
         self.balance_held_steps = 0  # steps new prompts have been held by it
+        self.recv_interval = cfg.scheduler_recv_interval  # SGLang's receive polls (config note); 1 = every step
+        self.recv_counter = self.recv_interval  # the first loop polls
         self.now, self.step_index = 0.0, 0  # step_index counts decode steps (the lock-step batch's clock)
         self.decode_slots_taken = self.preempted_this_step = False
         self.recorder = StepRecorder()
@@ -222,7 +224,7 @@ class Replica:
     def run(self) -> SimResult:
         wall0 = time.perf_counter()
         while True:
-            self._accept_arrivals()
+            self._poll_arrivals()
             if not self.running and not self.waiting:
                 if not self.pending:
                     break
@@ -245,6 +247,15 @@ class Replica:
         )
 
     # --- arrivals, rejection, finishing, preemption -------------------------------------------------------
+    def _poll_arrivals(self) -> None:
+        """Take the arrivals due, at a receive poll (every step; with a receive interval N, after a step with prompt
+        tokens, after N decode steps since the last poll, or when idle)."""
+        if self.recv_interval > 1:
+            if self.recv_counter < self.recv_interval and (self.running or self.waiting):
+                return
+            self.recv_counter = 0
+        self._accept_arrivals()
+
     def _accept_arrivals(self) -> None:
         while self.pending and self.pending[0][0] <= self.now:
             t, i = heapq.heappop(self.pending)
@@ -521,6 +532,7 @@ class Replica:
         """Run one step: the scheduled chunks and, with `decode`, the lock-step decode batch (a prefill-only step
         of _step_separate leaves it, and the decode clock step_index, where they are)."""
         batch, step = self.decoders, self.step_index
+        self.recv_counter += self.recv_interval if scheduled else 1  # SGLang's recv weights: 1000 and 1
         num_dec = batch.count if decode else 0
         dec_ctx = batch.sum_context(step) if num_dec else 0
         new_tokens, kv_read, pairs = num_dec, dec_ctx, dec_ctx
@@ -635,6 +647,9 @@ class Replica:
         """The run of pure-decode steps from now up to the next known arrival (plan_decode_run), not yet applied."""
         batch = self.decoders
         batch.apply_caps(self.step_index)
+        if self.recv_interval > 1:  # arrivals wait for the next poll: the run stops there, whatever arrives before
+            to_poll = max(1, self.recv_interval - self.recv_counter)
+            return plan_decode_run(batch, self.step_index, self.pool.num_free, self.now, math.inf, self.cost, to_poll)
         next_arrival = self.pending[0][0] if self.pending else math.inf
         return plan_decode_run(batch, self.step_index, self.pool.num_free, self.now, next_arrival, self.cost)
 
@@ -644,6 +659,7 @@ class Replica:
         active0 = self.pool.num_active
         self.pool.allocate(int(cum_blocks[-1]))
         self.recorder.add_run(starts, dts, batch.count, len(self.running), active0, cum_blocks)
+        self.recv_counter += m
         if self.decode_hook is not None:
             self.decode_hook(m)
         self.now = float(starts[-1] + dts[-1])
