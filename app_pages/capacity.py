@@ -10,8 +10,9 @@ import pandas as pd
 import streamlit as st
 
 from planner.capacity.autoscale import METRICS, Policy, diurnal_rates, measure_replica, simulate_day, trace_rates
-from planner.capacity.recommend import mark_pareto, recommend, tasks_for
-from planner.capacity.replicas import base_workload
+from planner.capacity.probe_workload import base_workload
+from planner.capacity.ranking import mark_pareto
+from planner.capacity.recommend import recommend, tasks_for
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
 from planner.core.catalog import gpus
 from planner.core.engine import get_engine, scheduler_policy

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from planner.capacity.cost import price_of, replica_scenario
 from planner.capacity.fleet_capacity import MAX_FLEET_PROBES, routing_plan
 from planner.capacity.offload_compare import compare_fleet_offload
-from planner.capacity.replicas import price_of, replica_scenario
 from planner.capacity.routing import compare_routers, replica_frame
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve

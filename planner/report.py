@@ -17,13 +17,15 @@ import io
 import json
 from dataclasses import asdict
 
-from planner.capacity.replicas import CapacityPlan, capacity_plan, replica_scenario
+from planner.capacity.capacity_plan import CapacityPlan, capacity_plan
+from planner.capacity.cost import replica_scenario
 from planner.core.errors import InputError
 from planner.core.safe_text import csv_cell, markdown_cell
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.units import GB, GiB
 from planner.latency.metrics import estimate, memory_limit
-from planner.memory.plan import MemoryPlan, breakdown_per_gpu, plan_memory, tp_options
+from planner.memory.plan import MemoryPlan, breakdown_per_gpu, plan_memory
+from planner.memory.plan_sweeps import tp_options
 from planner.report_plan import ReportRow, assumption_rows, choice_rows, latency_ratios, plan_rows
 from planner.teaching.inputs import split_context
 

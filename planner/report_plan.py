@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.accuracy.bands import Band, bands_json, scenario_band, typically
-from planner.capacity.replicas import CapacityPlan, replicas_for
+from planner.capacity.capacity_plan import CapacityPlan
+from planner.capacity.cost import replicas_for
 from planner.capacity.steady_state import within_scaled_slo
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario

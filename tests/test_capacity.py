@@ -7,15 +7,10 @@ import math
 
 import pytest
 
-from planner.capacity.replicas import (
-    bracket_and_bisect,
-    capacity_plan,
-    cost_for,
-    find_capacity,
-    replicas_for,
-    traffic_replica,
-    workload_at,
-)
+from planner.capacity.capacity_plan import capacity_plan
+from planner.capacity.cost import cost_for, replicas_for
+from planner.capacity.probe_workload import workload_at
+from planner.capacity.replicas import bracket_and_bisect, find_capacity, traffic_replica
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from planner.capacity.load_sweep import find_knee, rate_sweep
-from planner.capacity.replicas import find_capacity, probe, saturated_rps, traffic_replica, workload_at
+from planner.capacity.probe_workload import workload_at
+from planner.capacity.replicas import find_capacity, probe, saturated_rps, traffic_replica
 from planner.capacity.steady_state import (
     judge,
     queue_trend_per_s,

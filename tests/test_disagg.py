@@ -8,11 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from planner.capacity.disagg import disagg_plan, rate_matched
+from planner.capacity.disagg import disagg_plan
 from planner.capacity.disagg_pools import _prefill_workload, kv_link, kv_transfer_s
+from planner.capacity.rate_match import rate_matched
 from planner.cli import main
+from planner.core.model_spec import ModelSpec
 from planner.core.scenario import Scenario, resolve, with_engine
-from planner.core.specs import Deployment, ModelSpec
+from planner.core.specs import Deployment
 from planner.core.workload import SLO, TrafficSpec
 from planner.latency.perf_model import PerfModel
 from planner.sim.records import latencies

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from planner.capacity.replicas import price_of
+from planner.capacity.cost import price_of
 from planner.cli import main
 from planner.core.scenario import Scenario, resolve
 

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from planner.core.catalog import gpus
+from planner.core.gpu_spec import ACHIEVED_DEFAULTS
 from planner.core.scenario import Scenario, resolve, with_engine
-from planner.core.specs import ACHIEVED_DEFAULTS, Deployment
+from planner.core.specs import Deployment
 from planner.latency.efficiency import profiles
 from planner.latency.hardware import HOPPER_MMA_SYNC_FRACTION
 from planner.latency.perf_model import PerfModel

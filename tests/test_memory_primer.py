@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.core.specs import ModelSpec
+from planner.core.model_spec import ModelSpec
 from planner.memory import sizes as memory
 
 # Primer §3: 7B, 32 layers, 32 heads, head dim 128, hidden 4,096, FP16

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from planner.core.catalog import kv_precisions, model_presets, weight_precisions
 from planner.core.errors import InputError
 from planner.core.hf_config import model_from_hf_config, parse_config_text
+from planner.core.model_spec import ModelSpec
 from planner.core.precision import resolve_kv_bytes
 from planner.core.scenario import Scenario, resolve
-from planner.core.specs import Deployment, ModelSpec
+from planner.core.specs import Deployment
 from planner.memory import sizes as memory
 from planner.memory.plan import plan_memory
 from planner.memory.sliding_window import request_blocks

@@ -1,6 +1,6 @@
 """The xPyD layouts of aiconfigurator's disaggregated rows are candidates of the disaggregated search."""
 
-from planner.capacity.disagg import instance_shapes
+from planner.capacity.instance_shapes import instance_shapes
 from planner.capacity.published_layouts import Shape, model_key, published_layouts, published_shapes
 from planner.core.scenario import Scenario
 from planner.core.specs import Deployment

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from planner.capacity.recommend import candidates, default_weights, pareto_front, rank, recommend, run_tasks, tasks_for
+from planner.capacity.candidates import candidates, default_weights
+from planner.capacity.ranking import pareto_front, rank
+from planner.capacity.recommend import recommend, run_tasks, tasks_for
 from planner.core.catalog import gpus
 from planner.core.scenario import Scenario
 from planner.core.workload import TrafficSpec
@@ -94,7 +96,7 @@ def test_bounded_ranking_keeps_the_exact_top_two_and_says_what_it_skipped():
 
 
 def test_a_ranked_row_is_the_capacity_plan_of_that_deployment():
-    from planner.capacity.replicas import capacity_plan
+    from planner.capacity.capacity_plan import capacity_plan
     from planner.core.scenario import with_deployment
 
     rows = recommend(Scenario(), 20, SMALL, gpu_ids=["L40S"], weights=["fp8"], tps=(1, 2), workers=1)

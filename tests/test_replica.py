@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from planner.capacity.replicas import capacity_plan
+from planner.capacity.capacity_plan import capacity_plan
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.specs import Deployment

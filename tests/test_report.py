@@ -10,12 +10,13 @@ import zipfile
 
 import pytest
 
-from planner.capacity.replicas import capacity_plan
+from planner.capacity.capacity_plan import capacity_plan
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.core.workload import SLO, TrafficSpec
 from planner.latency.metrics import estimate
-from planner.memory.plan import plan_memory, tp_options
+from planner.memory.plan import plan_memory
+from planner.memory.plan_sweeps import tp_options
 from planner.report import COLUMNS, ReportRow, human, report_rows, to_csv, to_json, to_markdown
 from planner.report_plan import choice_rows
 

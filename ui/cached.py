@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.capacity.replicas import CapacityPlan, capacity_plan, replica_scenario
+from planner.capacity.capacity_plan import CapacityPlan, capacity_plan
+from planner.capacity.cost import replica_scenario
 from planner.core.scenario import Scenario, resolve, with_engine
 from planner.report_plan import latency_ratios
 from planner.sim.continuous import ContinuousEstimate, continuous

@@ -18,7 +18,8 @@ from plotly.graph_objects import Figure
 from planner.capacity.launch import LaunchPlan, launch_plan
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
-from planner.memory.plan import MemoryPlan, breakdown_per_gpu, concurrency_vs_context, plan_memory, tp_options
+from planner.memory.plan import MemoryPlan, breakdown_per_gpu, plan_memory
+from planner.memory.plan_sweeps import concurrency_vs_context, tp_options
 from ui.charts.frozen import freeze
 from ui.charts.memory import concurrency_vs_context as concurrency_chart
 from ui.charts.memory import memory_stack

@@ -20,7 +20,8 @@ import streamlit as st
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.latency.metrics import memory_limit
-from planner.memory.plan import breakdown_per_gpu, concurrency_vs_context, plan_memory
+from planner.memory.plan import breakdown_per_gpu, plan_memory
+from planner.memory.plan_sweeps import concurrency_vs_context
 from planner.report import report_rows, to_csv, to_markdown
 from ui.cached import capacity_cached, continuous_cached
 from ui.charts.latency import tradeoff_chart

@@ -25,11 +25,13 @@ from planner.core.catalog import (
 from planner.core.engine import engine_for
 from planner.core.engine_defaults import DEFAULT_ENGINE
 from planner.core.errors import InputError, from_validation_error
+from planner.core.gpu_spec import custom_gpu
 from planner.core.hf_config import MAX_CONFIG_BYTES, parse_config_text
+from planner.core.model_spec import ModelSpec
 from planner.core.precision import label_on
 from planner.core.safe_text import inline_markdown
 from planner.core.scenario import Scenario, resolve
-from planner.core.specs import Deployment, ModelSpec, custom_gpu
+from planner.core.specs import Deployment
 from planner.memory.layer_groups import architecture_summary
 from ui.labels import error_text
 from ui.lazy_section import lazy_section

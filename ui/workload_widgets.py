@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from planner.capacity.replicas import mean_request_tokens
+from planner.capacity.probe_workload import mean_request_tokens
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario
 from planner.core.specs import Deployment

@@ -20,9 +20,10 @@ reaches the TTFT target, so a slow link can never make disaggregation look cheap
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
+from planner.capacity.aggregated_options import AggregatedOption, aggregated_best
+from planner.capacity.cost import DEFAULT_HEADROOM, SECONDS_PER_HOUR, price_of, replicas_for
 from planner.capacity.disagg_pools import (
     DEFAULT_LINK_LATENCY_S,
     PoolCapacity,
@@ -35,72 +36,13 @@ from planner.capacity.disagg_pools import (
     prefill_probe,
     visible_transfer_s,
 )
-from planner.capacity.published_layouts import published_shapes
-from planner.capacity.replicas import (
-    DEFAULT_HEADROOM,
-    DEFAULT_REL_TOL,
-    SECONDS_PER_HOUR,
-    capacity_plan,
-    mean_tokens,
-    price_of,
-    replicas_for,
-)
+from planner.capacity.instance_shapes import NO_SHAPE, instance_shapes
+from planner.capacity.probe_workload import mean_tokens
+from planner.capacity.replicas import DEFAULT_REL_TOL
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
-from planner.memory.plan import TP_DEGREES, plan_memory
-
-# in both faces' words (issue 27 #6: the app said "see `memory`", a CLI subcommand)
-NO_SHAPE = (
-    "no TP, DP or PP shape of this model starts on this GPU: it needs a larger GPU, a smaller weight precision or a "
-    "lower max_model_len (`servingplan memory --suggest`, or the app's Does it fit? page, lists the nearest fixes)"
-)
-
-
-def instance_shapes(s: Scenario, tps: tuple[int, ...] = TP_DEGREES) -> list[Resolved]:
-    """One-instance scenarios vLLM can start: TP-only shapes plus the scenario's own layout (module note)."""
-    dep = s.deployment
-    layouts = [
-        dict(
-            tensor_parallel_size=tp,
-            pipeline_parallel_size=1,
-            data_parallel_size=1,
-            enable_expert_parallel=False,
-            ep_size=None,
-        )
-        for tp in tps
-    ]
-    own = dict(
-        tensor_parallel_size=dep.tensor_parallel_size,
-        pipeline_parallel_size=dep.pipeline_parallel_size,
-        data_parallel_size=dep.data_parallel_size,
-        enable_expert_parallel=dep.enable_expert_parallel,
-        ep_size=dep.ep_size,
-    )
-    if own not in layouts:
-        layouts.append(own)
-    for shape in published_shapes(s.model, s.gpu or ""):  # layouts others ran and measured
-        published = dict(
-            tensor_parallel_size=shape.tp,
-            pipeline_parallel_size=1,
-            data_parallel_size=shape.dp,
-            enable_expert_parallel=shape.ep > 1,
-            ep_size=None if shape.ep in (1, shape.tp * shape.dp) else shape.ep,
-        )
-        if published not in layouts and (shape.tp * shape.dp) % shape.ep == 0:
-            layouts.append(published)
-    out = []
-    for layout in layouts:
-        d = dep.model_copy(update=layout)
-        d = d.model_copy(update={"num_gpus": d.gpus_per_replica})
-        try:
-            r = resolve(s.model_copy(update={"deployment": d}))
-        except InputError:  # heads not divisible by TP
-            continue
-        plan = plan_memory(r)
-        if plan.fits and plan.num_gpu_blocks > 0:
-            out.append(r)
-    return out
+from planner.memory.plan import TP_DEGREES
 
 
 def _gpus_for(cap: PoolCapacity, target: float, headroom: float) -> tuple[int | None, int | None]:
@@ -139,24 +81,6 @@ class PrefillPool(PoolRow):
 @dataclass(frozen=True)
 class DecodePool(PoolRow):
     tpot_p95_s: float | None = None  # at target / instances
-
-
-@dataclass(frozen=True)
-class AggregatedOption:
-    """One aggregated (chunked-prefill) TP or DP layout at the same SLO, from capacity_plan."""
-
-    tp: int
-    dp: int
-    ep: int
-    replicas: int | None  # instances of TP × DP GPUs
-    gpus: int | None
-    gpus_per_replica: int
-    max_rate_per_replica: float
-    usd_per_hour: float | None
-    usd_per_million_output_tokens: float | None
-    ttft_p95_s: float | None
-    tpot_p95_s: float | None
-    feasible: bool
 
 
 @dataclass(frozen=True)
@@ -249,60 +173,6 @@ def _pool_row(kind: type[PoolRow], r: Resolved, cap: PoolCapacity, instances: in
     )
 
 
-def aggregated_best(
-    s: Scenario,
-    target: float,
-    traffic: TrafficSpec,
-    slo: SLO,
-    headroom: float,
-    prices: dict | None,
-    rel_tol: float,
-    shapes: list[Resolved],
-) -> tuple[AggregatedOption | None, list[AggregatedOption]]:
-    """capacity_plan at each shape without PP; the cheapest feasible one (by $/h, then GPUs).
-
-    capacity_plan prices whole instances of TP × DP GPUs (it runs one DP rank at rate / DP). PP shapes are left
-    out: the simulator runs one batch at a time and would miss the batches PP keeps in flight."""
-    rows = []
-    for r in shapes:
-        d = r.deployment
-        if d.pipeline_parallel_size > 1:
-            continue
-        plan = capacity_plan(
-            s.model_copy(update={"deployment": d}),
-            target,
-            traffic,
-            slo,
-            headroom,
-            prices,
-            rel_tol,
-            operating_point=True,
-        )
-        op = plan.operating_point
-        instances = plan.cost.replicas if plan.cost else None
-        gpus = instances * d.gpus_per_replica if instances else None
-        usd_h = gpus * plan.usd_per_gpu_hour if gpus else None
-        per_m = usd_h / (target * plan.mean_output_tokens * SECONDS_PER_HOUR) * 1e6 if usd_h else None
-        rows.append(
-            AggregatedOption(
-                tp=d.tensor_parallel_size,
-                dp=d.data_parallel_size,
-                ep=d.expert_parallel_size,
-                replicas=instances,
-                gpus=gpus,
-                gpus_per_replica=d.gpus_per_replica,
-                max_rate_per_replica=plan.max_rate_per_replica,
-                usd_per_hour=usd_h,
-                usd_per_million_output_tokens=per_m,
-                ttft_p95_s=op.ttft_p95_s if op else None,
-                tpot_p95_s=op.tpot_p95_s if op else None,
-                feasible=plan.feasible,
-            )
-        )
-    ok = [row for row in rows if row.feasible and row.replicas]
-    return (min(ok, key=lambda row: (row.usd_per_hour, row.gpus)) if ok else None), rows
-
-
 def disagg_plan(
     s: Scenario,
     target_rps: float,
@@ -370,36 +240,3 @@ def disagg_plan(
         agg,
         tuple(agg_rows),
     )
-
-
-def pool_ratio(prefill_rate: float, decode_rate: float) -> float:
-    """Prefill instances per decode instance when both pools run full: decode rate / prefill rate."""
-    if prefill_rate <= 0 or decode_rate <= 0:
-        return math.nan
-    return decode_rate / prefill_rate
-
-
-@dataclass(frozen=True)
-class RateMatch:
-    prefill_instances: int | None
-    decode_instances: int | None
-    gpus: int | None  # None when a pool cannot serve the target
-    rps_per_gpu: float
-
-
-def rate_matched(
-    target_rps: float,
-    prefill_rate: float,
-    decode_rate: float,
-    gpus_per_prefill: int = 1,
-    gpus_per_decode: int = 1,
-    headroom: float = 1.0,
-) -> RateMatch:
-    """Instances of each pool for a target and the goodput per GPU: x = ceil(target × headroom / P), likewise y;
-    goodput per GPU = target / (x × GPUs per prefill + y × GPUs per decode)."""
-    x = replicas_for(target_rps, prefill_rate, headroom)
-    y = replicas_for(target_rps, decode_rate, headroom)
-    if not x or not y:
-        return RateMatch(x, y, None, 0.0)
-    gpus = x * gpus_per_prefill + y * gpus_per_decode
-    return RateMatch(x, y, gpus, target_rps / gpus)

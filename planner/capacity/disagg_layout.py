@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, replace
 
 from pydantic import ValidationError
 
+from planner.capacity.cost import price_of
 from planner.capacity.disagg_pools import (
     DEFAULT_LINK_LATENCY_S,
     decode_capacity,
@@ -41,7 +42,8 @@ from planner.capacity.disagg_pools import (
     prefill_probe,
     visible_transfer_s,
 )
-from planner.capacity.replicas import DEFAULT_REL_TOL, mean_tokens, price_of
+from planner.capacity.probe_workload import mean_tokens
+from planner.capacity.replicas import DEFAULT_REL_TOL
 from planner.core.errors import InputError, from_validation_error
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment

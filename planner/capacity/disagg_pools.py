@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.capacity.replicas import DEFAULT_REL_TOL, base_workload, bracket_and_bisect
+from planner.capacity.probe_workload import base_workload
+from planner.capacity.replicas import DEFAULT_REL_TOL, bracket_and_bisect
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
 from planner.core.workload import SLO, TrafficSpec

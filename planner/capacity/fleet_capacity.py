@@ -24,8 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.capacity.recommend import candidates
-from planner.capacity.replicas import price_of, replica_scenario, traffic_replica, workload_at
+from planner.capacity.candidates import candidates
+from planner.capacity.cost import price_of, replica_scenario
+from planner.capacity.probe_workload import workload_at
+from planner.capacity.replicas import traffic_replica
 from planner.capacity.routing import FleetSize, run_fleet
 from planner.capacity.steady_state import judge_fleet
 from planner.core.scenario import Resolved, Scenario, resolve

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 
-from planner.capacity.disagg import NO_SHAPE, instance_shapes
 from planner.capacity.disagg_pools import decode_capacity, kv_link, pool_replica, prefill_capacity
+from planner.capacity.instance_shapes import NO_SHAPE, instance_shapes
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.capacity.replicas import CapacityPlan, capacity_plan, replica_scenario, traffic_replica, workload_at
+from planner.capacity.capacity_plan import CapacityPlan, capacity_plan
+from planner.capacity.cost import replica_scenario
+from planner.capacity.probe_workload import workload_at
+from planner.capacity.replicas import traffic_replica
 from planner.capacity.routing import run_fleet, size_fleet
 from planner.core.scenario import Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec

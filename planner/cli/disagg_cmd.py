@@ -13,8 +13,8 @@ from planner.capacity.disagg import DisaggPlan, PoolRow, disagg_plan
 from planner.capacity.disagg_layout import TRANSFER_ENGINES, GivenLayoutPlan, PoolLayout, evaluate_layout
 from planner.capacity.disagg_pools import DEFAULT_LINK_LATENCY_S, LINKS
 from planner.cli import emit
-from planner.cli.capacity_cmd import _add_common, _check, _prices, _slo
 from planner.cli.scenario_args import scenario_from_args
+from planner.cli.target_args import _add_common, _check, _prices, _slo
 from planner.cli.traffic_args import traffic_from_args
 from planner.core.errors import InputError
 from planner.core.scenario import resolve

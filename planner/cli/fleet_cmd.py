@@ -9,15 +9,15 @@ import argparse
 import dataclasses
 
 from planner.accuracy.bands import bands_json, bands_text, serving_bands
+from planner.capacity.cost import price_of
 from planner.capacity.fleet_ray import run_fleet_apart
-from planner.capacity.replicas import price_of
 from planner.capacity.routing import run_fleet, size_fleet
 from planner.cli import emit
+from planner.cli.offload_args import offload_json
 from planner.cli.scenario_args import resolved_from_args
 from planner.cli.simulate_cmd import (
     _check_flags,
     add_simulate_args,
-    offload_json,
     output_flag,
     settings_from_args,
     workload_from_args,

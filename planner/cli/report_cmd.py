@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import sys
 
+from planner.capacity.probe_workload import mean_request_tokens
 from planner.capacity.recommend import recommend
-from planner.capacity.replicas import mean_request_tokens
-from planner.cli.capacity_cmd import RANKING_NUM_REQUESTS, _add_common, _check, _prices, _slo
+from planner.cli.capacity_cmd import RANKING_NUM_REQUESTS
 from planner.cli.scenario_args import scenario_from_args
+from planner.cli.target_args import _add_common, _check, _prices, _slo
 from planner.cli.traffic_args import traffic_from_args
 from planner.core.scenario import DEFAULT_TARGET_RATE
 from planner.report import report_rows, to_csv, to_json, to_markdown

@@ -9,16 +9,15 @@ import math
 
 from planner.accuracy.bands import bands_json, bands_text, serving_bands
 from planner.cli import emit
+from planner.cli.offload_args import add_offload_args, offload_from_args, offload_json, offload_text
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
+from planner.cli.spec_args import add_spec_args, check_spec_args, spec_from_args
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
 from planner.cli.work_budget import check_workload
 from planner.core.errors import InputError
-from planner.sim.offload_plan import GIB, OFFLOAD_TIERS, KVOffload, offload_summary
 from planner.sim.records import LatencyStats, ServingSummary
 from planner.sim.serving import Replica, benchmark_clients, result_summary, run_serving
-from planner.sim.settings import ServerSettings, SpecDecoding
-from planner.sim.spec_heads import published_acceptance, spec_methods
-from planner.techniques.spec_decode import alpha_from_acceptance_length
+from planner.sim.settings import ServerSettings
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, closed_loop, open_loop
 from planner.traffic.sessions import sessions
 from planner.traffic.traces import load_trace, rescale, sample
@@ -97,42 +96,6 @@ def add_simulate_args(p: argparse.ArgumentParser) -> None:
     add_spec_args(p)
 
 
-def add_spec_args(p: argparse.ArgumentParser) -> None:
-    """--spec-model | --spec-method, --spec-k and --spec-alpha | --acceptance-length (simulate, fleet, capacity)."""
-    d = p.add_argument_group("speculative decoding (off unless --spec-model or --spec-method)")
-    d.add_argument("--spec-model", default=None, help="draft model: preset id or config.json path")
-    d.add_argument(
-        "--spec-method",
-        default=None,
-        choices=tuple(spec_methods()),
-        help="a draft head inside the target instead of a draft model: eagle3 (EAGLE-3 head) or mtp (DeepSeek "
-        "MTP module), one target layer per draft pass (data/spec_methods.yaml lists published acceptance lengths)",
-    )
-    d.add_argument("--spec-k", type=int, default=4, help="draft tokens per verification step (default 4)")
-    a = d.add_mutually_exclusive_group()
-    a.add_argument(
-        "--spec-alpha",
-        type=float,
-        default=None,
-        help="per-token acceptance rate of the drafts, 0..1 (measured; no default: give it or --acceptance-length)",
-    )
-    a.add_argument(
-        "--acceptance-length",
-        type=float,
-        default=None,
-        help="mean tokens per verification pass, 1..k+1, as EAGLE papers and vLLM's spec-decode metrics report it "
-        "(converted to the per-token rate at --spec-k)",
-    )
-
-
-def _published_hint(method: str | None) -> str:
-    """Published acceptance lengths of a head method, for the error that asks for one."""
-    if method is None:
-        return ""
-    rows = [f"{r.model} {r.task}: {r.acceptance_length:g}" for r in published_acceptance(method)]
-    return f"; published for {method} (data/spec_methods.yaml): " + "; ".join(rows) if rows else ""
-
-
 def _positive(flag: str, value, integer: bool = False, allow_zero: bool = False) -> None:
     if value is None:
         return
@@ -185,39 +148,6 @@ def _check_flags(args: argparse.Namespace) -> None:
             raise InputError("--arrival", "a trace keeps its own arrival times (use --time-scale)")
 
 
-def check_spec_args(args: argparse.Namespace) -> None:
-    """The speculative-decoding flags: a method or a draft, and an acceptance given (never assumed); sets
-    args.spec_alpha from --acceptance-length."""
-    if args.spec_model is not None and args.spec_method is not None:
-        raise InputError("--spec-method", "give a draft model (--spec-model) or a head method, not both")
-    if args.spec_model is not None or args.spec_method is not None:
-        if not 1 <= args.spec_k <= 32:
-            raise InputError("--spec-k", f"must be from 1 to 32, got {args.spec_k}")
-        if args.spec_alpha is None and args.acceptance_length is None:
-            raise InputError(
-                "--spec-alpha",
-                "speculative decoding needs the drafts' acceptance: --spec-alpha (per token) or --acceptance-length "
-                "(tokens per pass), measured or published for this draft, model and task (no default is assumed)"
-                + _published_hint(args.spec_method),
-            )
-        if args.acceptance_length is not None:
-            try:
-                args.spec_alpha = alpha_from_acceptance_length(args.acceptance_length, args.spec_k)
-            except InputError as err:
-                raise InputError("--acceptance-length", err.message) from None
-        if not (math.isfinite(args.spec_alpha) and 0 <= args.spec_alpha <= 1):
-            raise InputError("--spec-alpha", f"must be from 0 to 1, got {args.spec_alpha:g}")
-    elif args.spec_alpha is not None or args.acceptance_length is not None:
-        raise InputError("--spec-alpha", "applies only with --spec-model or --spec-method")
-
-
-def spec_from_args(args: argparse.Namespace) -> SpecDecoding | None:
-    """The flags' speculative decoding (checked by check_spec_args), or None when off."""
-    if args.spec_model is None and args.spec_method is None:
-        return None
-    return SpecDecoding(args.spec_model, args.spec_k, args.spec_alpha, args.spec_method)
-
-
 def _sessions(args: argparse.Namespace) -> bool:
     return any(getattr(args, f, None) is not None for f in ("turns", "system_prompt_tokens", "first_input_tokens"))
 
@@ -263,66 +193,6 @@ def workload_from_args(args: argparse.Namespace, r=None) -> Workload:
         return closed_loop(args.users, n, args.think_time, prompt, output, seed=args.seed)
     cv = args.cv if args.cv is not None else 1.0
     return open_loop(n, args.rate, prompt, output, args.arrival, cv, seed=args.seed)
-
-
-def add_offload_args(p: argparse.ArgumentParser) -> None:
-    """KV offload tiers (planner/sim/offload_plan.py): vLLM's OffloadingConnector or SGLang's HiCache."""
-    o = p.add_argument_group("KV offload (off unless --kv-offload; vLLM OffloadingConnector, SGLang HiCache)")
-    o.add_argument(
-        "--kv-offload",
-        choices=OFFLOAD_TIERS,
-        default=None,
-        help="keep prefix blocks the GPU evicts in CPU memory (and on NVMe SSD); hits reload over the host link",
-    )
-    o.add_argument(
-        "--cpu-offload-gib",
-        type=float,
-        default=None,
-        help="CPU tier for the whole replica, GiB (vLLM cpu_bytes_to_use; default: 2 x the GPU KV pool, SGLang's "
-        "--hicache-ratio default)",
-    )
-    o.add_argument("--ssd-offload-gib", type=float, default=None, help="SSD tier, GiB (default: the host's NVMe share)")
-    o.add_argument("--offload-host", default=None, help="host of data/hosts.yaml (default: the GPU's)")
-    o.add_argument(
-        "--hicache-write-policy",
-        choices=("write_through", "write_back"),
-        default=None,
-        help="SGLang: back blocks up as computed (write_through, the default) or as the GPU evicts them",
-    )
-
-
-def offload_from_args(args: argparse.Namespace) -> KVOffload | None:
-    if getattr(args, "kv_offload", None) is None:
-        if any(getattr(args, f, None) is not None for f in ("cpu_offload_gib", "ssd_offload_gib", "offload_host")):
-            raise InputError("--kv-offload", "the offload sizes and host need --kv-offload cpu or cpu+ssd")
-        return None
-    gib = lambda v: v * GIB if v is not None else None  # noqa: E731
-    return KVOffload(
-        args.kv_offload,
-        gib(args.cpu_offload_gib),
-        gib(args.ssd_offload_gib),
-        args.offload_host,
-        args.hicache_write_policy,
-    )
-
-
-def offload_json(r, replica, res) -> dict | None:
-    """The `offload` key: the tiers' hit rates and reload seconds (None when offload is off)."""
-    kv = replica.settings.offload
-    if kv is None or res.offload is None:
-        return None
-    return offload_summary(r, kv, replica.scheduler_config.offload, res).to_dict()
-
-
-def offload_text(o: dict | None) -> str:
-    """One line on the offload tiers (nothing when off)."""
-    if o is None:
-        return ""
-    rates = ", ".join(f"{tier} {rate:.1%}" for tier, rate in o["hit_rate"].items())
-    return (
-        f"\n  KV offload {o['tiers']} on {o['host']} ({o['write_policy']}, CPU {o['cpu_gib']:,.1f} GiB): hits {rates}; "
-        f"{o['num_reloads']:,} reloads, {o['reload_s']:,.2f} s charged to steps\n  engine flags: {o['engine_flags']}"
-    )
 
 
 def output_flag(args: argparse.Namespace) -> str:

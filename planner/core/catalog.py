@@ -12,10 +12,11 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from planner.core.errors import InputError, from_validation_error
+from planner.core.gpu_spec import GPUSpec
 from planner.core.hf_config import load_config_file
+from planner.core.model_spec import ModelSpec
 from planner.core.paths import data_dir
 from planner.core.precision import KVPrecision, WeightPrecision
-from planner.core.specs import GPUSpec, ModelSpec
 
 DATA_DIR = data_dir()
 MODELS_DIR = DATA_DIR / "models"

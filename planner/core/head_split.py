@@ -29,7 +29,7 @@ Sources (pinned commits):
 from __future__ import annotations
 
 from planner.core.errors import InputError
-from planner.core.specs import ModelSpec
+from planner.core.model_spec import ModelSpec
 
 FIELD = "tensor_parallel_size"
 

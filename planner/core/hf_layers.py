@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Any
 
 from planner.core.errors import InputError
-from planner.core.specs import LayerGroup
+from planner.core.model_spec import LayerGroup
 
 LAYER_TYPE_KINDS = {
     "full_attention": "full",

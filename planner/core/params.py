@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.core.specs import LayerGroup, ModelSpec
+from planner.core.model_spec import LayerGroup, ModelSpec
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,11 @@ from planner.core.bounded import BoundedModel
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
 from planner.core.engine import Engine, engine_for
 from planner.core.engine_defaults import DEFAULT_ENGINE, ENGINES, is_known_engine
+from planner.core.gpu_spec import GPUSpec, custom_gpu
 from planner.core.head_split import check_head_split
+from planner.core.model_spec import ModelSpec
 from planner.core.precision import KVPrecision, WeightPrecision, label_on, resolve_kv_bytes
-from planner.core.specs import Deployment, GPUSpec, ModelSpec, custom_gpu
+from planner.core.specs import Deployment
 from planner.core.workload import SLO, TrafficSpec
 
 DEFAULT_TARGET_RATE = 50.0  # requests/s the fleet must serve

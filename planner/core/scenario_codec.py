@@ -18,8 +18,9 @@ from pydantic import ValidationError
 
 from planner.core.errors import InputError, from_validation_error
 from planner.core.json_input import load_json
+from planner.core.model_spec import ModelSpec
 from planner.core.scenario import Calibration, Scenario
-from planner.core.specs import Deployment, ModelSpec
+from planner.core.specs import Deployment
 from planner.core.workload import SLO, TrafficSpec
 
 MAX_SCENARIO_BYTES = 200_000

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.core.gpu_spec import GPUSpec
 from planner.core.scenario import Resolved
-from planner.core.specs import GPUSpec
 
 # Ampere-style mma.sync kernels on Hopper reach about 35/75 of what its warpgroup MMA (wgmma) kernels reach:
 # FlashAttention-2 "only 35% utilization on the H100" vs FlashAttention-3 "up to 740 TFLOPs/s (75% utilization)"

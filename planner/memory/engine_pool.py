@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from planner.core.engine import Engine, get_engine
 from planner.core.engine_defaults import sglang_chunked_prefill_size
 from planner.core.errors import InputError
-from planner.core.specs import Deployment, ModelSpec
+from planner.core.model_spec import ModelSpec
+from planner.core.specs import Deployment
 from planner.memory.vllm_pool import VllmPool, activation_peak_bytes, runtime_overhead_bytes, vllm_pool
 
 GIB, MIB = 2**30, 2**20

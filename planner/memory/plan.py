@@ -19,8 +19,10 @@ from dataclasses import asdict, dataclass, replace
 from planner.core.params import count_params
 from planner.core.scenario import Resolved
 from planner.memory import sizes as memory
+from planner.memory.blockers import Blocker, _blockers, _parallel_blockers, _parallel_warnings, _warnings
 from planner.memory.engine_pool import EnginePool, engine_pool
-from planner.memory.layer_groups import GroupBytes, HybridFit, binding_limit, group_bytes, hybrid_fit
+from planner.memory.hybrid_fit import HybridFit, hybrid_fit
+from planner.memory.layer_groups import GroupBytes, binding_limit, group_bytes
 from planner.memory.sliding_window import request_blocks
 from planner.memory.vllm_pool import VllmPool
 
@@ -28,15 +30,6 @@ TP_DEGREES = (1, 2, 4, 8)
 
 
 ENGINE_KEYS = ("blockers", "engine", "memory_rule")  # MemoryPlan fields that engine_dict() prints
-
-
-@dataclass(frozen=True)
-class Blocker:
-    """One reason the deployment cannot serve (kind: a short id; message: the sentence the pages show)."""
-
-    kind: str  # heads_not_divisible | weights_exceed_budget | pool_below_one_request | context_exceeds_memory
-    #            | stages_exceed_layers
-    message: str
 
 
 @dataclass(frozen=True)
@@ -219,101 +212,6 @@ def _hybrid_pool(pool: VllmPool, h: HybridFit, block_size: int, max_model_len: i
     return replace(pool, num_gpu_blocks=blocks, kv_cache_tokens=blocks * block_size, max_concurrency=h.max_concurrency)
 
 
-def _parallel_blockers(r: Resolved, dep) -> tuple[Blocker, ...]:
-    """vLLM's PP rule: stages need at least one layer each (uneven experts are a warning: the fullest rank counts)."""
-    out = []
-    m = r.model
-    if dep.pipeline_parallel_size > m.num_layers:
-        out.append(
-            Blocker(
-                "stages_exceed_layers",
-                f"Does not fit: PP={dep.pipeline_parallel_size} exceeds the {m.num_layers} layers",
-            )
-        )
-    return tuple(out)
-
-
-def _parallel_warnings(r: Resolved, dep) -> list[str]:
-    out = []
-    m = r.model
-    if dep.enable_expert_parallel and not m.is_moe:
-        out.append("Expert parallelism has no effect: the model has no experts")
-    ep = dep.expert_parallel_size
-    if m.is_moe and ep > 1 and m.num_experts % ep:
-        out.append(
-            f"Uneven experts: {m.num_experts} experts over EP={ep} ranks; vLLM gives the fullest rank "
-            f"{memory.experts_on_fullest_rank(m.num_experts, ep)} (memory counts it), which also sets the pace. "
-            "SGLang needs experts + --ep-num-redundant-experts divisible by EP"
-        )
-    node = r.gpu.nvlink_domain_gpus or r.gpu.gpus_per_node  # one NVLink domain (NVL72: 72)
-    if dep.tensor_parallel_size > node:
-        out.append(
-            f"Slow: TP={dep.tensor_parallel_size} spans nodes of {node} GPUs, so every all-reduce crosses the "
-            "network; keep TP within a node and use PP, DP or EP across nodes"
-        )
-    if m.is_mla and dep.tensor_parallel_size > 1:
-        out.append(
-            f"MLA latent cache is replicated on all {dep.tensor_parallel_size} TP ranks; data-parallel "
-            "attention (DP) stores it once per request"
-        )
-    return out
-
-
-def _budget_rule(pool: VllmPool) -> str:
-    """How the pool's memory budget is set, for a blocker's message."""
-    if not isinstance(pool, EnginePool):
-        return "gpu_memory_utilization × usable memory"
-    return "mem_fraction_static × usable memory" if pool.rule == "sglang-static" else "usable memory"
-
-
-def _blockers(r: Resolved, tp: int, pool: VllmPool, w_gpu: float) -> tuple[Blocker, ...]:
-    out = []
-    engine = r.engine.label
-    if r.model.num_attention_heads % tp:
-        out.append(
-            Blocker(
-                "heads_not_divisible",
-                f"Does not fit: {engine} needs the {r.model.num_attention_heads} attention heads divisible by TP={tp}",
-            )
-        )
-    if w_gpu >= pool.budget_bytes:
-        out.append(
-            Blocker(
-                "weights_exceed_budget",
-                f"Does not fit: weights per GPU ({w_gpu / 1e9:.1f} GB) exceed the memory budget "
-                f"({pool.budget_bytes / 1e9:.1f} GB = {_budget_rule(pool)})",
-            )
-        )
-    elif getattr(pool, "slots", None) is not None and pool.kv_cache_tokens == 0:
-        out.append(
-            Blocker(
-                "context_exceeds_memory",
-                f"Does not fit: {engine} allocates its whole context at start ({pool.slots} slot(s) × "
-                f"{r.max_model_len:,} tokens = {-pool.kv_pool_bytes / 1e9:.1f} GB more than is left after the "
-                "weights; lower max_model_len or the slots)",
-            )
-        )
-    elif pool.max_concurrency < 1 if r.model.layer_groups else pool.kv_cache_tokens < r.max_model_len:
-        stop = "vLLM refuses to start" if not isinstance(pool, EnginePool) else f"{engine} cannot serve one"
-        out.append(
-            Blocker(
-                "pool_below_one_request",
-                f"Does not fit: the KV pool holds {pool.kv_cache_tokens:,} tokens, fewer than one request of "
-                f"max_model_len={r.max_model_len:,}; {stop} (lower max_model_len or add GPUs)",
-            )
-        )
-    return tuple(out)
-
-
-def _warnings(r: Resolved, tp: int) -> list[str]:
-    out = []
-    if r.context_tokens > r.max_model_len:
-        out.append(f"Context of {r.context_tokens:,} tokens exceeds max_model_len={r.max_model_len:,}")
-    if r.model.num_kv_heads < tp and not r.model.is_mla:
-        out.append(f"TP={tp} exceeds the {r.model.num_kv_heads} KV heads: each GPU keeps a replicated copy")
-    return out
-
-
 def effective_tokens(request_bytes: float, bytes_per_token: float) -> int:
     """Token slots a request really occupies: its context, or less where sliding-window layers cap the cache."""
     return max(1, math.ceil(request_bytes / bytes_per_token - 1e-9))
@@ -340,54 +238,3 @@ def stage_share(p: MemoryPlan) -> float:
     """The fullest pipeline stage's share of the layers (1 without PP)."""
     layers = sum(g.layers for g in p.layer_kinds) or 1
     return math.ceil(layers / p.pipeline_parallel_size) / layers
-
-
-def tp_options(r: Resolved) -> list[dict]:
-    """One row per TP degree: memory per GPU and whether vLLM can start."""
-    rows = []
-    for tp in TP_DEGREES:
-        p = plan_memory(r, tp=tp)
-        rows.append(
-            {
-                "tp": tp,
-                "gpus": tp,
-                "weights_per_gpu_bytes": p.weight_bytes_per_gpu,
-                "kv_pool_per_gpu_bytes": p.kv_pool_bytes_per_gpu,
-                "kv_cache_tokens": p.kv_cache_tokens,
-                "max_concurrency": p.max_concurrency,
-                "textbook_max_requests": p.textbook_max_requests,
-                "fits": p.fits,
-                "note": "; ".join(p.warnings),
-            }
-        )
-    return rows
-
-
-def concurrency_vs_context(r: Resolved, contexts: list[int] | None = None) -> list[dict]:
-    """Max concurrent requests (textbook, paged pool, contiguous reservation) as the context grows."""
-    base = plan_memory(r)
-    contexts = (
-        contexts
-        or [c for c in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072) if c <= r.max_model_len]
-        or [r.max_model_len]
-    )
-    rows = []
-    for ctx in contexts:
-        req_gpu = memory.kv_bytes_per_request(r.model, r.kv_bytes, ctx, base.tensor_parallel_size)
-        dep = r.deployment
-        if base.hybrid:  # vLLM's hybrid layout: blocks of every group a request of ctx tokens holds
-            h = base.hybrid.pool
-            paged = h.num_blocks // h.blocks_per_request(ctx, dep.max_num_batched_tokens, r.max_model_len)
-        else:
-            paged = base.num_gpu_blocks // request_blocks(
-                r.model, ctx, dep.max_num_batched_tokens, r.max_model_len, dep.block_size
-            )
-        rows.append(
-            {
-                "context_tokens": ctx,
-                "textbook": memory.textbook_max_requests(base.gpu_memory_bytes, base.weight_bytes_per_gpu, req_gpu),
-                "vllm_paged": paged,
-                "contiguous": base.contiguous_max_requests,
-            }
-        )
-    return rows

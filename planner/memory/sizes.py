@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import math
 
+from planner.core.model_spec import ModelSpec
 from planner.core.params import count_params
 from planner.core.precision import WeightPrecision
-from planner.core.specs import ModelSpec
 from planner.memory import layer_groups
 
 BYTES_16BIT = 2

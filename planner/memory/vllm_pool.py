@@ -34,7 +34,8 @@ from functools import lru_cache
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.core.catalog import DATA_DIR, _read_yaml
-from planner.core.specs import Deployment, ModelSpec
+from planner.core.model_spec import ModelSpec
+from planner.core.specs import Deployment
 from planner.core.units import ceil_div
 
 

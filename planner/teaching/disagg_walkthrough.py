@@ -13,7 +13,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from planner.capacity.disagg import rate_matched
+from planner.capacity.rate_match import rate_matched
 from planner.core.scenario import Resolved
 from planner.teaching.inputs import _f, split_context
 from planner.teaching.steps import Step, num

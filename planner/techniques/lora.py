@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.core.model_spec import ModelSpec
 from planner.core.scenario import Resolved
-from planner.core.specs import ModelSpec
 from planner.memory import sizes as memory
 from planner.memory.vllm_pool import blocks_per_request, vllm_pool
 

@@ -26,9 +26,9 @@ import numpy as np
 
 from planner.core.catalog import get_model, model_presets
 from planner.core.errors import InputError
+from planner.core.model_spec import ModelSpec
 from planner.core.params import count_params
 from planner.core.scenario import Resolved
-from planner.core.specs import ModelSpec
 from planner.latency.perf_model import PerfModel
 from planner.memory import sizes as memory
 from planner.memory.vllm_pool import blocks_per_request, vllm_pool
