@@ -12,7 +12,7 @@ request per user discarded, the next two averaged). A stratum is one (engine, mo
 
 Printed: the fraction of rows the planner can predict (and why the rest cannot), then the median |error| of mean
 TTFT, mean TPOT and throughput overall and per engine, per model class (dense; MoE/MLA), per GPU and per model.
-scripts/fit_efficiency.py fits data/efficiency.yaml on up to 2 rows per (engine, model, GPU) of this file (seed 0:
+scripts/fit_efficiency.py fits data/efficiency.yaml on up to 4 rows per (engine, model, GPU) of this file (seed 0:
 planner.accuracy.serving_traces.stratified_sample) and each GPU family's two corrections on up to 6 (the same seeded
 draw, larger), so these figures are of groups the fit saw, on the whole simulator (the fit re-prices traces); the
 `fitted` column marks the rows either stage used, and the line "rows not fitted" scores the others.

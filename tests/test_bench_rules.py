@@ -97,6 +97,25 @@ def test_sglang_recv_interval_only_delays_first_tokens():
     assert means[0] < means[1] < means[2]
 
 
+def test_tensorrt_llm_batch_wait_holds_a_lone_prompt_for_timeout_iters_steps():
+    # batch_wait_timeout_iters 3, ratio 0.9 of 1,000 tokens: request 0 starts alone (nothing decoding, no wait) and
+    # prefills in step 0. Request 1 (100 tokens) arrives at t = 1.5: 100 + 1 decode token < 900, so it is held in the
+    # steps at t = 2, 3, 4 and prefilled at t = 5, first token at t = 6 (at t = 3 without the wait)
+    kw = dict(max_num_batched_tokens=1000, enable_chunked_prefill=False, admission_policy="guaranteed-no-evict")
+    held = _run([0, 1.5], [100, 100], [20, 20], batch_wait_timeout_iters=3, batch_wait_max_tokens_ratio=0.9, **kw)
+    assert held.first_token_s.tolist() == [1.0, 6.0]
+    free = _run([0, 1.5], [100, 100], [20, 20], **kw)
+    assert free.first_token_s.tolist() == [1.0, 3.0]
+
+
+def test_tensorrt_llm_batch_wait_ends_when_the_prompts_fill_the_ratio():
+    # nine 100-token prompts arrive at t = 1.5 while request 0 decodes: 900 + 1 tokens >= 0.5 x 1,000, so they go in
+    # the step at t = 2 (first tokens at t = 3) although the timeout is 50 steps
+    kw = dict(max_num_batched_tokens=1000, enable_chunked_prefill=False, admission_policy="guaranteed-no-evict")
+    r = _run([0] + [1.5] * 9, [100] * 10, [20] * 10, batch_wait_timeout_iters=50, batch_wait_max_tokens_ratio=0.5, **kw)
+    assert r.first_token_s.tolist() == [1.0] + [3.0] * 9
+
+
 def test_a_prompt_that_fits_the_budget_runs_without_chunking_when_its_output_does_not():
     # TensorRT-LLM never preempts, so without chunked prefill only the prompt must fit max_num_tokens (1,000 + 8,000
     # tokens would be refused by the prompt + output rule)
@@ -156,7 +175,7 @@ def test_rows_run_with_their_benchmarks_launch(key, engine, seqs, budget, chunke
     cfg = s.scheduler_fields()
     assert cfg.get("enable_chunked_prefill", True) is chunked
     assert {k: cfg[k] for k in extra} == extra
-    assert s == bench_settings(r, p.clients_per_rank, p.isl, inferencemax=p.protocol is INFERENCEMAX)
+    assert s == bench_settings(r, p.clients_per_rank, p.isl, inferencemax=p.protocol is INFERENCEMAX, osl=p.osl)
 
 
 def test_attention_dp_rows_simulate_one_rank_of_the_runs_clients():
@@ -214,3 +233,25 @@ def test_inferencemax_b200_sglang_rows_poll_for_requests_as_their_script_sets(ke
     p = _point(key)
     r = sp.resolved(p)
     assert p.settings(r).scheduler_fields().get("scheduler_recv_interval", 1) == interval
+
+
+@pytest.mark.parametrize(
+    "key, wait",
+    [
+        # InferenceX 70b_fp8_b200_trt_slurm.sh: 1k / 1k below TP 8 waits 20 iterations or 0.9 of max_num_tokens
+        (
+            "2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp8_agg_1024x1024_c16_tp2_ep1_915",
+            {"batch_wait_timeout_iters": 20},
+        ),
+        # ... not at TP 8
+        ("2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp8_agg_1024x1024_c16_tp8_ep1_622", {}),
+        # ... nor at 8k / 1k
+        ("llama_3_1_70b_h200_sxm_trtllm_fp8_agg_8192x1024_c64_tp2", {}),
+    ],
+)
+def test_inferencemax_tensorrt_llm_rows_batch_prompts_as_their_script_sets(key, wait):
+    p = _point(key)
+    cfg = p.settings(sp.resolved(p)).scheduler_fields()
+    assert {k: cfg[k] for k in wait} == wait
+    if not wait:
+        assert "batch_wait_timeout_iters" not in cfg

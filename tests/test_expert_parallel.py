@@ -59,10 +59,11 @@ def test_eplb_placement():
 
 PREFILL_MISS = (
     "known miss since the refit with the token-overhead prior (issue 24, session 11): SGLang's constants are loosely "
-    "held by its rows and moved again (matmul_efficiency 0.45 -> 0.39, moe_efficiency 0.39 -> 0.35, frontend 20 -> "
-    "108 ms, output lag 16.8 -> 8.0 steps), so the wide-EP prefills of 16,384 tokens per GPU come out -30.2% / "
-    "-27.6% / -24.3% (1K / 2K / 4K prompts) against -14.6% / -11.7% / -8.5% at the fit before: the constants are "
-    "fitted on aiconfigurator's prefills of 1-2 prompts, not on DeepEP/DeepGEMM prefills of this size (README)"
+    "held by its rows and move between fits (session 12, on 4 rows per stratum: matmul_efficiency 0.39 -> 0.80, "
+    "moe_efficiency 0.35 -> 0.24, frontend 108 -> 213 ms), so the wide-EP prefills of 16,384 tokens per GPU come out "
+    "-25.0% / -23.1% / -21.3% (1K / 2K / 4K prompts; -30.2% / -27.6% / -24.3% at session 11's fit, -14.6% / -11.7% "
+    "/ -8.5% before): the constants are fitted on aiconfigurator's prefills of 1-2 prompts, not on DeepEP/DeepGEMM "
+    "prefills of this size (README)"
 )
 
 

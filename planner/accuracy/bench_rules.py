@@ -72,6 +72,15 @@ INFERENCEMAX_16BIT_KV = {
 # CONC >= 16, relax to ~30", and 10 for DeepSeek-R1 FP8 at TP 4); the H200 scripts (dsr1_fp8_h200.sh,
 # qwen3.5_fp8_h200.sh) leave SGLang's default of 1
 INFERENCEMAX_SGLANG_RECV_GPUS = ("B200",)
+# TensorRT-LLM's batch waiting in InferenceMAX's launches (planner.sim.config: batch_wait_timeout_iters,
+# batch_wait_max_tokens_ratio): Llama-3.1-70B at 1k / 1k below TP 8, 20 iterations or 0.9 of max_num_tokens
+# (InferenceX@026d16b8~1 benchmarks/70b_fp8_h200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh, 70b_fp4_b200_trt_slurm.sh:
+# "For 1k/1k, use batch_wait_max_tokens_ratio and batch_wait_timeout_iters will improve the performance");
+# DeepSeek-R1 FP8 on B200 at 1k / 1k from 64 clients, 40 iterations or 0.8 (InferenceX@40f95bc0
+# benchmarks/single_node/dsr1_fp8_b200_trt.sh, DELAY_BATCHING). The other TensorRT-LLM scripts set none.
+INFERENCEMAX_TRT_WAIT_LLAMA = {"meta-llama/Llama-3.1-70B": (20, 0.9)}
+INFERENCEMAX_TRT_WAIT_DSR1 = {("deepseek-ai/DeepSeek-R1", "fp8", "B200"): (40, 0.8)}
+INFERENCEMAX_TRT_WAIT_DSR1_CLIENTS = 64
 INFERENCEMAX_SGLANG_RECV = (10, 30, 16)  # interval below the clients threshold, at or above it, the threshold
 RULES = "aiconfigurator benchmark rules (max_num_tokens / max_prefill_tokens = ISL + 1500, max_batch_size = batch)"
 
@@ -99,14 +108,31 @@ def inferencemax_recv_interval(r: Resolved, clients: int) -> int:
     return high if clients >= threshold else low
 
 
+def inferencemax_batch_wait(r: Resolved, clients: int, isl: int, osl: int) -> tuple:
+    """TensorRT-LLM's (batch_wait_timeout_iters, batch_wait_max_tokens_ratio) as InferenceMAX launched `r` (note
+    above); () when its script sets none or attention DP is on (the engine checks the wait only without it)."""
+    if r.engine.id != "tensorrt-llm" or r.deployment.data_parallel_size > 1 or (isl, osl) != (1024, 1024):
+        return ()
+    model, tp = r.model.name, r.deployment.tensor_parallel_size
+    if model in INFERENCEMAX_TRT_WAIT_LLAMA and tp < 8:
+        return INFERENCEMAX_TRT_WAIT_LLAMA[model]
+    key = (model, r.deployment.weights, r.gpu.id)
+    if key in INFERENCEMAX_TRT_WAIT_DSR1 and clients >= INFERENCEMAX_TRT_WAIT_DSR1_CLIENTS:
+        return INFERENCEMAX_TRT_WAIT_DSR1[key]
+    return ()
+
+
 def balanced_adp(engine: str, dp: int, model: str) -> bool:
     """True for the rows launched with TensorRT-LLM's attention-DP balance (InferenceX's DeepSeek-R1 scripts)."""
     return engine == "tensorrt-llm" and dp > 1 and model in ADP_BALANCE_MODELS
 
 
-def bench_settings(r: Resolved, batch: int, isl: int, seed: int = 0, inferencemax: bool = False) -> ServerSettings:
+def bench_settings(
+    r: Resolved, batch: int, isl: int, seed: int = 0, inferencemax: bool = False, osl: int = 0
+) -> ServerSettings:
     """The replica's ServerSettings as aiconfigurator's benchmark rules launch engine `r.engine` for one DP rank with
-    `batch` running requests at input length `isl` (module note); `inferencemax`: as InferenceMAX's scripts do."""
+    `batch` running requests at input length `isl` (module note); `inferencemax`: as InferenceMAX's scripts do (for
+    nominal output length `osl`)."""
     budget = batch + isl + PREFILL_HEADROOM
     engine = r.engine.id
     # InferenceX's launch (ADP_BALANCE_MODELS note): C = all ranks' clients
@@ -123,7 +149,7 @@ def bench_settings(r: Resolved, batch: int, isl: int, seed: int = 0, inferencema
             ),
         )
     if inferencemax:
-        return _inferencemax_settings(r, batch, seed)
+        return _inferencemax_settings(r, batch, seed, isl, osl)
     if engine == "sglang":  # the chunk size stays the engine's default; max_prefill_tokens limits later prompts
         return ServerSettings.of(
             r,
@@ -138,7 +164,7 @@ def bench_settings(r: Resolved, batch: int, isl: int, seed: int = 0, inferencema
     return ServerSettings.of(r, seed=seed)
 
 
-def _inferencemax_settings(r: Resolved, batch: int, seed: int) -> ServerSettings:
+def _inferencemax_settings(r: Resolved, batch: int, seed: int, isl: int, osl: int) -> ServerSettings:
     """InferenceMAX's launch of engine `r.engine` (INFERENCEMAX_* note) with `batch` clients on the replica."""
     engine, model = r.engine.id, r.model.name
     if engine == "sglang":
@@ -152,7 +178,9 @@ def _inferencemax_settings(r: Resolved, batch: int, seed: int) -> ServerSettings
             tokens //= 2
         return _sglang(r, batch, tokens, seed)
     if engine == "tensorrt-llm":
-        return _whole_prompts(r, batch, INFERENCEMAX_TRT_TOKENS.get(model, INFERENCEMAX_TRT_DEFAULT), seed)
+        tokens = INFERENCEMAX_TRT_TOKENS.get(model, INFERENCEMAX_TRT_DEFAULT)
+        wait = inferencemax_batch_wait(r, batch * r.deployment.data_parallel_size, isl, osl)
+        return _whole_prompts(r, batch, tokens, seed, wait)
     if engine == "vllm":
         return ServerSettings.of(r, seed=seed, max_num_seqs=batch, max_num_batched_tokens=INFERENCEMAX_VLLM_TOKENS)
     return ServerSettings.of(r, seed=seed)
@@ -169,12 +197,14 @@ def _sglang(r: Resolved, batch: int, tokens: int, seed: int) -> ServerSettings:
     )
 
 
-def _whole_prompts(r: Resolved, batch: int, tokens: int, seed: int) -> ServerSettings:
-    """TensorRT-LLM without chunked prefill: `tokens` a step, a prompt must fit one step whole."""
+def _whole_prompts(r: Resolved, batch: int, tokens: int, seed: int, wait: tuple = ()) -> ServerSettings:
+    """TensorRT-LLM without chunked prefill: `tokens` a step, a prompt must fit one step whole; `wait`: its batch
+    waiting (timeout iterations, token ratio), if the launch sets it."""
+    waiting = (("batch_wait_timeout_iters", wait[0]), ("batch_wait_max_tokens_ratio", wait[1])) if wait else ()
     return ServerSettings.of(
         r,
         seed=seed,
         max_num_seqs=batch,
         max_num_batched_tokens=tokens,
-        scheduler_overrides=(("enable_chunked_prefill", False),),
+        scheduler_overrides=(("enable_chunked_prefill", False),) + waiting,
     )

@@ -123,7 +123,7 @@ class ServingPoint:
     def settings(self, r: Resolved, seed: int = 0) -> ServerSettings:
         """How the run launched its engine: aiconfigurator's benchmark rules for its rows, else the scenario's own."""
         if self.bench_rules and not self.request_rate:
-            return bench_settings(r, self.clients_per_rank, self.isl, seed, self.protocol is INFERENCEMAX)
+            return bench_settings(r, self.clients_per_rank, self.isl, seed, self.protocol is INFERENCEMAX, self.osl)
         return ServerSettings.of(r, seed=seed)
 
     @property

@@ -109,6 +109,12 @@ class SchedulerConfig(BaseModel):
     # rank has nothing decoding. The simulator runs one rank of symmetric ranks whose prompts do not arrive
     # together, so a held prompt waits the N iterations (docs/research/ttft_gaps.md, gap 1); 0 = off (the default)
     adp_balance_timeout_iters: int = Field(0, ge=0, description="attention-DP balance hold in steps (0 off)")
+    # TensorRT-LLM's batch waiting (batch_wait_timeout_iters, batch_wait_max_tokens_ratio; PyExecutor _waiting_requests,
+    # checked only without attention DP and when both prompts and decodes are scheduled): the step's prompts are held
+    # until their tokens plus the decodes' reach ratio × max_num_tokens or the hold has lasted timeout iterations
+    # (the counter resets when they go); 0 and 0.0 = off (the default)
+    batch_wait_timeout_iters: int = Field(0, ge=0, description="most steps prompts wait to be batched (0 off)")
+    batch_wait_max_tokens_ratio: float = Field(0.0, ge=0.0, le=1.0, description="token share that ends the wait")
     # SGLang's --scheduler-recv-interval N (managers/scheduler_recv_skipper.py SchedulerRecvSkipper): the scheduler
     # takes new requests off its socket only when a counter reaches N; each decode step adds 1, a step with prompt
     # tokens adds 1000 and an idle loop polls at once, so while only decodes run an arrival waits for the next

@@ -157,6 +157,8 @@ class Replica:
         self.num_waiting_new = 0  # waiting requests never scheduled (the back of the queue)
         self.balance_limit = cfg.adp_balance_timeout_iters  # attention-DP balance hold (config note); 0 = off
         self.balance_held_steps = 0  # steps new prompts have been held by it
+        self.batch_wait = cfg.batch_wait_timeout_iters > 0 or cfg.batch_wait_max_tokens_ratio > 0  # TensorRT-LLM's
+        self.batch_wait_steps = 0  # steps prompts have been held by it (config note)
         self.recv_interval = cfg.scheduler_recv_interval  # SGLang's receive polls (config note); 1 = every step
         self.recv_counter = self.recv_interval  # the first loop polls
         self.now, self.step_index = 0.0, 0  # step_index counts decode steps (the lock-step batch's clock)
@@ -355,7 +357,8 @@ class Replica:
         budget = self.cfg.max_num_batched_tokens - self._allocate_decode_slots()
         scheduled: list[tuple[int, int]] = []
         budget = self._schedule_running(budget, scheduled)
-        if not self.preempted_this_step and not (self.balance_limit and self._balance_holds()):
+        holds = (self.balance_limit and self._balance_holds()) or (self.batch_wait and self._batch_wait_holds(budget))
+        if not self.preempted_this_step and not holds:
             self._schedule_waiting(budget, scheduled)
         self._enforce_queue_limit()
         if scheduled or self.decoders.count:
@@ -387,6 +390,24 @@ class Replica:
             self.balance_held_steps = 0  # nothing to hold, nothing decoding (released at once), or timed out
             return False
         self.balance_held_steps += 1
+        return True
+
+    def _batch_wait_holds(self, budget: int) -> bool:
+        """TensorRT-LLM's batch waiting: hold this step's prompts? (SchedulerConfig note) The prompts are those that
+        fit the step whole, first come first served; the decodes count one token each."""
+        if not self.waiting or not self.decoders.count:
+            return False
+        tokens = 0
+        for i in self.waiting:
+            if tokens + self.prompt_tokens[i] > budget:
+                break
+            tokens += self.prompt_tokens[i]
+        cfg = self.cfg
+        enough = tokens + self.decoders.count >= cfg.batch_wait_max_tokens_ratio * cfg.max_num_batched_tokens
+        if tokens == 0 or enough or self.batch_wait_steps >= cfg.batch_wait_timeout_iters:
+            self.batch_wait_steps = 0
+            return False
+        self.batch_wait_steps += 1
         return True
 
     def _allocate_decode_slots(self) -> int:
