@@ -4,7 +4,7 @@ output behind it, one row per figure.
 Rows are (section, name, value, unit, note): values in SI units as the planner computes them (bytes, seconds,
 tokens, USD), the note holding the formula or the assumption. The same rows become CSV, JSON or Markdown (with
 chart images when the caller renders them; planner/ itself never draws). Sections, in order: the plan (capacity
-search of planner.capacity.replicas.capacity_plan at the scenario's target rate, SLO and traffic), the latency at
+search of planner.capacity.capacity_plan.capacity_plan at the scenario's target rate, SLO and traffic), the latency at
 the operating point (continuous batching, simulated at target / replicas per replica), the deployment choice
 (chosen and runner-up, when a ranking from planner.capacity.recommend is given), the assumptions and their
 calibration status, then the inputs, memory and tensor-parallel options.

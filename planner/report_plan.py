@@ -1,7 +1,7 @@
 """The plan part of the sizing report: the deployment, its capacity, replicas and cost at the target rate, the SLO
 and whether it holds, the latency at the operating point, the runner-up, and the assumptions behind it all.
 
-Every figure comes from planner.capacity.replicas.capacity_plan (a simulated search of the capacity per replica
+Every figure comes from planner.capacity.capacity_plan.capacity_plan (a simulated search of the capacity per replica
 under the scenario's traffic and SLO; cost = GPUs × $ per GPU-hour) and, for the choice, from the rows of
 planner.capacity.recommend. The latency at the operating point is the simulation at target / replicas requests/s
 per replica: continuous batching as vLLM's scheduler runs it, not a static batch of the whole pool. Its

@@ -27,7 +27,7 @@ def continuous_cached(
 
 @st.cache_data(show_spinner="Searching the capacity per replica…", max_entries=64)
 def capacity_cached(scenario_json: str, prices: tuple[tuple[str, float], ...] = ()) -> CapacityPlan:
-    """planner.capacity.replicas.capacity_plan at the scenario's own target, traffic, SLO and headroom."""
+    """planner.capacity.capacity_plan.capacity_plan at the scenario's own target, traffic, SLO and headroom."""
     s = Scenario.model_validate_json(scenario_json)
     ratios = latency_ratios(resolve(replica_scenario(s)))  # replicas_pessimistic's latency-bound search
     return capacity_plan(s, s.target_rate, s.traffic, s.slo, s.headroom, dict(prices), latency_ratios=ratios)

@@ -244,7 +244,8 @@ def _report(rates, cols, events, m: ReplicaModel, p: Policy, slo_ttft_s, usd, ti
 
 
 def measure_replica(s, traffic, slo, plan) -> ReplicaModel:
-    """A ReplicaModel from a CapacityPlan (planner.capacity.replicas.capacity_plan) plus one light-load simulation."""
+    """A ReplicaModel from a CapacityPlan (planner.capacity.capacity_plan.capacity_plan) plus one light-load
+    simulation."""
     from planner.capacity.cost import replica_scenario
     from planner.capacity.replicas import probe, traffic_replica
     from planner.core.scenario import resolve
