@@ -357,8 +357,7 @@ class Replica:
         budget = self.cfg.max_num_batched_tokens - self._allocate_decode_slots()
         scheduled: list[tuple[int, int]] = []
         budget = self._schedule_running(budget, scheduled)
-        holds = (self.balance_limit and self._balance_holds()) or (self.batch_wait and self._batch_wait_holds(budget))
-        if not self.preempted_this_step and not holds:
+        if not self.preempted_this_step and not self._prompts_held(budget):
             self._schedule_waiting(budget, scheduled)
         self._enforce_queue_limit()
         if scheduled or self.decoders.count:
@@ -383,6 +382,13 @@ class Replica:
             self._execute(scheduled)
         elif self.running or self.waiting:
             raise RuntimeError("scheduler made no progress")
+
+    def _prompts_held(self, budget: int) -> bool:
+        """TensorRT-LLM's holds of this step's waiting prompts: attention-DP balance, else batch waiting (the engine
+        checks batch waiting only without attention DP); counted only on steps that could take prompts."""
+        if self.balance_limit:
+            return self._balance_holds()
+        return self.batch_wait and self._batch_wait_holds(budget)
 
     def _balance_holds(self) -> bool:
         """TensorRT-LLM's attention-DP balance: hold waiting prompts this step? (SchedulerConfig note)"""
