@@ -47,6 +47,7 @@ SCENARIOS = [
             max_num_batched_tokens=4096,
             enforce_eager=True,
             enable_mixed_chunk=True,  # SGLang's switch travels too
+            scheduler_recv_interval=10,  # and its receive interval
         ),
         engine="sglang",
     ),

@@ -31,6 +31,9 @@ RANGES = {
     "sb_max_len": (128, 10_000_000),
     "sb_max_seqs": (1, 4096),
     "sb_batched": (16, 1_000_000),
+    "sb_recv_interval": (1, 1000),
+    "sb_batch_wait_iters": (0, 1000),
+    "sb_batch_wait_ratio": (0.0, 1.0),
 }
 PARAM_OF = {
     "sb_gpu_mem_gb": "gpu_gb",
@@ -39,6 +42,9 @@ PARAM_OF = {
     "sb_max_len": "maxlen",
     "sb_max_seqs": "seqs",
     "sb_batched": "batched",
+    "sb_recv_interval": "recv",
+    "sb_batch_wait_iters": "bwi",
+    "sb_batch_wait_ratio": "bwr",
 }
 
 
@@ -64,6 +70,9 @@ def widget_values(s: Scenario, upload_choice: str) -> dict:
         "sb_batched": d.max_num_batched_tokens or engine_default.max_num_batched_tokens,
         "sb_eager": d.enforce_eager,
         "sb_mixed_chunk": d.enable_mixed_chunk,
+        "sb_recv_interval": d.scheduler_recv_interval,
+        "sb_batch_wait_iters": d.batch_wait_timeout_iters,
+        "sb_batch_wait_ratio": float(d.batch_wait_max_tokens_ratio),
         "sb_engine": s.engine,  # no widget: the sidebar keeps it for the next scenario (the link's engine)
         **workload_values(s),
     }

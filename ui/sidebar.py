@@ -262,7 +262,46 @@ def _engine(hw: dict | None = None, window: int | None = None) -> dict:
             "a pure decode step; under load the prompts wait for each other). On: prompt chunks share each step "
             "with the decodes, as vLLM's scheduler does.",
         )
-    return dict(util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager, mixed=mixed)
+    return dict(
+        util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager, mixed=mixed, **_holds(box)
+    )
+
+
+def _holds(box) -> dict:
+    """The scheduler holds of the scenario's engine, under its own names (other engines have none: defaults)."""
+    holds = dict(recv=1, wait_iters=0, wait_ratio=0.0)
+    if _engine_id() == "sglang":
+        holds["recv"] = box.number_input(
+            "scheduler_recv_interval (SGLang)",
+            1,
+            1000,
+            1,
+            key="sb_recv_interval",
+            help="--scheduler-recv-interval: the scheduler reads new requests every N decode steps (1, the "
+            "default: every step). Benchmark launches set 10-30 to save CPU; each arrival then waits about N / 2 "
+            "decode steps more for its first token.",
+        )
+    if _engine_id() == "tensorrt-llm":
+        holds["wait_iters"] = box.number_input(
+            "batch_wait_timeout_iters (TensorRT-LLM)",
+            0,
+            1000,
+            0,
+            key="sb_batch_wait_iters",
+            help="Extra-options YAML: prompts wait up to this many iterations to be batched together (0, the "
+            "default: off). The wait ends early once the waiting prompts and the decodes hold "
+            "batch_wait_max_tokens_ratio of max_num_tokens.",
+        )
+        holds["wait_ratio"] = box.number_input(
+            "batch_wait_max_tokens_ratio (TensorRT-LLM)",
+            0.0,
+            1.0,
+            0.0,
+            step=0.05,
+            key="sb_batch_wait_ratio",
+            help="The share of max_num_tokens that ends the batch wait (0, the default: off).",
+        )
+    return holds
 
 
 def _window(previous: Scenario, choice: str, spec: ModelSpec | None) -> int:
@@ -311,6 +350,9 @@ def _scenario_from_widgets() -> Scenario:
         max_num_batched_tokens=eng["batched"],
         enforce_eager=eng["eager"],
         enable_mixed_chunk=bool(eng["mixed"]),
+        scheduler_recv_interval=int(eng["recv"]),
+        batch_wait_timeout_iters=int(eng["wait_iters"]),
+        batch_wait_max_tokens_ratio=float(eng["wait_ratio"]),
         enable_prefix_caching=bool(st.session_state.get("sb_prefix", True)),  # the one switch (Workload and SLO)
     )
     dep = parallelism_section(dep)  # PP, DP attention, EP (ui/parallelism.py)

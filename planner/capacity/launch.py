@@ -113,6 +113,8 @@ def settings_for(r: Resolved) -> Settings:
         eplb=d.enable_eplb,
         redundant_experts=d.ep_num_redundant_experts,
         mixed_chunk=d.enable_mixed_chunk,
+        recv_interval=d.scheduler_recv_interval,
+        batch_wait=(d.batch_wait_timeout_iters, d.batch_wait_max_tokens_ratio),
         num_experts=r.model.num_experts,
     )
 

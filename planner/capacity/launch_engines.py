@@ -73,6 +73,8 @@ class Settings:
     eplb: bool = False
     redundant_experts: int = 0
     mixed_chunk: bool = False  # SGLang --enable-mixed-chunk
+    recv_interval: int = 1  # SGLang --scheduler-recv-interval
+    batch_wait: tuple[int, float] = (0, 0.0)  # TensorRT-LLM batch_wait_timeout_iters, batch_wait_max_tokens_ratio
     num_experts: int = 0  # routed experts per MoE layer (TensorRT-LLM's load balancer counts slots, not extras)
 
 
@@ -158,6 +160,7 @@ def sglang(s: Settings, notes: list[str], files: dict) -> list[Command]:
     argv += ["--pp-size", str(s.pp)] if s.pp > 1 else []
     argv += _sglang_wide_ep(s)
     argv += ["--enable-mixed-chunk"] if s.mixed_chunk else []
+    argv += ["--scheduler-recv-interval", str(s.recv_interval)] if s.recv_interval > 1 else []
     argv += ["--context-length", str(s.max_model_len), "--max-running-requests", str(s.max_num_seqs * s.dp)]
     argv += ["--chunked-prefill-size", str(s.max_batched_tokens), "--page-size", str(s.block_size)]
     argv += ["--mem-fraction-static", f"{s.util:g}"]
@@ -214,6 +217,9 @@ def tensorrt_llm(s: Settings, notes: list[str], files: dict) -> list[Command]:
         options.update(_trtllm_wide_ep(s, notes))
     if s.eager:
         options["cuda_graph_config"] = None
+    iters, ratio = s.batch_wait
+    options.update({"batch_wait_timeout_iters": iters} if iters else {})
+    options.update({"batch_wait_max_tokens_ratio": ratio} if ratio else {})
     files[TRTLLM_OPTIONS_FILE] = yaml.safe_dump(options, sort_keys=False)
     argv = ["trtllm-serve", s.model, "--backend", "pytorch", "--tp_size", str(s.tp * s.dp)]
     argv += ["--pp_size", str(s.pp)] if s.pp > 1 else []

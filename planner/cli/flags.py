@@ -75,6 +75,9 @@ FIELD_FLAGS = {
     "deepep_mode": "--deepep-mode",
     "enable_two_batch_overlap": "--enable-two-batch-overlap",
     "enable_mixed_chunk": "--enable-mixed-chunk",
+    "scheduler_recv_interval": "--scheduler-recv-interval",
+    "batch_wait_timeout_iters": "--batch-wait-timeout-iters",
+    "batch_wait_max_tokens_ratio": "--batch-wait-max-tokens-ratio",
     "enable_eplb": "--enable-eplb",
     "ep_num_redundant_experts": "--ep-num-redundant-experts",
     # a given xPyD layout (planner.capacity.disagg_layout)

@@ -100,6 +100,26 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
         "first and alone); other engines ignore it",
     )
     e.add_argument(
+        "--scheduler-recv-interval",
+        type=int,
+        default=1,
+        help="SGLang: the scheduler reads new requests every N decode steps (default 1: every step); an arrival "
+        "waits about N / 2 steps more for its first token",
+    )
+    e.add_argument(
+        "--batch-wait-timeout-iters",
+        type=int,
+        default=0,
+        help="TensorRT-LLM (extra-options YAML): prompts wait up to N iterations to be batched (default 0: off)",
+    )
+    e.add_argument(
+        "--batch-wait-max-tokens-ratio",
+        type=float,
+        default=0.0,
+        help="TensorRT-LLM (extra-options YAML): the wait ends once the waiting prompts and the decodes hold this "
+        "share of max_num_tokens (0 to 1; default 0: off)",
+    )
+    e.add_argument(
         "--context", type=int, default=None, help="tokens per request (prompt + output); default max-model-len"
     )
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -142,12 +162,29 @@ def _check_wide_ep(args: argparse.Namespace) -> None:
             raise InputError(flag, "acts on the experts' all-to-all: set --ep > 1 (e.g. --ep equal to TP × DP)")
 
 
+# each launch hold is one engine's option: (flag, its engine, the attribute, its "off" value)
+_ENGINE_HOLDS = (
+    ("--scheduler-recv-interval", "sglang", "scheduler_recv_interval", 1),
+    ("--batch-wait-timeout-iters", "tensorrt-llm", "batch_wait_timeout_iters", 0),
+    ("--batch-wait-max-tokens-ratio", "tensorrt-llm", "batch_wait_max_tokens_ratio", 0.0),
+)
+
+
+def _check_engine_holds(args: argparse.Namespace) -> None:
+    """A hold set for another engine is refused by name: that engine has no such option, so it would not act."""
+    engine = getattr(args, "engine", DEFAULT_ENGINE)
+    for flag, owner, attr, off in _ENGINE_HOLDS:
+        if getattr(args, attr, off) != off and engine != owner:
+            raise InputError(flag, f"is {owner}'s option (--engine {owner}); {engine} has no such setting")
+
+
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     pp, dp = getattr(args, "pp", 1), getattr(args, "dp", 1)
     for flag, value in (("--tp", args.tp), ("--pp", pp), ("--dp", dp)):
         if value < 1:
             raise InputError(flag, f"must be a whole number >= 1, got {value}")
     _check_wide_ep(args)
+    _check_engine_holds(args)
     values = {
         "num_gpus": args.num_gpus or args.tp * pp * dp,
         "tensor_parallel_size": args.tp,
@@ -166,6 +203,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         "enable_prefix_caching": getattr(args, "enable_prefix_caching", True),
         "long_prefill_token_threshold": getattr(args, "long_prefill_token_threshold", 0),
         "enable_mixed_chunk": getattr(args, "enable_mixed_chunk", False),
+        **{attr: getattr(args, attr, off) for _, _, attr, off in _ENGINE_HOLDS},
         "moe_a2a_backend": getattr(args, "moe_a2a_backend", "none"),
         "deepep_mode": getattr(args, "deepep_mode", "auto"),
         "enable_two_batch_overlap": getattr(args, "enable_two_batch_overlap", False),

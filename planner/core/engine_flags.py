@@ -71,6 +71,7 @@ KNOWN_FLAGS: dict[str, frozenset[str]] = {
             "--deepep-mode",
             "--enable-two-batch-overlap",
             "--enable-mixed-chunk",
+            "--scheduler-recv-interval",
             "--enable-eplb",
             "--ep-num-redundant-experts",
             "--context-length",
@@ -207,7 +208,9 @@ LAYOUT_NAMES = {
 }
 
 # TensorRT-LLM's extra-options YAML keys (LlmArgs / TorchLlmArgs fields and KvCacheConfig's), same source; the wide-EP
-# ones (moe_config: backend, load_balancer: num_slots, layer_updates_per_iter) from TRTLLM_WIDE_EP_SOURCE
+# ones (moe_config: backend, load_balancer: num_slots, layer_updates_per_iter) from TRTLLM_WIDE_EP_SOURCE; the batch
+# waiting ones (TorchLlmArgs batch_wait_timeout_iters, batch_wait_max_tokens_ratio, status "prototype") from
+# TRTLLM_BATCH_WAIT_SOURCE
 TRTLLM_YAML_KEYS = frozenset(
     {
         "enable_attention_dp",
@@ -223,7 +226,14 @@ TRTLLM_YAML_KEYS = frozenset(
         "load_balancer",
         "num_slots",
         "layer_updates_per_iter",
+        "batch_wait_timeout_iters",
+        "batch_wait_max_tokens_ratio",
     }
+)
+TRTLLM_BATCH_WAIT_SOURCE = (
+    "NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py TorchLlmArgs (a 2026 copy, search-index content id "
+    "1090804222; not at the pinned @fcd3f316), set in the extra-options YAML by SemiAnalysisAI/InferenceX@026d16b8~1 "
+    "benchmarks/70b_fp8_b200_trt_slurm.sh"
 )
 
 # Wide expert parallelism under vLLM's and TensorRT-LLM's names (SGLang's are in KNOWN_FLAGS above).

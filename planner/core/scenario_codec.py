@@ -45,7 +45,11 @@ _DEPLOYMENT = {
     "pfx": "enable_prefix_caching",
     "lpt": "long_prefill_token_threshold",
     "mix": "enable_mixed_chunk",
+    "recv": "scheduler_recv_interval",
+    "bwi": "batch_wait_timeout_iters",
+    "bwr": "batch_wait_max_tokens_ratio",
 }
+_FLOAT_FIELDS = ("gpu_memory_utilization", "batch_wait_max_tokens_ratio")
 _SCENARIO = {
     "context_tokens": "ctx",
     "gpu_memory_gb": "gpu_gb",
@@ -174,7 +178,7 @@ def from_query(params: Mapping[str, str]) -> Scenario:
                 raise InputError(f"URL parameter {param}", "must be 0 or 1")
             dep[field] = _BOOL[params[param].lower()]
         else:
-            dep[field] = _number(params, param, float if field == "gpu_memory_utilization" else int)
+            dep[field] = _number(params, param, float if field in _FLOAT_FIELDS else int)
     try:
         deployment = Deployment(**dep)
     except ValidationError as err:

@@ -62,6 +62,13 @@ class Deployment(BoundedModel):
     # SGLang's --enable-mixed-chunk: prompt chunks share a forward pass with the decode batch (vLLM's mixed steps);
     # off (SGLang's default) a prefill batch runs first and alone (planner/sim/policies.py). Other engines ignore it.
     enable_mixed_chunk: bool = False
+    # Scheduler holds an engine's launch may switch on (planner/sim/config.py; other engines ignore them):
+    # SGLang's --scheduler-recv-interval (new requests are read every N decode steps; 1 = every step), and
+    # TensorRT-LLM's batch waiting (extra-options YAML batch_wait_timeout_iters / batch_wait_max_tokens_ratio:
+    # prompts wait up to that many iterations until the waiting prompts hold that share of max_num_tokens; 0 = off)
+    scheduler_recv_interval: PositiveInt = 1
+    batch_wait_timeout_iters: int = Field(default=0, ge=0)
+    batch_wait_max_tokens_ratio: float = Field(default=0.0, ge=0, le=1)
 
     @model_validator(mode="before")
     @classmethod

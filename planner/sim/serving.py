@@ -65,11 +65,26 @@ def scheduler_config_for(r: Resolved, memory: MemoryPlan | None = None, **overri
         enable_prefix_caching=getattr(dep, "enable_prefix_caching", True),
         long_prefill_token_threshold=getattr(dep, "long_prefill_token_threshold", None) or 0,
         enable_mixed_chunk=getattr(dep, "enable_mixed_chunk", False),  # SGLang's; the other policies never read it
+        **launch_holds(r),
         max_blocks_per_request=max_blocks_per_request(r),
         admission_policy=r.engine.policy,  # the engine's scheduler (data/engines.yaml, planner/sim/policies.py)
     )
     values.update({k: v for k, v in overrides.items() if v is not None or k in ("max_queue",)})
     return scheduler_config(values)
+
+
+def launch_holds(r: Resolved) -> dict:
+    """The scheduler holds the scenario's engine takes from its launch (Deployment): SGLang's
+    --scheduler-recv-interval, TensorRT-LLM's batch_wait_timeout_iters / batch_wait_max_tokens_ratio. Each is its
+    engine's own setting, so another engine runs without it, as it would ignore (or refuse) the option."""
+    dep, engine = r.deployment, r.engine.id
+    out: dict = {}
+    if engine == "sglang":
+        out["scheduler_recv_interval"] = getattr(dep, "scheduler_recv_interval", 1)
+    if engine == "tensorrt-llm":
+        out["batch_wait_timeout_iters"] = getattr(dep, "batch_wait_timeout_iters", 0)
+        out["batch_wait_max_tokens_ratio"] = getattr(dep, "batch_wait_max_tokens_ratio", 0.0)
+    return out
 
 
 class DecodeRunCost:
