@@ -123,7 +123,15 @@ SERVING_PER_STRATUM = 4
 FAMILY_PER_STRATUM = 6
 # constants only closed-loop serving rows measure (TTFT outside the steps, the clients' waves)
 SERVING_ONLY = ("frontend_latency_s", "wave_fraction", "eager_kernel_s", "first_token_lag_steps")
-ROBUST_C = 0.5
+# The robust term's scale: a row further off than about ROBUST_C in log (here ~28%) weighs in only logarithmically.
+# What the product reports, and what the targets are set on, is the MEDIAN |error|, which the rows within a few tens of
+# percent decide; a wide scale lets the far rows (queueing behind a KV pool sized otherwise, launch holds not known)
+# still pull every constant. Chosen out of sample (accuracy_loo --serving-only --families --iters 500 --per-stratum 6,
+# all three kinds of hold-out, TTFT / TPOT / throughput median |error|): 0.5 (the scale before) 37.3 / 14.7 / 14.2%,
+# 0.25 34.0 / 13.7 / 13.6%, 0.2 34.5 / 13.5 / 13.7%, 0.15 33.4 / 14.1 / 13.8% (in sample 26.0 -> 24.1% TTFT at
+# 0.25). 0.15-0.25 are within the folds' noise; 0.25 keeps TPOT and throughput lowest. The folds that chose it are
+# the ones it is reported on: a mild selection, one constant over four values.
+ROBUST_C = 0.25
 SERVING_ITERS = 500  # Nelder-Mead iterations per pass for an engine with serving rows (each evaluation re-prices them)
 CORRECTION_SD = 0.15  # a family's correction: one sd = 15% on the bandwidth or compute ceiling
 ITERS = 1500
