@@ -249,7 +249,7 @@ def _engine(hw: dict | None = None, window: int | None = None) -> dict:
     else:
         seqs = batched = None
         box.caption(
-            f"vLLM default for this GPU: max_num_seqs {default.max_num_seqs:,}, "
+            f"{engine_for(_engine_id()).label} default for this GPU: max_num_seqs {default.max_num_seqs:,}, "
             f"max_num_batched_tokens {default.max_num_batched_tokens:,}"
         )
     eager = box.checkbox("enforce_eager (no CUDA graphs)", key="sb_eager")
@@ -267,40 +267,55 @@ def _engine(hw: dict | None = None, window: int | None = None) -> dict:
     )
 
 
+# each engine's scheduler holds (planner.core.specs.Deployment): (engine, result key, label, min, max, default, step,
+# widget key, help)
+_HOLD_WIDGETS = (
+    (
+        "sglang",
+        "recv",
+        "scheduler_recv_interval (SGLang)",
+        1,
+        1000,
+        1,
+        1,
+        "sb_recv_interval",
+        "--scheduler-recv-interval: the scheduler reads new requests every N decode steps (1, the default: every "
+        "step). Benchmark launches set 10-30 to save CPU; each arrival then waits about N / 2 decode steps more for "
+        "its first token.",
+    ),
+    (
+        "tensorrt-llm",
+        "wait_iters",
+        "batch_wait_timeout_iters (TensorRT-LLM)",
+        0,
+        1000,
+        0,
+        1,
+        "sb_batch_wait_iters",
+        "Extra-options YAML: prompts wait up to this many iterations to be batched together (0, the default: off). "
+        "The wait ends early once the waiting prompts and the decodes hold batch_wait_max_tokens_ratio of "
+        "max_num_tokens.",
+    ),
+    (
+        "tensorrt-llm",
+        "wait_ratio",
+        "batch_wait_max_tokens_ratio (TensorRT-LLM)",
+        0.0,
+        1.0,
+        0.0,
+        0.05,
+        "sb_batch_wait_ratio",
+        "The share of max_num_tokens that ends the batch wait (0, the default: off).",
+    ),
+)
+
+
 def _holds(box) -> dict:
     """The scheduler holds of the scenario's engine, under its own names (other engines have none: defaults)."""
-    holds = dict(recv=1, wait_iters=0, wait_ratio=0.0)
-    if _engine_id() == "sglang":
-        holds["recv"] = box.number_input(
-            "scheduler_recv_interval (SGLang)",
-            1,
-            1000,
-            1,
-            key="sb_recv_interval",
-            help="--scheduler-recv-interval: the scheduler reads new requests every N decode steps (1, the "
-            "default: every step). Benchmark launches set 10-30 to save CPU; each arrival then waits about N / 2 "
-            "decode steps more for its first token.",
-        )
-    if _engine_id() == "tensorrt-llm":
-        holds["wait_iters"] = box.number_input(
-            "batch_wait_timeout_iters (TensorRT-LLM)",
-            0,
-            1000,
-            0,
-            key="sb_batch_wait_iters",
-            help="Extra-options YAML: prompts wait up to this many iterations to be batched together (0, the "
-            "default: off). The wait ends early once the waiting prompts and the decodes hold "
-            "batch_wait_max_tokens_ratio of max_num_tokens.",
-        )
-        holds["wait_ratio"] = box.number_input(
-            "batch_wait_max_tokens_ratio (TensorRT-LLM)",
-            0.0,
-            1.0,
-            0.0,
-            step=0.05,
-            key="sb_batch_wait_ratio",
-            help="The share of max_num_tokens that ends the batch wait (0, the default: off).",
-        )
+    holds = {name: default for _, name, _, _, _, default, _, _, _ in _HOLD_WIDGETS}
+    for engine, name, label, lo, hi, default, step, key, text in _HOLD_WIDGETS:
+        if _engine_id() == engine:
+            holds[name] = box.number_input(label, lo, hi, default, step=step, key=key, help=text)
     return holds
 
 
