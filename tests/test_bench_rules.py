@@ -77,6 +77,18 @@ def test_sglang_recv_interval_holds_an_arrival_until_n_decode_steps_since_the_la
     assert every.first_token_s.tolist() == [1.0, 3.0]
 
 
+def test_sglang_recv_interval_counts_a_speculative_verification_like_a_decode_step():
+    # with speculative decoding the decodes verify drafts in the scheduled chunks (SGLang's TARGET_VERIFY), which
+    # SchedulerRecvSkipper weighs 1 like DECODE (sgl-project/sglang managers/scheduler_recv_skipper.py, content id
+    # 273726411 of the search index): with no draft accepted, each 1 s step still gives one token, and request 1
+    # (arriving at t = 1.5) is taken after ten verification steps, at t = 11, as in the decode-only count above
+    spec = dict(admission_policy="sglang", spec_k=2, spec_alpha=0.0)
+    recv = _run([0, 1.5], [100, 100], [40, 40], scheduler_recv_interval=10, **spec)
+    assert recv.first_token_s.tolist() == [1.0, 12.0]
+    every = _run([0, 1.5], [100, 100], [40, 40], **spec)
+    assert every.first_token_s.tolist() == [1.0, 3.0]
+
+
 def test_sglang_recv_interval_costs_an_idle_server_nothing():
     # request 0 (1 prefill + 2 decode steps) is done at t = 3; request 1 arrives at t = 50 on an idle server, which
     # polls at once: first token at t = 51 whatever the interval

@@ -19,7 +19,6 @@ class StepExecution:
         """Run one step: the scheduled chunks and, with `decode`, the lock-step decode batch (a prefill-only step
         of _step_separate leaves it, and the decode clock step_index, where they are)."""
         batch, step = self.decoders, self.step_index
-        self.recv_counter += self.recv_interval if scheduled else 1  # SGLang's recv weights: 1000 and 1
         num_dec = batch.count if decode else 0
         dec_ctx = batch.sum_context(step) if num_dec else 0
         new_tokens, kv_read, pairs = num_dec, dec_ctx, dec_ctx
@@ -35,6 +34,9 @@ class StepExecution:
             ):
                 spec_seqs, spec_ctx = spec_seqs + 1, spec_ctx + ctx
         num_seqs = num_dec + len(scheduled)
+        # SGLang's receive weights: a step with prompt tokens 1000 (the next loop polls), a decode or a speculative
+        # verification step (TARGET_VERIFY) 1
+        self.recv_counter += self.recv_interval if len(scheduled) > (spec_seqs if self.spec else 0) else 1
         dt = float(self.cost.step_time_s(new_tokens, num_seqs, kv_read, pairs))
         dt += self.request_overhead_s * self.requests_starting + self.reload_s_due
         self.requests_starting, self.reload_s_due = 0, 0.0
