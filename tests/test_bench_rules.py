@@ -155,15 +155,16 @@ def _point(key: str) -> sp.ServingPoint:
         # SGLang DeepSeek-V3 on 8 x H200 (aiperf, aiconfigurator's rules), 4 clients, ISL 1,024: the chunk stays
         # 8,192; max_prefill_tokens 1,024 + 1,500
         ("dsr1_h200_sglang_fp8_agg_1024x1024_c4_cfg81", "sglang", 4, 8192, True, {"max_prefill_tokens": 2524}),
-        # the same on InferenceMAX's file: its script's --chunked-prefill-size / --max-prefill-tokens 32,768, halved
-        # to 16,384 because 32,768 leaves the planner's memory plan no KV pool (bench_rules)
+        # the same on InferenceMAX's file: its script's --chunked-prefill-size / --max-prefill-tokens 32,768 at
+        # --mem-fraction-static 0.82 (before the scripts' fractions, halved to 16,384: SGLang's default fraction left
+        # no KV pool at 32,768)
         (
             "deepseek_r1_h200_sxm_sglang_fp8_agg_8192x1024_c4_tp8_ep1_83",
             "sglang",
             4,
-            16384,
+            32768,
             True,
-            {"max_prefill_tokens": 16384},
+            {"max_prefill_tokens": 32768},
         ),
         # vLLM gpt-oss-120b on InferenceMAX's file: max-num-batched-tokens 8,192 whatever the prompt
         ("gpt_oss_120b_h200_sxm_vllm_fp4_agg_8192x1024_c64_tp2_ep1_403", "vllm", 64, 8192, True, {}),
@@ -267,3 +268,45 @@ def test_inferencemax_tensorrt_llm_rows_batch_prompts_as_their_script_sets(key, 
     assert {k: cfg[k] for k in wait} == wait
     if not wait:
         assert "batch_wait_timeout_iters" not in cfg
+
+
+@pytest.mark.parametrize(
+    "key, chunk, fraction",
+    [
+        # InferenceX@40f95bc0 dsr1_fp8_b200.sh at TP 4 (its 8k / 1k runs): 8,192-token chunks, fraction 0.95
+        ("2026_03_25_deepseek_r1_b200_sxm_sglang_fp8_agg_8192x1024_c8_tp4_0_ep1_0_277", 8192, 0.95),
+        # dsr1_fp4_b200.sh: 16,384, 0.85
+        ("2026_03_25_deepseek_r1_b200_sxm_sglang_fp4_agg_1024x1024_c8_tp8_0_ep8_0_248", 16384, 0.85),
+        # dsr1_fp8_h200.sh: 32,768, 0.82
+        ("2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_8192x1024_c4_tp8_0_ep1_0_268", 32768, 0.82),
+        # qwen3.5_fp8_b200.sh: 32,768, 0.82; qwen3.5_fp8_h200.sh: 16,384, 0.80
+        ("2026_03_25_qwen3_5_397b_b200_sxm_sglang_fp8_agg_1024x1024_c64_tp4_0_ep4_0_334", 32768, 0.82),
+        ("2026_03_25_qwen3_5_397b_h200_sxm_sglang_fp8_agg_1024x8192_c4_tp8_0_ep8_0_583", 16384, 0.80),
+        # aiconfigurator's own SGLang launch (aiperf rows): SGLang's default fraction, its rules' prefill budget
+        ("dsr1_h200_sglang_fp8_agg_1024x1024_c4_cfg81", None, None),
+    ],
+)
+def test_inferencemax_sglang_rows_launch_with_their_scripts_chunk_and_memory_fraction(key, chunk, fraction):
+    p = _point(key)
+    r = sp.resolved(p)
+    assert r.deployment.mem_fraction_static == fraction
+    if chunk is not None:
+        fields = p.settings(r).scheduler_fields()
+        assert (fields["max_num_batched_tokens"], fields["max_prefill_tokens"]) == (chunk, chunk)
+
+
+def test_the_scripts_memory_fraction_sizes_sglangs_pool():
+    # DeepSeek-R1 FP8 on 8 x H200 (150,109,945,856 B usable = 143,155.6 MiB) at --mem-fraction-static 0.82
+    # (dsr1_fp8_h200.sh): the pool is 0.82 x usable less the weights (84.1 GB a GPU) and the non-torch reserve,
+    # 25.2 GB. SGLang's own default for the script's 32k chunk reserves 512 + 1.5 x 32,768 + 8 / 8 x 1,024 + 2 x 512 =
+    # 51,712 MiB, a fraction round((143,155.6 - 51,712) / 143,155.6, 3) = 0.639: 95.9 GB, less than the weights and
+    # reserve, so no pool (before the scripts' fractions the planner halved this row's chunk until one was left)
+    p = _point("2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_8192x1024_c4_tp8_0_ep1_0_268")
+    r = sp.resolved(p)
+    plan = plan_memory(run_by(r, p.settings(r)))
+    pool = plan.pool
+    assert pool.kv_pool_bytes == pytest.approx(0.82 * 150_109_945_856 - pool.weights_bytes - pool.non_torch_bytes)
+    assert plan.kv_pool_bytes_per_gpu == pytest.approx(25.15e9, rel=1e-3)
+    default = plan_memory(run_by(sp.resolved(replace(p, mem_fraction_static=None)), p.settings(r)))
+    assert default.pool.budget_bytes == pytest.approx(0.639 * 150_109_945_856)
+    assert default.num_gpu_blocks == 0

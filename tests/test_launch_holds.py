@@ -1,6 +1,6 @@
-"""The engines' scheduler holds as user settings: SGLang's --scheduler-recv-interval and TensorRT-LLM's batch
-waiting (batch_wait_timeout_iters / batch_wait_max_tokens_ratio), from the CLI, a scenario and the launch line to the
-simulator (the mechanisms' hand counts are in tests/test_bench_rules.py)."""
+"""One engine's own settings as user settings: SGLang's --scheduler-recv-interval and --mem-fraction-static, and
+TensorRT-LLM's batch waiting (batch_wait_timeout_iters / batch_wait_max_tokens_ratio), from the CLI, a scenario and
+the launch line to the simulator and the memory plan (the holds' hand counts are in tests/test_bench_rules.py)."""
 
 from __future__ import annotations
 
@@ -70,6 +70,8 @@ def test_the_holds_reach_the_scheduler_only_under_their_engine():
         ("--engine sglang --batch-wait-timeout-iters 5", "--batch-wait-timeout-iters", "tensorrt-llm's option"),
         ("--engine sglang --scheduler-recv-interval 0", "--scheduler-recv-interval", "greater than 0"),
         ("--engine tensorrt-llm --batch-wait-max-tokens-ratio 1.5", "--batch-wait-max-tokens-ratio", "1"),
+        ("--engine vllm --mem-fraction-static 0.8", "--mem-fraction-static", "sglang's option"),
+        ("--engine sglang --mem-fraction-static 1.5", "--mem-fraction-static", "1"),
     ],
 )
 def test_a_hold_the_engine_does_not_have_or_a_bad_value_is_refused_by_name(capsys, flags, field, words):
@@ -108,3 +110,15 @@ def test_the_holds_travel_in_a_shared_link():
     q = to_query(s)
     assert (q["bwi"], q["bwr"], q["recv"]) == ("20", "0.9", "3")
     assert from_query(q) == s
+
+
+def test_sglang_mem_fraction_static_sizes_the_pool_and_the_launch_line_says_the_fraction_planned(capsys):
+    # Llama-3.1-8B on one H100 (tests/test_engine_memory.py's worked example): SGLang's default fraction 0.834 gives
+    # 415,634 tokens; at --mem-fraction-static 0.82 the pool is 0.82 x 85,029,158,912 - 16,060,522,496 (weights)
+    # - 375,809,638 (non-torch) = 53,287,578,173.8 B = 406,551 tokens of 131,072 B
+    assert main(["memory", "--engine", "sglang", "--mem-fraction-static", "0.82", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kv_cache_tokens"] == 406_551
+    for fraction, flag in ((None, "0.834"), (0.82, "0.82")):
+        r = resolve(Scenario(engine="sglang", deployment=Deployment(mem_fraction_static=fraction)))
+        argv = launch_plan(r, "sglang").commands[0].argv
+        assert argv[argv.index("--mem-fraction-static") + 1] == flag

@@ -48,6 +48,7 @@ SCENARIOS = [
             enforce_eager=True,
             enable_mixed_chunk=True,  # SGLang's switch travels too
             scheduler_recv_interval=10,  # and its receive interval
+            mem_fraction_static=0.82,  # and its memory fraction
         ),
         engine="sglang",
     ),

@@ -34,6 +34,7 @@ RANGES = {
     "sb_recv_interval": (1, 1000),
     "sb_batch_wait_iters": (0, 1000),
     "sb_batch_wait_ratio": (0.0, 1.0),
+    "sb_mfs": (0.05, 1.0),
 }
 PARAM_OF = {
     "sb_gpu_mem_gb": "gpu_gb",
@@ -45,6 +46,7 @@ PARAM_OF = {
     "sb_recv_interval": "recv",
     "sb_batch_wait_iters": "bwi",
     "sb_batch_wait_ratio": "bwr",
+    "sb_mfs": "mfs",
 }
 
 
@@ -73,6 +75,8 @@ def widget_values(s: Scenario, upload_choice: str) -> dict:
         "sb_recv_interval": d.scheduler_recv_interval,
         "sb_batch_wait_iters": d.batch_wait_timeout_iters,
         "sb_batch_wait_ratio": float(d.batch_wait_max_tokens_ratio),
+        "sb_set_mfs": d.mem_fraction_static is not None,
+        "sb_mfs": float(d.mem_fraction_static or 0.85),
         "sb_engine": s.engine,  # no widget: the sidebar keeps it for the next scenario (the link's engine)
         **workload_values(s),
     }

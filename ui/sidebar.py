@@ -263,8 +263,30 @@ def _engine(hw: dict | None = None, window: int | None = None) -> dict:
             "with the decodes, as vLLM's scheduler does.",
         )
     return dict(
-        util=util, max_len=max_len, block=block, seqs=seqs, batched=batched, eager=eager, mixed=mixed, **_holds(box)
+        util=util,
+        max_len=max_len,
+        block=block,
+        seqs=seqs,
+        batched=batched,
+        eager=eager,
+        mixed=mixed,
+        mfs=_mem_fraction(box),
+        **_holds(box),
     )
+
+
+def _mem_fraction(box) -> float | None:
+    """SGLang's --mem-fraction-static, under SGLang only (None: SGLang's own default, as the CLI's)."""
+    if _engine_id() != "sglang" or not box.checkbox(
+        "Set mem_fraction_static (SGLang)",
+        value=False,
+        key="sb_set_mfs",
+        help="Off: SGLang's own default for this GPU, TP and chunk size (server_args.py: the GPU less a reserve of "
+        "1.5 × the chunk, the CUDA graphs and 0.5 GiB), which the KV pool and the launch line use. SGLang's pool "
+        "is this share of GPU memory less the weights; gpu_memory_utilization above is vLLM's.",
+    ):
+        return None
+    return box.number_input("mem_fraction_static", 0.05, 1.0, 0.85, step=0.01, key="sb_mfs")
 
 
 # each engine's scheduler holds (planner.core.specs.Deployment): (engine, result key, label, min, max, default, step,
@@ -366,6 +388,7 @@ def _scenario_from_widgets() -> Scenario:
         enforce_eager=eng["eager"],
         enable_mixed_chunk=bool(eng["mixed"]),
         scheduler_recv_interval=int(eng["recv"]),
+        mem_fraction_static=eng["mfs"],
         batch_wait_timeout_iters=int(eng["wait_iters"]),
         batch_wait_max_tokens_ratio=float(eng["wait_ratio"]),
         enable_prefix_caching=bool(st.session_state.get("sb_prefix", True)),  # the one switch (Workload and SLO)

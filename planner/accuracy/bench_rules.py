@@ -23,6 +23,8 @@ described by these settings: the row's note names the rule used.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from planner.core.scenario import Resolved
 from planner.memory.plan import plan_memory
 from planner.sim.serving import run_by
@@ -45,7 +47,6 @@ PREFILL_HEADROOM = 1500  # tokens the rules add to ISL (`SlaConfig.isl + 1500`)
 # `max_num_tokens` 16,384 for Llama-70B (70b_fp8_h200_trt_slurm.sh) and 20,000 for gpt-oss
 # (gptoss_fp4_h200_trt_slurm.sh), chunked prefill left off
 INFERENCEMAX_VLLM_TOKENS = 8192
-INFERENCEMAX_SGLANG_TOKENS = {("deepseek-ai/DeepSeek-R1", "fp8"): 32768, ("deepseek-ai/DeepSeek-V3", "fp8"): 32768}
 INFERENCEMAX_SGLANG_DEFAULT = 16384
 INFERENCEMAX_TRT_TOKENS = {"openai/gpt-oss-120b": 20000}
 INFERENCEMAX_TRT_DEFAULT = 16384
@@ -67,6 +68,49 @@ INFERENCEMAX_16BIT_KV = {
     ("vllm", "openai/gpt-oss-120b", "H100-SXM"),
     ("vllm", "openai/gpt-oss-120b", "H200"),
 }
+# SGLang's whole launch in InferenceMAX's single-node scripts at InferenceX@40f95bc0 (2026-03-31, the last commit
+# before the files' dates; the later @843c6254 above has 16,384 for Qwen3.5 on B200): --chunked-prefill-size,
+# --max-prefill-tokens (SGLang's default 16,384 where a script sets none) and --mem-fraction-static
+# (planner.memory.engine_pool's fraction in place of SGLang's default):
+#   benchmarks/single_node/dsr1_fp4_b200.sh                    16,384 / 16,384 / 0.85
+#   dsr1_fp8_b200.sh at TP 8                                   32,768 / 32,768 / 0.82
+#   dsr1_fp8_b200.sh at TP 4 (its 8k / 1k runs)                 8,192 /  8,192 / 0.95
+#   dsr1_fp8_h200.sh                                           32,768 / 32,768 / 0.82
+#   qwen3.5_fp8_b200.sh, qwen3.5_bf16_b200.sh                  32,768 / 32,768 / 0.82
+#   qwen3.5_fp8_h200.sh                                        16,384 / 16,384 / 0.80
+# Another model or GPU keeps 16,384 tokens and SGLang's default fraction. The scripts' --max-running-requests (32 to
+# 512) is not applied: the rows at 256 and 512 clients measure TTFTs of 2.1-3.1 s (DeepSeek-R1 FP8 on 8 x B200 at
+# 1k / 1k, Qwen3.5 FP8 on 4 x B200) that a cap of 128 running requests makes 26-80 s in simulation, so those runs
+# were launched with another cap than these scripts'.
+QWEN35 = "Qwen/Qwen3.5-397B-A17B"
+
+
+@dataclass(frozen=True)
+class SglangLaunch:
+    """SGLang's launch in an InferenceMAX script (note above): chunk size, max_prefill_tokens and
+    --mem-fraction-static (None: SGLang's default)."""
+
+    tokens: int = INFERENCEMAX_SGLANG_DEFAULT
+    max_prefill: int = INFERENCEMAX_SGLANG_DEFAULT
+    mem_fraction: float | None = None
+
+
+def inferencemax_sglang_launch(model: str, weights: str, gpu: str, tp: int) -> SglangLaunch:
+    """How InferenceMAX's script launched SGLang for `model` on `gpu` (note above)."""
+    deepseek = model in ADP_BALANCE_MODELS
+    if deepseek and gpu == "B200" and weights == "fp8":
+        return SglangLaunch(8192, 8192, 0.95) if tp == 4 else SglangLaunch(32768, 32768, 0.82)
+    if deepseek and gpu == "B200":
+        return SglangLaunch(16384, 16384, 0.85)
+    if deepseek and gpu == "H200":
+        return SglangLaunch(32768, 32768, 0.82)
+    if model == QWEN35 and gpu == "B200":
+        return SglangLaunch(32768, 32768, 0.82)
+    if model == QWEN35 and gpu == "H200":
+        return SglangLaunch(16384, 16384, 0.80)
+    return SglangLaunch()
+
+
 # SGLang's --scheduler-recv-interval in InferenceMAX's B200 launches (InferenceX@40f95bc0 benchmarks/single_node/
 # dsr1_fp4_b200.sh, dsr1_fp8_b200.sh, qwen3.5_fp8_b200.sh, qwen3.5_bf16_b200.sh: "recv every ~10 requests; if
 # CONC >= 16, relax to ~30", and 10 for DeepSeek-R1 FP8 at TP 4); the H200 scripts (dsr1_fp8_h200.sh,
@@ -168,15 +212,17 @@ def _inferencemax_settings(r: Resolved, batch: int, seed: int, isl: int, osl: in
     """InferenceMAX's launch of engine `r.engine` (INFERENCEMAX_* note) with `batch` clients on the replica."""
     engine, model = r.engine.id, r.model.name
     if engine == "sglang":
-        tokens = INFERENCEMAX_SGLANG_TOKENS.get((model, r.deployment.weights), INFERENCEMAX_SGLANG_DEFAULT)
-        # the planner's activation reserve for a 32k chunk leaves DeepSeek-R1 FP8 on 8 x H200 no KV pool (the
-        # engine ran it at --mem-fraction-static 0.82): halve the chunk until a pool is left
+        dep = r.deployment
+        launch = inferencemax_sglang_launch(model, dep.weights, r.gpu.id, dep.tensor_parallel_size)
+        tokens = launch.tokens
+        # a part without the script's memory fraction may have no KV pool left at a 32k chunk (SGLang's default
+        # fraction reserves 1.5 x the chunk): halve the chunk until a pool is left
         while (
             tokens > INFERENCEMAX_VLLM_TOKENS
             and plan_memory(run_by(r, _sglang(r, batch, tokens, seed))).num_gpu_blocks <= 0
         ):
             tokens //= 2
-        return _sglang(r, batch, tokens, seed)
+        return _sglang(r, batch, tokens, seed, min(launch.max_prefill, tokens))
     if engine == "tensorrt-llm":
         tokens = INFERENCEMAX_TRT_TOKENS.get(model, INFERENCEMAX_TRT_DEFAULT)
         wait = inferencemax_batch_wait(r, batch * r.deployment.data_parallel_size, isl, osl)
@@ -186,14 +232,16 @@ def _inferencemax_settings(r: Resolved, batch: int, seed: int, isl: int, osl: in
     return ServerSettings.of(r, seed=seed)
 
 
-def _sglang(r: Resolved, batch: int, tokens: int, seed: int) -> ServerSettings:
+def _sglang(r: Resolved, batch: int, tokens: int, seed: int, max_prefill: int | None = None) -> ServerSettings:
+    """SGLang for `batch` clients on the rank, a `tokens` chunk and `max_prefill` (default: the chunk) prompt tokens
+    a prefill batch."""
     recv = inferencemax_recv_interval(r, batch * r.deployment.data_parallel_size)
     return ServerSettings.of(
         r,
         seed=seed,
         max_num_seqs=batch,
         max_num_batched_tokens=tokens,
-        scheduler_overrides=(("max_prefill_tokens", tokens), ("scheduler_recv_interval", recv)),
+        scheduler_overrides=(("max_prefill_tokens", max_prefill or tokens), ("scheduler_recv_interval", recv)),
     )
 
 

@@ -57,6 +57,7 @@ from planner.accuracy.bench_rules import (
     bench_settings,
     clients_per_rank,
     inferencemax_kv_cache_dtype,
+    inferencemax_sglang_launch,
 )
 from planner.accuracy.names import resolve_gpu, resolve_model
 from planner.accuracy.user_points import UserData
@@ -107,6 +108,7 @@ class ServingPoint:
     bench_rules: bool = False  # launched as aiconfigurator's benchmark rules set engines (planner.accuracy.bench_rules)
     protocol: BenchProtocol | None = None  # how the client measured it (bench_protocol); None: steady state only
     kv_cache_dtype: str = "auto"  # the KV cache dtype launched (a Deployment.kv_cache_dtype id)
+    mem_fraction_static: float | None = None  # SGLang's --mem-fraction-static as launched (None: SGLang's default)
 
     @property
     def clients_per_rank(self) -> int:
@@ -200,6 +202,14 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
         point = replace(point, kv_cache_dtype=kv)
         if kv != "auto":
             notes.append(f"KV cache {kv}, as InferenceMAX's launch script sets it")
+        if point.engine == "sglang":
+            launch = inferencemax_sglang_launch(point.preset, point.weights, point.gpu_id, point.tp)
+            point = replace(point, mem_fraction_static=launch.mem_fraction)
+            if launch.mem_fraction is not None:
+                notes.append(
+                    f"SGLang at --mem-fraction-static {launch.mem_fraction:g} and --chunked-prefill-size "
+                    f"{launch.tokens:,}, as InferenceMAX's script sets"
+                )
     else:
         notes.append(f"launched per {RULES}")
     if balanced_adp(point.engine, dp, point.preset):
@@ -242,6 +252,7 @@ def resolved(p: ServingPoint) -> Resolved:
         enable_expert_parallel=p.expert_parallel,
         weights=p.weights,
         kv_cache_dtype=p.kv_cache_dtype,
+        mem_fraction_static=p.mem_fraction_static,
     )
     return resolve(Scenario(model=p.preset, gpu=p.gpu_id, deployment=dep, engine=p.engine))
 

@@ -74,6 +74,7 @@ class Settings:
     redundant_experts: int = 0
     mixed_chunk: bool = False  # SGLang --enable-mixed-chunk
     recv_interval: int = 1  # SGLang --scheduler-recv-interval
+    mem_fraction: float = 0.9  # SGLang --mem-fraction-static: the fraction its pool was planned with
     batch_wait: tuple[int, float] = (0, 0.0)  # TensorRT-LLM batch_wait_timeout_iters, batch_wait_max_tokens_ratio
     num_experts: int = 0  # routed experts per MoE layer (TensorRT-LLM's load balancer counts slots, not extras)
 
@@ -163,7 +164,7 @@ def sglang(s: Settings, notes: list[str], files: dict) -> list[Command]:
     argv += ["--scheduler-recv-interval", str(s.recv_interval)] if s.recv_interval > 1 else []
     argv += ["--context-length", str(s.max_model_len), "--max-running-requests", str(s.max_num_seqs * s.dp)]
     argv += ["--chunked-prefill-size", str(s.max_batched_tokens), "--page-size", str(s.block_size)]
-    argv += ["--mem-fraction-static", f"{s.util:g}"]
+    argv += ["--mem-fraction-static", f"{s.mem_fraction:g}"]
     argv += ["--kv-cache-dtype", "fp8_e4m3"] if s.kv == "fp8" else []
     argv += _online_quantization(s, notes)
     argv += [] if s.prefix_caching else ["--disable-radix-cache"]

@@ -76,6 +76,7 @@ FIELD_FLAGS = {
     "enable_two_batch_overlap": "--enable-two-batch-overlap",
     "enable_mixed_chunk": "--enable-mixed-chunk",
     "scheduler_recv_interval": "--scheduler-recv-interval",
+    "mem_fraction_static": "--mem-fraction-static",
     "batch_wait_timeout_iters": "--batch-wait-timeout-iters",
     "batch_wait_max_tokens_ratio": "--batch-wait-max-tokens-ratio",
     "enable_eplb": "--enable-eplb",

@@ -107,6 +107,13 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
         "waits about N / 2 steps more for its first token",
     )
     e.add_argument(
+        "--mem-fraction-static",
+        type=float,
+        default=None,
+        help="SGLang: the share of GPU memory for weights and the KV pool (default: SGLang's own for the GPU, TP and "
+        "chunk size)",
+    )
+    e.add_argument(
         "--batch-wait-timeout-iters",
         type=int,
         default=0,
@@ -162,18 +169,21 @@ def _check_wide_ep(args: argparse.Namespace) -> None:
             raise InputError(flag, "acts on the experts' all-to-all: set --ep > 1 (e.g. --ep equal to TP × DP)")
 
 
-# each launch hold is one engine's option: (flag, its engine, the attribute, its "off" value)
-_ENGINE_HOLDS = (
+# options of one engine only (the launch holds, SGLang's memory fraction): (flag, its engine, the attribute, its
+# default)
+_ENGINE_OPTIONS = (
     ("--scheduler-recv-interval", "sglang", "scheduler_recv_interval", 1),
+    ("--mem-fraction-static", "sglang", "mem_fraction_static", None),
     ("--batch-wait-timeout-iters", "tensorrt-llm", "batch_wait_timeout_iters", 0),
     ("--batch-wait-max-tokens-ratio", "tensorrt-llm", "batch_wait_max_tokens_ratio", 0.0),
 )
 
 
-def _check_engine_holds(args: argparse.Namespace) -> None:
-    """A hold set for another engine is refused by name: that engine has no such option, so it would not act."""
+def _check_engine_options(args: argparse.Namespace) -> None:
+    """One engine's option set for another engine is refused by name: that engine has no such option, so it would
+    not act."""
     engine = getattr(args, "engine", DEFAULT_ENGINE)
-    for flag, owner, attr, off in _ENGINE_HOLDS:
+    for flag, owner, attr, off in _ENGINE_OPTIONS:
         if getattr(args, attr, off) != off and engine != owner:
             raise InputError(flag, f"is {owner}'s option (--engine {owner}); {engine} has no such setting")
 
@@ -184,7 +194,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         if value < 1:
             raise InputError(flag, f"must be a whole number >= 1, got {value}")
     _check_wide_ep(args)
-    _check_engine_holds(args)
+    _check_engine_options(args)
     values = {
         "num_gpus": args.num_gpus or args.tp * pp * dp,
         "tensor_parallel_size": args.tp,
@@ -203,7 +213,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         "enable_prefix_caching": getattr(args, "enable_prefix_caching", True),
         "long_prefill_token_threshold": getattr(args, "long_prefill_token_threshold", 0),
         "enable_mixed_chunk": getattr(args, "enable_mixed_chunk", False),
-        **{attr: getattr(args, attr, off) for _, _, attr, off in _ENGINE_HOLDS},
+        **{attr: getattr(args, attr, off) for _, _, attr, off in _ENGINE_OPTIONS},
         "moe_a2a_backend": getattr(args, "moe_a2a_backend", "none"),
         "deepep_mode": getattr(args, "deepep_mode", "auto"),
         "enable_two_batch_overlap": getattr(args, "enable_two_batch_overlap", False),

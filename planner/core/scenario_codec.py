@@ -46,10 +46,11 @@ _DEPLOYMENT = {
     "lpt": "long_prefill_token_threshold",
     "mix": "enable_mixed_chunk",
     "recv": "scheduler_recv_interval",
+    "mfs": "mem_fraction_static",
     "bwi": "batch_wait_timeout_iters",
     "bwr": "batch_wait_max_tokens_ratio",
 }
-_FLOAT_FIELDS = ("gpu_memory_utilization", "batch_wait_max_tokens_ratio")
+_FLOAT_FIELDS = ("gpu_memory_utilization", "batch_wait_max_tokens_ratio", "mem_fraction_static")
 _SCENARIO = {
     "context_tokens": "ctx",
     "gpu_memory_gb": "gpu_gb",

@@ -67,6 +67,9 @@ class Deployment(BoundedModel):
     # TensorRT-LLM's batch waiting (extra-options YAML batch_wait_timeout_iters / batch_wait_max_tokens_ratio:
     # prompts wait up to that many iterations until the waiting prompts hold that share of max_num_tokens; 0 = off)
     scheduler_recv_interval: PositiveInt = 1
+    # SGLang's --mem-fraction-static: the share of GPU memory for weights and the KV pool (planner.memory.engine_pool);
+    # None = SGLang's own default for the GPU, TP and chunk size (server_args.py). gpu_memory_utilization is vLLM's
+    mem_fraction_static: float | None = Field(default=None, gt=0, le=1)
     batch_wait_timeout_iters: int = Field(default=0, ge=0)
     batch_wait_max_tokens_ratio: float = Field(default=0.0, ge=0, le=1)
 

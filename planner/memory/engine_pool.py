@@ -168,7 +168,10 @@ def engine_pool(
     activation, graphs = (activation_peak_bytes(model, dep), graphs) if trtllm else (0.0, 0.0)
     if e.memory == "sglang-static":  # the chunked-prefill size is the engine's per-step token budget
         tp = dep.tensor_parallel_size
-        budget = sglang_mem_fraction_static(usable_bytes, tp, dep.max_num_batched_tokens) * usable_bytes
+        frac = getattr(dep, "mem_fraction_static", None) or sglang_mem_fraction_static(
+            usable_bytes, tp, dep.max_num_batched_tokens
+        )
+        budget = frac * usable_bytes
         pool = budget - weights_per_gpu - non_torch
     else:
         budget = usable_bytes
