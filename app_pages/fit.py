@@ -54,17 +54,17 @@ c[0].metric(
     help=f"floor((GPU memory − weights) / KV per request), requests of {plan.context_tokens:,} tokens",
 )
 c[1].metric(
-    "vLLM: requests fit",
+    f"{r.engine.label}: requests fit",
     f"{plan.paged_max_requests if starts else 0:,}",
     help=f"requests of {plan.context_tokens:,} tokens in the paged pool's blocks"
     + (
         ""
         if starts
-        else f"; 0 because vLLM would not start (the verdict above): the pool itself would hold "
+        else f"; 0 because {r.engine.label} would not start (the verdict above): the pool itself would hold "
         f"{plan.paged_max_requests:,}"
     ),
 )
-c[2].metric("vLLM: max concurrency", f"{plan.max_concurrency:,.2f}x", help=plan.pool.log_lines[1])
+c[2].metric(f"{r.engine.label}: max concurrency", f"{plan.max_concurrency:,.2f}x", help=plan.pool.log_lines[1])
 c[3].metric(
     f"{r.engine.label} KV pool per GPU (GiB)",
     f"{plan.kv_pool_bytes_per_gpu / 2**30:,.2f} GiB",

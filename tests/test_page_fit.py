@@ -361,3 +361,16 @@ def test_the_tp_table_note_column_is_as_wide_as_its_longest_note():
     longest = max(len(n) for n in table.value["note"])
     assert longest > 100
     assert json.loads(table.proto.columns)["note"]["width"] >= 6.5 * longest
+
+
+def test_the_page_names_the_scenarios_engine_not_vllm():
+    # under SGLang (set by a link or a saved scenario: sb_engine) the pool, the concurrency and the chart's middle
+    # curve are SGLang's (mem_fraction_static's pool), and every label says so
+    at = app(sb_engine="sglang")
+    assert not at.exception
+    m = metrics(at)
+    plan = plan_memory(resolve(at.session_state["scenario"]))
+    assert m["SGLang: max concurrency"] == f"{plan.max_concurrency:,.2f}x"
+    assert not any(label.startswith("vLLM") for label in m)
+    names = [t["name"] for c in at.get("plotly_chart") for t in json.loads(c.proto.spec)["data"]]
+    assert "SGLang KV pool (blocks)" in names and not any(n.startswith("vLLM") for n in names)

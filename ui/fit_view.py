@@ -48,7 +48,7 @@ class FitView:
     launch: LaunchPlan | InputError  # the launch commands, or why there are none
 
 
-def _tp_table(rows: list[dict]) -> tuple[pa.Table, dict]:
+def _tp_table(rows: list[dict], engine: str = "vLLM") -> tuple[pa.Table, dict]:
     df = pd.DataFrame(rows)
     df["weights_per_gpu_GB"] = df.pop("weights_per_gpu_bytes") / 1e9
     df["kv_pool_per_gpu_GiB"] = df.pop("kv_pool_per_gpu_bytes") / 2**30
@@ -56,7 +56,7 @@ def _tp_table(rows: list[dict]) -> tuple[pa.Table, dict]:
         "weights_per_gpu_GB": st.column_config.NumberColumn("weights per GPU (GB)", format="%.2f"),
         "kv_pool_per_gpu_GiB": st.column_config.NumberColumn("KV pool per GPU (GiB)", format="%.2f"),
         "kv_cache_tokens": st.column_config.NumberColumn("KV tokens", format="%d"),
-        "max_concurrency": st.column_config.NumberColumn("vLLM concurrency", format="%.2fx"),
+        "max_concurrency": st.column_config.NumberColumn(f"{engine} concurrency", format="%.2fx"),
         "textbook_max_requests": st.column_config.NumberColumn("textbook fit", format="%d"),
         "note": text_column("note", df["note"]),  # as wide as the longest note (issue 27 #20: it was cut)
     }
@@ -79,17 +79,17 @@ def fit_view(scenario_json: str) -> FitView:
         }
     }
     for i in range(min(r.deployment.tensor_parallel_size, 8)):
-        bars[f"vLLM: GPU {i}"] = breakdown_per_gpu(plan)
+        bars[f"{r.engine.label}: GPU {i}"] = breakdown_per_gpu(plan)
     try:
         launch: LaunchPlan | InputError = launch_plan(r, scenario.engine)
     except InputError as err:
         launch = err
-    table, columns = _tp_table(tp_options(r))
+    table, columns = _tp_table(tp_options(r), r.engine.label)
     return FitView(
         plan,
         table,
         columns,
-        freeze(concurrency_chart(concurrency_vs_context(r))),
+        freeze(concurrency_chart(concurrency_vs_context(r), r.engine.label)),
         freeze(memory_stack(bars, "Where the memory goes, per GPU")),
         launch,
     )

@@ -39,8 +39,10 @@ def chart_figures(scenario: Scenario) -> dict[str, go.Figure]:
     r = resolve(scenario)
     plan = plan_memory(r)
     figs = {
-        "memory_per_gpu": memory_stack({"vLLM: one GPU": breakdown_per_gpu(plan)}, "Where the memory goes, per GPU"),
-        "concurrency_vs_context": concurrency_chart(concurrency_vs_context(r)),
+        "memory_per_gpu": memory_stack(
+            {f"{r.engine.label}: one GPU": breakdown_per_gpu(plan)}, "Where the memory goes, per GPU"
+        ),
+        "concurrency_vs_context": concurrency_chart(concurrency_vs_context(r), r.engine.label),
     }
     req = lengths_of(scenario.traffic)
     prompt, output = req.prompt_tokens, req.output_tokens

@@ -42,12 +42,13 @@ def memory_stack(bars: dict[str, dict[str, float]], title: str) -> go.Figure:
     return figure(traces, layout)
 
 
-def concurrency_vs_context(rows: list[dict]) -> go.Figure:
-    """Max concurrent requests against tokens per request, for the three ways of counting."""
+def concurrency_vs_context(rows: list[dict], engine: str = "vLLM") -> go.Figure:
+    """Max concurrent requests against tokens per request, for the three ways of counting (`engine`: the label of
+    the engine whose pool the middle one is)."""
     df = pd.DataFrame(rows)
     names = {
         "textbook": "textbook: floor((GPU − weights) / KV per request)",
-        "vllm_paged": "vLLM paged pool (blocks)",
+        "vllm_paged": f"{engine} KV pool (blocks)",
         "contiguous": "contiguous reservation of max_model_len",
     }
     x = df["context_tokens"].to_numpy()
