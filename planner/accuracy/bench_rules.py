@@ -51,7 +51,8 @@ INFERENCEMAX_SGLANG_DEFAULT = 16384
 INFERENCEMAX_TRT_TOKENS = {"openai/gpt-oss-120b": 20000}
 INFERENCEMAX_TRT_DEFAULT = 16384
 INFERENCEMAX_RULES = (
-    "InferenceMAX launch scripts (vLLM 8,192 tokens a step; SGLang 16,384-32,768; TRT-LLM 16,384-20,000)"
+    "InferenceMAX launch scripts (vLLM 8,192 tokens a step; SGLang 8,192-32,768 and its memory fraction; TRT-LLM "
+    "16,384-20,000)"
 )
 # The KV cache dtype InferenceMAX's scripts launch with (the files do not record it): FP8 everywhere except where a
 # script leaves it to the engine's default (16-bit). Read at SemiAnalysisAI/InferenceX@40f95bc0 (2026-03-31, the
