@@ -24,7 +24,7 @@ import yaml
 from planner.capacity.launch_engines import BUILDERS, PORT, Command, Settings
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
-from planner.memory.engine_pool import sglang_mem_fraction_static
+from planner.memory.engine_pool import sglang_fraction
 from planner.memory.plan import plan_memory
 
 TARGETS = ("shell", "k8s")
@@ -116,8 +116,7 @@ def settings_for(r: Resolved) -> Settings:
         mixed_chunk=d.enable_mixed_chunk,
         recv_interval=d.scheduler_recv_interval,
         # the fraction SGLang's pool is planned with (planner.memory.engine_pool): the user's, else SGLang's default
-        mem_fraction=d.mem_fraction_static
-        or sglang_mem_fraction_static(r.gpu.usable_memory_bytes, d.tensor_parallel_size, d.max_num_batched_tokens),
+        mem_fraction=sglang_fraction(r.gpu.usable_memory_bytes, d),
         batch_wait=(d.batch_wait_timeout_iters, d.batch_wait_max_tokens_ratio),
         num_experts=r.model.num_experts,
     )

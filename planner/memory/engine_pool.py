@@ -4,6 +4,7 @@ memory plan reads (planner.memory.plan): bytes, tokens, blocks and concurrency u
     engine_pool(engine, ...)           the KV pool per GPU under the engine's rule (an EnginePool; vLLM: VllmPool)
     kv_pool_bytes(engine, ...)         KV-cache bytes per GPU under the engine's own memory rule
     sglang_mem_fraction_static(...)    SGLang's default mem_fraction_static for a GPU
+    sglang_fraction(usable, dep)       the fraction SGLang runs with: the user's --mem-fraction-static, else the default
     llamacpp_slots(n_ctx, np)          llama-server: tokens per slot and KV cells allocated
 
 Memory rules (bytes per GPU; `total` = device memory the runtime reports, `weights` per GPU):
@@ -66,6 +67,14 @@ def sglang_mem_fraction_static(total_bytes: float, tp: int, chunked_prefill: int
     if gpu_mem > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((gpu_mem - reserved) / gpu_mem, 3)
+
+
+def sglang_fraction(usable_bytes: float, dep: Deployment) -> float:
+    """The mem_fraction_static SGLang runs `dep` with: the user's --mem-fraction-static, else SGLang's default for
+    the GPU, TP and chunk size (the memory rule and the launch line both read it here)."""
+    return getattr(dep, "mem_fraction_static", None) or sglang_mem_fraction_static(
+        usable_bytes, dep.tensor_parallel_size, dep.max_num_batched_tokens
+    )
 
 
 def llamacpp_slots(n_ctx: int, n_parallel: int = 1, unified: bool = False) -> tuple[int, int]:
@@ -167,11 +176,7 @@ def engine_pool(
     trtllm = e.memory == "trtllm-free-fraction"
     activation, graphs = (activation_peak_bytes(model, dep), graphs) if trtllm else (0.0, 0.0)
     if e.memory == "sglang-static":  # the chunked-prefill size is the engine's per-step token budget
-        tp = dep.tensor_parallel_size
-        frac = getattr(dep, "mem_fraction_static", None) or sglang_mem_fraction_static(
-            usable_bytes, tp, dep.max_num_batched_tokens
-        )
-        budget = frac * usable_bytes
+        budget = sglang_fraction(usable_bytes, dep) * usable_bytes
         pool = budget - weights_per_gpu - non_torch
     else:
         budget = usable_bytes
