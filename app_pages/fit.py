@@ -120,7 +120,11 @@ if box:
   {plan.kv_bytes_per_request / plan.tensor_parallel_size / 1e9:,.3f} GB)
   = **{plan.textbook_max_requests}** requests (per replica; an upper bound: no activations or runtime memory)
 """)
-box = folded("Formula: vLLM's KV pool, with your numbers", "fit_formula_pool")
+box = folded(
+    "Formula: vLLM's KV pool, with your numbers"
+    + ("" if r.engine.id == "vllm" else f" (for comparison: {r.engine.label}'s own rule gives the pool above)"),
+    "fit_formula_pool",
+)
 if box:
     with box:
         p, k = plan.pool, vllm_constants()

@@ -372,5 +372,6 @@ def test_the_page_names_the_scenarios_engine_not_vllm():
     plan = plan_memory(resolve(at.session_state["scenario"]))
     assert m["SGLang: max concurrency"] == f"{plan.max_concurrency:,.2f}x"
     assert not any(label.startswith("vLLM") for label in m)
+    assert "in SGLang's KV pool" in at.success[0].value
     names = [t["name"] for c in at.get("plotly_chart") for t in json.loads(c.proto.spec)["data"]]
     assert "SGLang KV pool (blocks)" in names and not any(n.startswith("vLLM") for n in names)

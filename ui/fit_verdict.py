@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from planner.core.engine import engine_for
 from planner.core.scenario import Scenario
 from planner.memory.fixes import nearest_fixes
 from ui.ranking import use_scenario
@@ -28,8 +29,8 @@ def render_verdict(s: Scenario, requests: int, context_tokens: int, reason: str 
     fit, why (the memory plan's reason) and the nearest fixes, each with a "Use this" button."""
     if requests >= 1:
         st.success(
-            f"**Fits.** {requests:,} requests of {context_tokens:,} tokens fit at once per replica in vLLM's KV pool"
-            + (f"; {LIMIT_TEXT[limit]}." if limit in LIMIT_TEXT else "."),
+            f"**Fits.** {requests:,} requests of {context_tokens:,} tokens fit at once per replica in "
+            f"{engine_for(s.engine).label}'s KV pool" + (f"; {LIMIT_TEXT[limit]}." if limit in LIMIT_TEXT else "."),
             icon=":material/check_circle:",
         )
         return
