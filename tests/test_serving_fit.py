@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from planner.accuracy.bench_protocol import AIPERF, INFERENCEMAX, protocol_of
+from planner.accuracy.bench_protocol import AIPERF, AIPERF_POOLED, INFERENCEMAX, protocol_of
 from planner.accuracy.serving_points import ServingPoint, _predict, predict, resolved
 from planner.accuracy.serving_traces import aiconfigurator_points, stratified_sample, trace
 from planner.core.catalog import get_model
@@ -100,7 +100,9 @@ def _row(engine="vllm", **kw) -> ServingPoint:
     return ServingPoint(**(base | kw))
 
 
-@pytest.mark.parametrize("protocol", [INFERENCEMAX, AIPERF], ids=["inferencemax", "aiperf"])
+@pytest.mark.parametrize(
+    "protocol", [INFERENCEMAX, AIPERF, AIPERF_POOLED], ids=["inferencemax", "aiperf", "aiperf-pooled"]
+)
 def test_a_trace_reprices_its_own_simulation_and_a_changed_profile(protocol):
     # the row as either client measured it (a burst of 4 on an idle server, 10 or 20 rounds): the trace's three parts
     # (spread, lockstep, the lockstep run's first round) re-price to the simulation's own means and to predict's
@@ -173,6 +175,11 @@ def test_which_client_measured_a_row():
     # InferenceMAX's two files (benchmark_serving, range ratio 0.8, 10N prompts) and aiperf for every other source
     assert protocol_of({"silicon_data_source": "source_file=2026-04-06.csv; model=DeepSeek-R1"}) is INFERENCEMAX
     assert protocol_of({"silicon_data_source": "db-dump/2026-04-27; config_id=81"}) is AIPERF
+    # the H200 gap-analysis runs of vLLM and SGLang: aiperf drawing from its 100 prompts (bench_protocol POOLED note)
+    gap = "source_file=/Users/x/aic-auto-gap-analysis/data/{}/vllm/0.12.0/Qwen_Qwen3-32B.csv; silicon_concurrency=8"
+    assert protocol_of({"silicon_data_source": gap.format("h200_sxm")}) is AIPERF_POOLED
+    assert protocol_of({"silicon_data_source": gap.format("h100_sxm")}) is AIPERF
+    assert (AIPERF_POOLED.prompt_pool, AIPERF.prompt_pool, INFERENCEMAX.prompt_pool) == (100, 0, 0)
     assert (INFERENCEMAX.rounds, AIPERF.rounds) == (10, 20)
     # vLLM's sample_uniform: lengths in [int(0.8 × L), L]: 1,024 -> 819..1,024 (mean 921.5); aiperf: fixed
     assert INFERENCEMAX.length_spec(1024) == "uniform:819,1024"

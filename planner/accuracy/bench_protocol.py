@@ -22,6 +22,22 @@ after a warm-up that has drained:
   layouts) are read as InferenceMAX's runs: an assumption from their models, grid and layouts, said in each row's
   note.
 
+POOLED: which prompts repeat. aiperf's synthetic dataset is `--conversation-num` conversations, default 100
+(ai-dynamo/aiperf@db4f6397 aiperf/common/config/config_defaults.py ConversationDefaults.NUM, "will be reused until
+benchmarking is complete"), each request drawing one at random with replacement (aiperf/dataset/dataset_manager.py
+`_conversation_query_random.choice`); aiconfigurator's bench_run.sh.j2 does not set it. vLLM and SGLang launched by
+aiconfigurator's generator keep their prefix caches on (`--no-enable-prefix-caching` / `--disable-radix-cache` only
+when a prefix is configured: generator/rule_plugin/benchmark/*.rule), its TensorRT-LLM templates set
+`enable_block_reuse: false`. So a repeated prompt is served from the cache, all but its last token (BenchProtocol.
+reuse_share: the share of measured requests that repeat a prompt still cached; planner.traffic.generators.
+repeated_prompts marks them). Only the gap-analysis runs on H200 (vLLM 0.12.0, SGLang 0.5.6.post2:
+POOLED_CAMPAIGNS) are read so: their rows cannot have prefilled every prompt (Llama-3.1-8B FP8 under vLLM on one
+H200, 64 clients of 2,000 / 100 tokens at 121.7 ms TTFT and 9.74 ms TPOT: 58.9 prompts a second, whose 2 × 7.5e9 +
+2 × 32 × 4,096 × 2,000 FLOPs a token are 0.93 of the H200's 1,979 dense FP8 TFLOP/s, with 64 streams decoding besides),
+while the H100 runs of the same campaign show every prompt's chunk in the decode steps (Qwen3-32B under vLLM on
+2 × H100, 128 clients of 1,024 / 128 tokens: 80 ms TPOT measured; 29 ms if the prompts were cached). The other
+sources say nothing of their prompts; their rows are read as every prompt prefilled.
+
 So the first of the R measured rounds is a wave: every prompt arrives in the same step and waits for the prefills
 before it (the mean wait of that round grows with N). The later rounds are the drifted state (planner.sim.serving.
 drifted_start_s), a share of them still in lockstep (the profile's wave_fraction). planner.accuracy.serving_points
@@ -41,6 +57,21 @@ class BenchProtocol:
     name: str
     rounds: int
     length_low: float = 1.0
+    prompt_pool: int = 0  # distinct prompts drawn with replacement (0: a new prompt for every request)
+    warmup_rounds: int = 0  # rounds of N sent and drained before the measured ones
+
+    def reuse_share(self, users: int, cached_prompts: float) -> float:
+        """The share of measured requests whose prompt the client sent before and the engine still holds in its
+        prefix cache: request j (counting the warm-up) repeats an earlier prompt with probability 1 − (1 − 1/P)^j
+        for a pool of P prompts, averaged over the measured window; with uniform draws an LRU cache holding C of the
+        P prompts hits at most C / P of them (`cached_prompts` = C)."""
+        pool = self.prompt_pool
+        if pool <= 0 or users <= 0:
+            return 0.0
+        q = 1.0 - 1.0 / pool
+        j0, j1 = self.warmup_rounds * users, (self.warmup_rounds + self.rounds) * users
+        seen = 1.0 - (q**j0 - q**j1) / ((1.0 - q) * (j1 - j0)) if pool > 1 else 1.0
+        return max(0.0, min(seen, cached_prompts / pool))
 
     def length_spec(self, tokens: int) -> str:
         """The planner.traffic length distribution of a request of nominal length `tokens`."""
@@ -58,6 +89,13 @@ class BenchProtocol:
 
 
 AIPERF = BenchProtocol("aiperf: a burst of N after a drained warm-up of 2N, 20N requests measured, fixed lengths", 20)
+AIPERF_POOLED = BenchProtocol(
+    "aiperf: a burst of N after a drained warm-up of 2N, 20N requests measured, fixed lengths, each prompt drawn "
+    "from aiperf's default pool of 100",
+    20,
+    prompt_pool=100,
+    warmup_rounds=2,
+)
 INFERENCEMAX = BenchProtocol(
     "InferenceMAX benchmark_serving: a burst of N, 10N requests measured, lengths uniform in [0.8, 1] x ISL / OSL",
     10,
@@ -66,10 +104,17 @@ INFERENCEMAX = BenchProtocol(
 INFERENCEMAX_FILES = ("source_file=2026-03-25.csv", "source_file=2026-04-06.csv")
 
 
+POOLED_CAMPAIGNS = ("aic-auto-gap-analysis/data/h200_sxm/vllm/", "aic-auto-gap-analysis/data/h200_sxm/sglang/")
+
+
 def protocol_of(row: dict) -> BenchProtocol:
-    """The client that measured an aiconfigurator row (module note): InferenceMAX's for its two files, else aiperf."""
+    """The client that measured an aiconfigurator row (module note): InferenceMAX's for its two files; aiperf with
+    its prompt pool for the H200 gap-analysis runs of vLLM and SGLang (POOLED note); else aiperf, every prompt
+    prefilled."""
     source = (row.get("silicon_data_source") or "").strip()
-    return INFERENCEMAX if source.startswith(INFERENCEMAX_FILES) else AIPERF
+    if source.startswith(INFERENCEMAX_FILES):
+        return INFERENCEMAX
+    return AIPERF_POOLED if any(c in source for c in POOLED_CAMPAIGNS) else AIPERF
 
 
 def burst_protocol(rounds: int) -> BenchProtocol:

@@ -69,7 +69,7 @@ from planner.latency.perf_model import PerfModel
 from planner.sim.records import latencies
 from planner.sim.serving import Replica, benchmark_clients, run_serving
 from planner.sim.settings import ServerSettings
-from planner.traffic.generators import open_loop
+from planner.traffic.generators import open_loop, repeated_prompts
 
 AICONFIGURATOR_COLUMNS = ("backend", "model_path", "system", "mode", "isl", "osl", "batch_size", "silicon_ttft_ms")
 BACKENDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm", "tensorrt-llm": "tensorrt-llm"}
@@ -305,7 +305,8 @@ def _predict(r: Resolved, p: ServingPoint, seed: int, wave: bool) -> ServingPred
     else:
         users, n, warmup = p.rounds
         wl = benchmark_clients(r, users, n, prompt, output, seed, wave=wave)
-    res = run_serving(Replica(r, p.settings(r, seed)), wl)
+    rep = Replica(r, p.settings(r, seed))
+    res = run_serving(rep, client_prompts(p, rep, wl, seed))
     lat = latencies(res)
     done = np.flatnonzero(res.requests.finished)
     keep = done >= warmup  # closed loop: request j is user j mod N's (j // N)-th request
@@ -316,6 +317,31 @@ def _predict(r: Resolved, p: ServingPoint, seed: int, wave: bool) -> ServingPred
     burst_ttft = 1e3 * float(np.nanmean(lat["ttft_s"][first])) if first.any() else np.nan
     burst_tpot = 1e3 * float(np.nanmean(lat["tpot_s"][first])) if first.any() else np.nan
     return ServingPrediction(1e3 * float(np.nanmean(ttft)), 1e3 * float(np.nanmean(tpot)), n, burst_ttft, burst_tpot)
+
+
+def client_prompts(p: ServingPoint, rep: Replica, wl, seed: int = 0):
+    """The closed loop `wl` with the prompts its client repeats (BenchProtocol.prompt_pool) marked for the engine's
+    prefix cache: aiperf draws from 100 prompts, and vLLM and SGLang launched by aiconfigurator's rules keep their
+    prefix caches on (no `--no-enable-prefix-caching` / `--disable-radix-cache` unless a prefix is configured),
+    while its TensorRT-LLM templates set `enable_block_reuse: false` (ai-dynamo/aiconfigurator@095f58a5
+    generator/config/backend_templates/*, rule_plugin/benchmark/*.rule)."""
+    share = prompt_repeat_share(p, rep)
+    if share <= 0:
+        return wl
+    return repeated_prompts(wl, p.clients_per_rank, share, rep.scheduler_config.block_size, seed)
+
+
+def prompt_repeat_share(p: ServingPoint, rep: Replica) -> float:
+    """The share of the row's measured prompts served from the prefix cache (BenchProtocol.reuse_share), the cache
+    holding what the KV pool has beyond N running requests."""
+    proto = p.protocol
+    if proto is None or not proto.prompt_pool or p.request_rate or not rep.settings.prefix_caching:
+        return 0.0
+    if p.bench_rules and rep.resolved.engine.id == "tensorrt-llm":
+        return 0.0
+    users = p.clients_per_rank
+    spare = rep.scheduler_config.kv_pool_tokens - users * (p.isl + p.osl)
+    return proto.reuse_share(users, max(0, spare) / max(1, p.isl))
 
 
 def _concurrency(row: dict) -> int:

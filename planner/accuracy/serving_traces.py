@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.accuracy.serving_points import ServingPoint, length_specs, resolved
+from planner.accuracy.serving_points import ServingPoint, client_prompts, length_specs, resolved
 from planner.core.errors import InputError
 from planner.latency.efficiency import EfficiencyProfile
 from planner.latency.perf_model import PerfModel
@@ -158,7 +158,7 @@ def _steps(
     rep = Replica(r, p.settings(r, seed))
     cost = RecordingCost(pm)
     rep.__dict__["step_cost"] = cost  # the replica's cached step cost, replaced before first use
-    res = run_serving(rep, wl)
+    res = run_serving(rep, client_prompts(p, rep, wl, seed))
     rows = np.array(cost.rows, dtype=float).reshape(-1, 5)
     steps = res.steps
     if len(rows) != len(steps):

@@ -18,7 +18,7 @@ from planner.core.errors import InputError
 from planner.sim.records import LatencyStats, ServingSummary
 from planner.sim.serving import Replica, benchmark_clients, result_summary, run_serving
 from planner.sim.settings import ServerSettings
-from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, closed_loop, open_loop
+from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, closed_loop, open_loop, pooled_prompts
 from planner.traffic.sessions import sessions
 from planner.traffic.traces import load_trace, rescale, sample
 from planner.traffic.workload import Workload
@@ -62,6 +62,14 @@ def add_simulate_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"requests to simulate (default {DEFAULT_NUM_REQUESTS}; with --trace: a seeded random "
         "subset, which lowers the rate; default the whole trace)",
+    )
+    g.add_argument(
+        "--prompt-pool",
+        type=int,
+        default=None,
+        metavar="N",
+        help="draw each prompt at random from N distinct prompts, as aiperf's synthetic dataset does (100 unless "
+        "--conversation-num says otherwise): a repeat is served from the prefix cache while the pool holds it",
     )
     add_length_args(g)
     c = p.add_argument_group(
@@ -117,6 +125,7 @@ def _check_flags(args: argparse.Namespace) -> None:
         ("--slo-tpot-ms", args.slo_tpot_ms),
         ("--turns", args.turns),
         ("--first-input-tokens", args.first_input_tokens),
+        ("--prompt-pool", args.prompt_pool),
     ):
         _positive(flag, value)
     _positive("--think-time", args.think_time, allow_zero=True)
@@ -138,6 +147,9 @@ def _check_flags(args: argparse.Namespace) -> None:
             raise InputError("--think-time", "is required with --turns above 1 (seconds before each next turn)")
         if args.arrival != "poisson":
             raise InputError("--arrival", "sessions start as a Poisson process")
+    if args.prompt_pool is not None and (args.trace is not None or sessions):
+        raise InputError("--prompt-pool", "applies to generated --rate or --users traffic (a trace or sessions carry "
+                         "their own prefixes)")  # fmt: skip
     if args.trace is None and args.time_scale != 1.0:
         raise InputError("--time-scale", "applies only to --trace")
     if args.trace is not None:
@@ -159,7 +171,15 @@ def _length(tokens: int | None, spec: str | None, default: str, flag: str) -> Le
 
 
 def workload_from_args(args: argparse.Namespace, r=None) -> Workload:
-    """The traffic the flags describe (flags already checked)."""
+    """The traffic the flags describe (flags already checked); with --prompt-pool, its prompts drawn from the pool
+    in the scenario's KV blocks."""
+    wl = _generated(args, r)
+    if getattr(args, "prompt_pool", None) is None:
+        return wl
+    return pooled_prompts(wl, args.prompt_pool, r.deployment.block_size if r is not None else 16, args.seed)
+
+
+def _generated(args: argparse.Namespace, r=None) -> Workload:
     n = args.num_requests
     if args.trace is not None:
         try:

@@ -12,6 +12,7 @@ shared traces (azure_conv, azure_code, mooncake). Every generator takes an expli
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -249,3 +250,47 @@ def _check_positive(name: str, value: float, integer: bool = False) -> None:
         ok = float(value) == int(value)
     if not ok:
         raise InputError(name, f"must be a {'whole ' if integer else ''}number > 0, got {value!r}")
+
+
+def repeated_prompts(wl: Workload, users: int, share: float, block_tokens: int, seed: int = 0) -> Workload:
+    """Closed-loop traffic whose clients re-send earlier prompts: after the first round, request j repeats the prompt
+    of its user's previous request (j − N, finished before j is sent) with probability `share`, else sends a prompt
+    of its own; each prompt carries prefix-block ids of `block_tokens` tokens, so an engine's prefix cache finds a
+    repeat as long as it still holds it. What a benchmark client drawing from a small pool of prompts does
+    (aiperf's 100 synthetic conversations: planner.accuracy.bench_protocol)."""
+    if not 0.0 <= share <= 1.0:
+        raise InputError("share", f"must be between 0 and 1, got {share!r}")
+    _check_positive("block_tokens", block_tokens, integer=True)
+    n = wl.num_requests
+    prompt = wl.prompt_tokens.copy()
+    source = np.arange(n, dtype=np.int64)  # the request whose prompt request j sends
+    repeat = np.random.default_rng([seed, 1]).random(n) < share
+    for j in range(users, n):
+        if repeat[j]:
+            source[j] = source[j - users]
+            prompt[j] = prompt[j - users]
+    stride = int(prompt.max()) // block_tokens + 1
+    ids = tuple(source[j] * stride + np.arange(prompt[j] // block_tokens, dtype=np.int64) for j in range(n))
+    src = f"{wl.source}; {share:.0%} of prompts repeated after the first round"
+    return dataclasses.replace(wl, prompt_tokens=prompt, prefix_ids=ids, prefix_block_tokens=block_tokens, source=src)
+
+
+def pooled_prompts(wl: Workload, pool: int, block_tokens: int, seed: int = 0) -> Workload:
+    """Traffic whose prompts are drawn at random, with replacement, from `pool` distinct prompts: what aiperf's
+    synthetic dataset does (100 conversations unless --conversation-num says otherwise, one drawn per request:
+    ai-dynamo/aiperf@db4f6397 ConversationDefaults.NUM, dataset_manager.py). Every request drawing prompt k re-sends
+    it whole (the length of the first request that drew it), as prefix-block ids of `block_tokens` tokens: an
+    engine's prefix cache serves a repeat it still holds, and the simulator's LRU pool decides which it holds."""
+    _check_positive("pool", pool, integer=True)
+    _check_positive("block_tokens", block_tokens, integer=True)
+    n = wl.num_requests
+    drawn = np.random.default_rng([seed, 2]).integers(0, pool, size=n)
+    first = {}
+    for j, k in enumerate(drawn.tolist()):
+        first.setdefault(k, j)
+    source = np.array([first[k] for k in drawn.tolist()], dtype=np.int64)
+    prompt = wl.prompt_tokens[source]
+    stride = int(prompt.max()) // block_tokens + 1 if n else 1
+    ids = tuple(drawn[j] * stride + np.arange(prompt[j] // block_tokens, dtype=np.int64) for j in range(n))
+    src = f"{wl.source}; prompts drawn from a pool of {pool}"
+    return dataclasses.replace(wl, prompt_tokens=prompt, prefix_ids=ids, prefix_block_tokens=block_tokens, source=src)

@@ -1,0 +1,149 @@
+"""A benchmark client that draws its prompts from a small pool (aiperf's 100 synthetic conversations): the share of
+measured prompts an engine's prefix cache serves, the closed loop that repeats them, and what a repeat saves."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from planner.accuracy.bench_protocol import AIPERF, AIPERF_POOLED
+from planner.accuracy.serving_points import ServingPoint, client_prompts, predict, prompt_repeat_share, resolved
+from planner.cli import main
+from planner.core.errors import InputError
+from planner.core.scenario import Scenario, resolve
+from planner.core.specs import Deployment
+from planner.sim.records import latencies
+from planner.sim.serving import Replica, run_serving
+from planner.traffic.generators import closed_loop, pooled_prompts, repeated_prompts
+
+
+def test_reuse_share_by_hand():
+    # 4 clients, a drained warm-up of 8 requests, then 80 measured: request j repeats an earlier prompt with
+    # probability 1 − 0.99^j; mean over j = 8..87 = 1 − (0.99^8 − 0.99^88) / (0.01 × 80)
+    # = 1 − (0.922745 − 0.412950) / 0.8 = 0.362756
+    assert AIPERF_POOLED.reuse_share(4, cached_prompts=1e9) == pytest.approx(0.362756, abs=1e-6)
+    # an LRU cache holding 20 of the 100 prompts serves at most 20% of uniform draws
+    assert AIPERF_POOLED.reuse_share(64, cached_prompts=20) == pytest.approx(0.20)
+    # 64 clients: the warm-up alone (128 draws) has seen 72% of the pool; over the window nearly all
+    assert AIPERF_POOLED.reuse_share(64, cached_prompts=1e9) > 0.95
+    assert AIPERF.reuse_share(64, cached_prompts=1e9) == 0.0  # no pool: every prompt new
+    assert AIPERF_POOLED.reuse_share(4, 1e9) < AIPERF_POOLED.reuse_share(8, 1e9)  # more draws, more repeats
+
+
+def test_repeated_prompts_follow_the_users_previous_request():
+    wl = closed_loop(3, 12, 0.0, "fixed:100", "fixed:10", "fixed", 0)
+    every = repeated_prompts(wl, 3, 1.0, 16)
+    # request j >= 3 sends the prompt of j − 3 (the same user's previous one), so every user keeps its first prompt
+    for j in range(3, 12):
+        assert list(every.prefix_ids[j]) == list(every.prefix_ids[j % 3])
+    assert len(every.prefix_ids[0]) == 100 // 16  # full 16-token blocks only
+    none = repeated_prompts(wl, 3, 0.0, 16)
+    firsts = {int(ids[0]) for ids in none.prefix_ids}
+    assert len(firsts) == 12  # a prompt of its own each
+    with pytest.raises(InputError, match="share"):
+        repeated_prompts(wl, 3, 1.5, 16)
+
+
+def _hand_row(engine: str, protocol) -> ServingPoint:
+    return ServingPoint(
+        id="hand", engine=engine, version="", model="meta-llama/Llama-3.1-8B", gpu="h200_sxm",
+        preset="meta-llama/Llama-3.1-8B", gpu_id="H200", weights="bf16", tp=1, pp=1, dp=1, expert_parallel=False,
+        isl=2000, osl=100, concurrency=16, ttft_ms=None, tpot_ms=None, bench_rules=True, protocol=protocol,
+    )  # fmt: skip
+
+
+def test_a_repeat_skips_its_cached_blocks_and_saves_prefill():
+    # vLLM, Llama-3.1-8B on one H200, 16 users of 2,000 / 100 tokens, every later prompt a repeat: a repeat finds
+    # (2,000 − 1) // 16 = 124 blocks cached (vLLM recomputes at least the last token) = 1,984 tokens skipped
+    r = resolve(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H200", deployment=Deployment(num_gpus=1)))
+    wl = closed_loop(16, 48, 0.0, "fixed:2000", "fixed:100", "fixed", 0)
+    rep = Replica(r)
+    runs = {share: run_serving(rep, repeated_prompts(wl, 16, share, 16)) for share in (0.0, 1.0)}
+    hits = runs[1.0].requests.prefix_hit_tokens
+    assert (hits[:16] == 0).all() and (hits[16:] == 1984).all()
+    assert runs[0.0].requests.prefix_hit_tokens.sum() == 0
+    ttft = {s: np.mean(latencies(res)["ttft_s"][16:]) for s, res in runs.items()}
+    assert ttft[1.0] < 0.5 * ttft[0.0]  # a repeat prefills 16 tokens instead of 2,000
+
+
+def test_which_rows_repeat_their_prompts():
+    # aiconfigurator's TensorRT-LLM templates launch with enable_block_reuse: false: no repeat is served from cache
+    # 16 clients: warm-up j < 32, measured j = 32..351: 1 − (0.99^32 − 0.99^352) / (0.01 × 320)
+    # = 1 − (0.72498 − 0.02909) / 3.2 = 0.78253; the 100 prompts of 2,000 tokens fit the pool beside the running ones
+    for engine, expect in (("vllm", 0.78253), ("sglang", 0.78253), ("tensorrt-llm", 0.0)):
+        p = _hand_row(engine, AIPERF_POOLED)
+        r = resolved(p)
+        assert prompt_repeat_share(p, Replica(r, p.settings(r))) == pytest.approx(expect, abs=1e-5)
+    p = _hand_row("vllm", AIPERF)
+    r = resolved(p)
+    rep = Replica(r, p.settings(r))
+    assert prompt_repeat_share(p, rep) == 0.0
+    wl = closed_loop(4, 8, 0.0, "fixed:10", "fixed:10", "fixed", 0)
+    assert client_prompts(p, rep, wl) is wl
+
+
+def test_pooled_prompts_lower_a_rows_predicted_ttft():
+    pooled, fresh = (predict(_hand_row("vllm", proto)) for proto in (AIPERF_POOLED, AIPERF))
+    assert pooled.ttft_ms < fresh.ttft_ms
+    assert pooled.tpot_ms < fresh.tpot_ms  # fewer prompt chunks share the decode steps
+    no_pool = dataclasses.replace(AIPERF_POOLED, prompt_pool=0)
+    assert predict(_hand_row("vllm", no_pool)).ttft_ms == pytest.approx(fresh.ttft_ms)
+
+
+POOLED_RUN = (
+    "simulate --model meta-llama/Llama-3.1-8B --gpu H200 --users 16 --think-time 0 --input-tokens 2000 "
+    "--output-tokens 100 --num-requests 400"
+)
+
+
+def _json(command: str, capsys) -> dict:
+    assert main([*command.split(), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_pooled_prompts_draw_with_replacement_by_hand():
+    wl = closed_loop(4, 40, 0.0, "uniform:100,200", "fixed:10", "fixed", 0)
+    pooled = pooled_prompts(wl, 5, 16, seed=0)
+    drawn = np.random.default_rng([0, 2]).integers(0, 5, size=40)
+    first = {}
+    for j, k in enumerate(drawn.tolist()):
+        first.setdefault(k, j)
+    for j, k in enumerate(drawn.tolist()):  # a repeat re-sends the first drawing's prompt, ids and length
+        assert pooled.prompt_tokens[j] == wl.prompt_tokens[first[k]]
+        assert list(pooled.prefix_ids[j]) == list(pooled.prefix_ids[first[k]])
+    assert len({int(ids[0]) for ids in pooled.prefix_ids}) == len(first) <= 5
+
+
+def test_simulate_prompt_pool_hit_rate_by_hand(capsys):
+    # 400 draws from 100 prompts: every draw after a prompt's first is a repeat the pool still holds (100 prompts of
+    # 2,000 tokens are 200,000 of the pool's ~890,000), and vLLM serves (2,000 − 1) // 16 × 16 = 1,984 of its tokens
+    distinct = len(set(np.random.default_rng([0, 2]).integers(0, 100, size=400).tolist()))
+    pooled, fresh = _json(POOLED_RUN + " --prompt-pool 100", capsys), _json(POOLED_RUN, capsys)
+    # a repeat admitted while its first drawing is still being prefilled finds nothing published yet and misses: at
+    # most the 16 requests in flight at a time; 2 of the 304 repeats here
+    hits = pooled["prefix_hit_rate"] * 400 * 2000 / 1984
+    assert 400 - distinct - 16 <= round(hits) <= 400 - distinct
+    assert fresh["prefix_hit_rate"] == 0.0
+    assert pooled["ttft_s"]["mean"] < 0.5 * fresh["ttft_s"]["mean"]  # a repeat prefills 16 tokens, not 2,000
+    assert pooled["throughput_tokens_per_s"] > fresh["throughput_tokens_per_s"]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (" --prompt-pool 0", "--prompt-pool: must be"),
+        (" --prompt-pool 100 --turns 2 --think-time 1", "--prompt-pool: applies to generated"),
+    ],
+)
+def test_prompt_pool_bad_input_names_the_flag(extra, message, capsys):
+    assert main([*(POOLED_RUN + extra).split()]) != 0
+    assert message in capsys.readouterr().err
+
+
+def test_prompt_pool_must_be_a_whole_number(capsys):
+    with pytest.raises(SystemExit):  # argparse's own type check, naming the flag
+        main([*(POOLED_RUN + " --prompt-pool 1.5").split()])
+    assert "--prompt-pool" in capsys.readouterr().err
