@@ -57,21 +57,9 @@ def test_eplb_placement():
     assert contiguous > with_slots[0] > with_slots[1] > with_slots[2] >= 1.0
 
 
-PREFILL_MISS = (
-    "known miss (issue 24): SGLang's constants are loosely held by its rows and move between fits, and the wide-EP "
-    "prefills of 16,384 tokens per GPU with them: +25.8% / +22.6% / +14.9% (1K / 2K / 4K prompts) at session 13's fit "
-    "(the serving rows' robust scale 0.5 -> 0.25, InferenceMAX's SGLang memory fractions), -25.0% / -23.1% / "
-    "-21.3% at session 12's, -30.2% / -27.6% / -24.3% at session 11's, -14.6% / -11.7% / -8.5% before: the "
-    "constants are fitted on aiconfigurator's prefills of 1-2 prompts, not on DeepEP/DeepGEMM prefills of this size "
-    "(README); the 1K and 2K prompts are past the 20% held"
-)
-PREFILL_MISSES = ("prefill EP32 16384/GPU in 1024 (TBO)", "prefill EP32 16384/GPU in 2048 (TBO)")
-
-
 def _wide_ep_cases():
     for p in load_points():
-        marks = [pytest.mark.xfail(strict=True, reason=PREFILL_MISS)] if p.label in PREFILL_MISSES else []
-        yield pytest.param(p, id=p.label, marks=marks)
+        yield pytest.param(p, id=p.label)
 
 
 @pytest.mark.parametrize("point", list(_wide_ep_cases()))
@@ -87,17 +75,19 @@ def test_published_wide_ep_throughput_within_15_percent(point):
     previous fit, -4.7..+13.8% before issue 24's refit); -13..-6% after the benchmark burst's refit and -27.8% /
     -23.1% / -18.7% after the one with SGLang's prefill-first loop (1K and 2K then strict xfails), -14.6% / -11.7% /
     -8.5% after the fit with a prior weight of 0.05 (issue 24, session 11: moe_efficiency 0.235 -> 0.391), -30.2% /
-    -27.6% / -24.3% after the one with the token-overhead prior (all three PREFILL_MISS), +25.8% / +22.6% / +14.9%
-    at session 13's fit (decode -2.3% with two-batch overlap, -4.2% without; the 1K and 2K prefills PREFILL_MISS)."""
+    -27.6% / -24.3% after the one with the token-overhead prior (all three strict xfails), +25.8% / +22.6% / +14.9%
+    at session 13's fit (decode -2.3% with two-batch overlap, -4.2% without; the 1K and 2K prefills were strict
+    xfails then), +7.7% / +5.8% / -0.3% at session 14's (decode -7.8% with two-batch overlap, -11.1% without).
+    SGLang's constants are loosely held by its rows and move between fits, and these prefills with them."""
     limit = 0.20 if point.phase == "prefill" else 0.15
     assert abs(predict(point).error) < limit
 
 
 def test_two_batch_overlap_loses_on_small_decode_batches():
-    # the blog: TBO −27% at 32 tokens per GPU, +25.5% at 256, the break-even between 64 and 128. At session 13's fit
-    # -24.4% / -9.3% / +16.5% / +27.9% at 32 / 64 / 128 / 256 per GPU (a strict xfail from issue 24's launch-and-lag
-    # refit, when SGLang's fitted moe_efficiency fell 1.00 -> 0.51, to session 12's fit: -14.3% / +1.0% / +30.8% /
-    # +49.0% then)
+    # the blog: TBO −27% at 32 tokens per GPU, +25.5% at 256, the break-even between 64 and 128. At session 14's fit
+    # -23.7% / -5.8% / +19.1% / +30.0% at 32 / 64 / 128 / 256 per GPU; session 13's -24.4% / -9.3% / +16.5% / +27.9%
+    # (a strict xfail from issue 24's launch-and-lag refit, when SGLang's fitted moe_efficiency fell 1.00 -> 0.51,
+    # to session 12's fit: -14.3% / +1.0% / +30.8% / +49.0% then)
     decode = load_points()[3]
 
     def gain(batch):
