@@ -167,6 +167,18 @@ def inferencemax_batch_wait(r: Resolved, clients: int, isl: int, osl: int) -> tu
     return ()
 
 
+# aiconfigurator's generator leaves vLLM's prefix caching and SGLang's radix cache on (it passes
+# `--no-enable-prefix-caching` / `--disable-radix-cache` only for a configured prefix: generator/rule_plugin/
+# benchmark/*.rule), while its TensorRT-LLM templates set `kv_cache_config.enable_block_reuse: false`
+# (ai-dynamo/aiconfigurator@095f58a5 generator/config/backend_templates/trtllm/extra_engine_args*.yaml.j2)
+BLOCK_REUSE_OFF_ENGINES = ("tensorrt-llm",)
+
+
+def reuses_cached_prompts(engine: str) -> bool:
+    """Whether an engine launched by aiconfigurator's rules serves a repeated prompt from its prefix cache."""
+    return engine not in BLOCK_REUSE_OFF_ENGINES
+
+
 def balanced_adp(engine: str, dp: int, model: str) -> bool:
     """True for the rows launched with TensorRT-LLM's attention-DP balance (InferenceX's DeepSeek-R1 scripts)."""
     return engine == "tensorrt-llm" and dp > 1 and model in ADP_BALANCE_MODELS

@@ -58,6 +58,7 @@ from planner.accuracy.bench_rules import (
     clients_per_rank,
     inferencemax_kv_cache_dtype,
     inferencemax_sglang_launch,
+    reuses_cached_prompts,
 )
 from planner.accuracy.names import resolve_gpu, resolve_model
 from planner.accuracy.user_points import UserData
@@ -322,9 +323,7 @@ def _predict(r: Resolved, p: ServingPoint, seed: int, wave: bool) -> ServingPred
 def client_prompts(p: ServingPoint, rep: Replica, wl, seed: int = 0):
     """The closed loop `wl` with the prompts its client repeats (BenchProtocol.prompt_pool) marked for the engine's
     prefix cache: aiperf draws from 100 prompts, and vLLM and SGLang launched by aiconfigurator's rules keep their
-    prefix caches on (no `--no-enable-prefix-caching` / `--disable-radix-cache` unless a prefix is configured),
-    while its TensorRT-LLM templates set `enable_block_reuse: false` (ai-dynamo/aiconfigurator@095f58a5
-    generator/config/backend_templates/*, rule_plugin/benchmark/*.rule)."""
+    prefix caches on, its TensorRT-LLM templates do not (bench_rules.reuses_cached_prompts)."""
     share = prompt_repeat_share(p, rep)
     if share <= 0:
         return wl
@@ -337,7 +336,7 @@ def prompt_repeat_share(p: ServingPoint, rep: Replica) -> float:
     proto = p.protocol
     if proto is None or not proto.prompt_pool or p.request_rate or not rep.settings.prefix_caching:
         return 0.0
-    if p.bench_rules and rep.resolved.engine.id == "tensorrt-llm":
+    if p.bench_rules and not reuses_cached_prompts(rep.resolved.engine.id):
         return 0.0
     users = p.clients_per_rank
     spare = rep.scheduler_config.kv_pool_tokens - users * (p.isl + p.osl)
