@@ -269,10 +269,7 @@ def repeated_prompts(wl: Workload, users: int, share: float, block_tokens: int, 
         if repeat[j]:
             source[j] = source[j - users]
             prompt[j] = prompt[j - users]
-    stride = int(prompt.max()) // block_tokens + 1
-    ids = tuple(source[j] * stride + np.arange(prompt[j] // block_tokens, dtype=np.int64) for j in range(n))
-    src = f"{wl.source}; {share:.0%} of prompts repeated after the first round"
-    return dataclasses.replace(wl, prompt_tokens=prompt, prefix_ids=ids, prefix_block_tokens=block_tokens, source=src)
+    return _with_prompt_ids(wl, source, prompt, block_tokens, f"{share:.0%} of prompts repeated after the first round")
 
 
 def pooled_prompts(wl: Workload, pool: int, block_tokens: int, seed: int = 0) -> Workload:
@@ -285,12 +282,18 @@ def pooled_prompts(wl: Workload, pool: int, block_tokens: int, seed: int = 0) ->
     _check_positive("block_tokens", block_tokens, integer=True)
     n = wl.num_requests
     drawn = np.random.default_rng([seed, 2]).integers(0, pool, size=n)
-    first = {}
-    for j, k in enumerate(drawn.tolist()):
-        first.setdefault(k, j)
-    source = np.array([first[k] for k in drawn.tolist()], dtype=np.int64)
-    prompt = wl.prompt_tokens[source]
-    stride = int(prompt.max()) // block_tokens + 1 if n else 1
-    ids = tuple(drawn[j] * stride + np.arange(prompt[j] // block_tokens, dtype=np.int64) for j in range(n))
-    src = f"{wl.source}; prompts drawn from a pool of {pool}"
-    return dataclasses.replace(wl, prompt_tokens=prompt, prefix_ids=ids, prefix_block_tokens=block_tokens, source=src)
+    _, first, which = np.unique(drawn, return_index=True, return_inverse=True)  # each prompt's first drawing
+    source = first[which].astype(np.int64)
+    return _with_prompt_ids(wl, drawn, wl.prompt_tokens[source], block_tokens, f"prompts drawn from a pool of {pool}")
+
+
+def _with_prompt_ids(wl: Workload, prompt_id, prompt, block_tokens: int, what: str) -> Workload:
+    """`wl` with request j sending prompt `prompt_id[j]` of `prompt[j]` tokens, as prefix ids of its full
+    `block_tokens`-token blocks (one id range per prompt, so equal prompt ids share their blocks)."""
+    stride = int(prompt.max()) // block_tokens + 1 if len(prompt) else 1
+    ids = tuple(
+        prompt_id[j] * stride + np.arange(prompt[j] // block_tokens, dtype=np.int64) for j in range(len(prompt))
+    )
+    return dataclasses.replace(
+        wl, prompt_tokens=prompt, prefix_ids=ids, prefix_block_tokens=block_tokens, source=f"{wl.source}; {what}"
+    )
