@@ -31,7 +31,8 @@ from collections import Counter
 
 import pandas as pd
 
-from planner.accuracy.serving_points import read_aiconfigurator, serving_table
+from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
+from planner.accuracy.serving_points import serving_table
 from planner.accuracy.serving_traces import stratified_sample
 from planner.core.paths import measurements_dir
 from scripts.fit_efficiency import FAMILY_PER_STRATUM, SERVING_PER_STRATUM

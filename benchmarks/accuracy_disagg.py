@@ -35,9 +35,9 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
+from planner.accuracy.aiconfigurator_rows import WEIGHTS
 from planner.accuracy.bench_protocol import protocol_of
 from planner.accuracy.names import resolve_model
-from planner.accuracy.serving_points import WEIGHTS
 from planner.capacity.disagg_benchmark import simulate_benchmark
 from planner.capacity.disagg_closed_loop import closed_loop
 from planner.capacity.disagg_layout import PoolLayout

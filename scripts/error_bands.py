@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
 from planner.accuracy.bands import ANY, BANDS_PATH, generation, model_class
 from planner.accuracy.names import resolve_model
-from planner.accuracy.serving_points import read_aiconfigurator
 from planner.accuracy.validation import kv_table
 from planner.core.catalog import get_gpu, get_model
 from planner.core.paths import measurements_dir

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from benchmarks.accuracy_aiconfigurator import CSV, reason_kind, sample
-from planner.accuracy.serving_points import read_aiconfigurator
+from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
 
 
 def test_sample_is_stratified_aggregated_and_reproducible():

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from planner.accuracy import serving_points as sp
+from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
 from planner.accuracy.bench_protocol import INFERENCEMAX
 from planner.accuracy.bench_rules import ADP_BALANCE_TIMEOUT_ITERS, bench_settings, clients_per_rank
 from planner.core.paths import measurements_dir
@@ -144,7 +145,7 @@ def test_a_prompt_that_fits_the_budget_runs_without_chunking_when_its_output_doe
 
 def _point(key: str) -> sp.ServingPoint:
     text = (measurements_dir() / "aiconfigurator" / "silicon_calibration.csv").read_text()
-    return next(p for p in sp.read_aiconfigurator(text) if key in p.id)
+    return next(p for p in read_aiconfigurator(text) if key in p.id)
 
 
 @pytest.mark.parametrize(

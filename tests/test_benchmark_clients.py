@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
 from planner.accuracy.bench_protocol import INFERENCEMAX
-from planner.accuracy.serving_points import predict, read_aiconfigurator
+from planner.accuracy.serving_points import predict
 from planner.core.paths import measurements_dir
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment

@@ -9,8 +9,8 @@ import json
 import pytest
 from conftest import ROOT
 
+from planner.accuracy.aiconfigurator_rows import parse_row, read_aiconfigurator
 from planner.accuracy.names import resolve_gpu, resolve_model
-from planner.accuracy.serving_points import parse_row, read_aiconfigurator
 from planner.cli import main
 
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -264,7 +264,7 @@ def stratified_sample(points: list[ServingPoint], per_stratum: int | None, seed:
 
 def aiconfigurator_points() -> list[ServingPoint]:
     """Every row of the aiconfigurator calibration split (data/measurements/aiconfigurator/)."""
-    from planner.accuracy.serving_points import read_aiconfigurator
+    from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
     from planner.core.paths import measurements_dir
 
     csv = measurements_dir() / "aiconfigurator" / "silicon_calibration.csv"

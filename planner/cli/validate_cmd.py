@@ -28,8 +28,9 @@ import io
 import math
 from pathlib import Path
 
+from planner.accuracy.aiconfigurator_rows import is_aiconfigurator, read_aiconfigurator
 from planner.accuracy.published_points import MEASUREMENTS_CSV
-from planner.accuracy.serving_points import is_aiconfigurator, read_aiconfigurator, serving_table, upload_points
+from planner.accuracy.serving_points import serving_table, upload_points
 from planner.accuracy.user_points import parse_upload
 from planner.accuracy.validation import MAX_POINTS_CSV_BYTES, error_summary, overall, points_table, summary_dict
 from planner.cli import emit
