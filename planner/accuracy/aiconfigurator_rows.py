@@ -56,6 +56,7 @@ from planner.accuracy.bench_rules import (
 )
 from planner.accuracy.names import resolve_gpu, resolve_model
 from planner.accuracy.serving_points import ServingPoint
+from planner.accuracy.validation import finite_positive
 from planner.core.catalog import get_model
 from planner.core.errors import InputError
 
@@ -117,8 +118,8 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
         isl=_int(row, "isl", 0),
         osl=_int(row, "osl", 0),
         concurrency=concurrency,
-        ttft_ms=_positive(row.get("silicon_ttft_ms"), f"{where}, column silicon_ttft_ms"),
-        tpot_ms=_positive(row.get("silicon_tpot_ms"), f"{where}, column silicon_tpot_ms"),
+        ttft_ms=finite_positive(row.get("silicon_ttft_ms"), f"{where}, column silicon_ttft_ms"),
+        tpot_ms=finite_positive(row.get("silicon_tpot_ms"), f"{where}, column silicon_tpot_ms"),
         notes=tuple(notes),
         bench_rules=True,
         protocol=protocol_of(row),
@@ -189,13 +190,3 @@ def _int(row: dict, key: str, default: int) -> int:
     except ValueError:
         return default
     return int(value) if math.isfinite(value) and value >= 1 else default
-
-
-def _positive(text, where: str) -> float:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise InputError(where, f"not a number: {str(text)[:40]!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(where, f"must be a positive finite number, got {str(text)[:40]!r}")
-    return value

@@ -94,7 +94,7 @@ def read_point_rows(path: Path | None = None, text: str | None = None) -> list[d
     for i, row in enumerate(rows, start=2):  # row 1 is the header
         for col in NUMERIC_COLUMNS:
             if col in row and (col != "num_gpus" or (row[col] or "").strip()):
-                _finite_positive(row[col], f"row {i} ({_printable(row.get('id') or 'no id')}), column {col}")
+                finite_positive(row[col], f"row {i} ({_printable(row.get('id') or 'no id')}), column {col}")
     return rows
 
 
@@ -104,7 +104,8 @@ def _printable(text: str) -> str:
     return text if text.isprintable() else repr(text)
 
 
-def _finite_positive(text: str | None, where: str) -> float:
+def finite_positive(text: str | None, where: str) -> float:
+    """A cell as a positive finite number; InputError naming `where` otherwise (validate's files and CSVs)."""
     try:
         value = float(text)
     except (TypeError, ValueError):
