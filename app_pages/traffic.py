@@ -50,6 +50,7 @@ def _workload(t: TrafficSpec, rate: float):
         arrival=t.arrival,
         cv=t.cv,
         trace=trace,
+        prompt_pool=t.prompt_pool,
     )
 
 
@@ -109,6 +110,7 @@ for key, value in (
     ("load_slo_tpot_ms", 100),
     ("load_sweep_points", 7),
     ("load_think_s", 5.0),
+    ("load_prompt_pool", 0),
 ):
     st.session_state.setdefault(key, value)
 
@@ -140,6 +142,7 @@ def _follow_scenario_workload() -> None:
             load_output_spec=t.output,
             load_arrival=t.arrival,
             load_cv=clamp(float(t.cv), 0.1, 10.0),
+            load_prompt_pool=clamp(t.prompt_pool, 0, 10_000_000),
         )
     elif t.arrival in TIMING_LABELS:
         st.session_state["load_timing"] = t.arrival
@@ -196,7 +199,7 @@ st.caption(PROFILES[profile].note)
 st.caption(f"Scheduler of {get_engine(engine).label}: {describe(scheduler_policy(engine))}.")
 
 prompt_spec = output_spec = ""
-upload_path, cv = "", 1.0
+upload_path, cv, prompt_pool = "", 1.0, 0
 if profile == "custom":
     c = st.columns([1.5, 1.5, 1, 0.8])
     prompt_spec = c[0].text_input(
@@ -220,6 +223,18 @@ if profile == "custom":
                 help="Coefficient of variation of the gaps: 1 = Poisson, > 1 = burstier.",
             )
         )
+    prompt_pool = int(
+        st.number_input(
+            "Distinct prompts (0: every prompt new)",
+            0,
+            10_000_000,
+            step=10,
+            key="load_prompt_pool",
+            help="Each request draws its prompt at random from this many distinct prompts, as aiperf's synthetic "
+            "dataset does (100 unless --conversation-num says otherwise). With prefix caching on, a repeat the cache "
+            "still holds skips its cached blocks: the Prefix hit rate metric shows the share of prompt tokens served.",
+        )
+    )
     try:  # a web input names no server file: bundled traces and this session's uploads only
         prompt_spec = web_length_spec(prompt_spec, "Prompt lengths", session_upload_dir())
         output_spec = web_length_spec(output_spec, "Output lengths", session_upload_dir())
@@ -285,6 +300,7 @@ try:
         output=output_spec,
         trace_path=upload_path,
         prefix_caching=prefix_caching,
+        prompt_pool=prompt_pool,
     )
     cap, mean_prompt, mean_output = _capacity(sj, settings, traffic)
 except ValidationError as err:

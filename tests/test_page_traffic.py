@@ -211,3 +211,16 @@ def test_the_queue_chart_keeps_the_longest_queue():
     series = charts(at)[0]  # the run's KV use, running batch and queue, in that order
     queue = values(series["data"][2]["y"])
     assert queue.max() == longest  # every-k-th-step thinning drew a flat 0 beside "Longest queue 1"
+
+
+def test_distinct_prompts_are_served_from_the_prefix_cache():
+    # 1,000 requests drawing from 20 prompts: all but the first drawing of each (and repeats admitted while their
+    # first copy still prefills) hit the cache, so the page's Prefix hit rate goes from 0% to most of the tokens
+    at = load()
+    at.selectbox(key="load_profile").set_value("custom").run()
+    at.text_input(key="load_prompt_spec").input("fixed:2000").run()
+    hit = lambda: next(m.value for m in at.metric if m.label == "Prefix hit rate")  # noqa: E731
+    assert not at.exception and hit() == "0.0%"
+    at.number_input(key="load_prompt_pool").set_value(20).run()
+    assert not at.exception and at.number_input(key="load_prompt_pool").value == 20
+    assert float(hit().rstrip("%")) > 80

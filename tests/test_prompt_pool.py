@@ -17,6 +17,7 @@ from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.sim.records import latencies
 from planner.sim.serving import Replica, run_serving
+from planner.sim.settings import ServerSettings
 from planner.traffic.generators import closed_loop, pooled_prompts, repeated_prompts
 
 
@@ -147,3 +148,48 @@ def test_prompt_pool_must_be_a_whole_number(capsys):
     with pytest.raises(SystemExit):  # argparse's own type check, naming the flag
         main([*(POOLED_RUN + " --prompt-pool 1.5").split()])
     assert "--prompt-pool" in capsys.readouterr().err
+
+
+def _traffic_args(flags: str):
+    import argparse
+
+    from planner.cli.traffic_args import add_traffic_args, traffic_from_args
+
+    p = argparse.ArgumentParser()
+    add_traffic_args(p)
+    return traffic_from_args(p.parse_args(flags.split()))
+
+
+def test_capacity_traffic_takes_a_prompt_pool():
+    from planner.capacity.probe_workload import base_workload, workload_at
+
+    t = _traffic_args("--input-tokens 2000 --output-tokens 100 --prompt-pool 10 --num-requests 200")
+    assert (t.profile, t.prompt_pool) == ("custom", 10)
+    wl = workload_at(t, 4.0)
+    drawn = np.random.default_rng([0, 2]).integers(0, 10, size=200)  # pooled_prompts' draw, seed 0
+    first_ids = [int(ids[0]) for ids in wl.prefix_ids]
+    assert len(set(first_ids)) == len(set(drawn.tolist())) <= 10  # one id range per distinct prompt
+    assert all(len(ids) == 2000 // 16 for ids in wl.prefix_ids)  # whole 16-token blocks
+    assert np.allclose(wl.arrival_s, base_workload(t).arrival_s / 4.0)  # the same requests at another rate
+    # the capacity probes' replica (planner.capacity.replicas): the deployment's prefix caching, on by default
+    r = resolve(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM"))
+    res = run_serving(Replica(r, ServerSettings.of(r, seed=0)), wl)
+    repeats = 200 - len(set(drawn.tolist()))
+    served = int(res.requests.prefix_hit_tokens.sum())
+    # every repeat serves (2,000 − 1) // 16 × 16 = 1,984 tokens, but one admitted while its first drawing is still
+    # prefilling finds nothing published yet: at 4 requests/s and a ~0.1 s prefill, at most a few
+    assert (repeats - 5) * 1984 <= served <= repeats * 1984
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        ("--prompt-pool 0", "--prompt-pool: must be a whole number > 0"),
+        ("--profile chat --prompt-pool 5", "--prompt-pool: applies to the custom profile"),
+        ("--input-tokens 100 --turns 2 --think-time 1 --prompt-pool 5", "--prompt-pool: applies to the custom"),
+    ],
+)
+def test_capacity_prompt_pool_bad_input_names_the_flag(flags, message):
+    with pytest.raises(InputError) as err:
+        _traffic_args(flags)
+    assert message in str(err.value)

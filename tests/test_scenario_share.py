@@ -58,7 +58,9 @@ SCENARIOS = [
         model="meta-llama/Llama-3.1-70B",
         gpu="A100-80GB",
         deployment=Deployment(num_gpus=4, tensor_parallel_size=4),
-        traffic=TrafficSpec(profile="custom", prompt="fixed:2000", output="fixed:300", seed=3, num_requests=600),
+        traffic=TrafficSpec(
+            profile="custom", prompt="fixed:2000", output="fixed:300", seed=3, num_requests=600, prompt_pool=100
+        ),
         slo=SLO(ttft_p95_s=1.5, tpot_p95_s=0.05, e2e_p99_s=30.5),
         target_rate=60,
         headroom=1.35,
@@ -177,6 +179,7 @@ def test_a_shared_url_restores_workload_slo_and_calibration():
     assert got.context_tokens == 2300  # prompt + output: the one request length every page uses
     assert got.calibration.profile == CALIBRATION.profile
     assert at.session_state["sb_profile"] == "custom" and at.session_state["sb_prompt"] == 2000
+    assert at.session_state["sb_prompt_pool"] == 100  # the aiperf-style prompt pool travels (scenario_codec "pool")
 
 
 def test_floats_travel_exactly():

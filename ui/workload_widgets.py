@@ -34,6 +34,7 @@ RANGES = {
     "sb_seed": (0, 2**31 - 1),
     "sb_num_requests": (100, 20_000),
     "sb_cv": (0.1, 10.0),
+    "sb_prompt_pool": (0, 10_000_000),
 }
 PARAM_OF = {
     "sb_prompt": "in",
@@ -46,6 +47,7 @@ PARAM_OF = {
     "sb_seed": "seed",
     "sb_num_requests": "n",
     "sb_cv": "cv",
+    "sb_prompt_pool": "pool",
 }
 
 
@@ -103,6 +105,7 @@ def widget_values(s: Scenario) -> dict:
         values["sb_slo_e2e_s"] = float(slo.e2e_p99_s)
     if t.profile == "custom":
         values["sb_prompt"], values["sb_output"] = fixed_length(t.prompt, "in"), fixed_length(t.output, "out")
+        values["sb_prompt_pool"] = t.prompt_pool
     if t.arrival not in ARRIVALS["custom" if t.profile == "custom" else "trace"]:
         raise InputError("arrival", f"{t.arrival!r} does not apply to the {t.profile} profile")
     for key, (lo, hi) in RANGES.items():
@@ -172,6 +175,17 @@ def render_workload() -> dict:
         help="vLLM's --enable-prefix-caching, on by default in vLLM V1 (the link's pfx): reuse cached prefix "
         "blocks (the rag trace shares 512-token prefixes; a preempted request re-hits its own blocks).",
     )
+    pool = box.number_input(
+        "Distinct prompts (custom profile; 0: every prompt new)",
+        0,
+        10_000_000,
+        0,
+        step=10,
+        key="sb_prompt_pool",
+        disabled=profile != "custom",
+        help="Each request draws its prompt at random from this many, as aiperf's synthetic dataset does (100 "
+        "unless --conversation-num says otherwise); with prefix caching on, a repeat still cached skips its blocks.",
+    )
     c1, c2 = box.columns(2)
     seed = c1.number_input("Seed", 0, 2**31 - 1, 0, key="sb_seed")
     num_requests = c2.number_input("Requests per simulation", 100, 20_000, 1000, step=100, key="sb_num_requests")
@@ -184,6 +198,7 @@ def render_workload() -> dict:
         # the profile's own setting (the rag trace's shared prefixes), switched off with the box; the box itself is
         # the deployment's --enable-prefix-caching (ui.sidebar), which the simulation follows otherwise
         prefix_caching=PROFILES[profile].prefix_caching and prefix,
+        prompt_pool=int(pool) if profile == "custom" else 0,
         **lengths,
     )
     slo = SLO(ttft_p95_s=ttft_ms / 1e3, tpot_p95_s=tpot_ms / 1e3, e2e_p99_s=e2e_s if e2e_on else None)

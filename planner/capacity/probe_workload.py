@@ -49,6 +49,7 @@ def _base_workload(traffic: TrafficSpec) -> Workload:
         arrival=traffic.arrival,
         cv=traffic.cv,
         trace=trace,
+        prompt_pool=traffic.prompt_pool,
     )
 
 

@@ -62,6 +62,14 @@ def add_traffic_args(p: argparse.ArgumentParser, default_num_requests: int = 100
     )
     g.add_argument("--seed", type=int, default=0, help="seed of lengths, arrivals and the simulator (default 0)")
     g.add_argument(
+        "--prompt-pool",
+        type=int,
+        default=None,
+        metavar="N",
+        help="custom: draw each prompt at random from N distinct prompts, as aiperf's synthetic dataset does (a "
+        "repeat is served from the prefix cache while the pool holds it); implies the custom profile",
+    )
+    g.add_argument(
         "--prefix-caching",
         action="store_true",
         help="reuse cached blocks (on by default as in vLLM V1; --no-enable-prefix-caching turns it off)",
@@ -115,8 +123,17 @@ def traffic_from_args(args: argparse.Namespace) -> TrafficSpec:
     session = _session_fields(args)
     if session and (args.trace or args.profile not in (None, "custom")):
         raise InputError("--turns", "sessions take custom lengths (--input-tokens/--input-dist), not a trace profile")
-    profile = "upload" if args.trace else args.profile or ("custom" if lengths or session else "chat")
+    pool = getattr(args, "prompt_pool", None)
+    if pool is not None and pool < 1:
+        raise InputError("--prompt-pool", f"must be a whole number > 0, got {pool}")
+    implied = lengths or session or pool is not None  # a pool of generated prompts is the custom profile's
+    profile = "upload" if args.trace else args.profile or ("custom" if implied else "chat")
     custom = profile == "custom"
+    if pool is not None and (not custom or session):
+        raise InputError(
+            "--prompt-pool",
+            "applies to the custom profile's generated prompts (a trace profile and sessions carry their own)",
+        )
     for flag in lengths:
         if not custom:  # explicit lengths imply the custom profile, but not against --profile chat or a trace
             raise InputError(
@@ -151,6 +168,7 @@ def traffic_from_args(args: argparse.Namespace) -> TrafficSpec:
             seed=args.seed,
             trace_path=args.trace or "",
             prefix_caching=args.prefix_caching,
+            prompt_pool=pool or 0,
             **session,
         )
     except ValidationError as err:

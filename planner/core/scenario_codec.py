@@ -72,6 +72,7 @@ _TRAFFIC = {
     "n": ("num_requests", int),
     "seed": ("seed", int),
     "pc": ("prefix_caching", bool),
+    "pool": ("prompt_pool", int),
 }
 # (a trace file path never travels in a link: the upload profile is not shareable)
 # query parameter -> SLO field, in seconds

@@ -76,6 +76,9 @@ class TrafficSpec(BoundedModel):
     system_prompt_tokens: int = Field(0, ge=0)
     think_time_s: float = Field(0.0, ge=0)
     first_input: str | None = None
+    # the custom profile's prompts drawn at random from this many distinct prompts, as aiperf's synthetic dataset
+    # does (planner.traffic.generators.pooled_prompts); 0: a new prompt for every request
+    prompt_pool: int = Field(0, ge=0, le=10_000_000)
 
     @property
     def is_sessions(self) -> bool:
@@ -93,4 +96,8 @@ class TrafficSpec(BoundedModel):
             raise ValueError("think_time_s: sessions of more than one turn need a think time > 0")
         if self.is_sessions and self.arrival != "poisson":
             raise ValueError("arrival: sessions start as a Poisson process")
+        if self.prompt_pool and (self.profile != "custom" or self.is_sessions):
+            raise ValueError(
+                "prompt_pool: applies to the custom profile's generated prompts (a trace or sessions carry their own)"
+            )
         return self

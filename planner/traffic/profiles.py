@@ -12,7 +12,8 @@ import numpy as np
 
 from planner.core.errors import InputError
 from planner.core.workload import PROFILES
-from planner.traffic.generators import interarrival_s, open_loop
+from planner.traffic.generators import interarrival_s, open_loop, pooled_prompts
+from planner.traffic.sessions import PREFIX_BLOCK_TOKENS
 from planner.traffic.traces import load_trace
 from planner.traffic.workload import Workload
 
@@ -61,13 +62,19 @@ def profile_workload(
     arrival: str = "poisson",
     cv: float = 1.0,
     trace: Workload | None = None,
+    prompt_pool: int = 0,
 ) -> Workload:
     """Open-loop traffic of a profile at `rate_per_s` (`arrival` is poisson|gamma|constant for custom, or
-    poisson|trace for trace profiles; `trace` is the loaded upload for the upload profile)."""
+    poisson|trace for trace profiles; `trace` is the loaded upload for the upload profile); `prompt_pool` > 0: the
+    custom profile's prompts drawn from that many distinct prompts (pooled_prompts, prefix ids in blocks of
+    PREFIX_BLOCK_TOKENS, as sessions mark theirs)."""
     if profile not in PROFILES:
         raise InputError("profile", f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
     if profile == "custom":
-        return open_loop(num_requests, rate_per_s, prompt, output, arrival, cv, seed)
+        wl = open_loop(num_requests, rate_per_s, prompt, output, arrival, cv, seed)
+        return pooled_prompts(wl, prompt_pool, PREFIX_BLOCK_TOKENS, seed) if prompt_pool else wl
+    if prompt_pool:
+        raise InputError("prompt_pool", "applies to the custom profile's generated prompts (a trace carries its own)")
     if profile == "upload" and trace is None:
         raise InputError("trace", "upload a trace file first")
     wl = trace if profile == "upload" else load_trace(PROFILES[profile].trace)
