@@ -5,6 +5,7 @@
     python -m benchmarks.accuracy_loo --serving-only --families --iters 500 --per-stratum 6 --write  # the README's
     python -m benchmarks.accuracy_loo --write          # also writes data/accuracy_aiconfigurator.yaml
     python -m benchmarks.accuracy_loo --per-stratum 4  # rows per (engine, model, GPU) scored (default 4)
+    python -m benchmarks.accuracy_loo --csv loo.csv    # also every scored row's signed errors, fold by fold
 
 scripts/fit_efficiency.py fits data/efficiency.yaml on the published points and on up to SERVING_PER_STRATUM rows
 per (engine, model, GPU) of the aiconfigurator split (each row simulated once under the prior constants and
@@ -76,6 +77,12 @@ def predictions(traces: list, fitted: dict, label: str) -> list[dict]:
                 "model": p.preset,
                 "gpu": p.gpu_id,
                 "model_class": model_class(tr),
+                "tp": p.tp,
+                "concurrency": p.concurrency,
+                "isl": p.isl,
+                "osl": p.osl,
+                "measured_ttft_ms": p.ttft_ms,
+                "measured_tpot_ms": p.tpot_ms,
                 "ttft": 100 * (ttft * 1e3 / p.ttft_ms - 1),
                 "tpot": 100 * (tpot * 1e3 / p.tpot_ms - 1),
                 "throughput": 100 * (throughput(p, ttft, tpot) / throughput(p, p.ttft_ms / 1e3, p.tpot_ms / 1e3) - 1),
@@ -188,6 +195,7 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--write", action="store_true", help=f"write {OUT.relative_to(OUT.parents[1])}")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--csv", type=Path, help="also write every scored row's signed errors, fold by fold")
     args = ap.parse_args(argv)
     t0 = time.time()
     prior = fe.prior_profile()
@@ -209,6 +217,8 @@ def main(argv=None) -> int:
             held = [t for t in scored if group_of(t, kind) == g]
             rows += predictions(held, profiles_for(done, engines, kind, g), f"{kind}:{g}")
     df = pd.DataFrame(rows)
+    if args.csv:
+        df.to_csv(args.csv, index=False)
     doc = table(df)
     fits = (
         f"family corrections on {fe.FAMILY_PER_STRATUM} rows per stratum"
