@@ -132,7 +132,8 @@ def _follow_scenario_workload() -> None:
         load_profile=t.profile,
         load_seed=min(t.seed, 2**31 - 1),
         load_num_requests=clamp(t.num_requests, 100, 20_000),
-        load_prefix_caching=t.prefix_caching,
+        # the deployment's --enable-prefix-caching (the sidebar's one switch), or the profile's own (rag's prefixes)
+        load_prefix_caching=t.prefix_caching or s.deployment.enable_prefix_caching,
         load_slo_ttft_ms=clamp(round(s.slo.ttft_p95_s * 1e3), 1, 600_000),
         load_slo_tpot_ms=clamp(round(s.slo.tpot_p95_s * 1e3), 1, 10_000),
     )

@@ -224,3 +224,18 @@ def test_distinct_prompts_are_served_from_the_prefix_cache():
     at.number_input(key="load_prompt_pool").set_value(20).run()
     assert not at.exception and at.number_input(key="load_prompt_pool").value == 20
     assert float(hit().rstrip("%")) > 80
+
+
+def test_a_custom_scenario_keeps_the_deployments_prefix_caching_and_its_prompt_pool():
+    from planner.core.scenario import Scenario
+    from planner.core.workload import TrafficSpec
+
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["scenario"] = Scenario(
+        traffic=TrafficSpec(profile="custom", prompt="fixed:2000", output="fixed:100", prompt_pool=20)
+    )
+    at.run()
+    assert not at.exception
+    assert at.toggle(key="load_prefix_caching").value is True  # vLLM V1's default: the deployment's switch
+    assert at.number_input(key="load_prompt_pool").value == 20
+    assert float(next(m.value for m in at.metric if m.label == "Prefix hit rate").rstrip("%")) > 80
