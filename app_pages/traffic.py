@@ -9,6 +9,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from planner.capacity.load_sweep import estimate_capacity_rps, find_knee, open_vs_closed, rate_sweep
+from planner.capacity.probe_workload import repeated_prompt_share
 from planner.capacity.steady_state import MAX_QUEUE_GROWTH, STABILITY_MARGIN
 from planner.core.engine import engine_for, get_engine, scheduler_policy
 from planner.core.engine_defaults import ENGINES
@@ -78,7 +79,8 @@ def _capacity(scenario_json: str, settings: ServerSettings, t: TrafficSpec) -> t
         prompt, output = mean_lengths(_workload(t.model_copy(update={"num_requests": 2000, "seed": 0}), 1.0))
     else:
         prompt, output = mean_lengths(_trace(t.trace_path or PROFILES[t.profile].trace))
-    return estimate_capacity_rps(_replica(scenario_json, settings), prompt, output), prompt, output
+    share = repeated_prompt_share(t)  # a prompt pool's repeats, served from the prefix cache
+    return estimate_capacity_rps(_replica(scenario_json, settings), prompt, output, share), prompt, output
 
 
 def _nice(x: float) -> float:

@@ -193,3 +193,22 @@ def test_capacity_prompt_pool_bad_input_names_the_flag(flags, message):
     with pytest.raises(InputError) as err:
         _traffic_args(flags)
     assert message in str(err.value)
+
+
+def test_the_capacity_estimate_counts_a_pools_repeats_as_cached():
+    from planner.capacity.load_sweep import estimate_capacity_rps
+    from planner.capacity.probe_workload import repeated_prompt_share
+
+    t = _traffic_args("--input-tokens 2000 --output-tokens 100 --prompt-pool 20 --num-requests 1000")
+    # by hand: 1,000 draws from 20 prompts, every draw after a prompt's first repeats it; a repeat's 2,000 tokens are
+    # 125 whole 16-token blocks, all of them held by the cache
+    distinct = len(set(np.random.default_rng([0, 2]).integers(0, 20, size=1000).tolist()))
+    assert repeated_prompt_share(t) == pytest.approx((1000 - distinct) / 1000)
+    assert repeated_prompt_share(t.model_copy(update={"prompt_pool": 0})) == 0.0
+    r = resolve(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM"))
+    rep = Replica(r, ServerSettings.of(r, seed=0))
+    fresh = estimate_capacity_rps(rep, 2000, 100)
+    pooled = estimate_capacity_rps(rep, 2000, 100, repeated_prompt_share(t))
+    assert pooled > 2.5 * fresh  # the 2,000-token prefill was most of each request's cost (14.6 -> 43.1 req/s)
+    off = Replica(r, ServerSettings.of(r, seed=0, prefix_caching=False))
+    assert estimate_capacity_rps(off, 2000, 100, 0.98) == estimate_capacity_rps(off, 2000, 100)  # nothing cached

@@ -40,13 +40,18 @@ def single_request_s(pm: PerfModel, prompt_tokens: float, output_tokens: float) 
     return prefill + max(output_tokens - 1, 0) * decode
 
 
-def estimate_capacity_rps(replica: Replica, prompt_tokens: float, output_tokens: float) -> float:
+def estimate_capacity_rps(
+    replica: Replica, prompt_tokens: float, output_tokens: float, cached_share: float = 0.0
+) -> float:
     """Rough requests/s one replica sustains: batch b = min(max_num_seqs, KV pool / tokens per request); each
-    request costs its prefill plus (output / b) batch-b decode steps. Only a starting point for the sweep range."""
+    request costs its prefill plus (output / b) batch-b decode steps; `cached_share` of the prompt tokens come from
+    the prefix cache (a prompt pool's repeats: probe_workload.repeated_prompt_share) and are not prefilled. Only a
+    starting point for the sweep range."""
     pm, cfg = replica.step_cost.pm, replica.scheduler_config
     per_request = max(prompt_tokens + output_tokens, 1.0)
     b = max(1, min(cfg.max_num_seqs, int(cfg.kv_pool_tokens // per_request)))
-    prefill_s = float(pm.prefill(1, prompt_tokens).total_s)
+    cached = prompt_tokens * min(max(cached_share, 0.0), 1.0) if replica.settings.prefix_caching else 0.0
+    prefill_s = float(pm.prefill(1, max(prompt_tokens - cached, 1.0), cached).total_s)
     decode_s = float(pm.decode(b, prompt_tokens + output_tokens / 2).total_s)
     return 1.0 / (prefill_s + output_tokens * decode_s / b)
 

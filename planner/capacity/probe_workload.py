@@ -76,6 +76,23 @@ def mean_tokens(traffic: TrafficSpec) -> tuple[float, float]:
     return float(wl.prompt_tokens.mean()), float(wl.output_tokens.mean())
 
 
+def repeated_prompt_share(traffic: TrafficSpec) -> float:
+    """The share of the simulated prompt tokens that repeat an earlier request's prompt (a prompt pool: TrafficSpec.
+    prompt_pool; 0 without one): what a prefix cache holding every prompt would serve, to the block."""
+    if not traffic.prompt_pool:
+        return 0.0
+    wl = base_workload(traffic)
+    seen: set[int] = set()
+    repeated = 0
+    for ids in wl.prefix_ids:
+        if len(ids) and int(ids[0]) in seen:
+            repeated += len(ids) * wl.prefix_block_tokens
+        elif len(ids):
+            seen.add(int(ids[0]))
+    total = float(wl.prompt_tokens.sum())
+    return repeated / total if total else 0.0
+
+
 def mean_request_tokens(traffic: TrafficSpec) -> tuple[int, int]:
     """The one request of the traffic (mean prompt, mean output tokens, rounded, at least 1 each): the length the
     app's single-request pages and the sizing report (app and CLI alike) size the KV per request with."""

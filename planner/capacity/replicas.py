@@ -27,7 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from planner.capacity.load_sweep import estimate_capacity_rps
-from planner.capacity.probe_workload import mean_tokens, workload_at
+from planner.capacity.probe_workload import mean_tokens, repeated_prompt_share, workload_at
 from planner.capacity.steady_state import (
     SATURATION_RATE_PER_S,
     Verdict,
@@ -149,7 +149,7 @@ def find_capacity(
     number the search would compute, so the answer does not change."""
     t0 = time.perf_counter()
     mean_in, mean_out = mean_tokens(traffic)
-    estimate = estimate_capacity_rps(replica, mean_in, mean_out)
+    estimate = estimate_capacity_rps(replica, mean_in, mean_out, repeated_prompt_share(traffic))
     if isinstance(saturated, tuple):  # not given
         saturated = saturated_rps(replica, traffic)
     probes: dict[float, Probe] = {}
