@@ -92,7 +92,9 @@ r = resolved_or_stop()
 traffic, slo, target, headroom = scenario.traffic, scenario.slo, scenario.target_rate, scenario.headroom
 slo_ttft_ms = round(slo.ttft_p95_s * 1e3)
 st.caption(
-    f"Traffic **{PROFILES[traffic.profile].label}**, target **{target:g} req/s** × headroom {headroom:g}; SLO "
+    f"Traffic **{PROFILES[traffic.profile].label}**"
+    + (f" (prompts drawn from **{traffic.prompt_pool:,}** distinct ones)" if traffic.prompt_pool else "")
+    + f", target **{target:g} req/s** × headroom {headroom:g}; SLO "
     f"p95 TTFT ≤ **{slo.ttft_p95_s * 1e3:,.0f} ms**, p95 TPOT ≤ **{slo.tpot_p95_s * 1e3:,.0f} ms**"
     + (f", p99 end-to-end ≤ {slo.e2e_p99_s:g} s" if slo.e2e_p99_s else "")
     + f"; {traffic.num_requests:,} requests per simulation, seed {traffic.seed}. Change them in the sidebar "
