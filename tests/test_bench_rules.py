@@ -153,9 +153,18 @@ def _point(key: str) -> sp.ServingPoint:
     [
         # vLLM Qwen3-32B on 2 x H100: batch 8, ISL 1,024 -> max_num_tokens 8 + 1,024 + 1,500
         ("qwen3_32b_h100_sxm_vllm_agg_1024x1024_c8_tp2_epnone_31", "vllm", 8, 2532, True, {}),
-        # SGLang DeepSeek-V3 on 8 x H200 (aiperf, aiconfigurator's rules), 4 clients, ISL 1,024: the chunk stays
+        # SGLang Qwen3-32B on 2 x H100 (aiperf, aiconfigurator's rules), 16 clients, ISL 1,024: the chunk stays
         # 8,192; max_prefill_tokens 1,024 + 1,500
-        ("dsr1_h200_sglang_fp8_agg_1024x1024_c4_cfg81", "sglang", 4, 8192, True, {"max_prefill_tokens": 2524}),
+        (
+            "qwen3_32b_h100_sxm_sglang_agg_1024x128_c16_tp2_epnone_1",
+            "sglang",
+            16,
+            8192,
+            True,
+            {"max_prefill_tokens": 2524},
+        ),
+        # the database dump's DeepSeek runs (named DeepSeek-V3) are InferenceMAX's: its dsr1_fp8_h200.sh launch
+        ("dsr1_h200_sglang_fp8_agg_1024x1024_c4_cfg81", "sglang", 4, 32768, True, {"max_prefill_tokens": 32768}),
         # the same on InferenceMAX's file: its script's --chunked-prefill-size / --max-prefill-tokens 32,768 at
         # --mem-fraction-static 0.82 (before the scripts' fractions, halved to 16,384: SGLang's default fraction left
         # no KV pool at 32,768)
@@ -169,16 +178,19 @@ def _point(key: str) -> sp.ServingPoint:
         ),
         # vLLM gpt-oss-120b on InferenceMAX's file: max-num-batched-tokens 8,192 whatever the prompt
         ("gpt_oss_120b_h200_sxm_vllm_fp4_agg_8192x1024_c64_tp2_ep1_403", "vllm", 64, 8192, True, {}),
-        # TensorRT-LLM DeepSeek-R1 NVFP4, 8 x B200 DP 8, 64 clients: 8 per rank, InferenceX's (64 + 1024 + 127)
-        # // 64 × 64 = 1,152 tokens, balance hold 60 iterations
+        # TensorRT-LLM DeepSeek-R1 NVFP4, 8 x B200 DP 8, 64 clients: 8 per rank, InferenceX's max((64 + 1,024 +
+        # 127) // 64 × 64, 8,192) = 8,192 tokens, balance hold 60 iterations
         (
             "deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x1024_c64_tp8_0_ep8_0_976",
             "tensorrt-llm",
             8,
-            1152,
+            8192,
             False,
             {"adp_balance_timeout_iters": ADP_BALANCE_TIMEOUT_ITERS},
         ),
+        # ... without attention DP the same rule: 8k prompts at 64 clients, (64 + 8,192 + 127) // 64 × 64 = 8,320, one
+        # prompt a step (the default 16,384 would take two)
+        ("deepseek_r1_b200_sxm_trtllm_fp4_agg_8192x1024_c64_tp8_ep1_111", "tensorrt-llm", 64, 8320, False, {}),
     ],
 )
 def test_rows_run_with_their_benchmarks_launch(key, engine, seqs, budget, chunked, extra):
@@ -283,8 +295,10 @@ def test_inferencemax_tensorrt_llm_rows_batch_prompts_as_their_script_sets(key, 
         # qwen3.5_fp8_b200.sh: 32,768, 0.82; qwen3.5_fp8_h200.sh: 16,384, 0.80
         ("2026_03_25_qwen3_5_397b_b200_sxm_sglang_fp8_agg_1024x1024_c64_tp4_0_ep4_0_334", 32768, 0.82),
         ("2026_03_25_qwen3_5_397b_h200_sxm_sglang_fp8_agg_1024x8192_c4_tp8_0_ep8_0_583", 16384, 0.80),
+        # the database dump's run of dsr1_fp8_h200.sh (named DeepSeek-V3): the same launch
+        ("dsr1_h200_sglang_fp8_agg_1024x1024_c4_cfg81", 32768, 0.82),
         # aiconfigurator's own SGLang launch (aiperf rows): SGLang's default fraction, its rules' prefill budget
-        ("dsr1_h200_sglang_fp8_agg_1024x1024_c4_cfg81", None, None),
+        ("qwen3_32b_h100_sxm_sglang_agg_1024x128_c16_tp2_epnone_1", None, None),
     ],
 )
 def test_inferencemax_sglang_rows_launch_with_their_scripts_chunk_and_memory_fraction(key, chunk, fraction):

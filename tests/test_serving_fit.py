@@ -172,9 +172,10 @@ def test_the_burst_round_waits_for_the_prefills_before_it_by_hand():
 
 
 def test_which_client_measured_a_row():
-    # InferenceMAX's two files (benchmark_serving, range ratio 0.8, 10N prompts) and aiperf for every other source
+    # InferenceMAX's two files (benchmark_serving, range ratio 0.8, 10N prompts) and the database dump of the same
+    # runs; aiperf for every other source
     assert protocol_of({"silicon_data_source": "source_file=2026-04-06.csv; model=DeepSeek-R1"}) is INFERENCEMAX
-    assert protocol_of({"silicon_data_source": "db-dump/2026-04-27; config_id=81"}) is AIPERF
+    assert protocol_of({"silicon_data_source": "db-dump/2026-04-27; config_id=81"}) is INFERENCEMAX
     # the H200 gap-analysis runs of vLLM and SGLang: aiperf drawing from its 100 prompts (bench_protocol POOLED note)
     gap = "source_file=/Users/x/aic-auto-gap-analysis/data/{}/vllm/0.12.0/Qwen_Qwen3-32B.csv; silicon_concurrency=8"
     assert protocol_of({"silicon_data_source": gap.format("h200_sxm")}) is AIPERF_POOLED

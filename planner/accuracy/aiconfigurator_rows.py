@@ -30,9 +30,9 @@ over the 20N measured requests, after 2N warm-up requests.
   wins (8 GPUs; DP attention when attention_dp_size > 1, TP otherwise; experts by EP when ep = tp; the clients are
   the id's `_cN_`), said in a note;
 - the client that measured the row (planner.accuracy.bench_protocol): aiperf as above, or, for the rows of
-  InferenceMAX's files, vLLM's benchmark_serving (10N prompts, lengths uniform in [0.8, 1] x ISL / OSL) with
-  InferenceMAX's own launch (bench_rules); either way the measured requests start as a burst of N on an idle server,
-  and that round counts 1/R of the mean;
+  InferenceMAX's files and of the database dump (the same runs: bench_protocol's note), vLLM's benchmark_serving
+  (10N prompts, lengths uniform in [0.8, 1] x ISL / OSL) with InferenceMAX's own launch (bench_rules); either way the
+  measured requests start as a burst of N on an idle server, and that round counts 1/R of the mean;
 - a disaggregated row (mode disagg) is reported, not predicted (its layout has prefill and decode pools the
   validate path does not evaluate yet).
 """
@@ -145,7 +145,7 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
     if balanced_adp(point.engine, dp, point.preset):
         notes.append(
             f"assumed InferenceX's launch: attention-DP balance timeout_iters {ADP_BALANCE_TIMEOUT_ITERS}, "
-            "max_num_tokens (C + ISL + 127) // 64 × 64"
+            "max_num_tokens max((C + ISL + 127) // 64 × 64, 8,192)"
         )
     return replace(point, excluded=_exclusion(point, row, moe_tp, moe_ep), notes=tuple(notes))
 

@@ -20,7 +20,10 @@ after a warm-up that has drained:
   the files `2026-03-25.csv` and `2026-04-06.csv` (1,524 aggregated rows: DeepSeek-R1, Qwen3.5-397B-A17B,
   gpt-oss-120b and Llama-3.x-70B, only on InferenceMAX's ISL/OSL grid 1k/1k, 1k/8k, 8k/1k, with its `_tpN_epM_`
   layouts) are read as InferenceMAX's runs: an assumption from their models, grid and layouts, said in each row's
-  note.
+  note. So are the 272 aggregated rows of aiconfigurator's database dump (`db-dump/2026-04-27; config_id=N;
+  workflow_run_id=M`, ids `dsr1_…_cfgN`, `qwen35_…`): all on the same grid with the same models and images, and 221
+  of them carry a measured (TTFT, TPOT) pair equal to the last digit to a row of those two files (the same run; the
+  files also repeat 266 of their own runs between them: the fits' samples may draw one run twice).
 
 POOLED: which prompts repeat. aiperf's synthetic dataset is `--conversation-num` conversations, default 100
 (ai-dynamo/aiperf@db4f6397 aiperf/common/config/config_defaults.py ConversationDefaults.NUM, "will be reused until
@@ -102,17 +105,18 @@ INFERENCEMAX = BenchProtocol(
     0.8,
 )
 INFERENCEMAX_FILES = ("source_file=2026-03-25.csv", "source_file=2026-04-06.csv")
+INFERENCEMAX_DB_DUMP = ("db-dump/",)  # the module note: InferenceMAX's runs again, by their grid and duplicated means
 
 
 POOLED_CAMPAIGNS = ("aic-auto-gap-analysis/data/h200_sxm/vllm/", "aic-auto-gap-analysis/data/h200_sxm/sglang/")
 
 
 def protocol_of(row: dict) -> BenchProtocol:
-    """The client that measured an aiconfigurator row (module note): InferenceMAX's for its two files; aiperf with
-    its prompt pool for the H200 gap-analysis runs of vLLM and SGLang (POOLED note); else aiperf, every prompt
-    prefilled."""
+    """The client that measured an aiconfigurator row (module note): InferenceMAX's for its two files and the
+    database dump; aiperf with its prompt pool for the H200 gap-analysis runs of vLLM and SGLang (POOLED note); else
+    aiperf, every prompt prefilled."""
     source = (row.get("silicon_data_source") or "").strip()
-    if source.startswith(INFERENCEMAX_FILES):
+    if source.startswith(INFERENCEMAX_FILES + INFERENCEMAX_DB_DUMP):
         return INFERENCEMAX
     return AIPERF_POOLED if any(c in source for c in POOLED_CAMPAIGNS) else AIPERF
 

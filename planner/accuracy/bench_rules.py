@@ -33,10 +33,13 @@ from planner.sim.settings import ServerSettings
 # TensorRT-LLM DeepSeek-R1 with attention DP: these rows' grid (8 GPUs, DP 8 + EP 8, c4-c256, 1k/1k, 1k/8k, 8k/1k) is
 # InferenceX's, whose launch scripts (SemiAnalysisAI/InferenceX@6320e9b7 benchmarks/dsr1_fp4_b200_trt.sh,
 # dsr1_fp8_b200_trt.sh) set attention_dp_config {enable_balance: true, timeout_iters: 60, batching_wait_iters: 0}
-# and max_num_tokens = ⌊(C + ISL + 127) / 64⌋ × 64 per rank for C clients. Which script ran is not recorded: an
-# assumption, said in the row's note (docs/research/ttft_gaps.md, gap 1).
+# and max_num_tokens = ⌊(C + ISL + 127) / 64⌋ × 64 per rank for C clients, at least 8,192 since InferenceX@64af5a77
+# (2026-01-21; read at @40f95bc0, 2026-03-31, benchmarks/single_node/dsr1_fp4_b200_trt.sh, dsr1_fp8_b200_trt.sh,
+# dsr1_fp8_h200_trt.sh: `MAX_NUM_TOKENS > 8192 ? MAX_NUM_TOKENS : 8192`, with or without attention DP). Which script
+# ran is not recorded: an assumption, said in the row's note (docs/research/ttft_gaps.md, gap 1).
 ADP_BALANCE_TIMEOUT_ITERS = 60
 ADP_BALANCE_MODELS = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3")
+INFERENCEMAX_DSR1_TRT_MIN_TOKENS = 8192
 PREFILL_HEADROOM = 1500  # tokens the rules add to ISL (`SlaConfig.isl + 1500`)
 # InferenceMAX's own launches for the rows it measured (planner.accuracy.bench_protocol: files 2026-03-25/04-06):
 # vLLM `max-num-batched-tokens: 8192`, `max-num-seqs $CONC` (SemiAnalysisAI/InferenceX@e06929c7 benchmarks/
@@ -44,15 +47,15 @@ PREFILL_HEADROOM = 1500  # tokens the rules add to ISL (`SlaConfig.isl + 1500`)
 # `--chunked-prefill-size 32768 --max-prefill-tokens 32768` for DeepSeek-R1 FP8 (dsr1_fp8_h200_slurm.sh,
 # dsr1_fp8_b200_docker.sh) and 16,384 for Qwen3.5 (InferenceX@843c6254 benchmarks/single_node/fixed_seq_len/
 # qwen3.5_fp8_h200.sh, qwen3.5_fp8_b200.sh) and DeepSeek-R1 FP4 (a variable there: assumed 16,384); TensorRT-LLM
-# `max_num_tokens` 16,384 for Llama-70B (70b_fp8_h200_trt_slurm.sh) and 20,000 for gpt-oss
-# (gptoss_fp4_h200_trt_slurm.sh), chunked prefill left off
+# `max_num_tokens` 16,384 for Llama-70B (70b_fp8_h200_trt_slurm.sh), 20,000 for gpt-oss
+# (gptoss_fp4_h200_trt_slurm.sh) and DeepSeek-R1's own rule (inferencemax_dsr1_trt_tokens), chunked prefill left off
 INFERENCEMAX_VLLM_TOKENS = 8192
 INFERENCEMAX_SGLANG_DEFAULT = 16384
 INFERENCEMAX_TRT_TOKENS = {"openai/gpt-oss-120b": 20000}
 INFERENCEMAX_TRT_DEFAULT = 16384
 INFERENCEMAX_RULES = (
     "InferenceMAX launch scripts (vLLM 8,192 tokens a step; SGLang 8,192-32,768 and its memory fraction; TRT-LLM "
-    "16,384-20,000)"
+    "8,192-20,000)"
 )
 # The KV cache dtype InferenceMAX's scripts launch with (the files do not record it): FP8 everywhere except where a
 # script leaves it to the engine's default (16-bit). Read at SemiAnalysisAI/InferenceX@40f95bc0 (2026-03-31, the
@@ -62,9 +65,11 @@ INFERENCEMAX_RULES = (
 # gptoss_fp4_h200.sh none; qwen3.5_fp8_b200.sh / qwen3.5_fp8_h200.sh `--kv-cache-dtype fp8_e4m3`, qwen3.5_bf16_b200.sh
 # none. Llama-3.1-70B (its scripts removed before that commit; read at InferenceX@026d16b8, 2025-10-31):
 # 70b_fp8_h200_slurm.sh, 70b_fp8_b200_docker.sh, 70b_fp4_b200_docker.sh, 70b_fp8_h100_slurm.sh `kv-cache-dtype: fp8`,
-# 70b_fp8_h200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh, 70b_fp4_b200_trt_slurm.sh `dtype: fp8`.
+# 70b_fp8_h200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh, 70b_fp4_b200_trt_slurm.sh `dtype: fp8`. The database dump's
+# DeepSeek runs name the model DeepSeek-V3 (ids `dsr1_…`: the dsr1 scripts' runs, bench_protocol note): the same rules.
 INFERENCEMAX_16BIT_KV = {
     ("sglang", "deepseek-ai/DeepSeek-R1", "H200"),
+    ("sglang", "deepseek-ai/DeepSeek-V3", "H200"),
     ("tensorrt-llm", "openai/gpt-oss-120b", "H200"),
     ("vllm", "openai/gpt-oss-120b", "H100-SXM"),
     ("vllm", "openai/gpt-oss-120b", "H200"),
@@ -124,7 +129,10 @@ INFERENCEMAX_SGLANG_RECV_GPUS = ("B200",)
 # DeepSeek-R1 FP8 on B200 at 1k / 1k from 64 clients, 40 iterations or 0.8 (InferenceX@40f95bc0
 # benchmarks/single_node/dsr1_fp8_b200_trt.sh, DELAY_BATCHING). The other TensorRT-LLM scripts set none.
 INFERENCEMAX_TRT_WAIT_LLAMA = {"meta-llama/Llama-3.1-70B": (20, 0.9)}
-INFERENCEMAX_TRT_WAIT_DSR1 = {("deepseek-ai/DeepSeek-R1", "fp8", "B200"): (40, 0.8)}
+INFERENCEMAX_TRT_WAIT_DSR1 = {
+    ("deepseek-ai/DeepSeek-R1", "fp8", "B200"): (40, 0.8),
+    ("deepseek-ai/DeepSeek-V3", "fp8", "B200"): (40, 0.8),
+}
 INFERENCEMAX_TRT_WAIT_DSR1_CLIENTS = 64
 INFERENCEMAX_SGLANG_RECV = (10, 30, 16)  # interval below the clients threshold, at or above it, the threshold
 RULES = "aiconfigurator benchmark rules (max_num_tokens / max_prefill_tokens = ISL + 1500, max_batch_size = batch)"
@@ -179,6 +187,13 @@ def reuses_cached_prompts(engine: str) -> bool:
     return engine not in BLOCK_REUSE_OFF_ENGINES
 
 
+def inferencemax_dsr1_trt_tokens(clients: int, isl: int) -> int:
+    """TensorRT-LLM's max_num_tokens (per attention-DP rank) in InferenceX's DeepSeek-R1 scripts for `clients`
+    clients at input length `isl` (note at ADP_BALANCE_TIMEOUT_ITERS): 1,024 tokens -> 8,192 up to 7,000 clients;
+    8,192 tokens at 64 clients -> 8,384 (one 8k prompt a step)."""
+    return max((clients + isl + 127) // 64 * 64, INFERENCEMAX_DSR1_TRT_MIN_TOKENS)
+
+
 def balanced_adp(engine: str, dp: int, model: str) -> bool:
     """True for the rows launched with TensorRT-LLM's attention-DP balance (InferenceX's DeepSeek-R1 scripts)."""
     return engine == "tensorrt-llm" and dp > 1 and model in ADP_BALANCE_MODELS
@@ -199,7 +214,7 @@ def bench_settings(
             r,
             seed=seed,
             max_num_seqs=batch,
-            max_num_batched_tokens=max(batch, (clients + isl + 127) // 64 * 64),
+            max_num_batched_tokens=max(batch, inferencemax_dsr1_trt_tokens(clients, isl)),
             scheduler_overrides=(
                 ("enable_chunked_prefill", False),
                 ("adp_balance_timeout_iters", ADP_BALANCE_TIMEOUT_ITERS),
@@ -238,6 +253,8 @@ def _inferencemax_settings(r: Resolved, batch: int, seed: int, isl: int, osl: in
         return _sglang(r, batch, tokens, seed, min(launch.max_prefill, tokens))
     if engine == "tensorrt-llm":
         tokens = INFERENCEMAX_TRT_TOKENS.get(model, INFERENCEMAX_TRT_DEFAULT)
+        if model in ADP_BALANCE_MODELS:
+            tokens = inferencemax_dsr1_trt_tokens(batch * r.deployment.data_parallel_size, isl)
         wait = inferencemax_batch_wait(r, batch * r.deployment.data_parallel_size, isl, osl)
         return _whole_prompts(r, batch, tokens, seed, wait)
     if engine == "vllm":
