@@ -11,7 +11,12 @@ import pytest
 from planner.accuracy import serving_points as sp
 from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
 from planner.accuracy.bench_protocol import INFERENCEMAX
-from planner.accuracy.bench_rules import ADP_BALANCE_TIMEOUT_ITERS, bench_settings, clients_per_rank
+from planner.accuracy.bench_rules import (
+    ADP_BALANCE_TIMEOUT_ITERS,
+    bench_settings,
+    clients_per_rank,
+    inferencemax_dsr1_trt_tokens,
+)
 from planner.core.paths import measurements_dir
 from planner.memory.plan import plan_memory
 from planner.sim.config import ConstantStepCost
@@ -325,3 +330,16 @@ def test_the_scripts_memory_fraction_sizes_sglangs_pool():
     default = plan_memory(run_by(sp.resolved(replace(p, mem_fraction_static=None)), p.settings(r)))
     assert default.pool.budget_bytes == pytest.approx(0.639 * 150_109_945_856)
     assert default.num_gpu_blocks == 0
+
+
+@pytest.mark.parametrize(
+    "clients, isl, tokens",
+    [
+        (64, 1024, 8192),  # (64 + 1,024 + 127) // 64 × 64 = 1,152: the 8,192 floor binds
+        (7104, 1024, 8192),  # 8,255 // 64 × 64 = 8,192: still the floor
+        (7105, 1024, 8256),  # 8,256: past it
+        (64, 8192, 8320),  # 8,383 // 64 × 64: one 8k prompt a step
+    ],
+)
+def test_inferencemax_dsr1_tensorrt_llm_token_budget_by_hand(clients, isl, tokens):
+    assert inferencemax_dsr1_trt_tokens(clients, isl) == tokens

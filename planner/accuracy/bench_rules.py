@@ -190,7 +190,7 @@ def reuses_cached_prompts(engine: str) -> bool:
 def inferencemax_dsr1_trt_tokens(clients: int, isl: int) -> int:
     """TensorRT-LLM's max_num_tokens (per attention-DP rank) in InferenceX's DeepSeek-R1 scripts for `clients`
     clients at input length `isl` (note at ADP_BALANCE_TIMEOUT_ITERS): 1,024 tokens -> 8,192 up to 7,000 clients;
-    8,192 tokens at 64 clients -> 8,384 (one 8k prompt a step)."""
+    8,192 tokens at 64 clients -> 8,320 (one 8k prompt a step)."""
     return max((clients + isl + 127) // 64 * 64, INFERENCEMAX_DSR1_TRT_MIN_TOKENS)
 
 
