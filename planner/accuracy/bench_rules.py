@@ -65,11 +65,9 @@ INFERENCEMAX_RULES = (
 # gptoss_fp4_h200.sh none; qwen3.5_fp8_b200.sh / qwen3.5_fp8_h200.sh `--kv-cache-dtype fp8_e4m3`, qwen3.5_bf16_b200.sh
 # none. Llama-3.1-70B (its scripts removed before that commit; read at InferenceX@026d16b8, 2025-10-31):
 # 70b_fp8_h200_slurm.sh, 70b_fp8_b200_docker.sh, 70b_fp4_b200_docker.sh, 70b_fp8_h100_slurm.sh `kv-cache-dtype: fp8`,
-# 70b_fp8_h200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh, 70b_fp4_b200_trt_slurm.sh `dtype: fp8`. The database dump's
-# DeepSeek runs name the model DeepSeek-V3 (ids `dsr1_…`: the dsr1 scripts' runs, bench_protocol note): the same rules.
+# 70b_fp8_h200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh, 70b_fp4_b200_trt_slurm.sh `dtype: fp8`.
 INFERENCEMAX_16BIT_KV = {
     ("sglang", "deepseek-ai/DeepSeek-R1", "H200"),
-    ("sglang", "deepseek-ai/DeepSeek-V3", "H200"),
     ("tensorrt-llm", "openai/gpt-oss-120b", "H200"),
     ("vllm", "openai/gpt-oss-120b", "H100-SXM"),
     ("vllm", "openai/gpt-oss-120b", "H200"),
@@ -129,13 +127,16 @@ INFERENCEMAX_SGLANG_RECV_GPUS = ("B200",)
 # DeepSeek-R1 FP8 on B200 at 1k / 1k from 64 clients, 40 iterations or 0.8 (InferenceX@40f95bc0
 # benchmarks/single_node/dsr1_fp8_b200_trt.sh, DELAY_BATCHING). The other TensorRT-LLM scripts set none.
 INFERENCEMAX_TRT_WAIT_LLAMA = {"meta-llama/Llama-3.1-70B": (20, 0.9)}
-INFERENCEMAX_TRT_WAIT_DSR1 = {
-    ("deepseek-ai/DeepSeek-R1", "fp8", "B200"): (40, 0.8),
-    ("deepseek-ai/DeepSeek-V3", "fp8", "B200"): (40, 0.8),
-}
+INFERENCEMAX_TRT_WAIT_DSR1 = {("deepseek-ai/DeepSeek-R1", "fp8", "B200"): (40, 0.8)}
 INFERENCEMAX_TRT_WAIT_DSR1_CLIENTS = 64
 INFERENCEMAX_SGLANG_RECV = (10, 30, 16)  # interval below the clients threshold, at or above it, the threshold
 RULES = "aiconfigurator benchmark rules (max_num_tokens / max_prefill_tokens = ISL + 1500, max_batch_size = batch)"
+
+
+def script_model(model: str) -> str:
+    """The model whose InferenceMAX script launched a run of `model`: DeepSeek-R1's (the dsr1 scripts) for
+    DeepSeek-V3 too, the name the database dump gives those runs (ids `dsr1_…`: bench_protocol note)."""
+    return ADP_BALANCE_MODELS[0] if model in ADP_BALANCE_MODELS else model
 
 
 def clients_per_rank(concurrency: int, dp: int) -> int:
@@ -146,7 +147,7 @@ def clients_per_rank(concurrency: int, dp: int) -> int:
 def inferencemax_kv_cache_dtype(engine: str, model: str, gpu: str, weights: str) -> str:
     """The KV cache dtype InferenceMAX launched `model` with on `gpu` under `engine` (INFERENCEMAX_16BIT_KV note):
     "fp8", or "auto" (16-bit) where its script sets none or a BF16 checkpoint ran."""
-    if weights in ("bf16", "fp16") or (engine, model, gpu) in INFERENCEMAX_16BIT_KV:
+    if weights in ("bf16", "fp16") or (engine, script_model(model), gpu) in INFERENCEMAX_16BIT_KV:
         return "auto"
     return "fp8"
 
@@ -169,7 +170,7 @@ def inferencemax_batch_wait(r: Resolved, clients: int, isl: int, osl: int) -> tu
     model, tp = r.model.name, r.deployment.tensor_parallel_size
     if model in INFERENCEMAX_TRT_WAIT_LLAMA and tp < 8:
         return INFERENCEMAX_TRT_WAIT_LLAMA[model]
-    key = (model, r.deployment.weights, r.gpu.id)
+    key = (script_model(model), r.deployment.weights, r.gpu.id)
     if key in INFERENCEMAX_TRT_WAIT_DSR1 and clients >= INFERENCEMAX_TRT_WAIT_DSR1_CLIENTS:
         return INFERENCEMAX_TRT_WAIT_DSR1[key]
     return ()
