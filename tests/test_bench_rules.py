@@ -317,19 +317,20 @@ def test_inferencemax_sglang_rows_launch_with_their_scripts_chunk_and_memory_fra
 
 def test_the_scripts_memory_fraction_sizes_sglangs_pool():
     # DeepSeek-R1 FP8 on 8 x H200 (150,109,945,856 B usable = 143,155.6 MiB) at --mem-fraction-static 0.82
-    # (dsr1_fp8_h200.sh): the pool is 0.82 x usable less the weights (84.1 GB a GPU) and the non-torch reserve,
-    # 25.2 GB. SGLang's own default for the script's 32k chunk reserves 512 + 1.5 x 32,768 + 8 / 8 x 1,024 + 2 x 512 =
-    # 51,712 MiB, a fraction round((143,155.6 - 51,712) / 143,155.6, 3) = 0.639: 95.9 GB, less than the weights and
-    # reserve, so no pool (before the scripts' fractions the planner halved this row's chunk until one was left)
+    # (dsr1_fp8_h200.sh): the pool is 0.82 x (usable less the 2.04 GB SGLang holds at init with a TP group) less
+    # the weights (84.1 GB a GPU), 37.3 GB = 530,898 tokens of 70,272 B. SGLang's own default for the script's 32k
+    # chunk reserves 512 + 1.5 x 32,768 + 8 / 8 x 1,024 + 2 x 512 = 51,712 MiB, a fraction
+    # round((143,155.6 - 51,712) / 143,155.6, 3) = 0.639: 0.639 x 148.07 GB = 94.6 GB, 10.5 GB after the weights
     p = _point("2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_8192x1024_c4_tp8_0_ep1_0_268")
     r = sp.resolved(p)
     plan = plan_memory(run_by(r, p.settings(r)))
     pool = plan.pool
-    assert pool.kv_pool_bytes == pytest.approx(0.82 * 150_109_945_856 - pool.weights_bytes - pool.non_torch_bytes)
-    assert plan.kv_pool_bytes_per_gpu == pytest.approx(25.15e9, rel=1e-3)
+    assert pool.non_torch_bytes == 2_040_109_466
+    assert pool.kv_pool_bytes == pytest.approx(0.82 * (150_109_945_856 - 2_040_109_466) - pool.weights_bytes)
+    assert plan.kv_pool_bytes_per_gpu == pytest.approx(37.31e9, rel=1e-3)
     default = plan_memory(run_by(sp.resolved(replace(p, mem_fraction_static=None)), p.settings(r)))
-    assert default.pool.budget_bytes == pytest.approx(0.639 * 150_109_945_856)
-    assert default.num_gpu_blocks == 0
+    assert default.pool.budget_bytes - default.pool.non_torch_bytes == pytest.approx(0.639 * 148_069_836_390)
+    assert default.kv_pool_bytes_per_gpu == pytest.approx(10.51e9, rel=1e-2)
 
 
 @pytest.mark.parametrize(

@@ -38,15 +38,29 @@ def test_sglang_pool_is_mem_fraction_static_of_the_gpu_less_weights():
     # server_args.py: chunked_prefill_size 8192 (a GPU of 60-160 GiB), cuda graph max bs 256 (TP < 4):
     # reserved = 512 + 1.5 × 8192 + 1024 × 1/8 + 2 × 256 = 13,440 MiB (above the 10 GiB floor)
     # mem_fraction_static = round((81,090.125 − 13,440) / 81,090.125, 3) = 0.834
-    # model_runner: rest = available after the weights − total × (1 − 0.834)
-    #                    = 0.834 × 85,029,158,912 − 16,060,522,496 − 375,809,638 = 54,477,986,398.6 B
-    # tokens = floor(54,477,986,398.6 / 131,072) = 415,634 (page size 1)
+    # model_runner: total = what is available after the CUDA context (one GPU: no TP group), 85,029,158,912 −
+    # 375,809,638; rest = available after the weights − total × (1 − 0.834) = 0.834 × total − 16,060,522,496
+    #                    = 54,540,370,798.5 B
+    # tokens = floor(54,540,370,798.5 / 131,072) = 416,110 (page size 1)
     data = memory_json("--engine", "sglang")
-    assert data["kv_pool_bytes_per_gpu"] == pytest.approx(0.834 * USABLE - WEIGHTS - NON_TORCH)
-    assert data["kv_pool_bytes_per_gpu"] == pytest.approx(54_477_986_398.6)
-    assert data["kv_cache_tokens"] == 415_634
+    assert data["kv_pool_bytes_per_gpu"] == pytest.approx(0.834 * (USABLE - NON_TORCH) - WEIGHTS)
+    assert data["kv_pool_bytes_per_gpu"] == pytest.approx(54_540_370_798.5)
+    assert data["kv_cache_tokens"] == 416_110
     assert (data["engine"], data["memory_rule"]) == ("sglang", "sglang-static")
     assert data["vllm_log"] == [] and data["engine_log"]
+
+
+def test_sglang_pool_with_a_tp_group_matches_a_published_log():
+    # vllm-project/vllm#21348: Qwen3-235B-A22B-FP8, --tp 4 --mem-fraction-static 0.93 on 4 x H100 logged "KV Cache is
+    # allocated. #tokens: 367404". Planned: 0.93 x (85,029,158,912 - 2,040,109,466 at init with a TP group) -
+    # 59,084,573,568 (weights a GPU) = 18,095,242,416.8 B of 48,128 B a token (one KV head a GPU) = 375,981, +2.3%.
+    # The vLLM non-torch reserve at TP 4 (0.35 + 3 x 1.79 GiB, taken before the fix) gave 287,789, -21.7%.
+    data = memory_json(
+        "--engine", "sglang", "--model", "Qwen/Qwen3-235B-A22B-FP8", "--tp", "4", "--mem-fraction-static", "0.93"
+    )
+    assert data["kv_pool_bytes_per_gpu"] == pytest.approx(0.93 * (USABLE - 2_040_109_466) - 59_084_573_568)
+    assert data["kv_cache_tokens"] == 375_981
+    assert abs(data["kv_cache_tokens"] / 367_404 - 1) < 0.03
 
 
 def test_tensorrt_llm_pool_is_its_fraction_of_free_memory():

@@ -114,10 +114,10 @@ def test_the_holds_travel_in_a_shared_link():
 
 def test_sglang_mem_fraction_static_sizes_the_pool_and_the_launch_line_says_the_fraction_planned(capsys):
     # Llama-3.1-8B on one H100 (tests/test_engine_memory.py's worked example): SGLang's default fraction 0.834 gives
-    # 415,634 tokens; at --mem-fraction-static 0.82 the pool is 0.82 x 85,029,158,912 - 16,060,522,496 (weights)
-    # - 375,809,638 (non-torch) = 53,287,578,173.8 B = 406,551 tokens of 131,072 B
+    # 416,110 tokens; at --mem-fraction-static 0.82 the pool is 0.82 x (85,029,158,912 - 375,809,638 CUDA context)
+    # - 16,060,522,496 (weights) = 53,355,223,908.7 B = 407,068 tokens of 131,072 B
     assert main(["memory", "--engine", "sglang", "--mem-fraction-static", "0.82", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["kv_cache_tokens"] == 406_551
+    assert json.loads(capsys.readouterr().out)["kv_cache_tokens"] == 407_068
     for fraction, flag in ((None, "0.834"), (0.82, "0.82")):
         r = resolve(Scenario(engine="sglang", deployment=Deployment(mem_fraction_static=fraction)))
         argv = launch_plan(r, "sglang").commands[0].argv

@@ -47,6 +47,9 @@ class Engine:
     formats: tuple[str, ...]
     defaults: dict = field(default_factory=dict, hash=False)  # unhashable: left out of the hash
     eager_layer_overhead_s: float = 0.0
+    # bytes the runtime holds when it measures the memory its fraction applies to, with a TP group (NCCL
+    # communicators, custom all-reduce buffers, CUDA context); None = the rule does not measure it (SGLang only)
+    tp_init_bytes: float | None = None
     fp16_accumulate: bool = False  # 16-bit GEMMs accumulate in FP16 (GeForce parts run those at twice the rate)
     hopper_wgmma: bool = True  # Hopper-native warpgroup MMA kernels; False = Ampere-style mma.sync only
     issue_bound_gemv: bool = False  # batch-1 weight streaming limited per SM (profile sm_bytes_per_cycle applies)
@@ -128,6 +131,7 @@ def engines() -> dict[str, Engine]:
             formats=tuple(e["formats"]),
             defaults=dict(e.get("defaults") or {}),
             eager_layer_overhead_s=float(e.get("eager_layer_overhead_s", 0.0)),
+            tp_init_bytes=float(e["tp_init_bytes"]) if "tp_init_bytes" in e else None,
             fp16_accumulate=bool(e.get("fp16_accumulate", False)),
             hopper_wgmma=bool(e.get("hopper_wgmma", True)),
             issue_bound_gemv=bool(e.get("issue_bound_gemv", False)),

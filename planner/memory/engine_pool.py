@@ -11,15 +11,19 @@ Memory rules (bytes per GPU; `total` = device memory the runtime reports, `weigh
     vllm-profiler          gpu_memory_utilization × total − weights − activation peak − non-torch − graphs
                            (planner.memory.vllm_pool implements it in full; here for comparison)
     trtllm-free-fraction   0.9 × (total − weights − activation peak − non-torch)     (free memory after a warm-up)
-    sglang-static          mem_fraction_static × total − weights, mem_fraction_static = (total − reserved) / total,
-                           reserved MiB = 512 + 1.5 × max(chunked_prefill, 2048) + 1024 × tp / 8 + 2 × graph max bs,
-                           at least 10 GiB when total > 60 GiB (sglang server_args.py _handle_gpu_memory_settings)
+    sglang-static          mem_fraction_static × (total − init) − weights, init = what the runtime holds when it
+                           measures its total (CUDA context; with a TP group its NCCL communicators, engines.yaml
+                           tp_init_bytes); mem_fraction_static = (total − reserved) / total, reserved MiB = 512 + 1.5 ×
+                           max(chunked_prefill, 2048) + 1024 × tp / 8 + 2 × graph max bs, at least 10 GiB when total
+                           > 60 GiB (sglang server_args.py _handle_gpu_memory_settings). NCCL buffers, CUDA graphs
+                           and activations allocated later come out of the reserve, not the pool
     llamacpp-context       n_ctx × KV bytes per token, allocated up front (fixed; split n_ctx / -np per slot)
     lmdeploy-free-fraction 0.8 × (total − weights − non-torch)                        (cache_max_entry_count)
 
 Sources (data/engines.yaml `source` has each engine's commits): vLLM gpu_worker.determine_available_memory
 (vllm-project/vllm@35d5cda); SGLang model_runner.profile_max_num_token, rest = available after the weights −
-total × (1 − mem_fraction_static), tokens = rest / cell size (page_size 1), and server_args.py for the fraction
+total × (1 − mem_fraction_static) with total = the memory available after init_torch_distributed, tokens = rest /
+cell size (page_size 1), and server_args.py for the fraction
 (sgl-project/sglang@001067ff); TensorRT-LLM KvCacheConfig.free_gpu_memory_fraction = 0.9 "of free GPU memory"
 after the engine's weights and activations, tokens_per_block 32 (nvidia.github.io/TensorRT-LLM
 llm-api/reference/KvCacheConfig.html; _torch/pyexecutor/_util.py KvCacheCreator); LMDeploy TurbomindEngineConfig
@@ -42,7 +46,13 @@ from planner.core.engine_defaults import sglang_chunked_prefill_size
 from planner.core.errors import InputError
 from planner.core.model_spec import ModelSpec
 from planner.core.specs import Deployment
-from planner.memory.vllm_pool import VllmPool, activation_peak_bytes, runtime_overhead_bytes, vllm_pool
+from planner.memory.vllm_pool import (
+    VllmPool,
+    activation_peak_bytes,
+    runtime_overhead_bytes,
+    vllm_constants,
+    vllm_pool,
+)
 
 GIB, MIB = 2**30, 2**20
 
@@ -113,8 +123,9 @@ def kv_pool_bytes(
     if e.memory == "trtllm-free-fraction":
         frac = e.defaults.get("kv_cache_free_gpu_mem_fraction", 0.9)
         return frac * (total_bytes - weights_bytes - activation_bytes - non_torch_bytes - graph_bytes)
-    if e.memory == "sglang-static":  # available after the weights (and the CUDA context) − total × (1 − fraction)
-        return sglang_mem_fraction_static(total_bytes, tp) * total_bytes - weights_bytes - non_torch_bytes
+    if e.memory == "sglang-static":  # available after the weights − total at init × (1 − fraction)
+        init = sglang_init_bytes(e, tp, non_torch_bytes)
+        return sglang_mem_fraction_static(total_bytes, tp) * (total_bytes - init) - weights_bytes
     if e.memory == "lmdeploy-free-fraction":
         return e.defaults.get("cache_max_entry_count", 0.8) * (total_bytes - weights_bytes - non_torch_bytes)
     if e.memory == "llamacpp-context":
@@ -123,6 +134,13 @@ def kv_pool_bytes(
         free = total_bytes - weights_bytes - non_torch_bytes
         return need if need <= free else free - need  # negative: the context does not fit
     raise InputError("engine", f"{engine}: unknown memory rule {e.memory!r} in engines.yaml")
+
+
+def sglang_init_bytes(e: Engine, tp_group: int, context_bytes: float) -> float:
+    """Memory SGLang holds when model_runner measures the total its fraction applies to (after
+    init_torch_distributed, before the weights): the CUDA context alone for one GPU (`context_bytes`), the measured
+    figure with a TP group (engines.yaml tp_init_bytes: NCCL communicators and custom all-reduce buffers)."""
+    return e.tp_init_bytes if tp_group > 1 and e.tp_init_bytes is not None else context_bytes
 
 
 # tokens per cache block in each engine's own allocator (SGLang pages of 1 token, llama.cpp cells of 1)
@@ -176,7 +194,11 @@ def engine_pool(
     trtllm = e.memory == "trtllm-free-fraction"
     activation, graphs = (activation_peak_bytes(model, dep), graphs) if trtllm else (0.0, 0.0)
     if e.memory == "sglang-static":  # the chunked-prefill size is the engine's per-step token budget
-        budget = sglang_fraction(usable_bytes, dep) * usable_bytes
+        # budget = weights + init + pool: fraction × (usable − init) + init; the rest is SGLang's reserve
+        group = dep.tensor_parallel_size * dep.data_parallel_size
+        non_torch = sglang_init_bytes(e, group, vllm_constants().non_torch_bytes)
+        fraction = sglang_fraction(usable_bytes, dep)
+        budget = fraction * (usable_bytes - non_torch) + non_torch
         pool = budget - weights_per_gpu - non_torch
     else:
         budget = usable_bytes
