@@ -20,7 +20,9 @@ part's FP16-accumulate rate. Then, per GPU of the TP group:
                 m = m_max × n / (n + n_half) / (1 + dequant)   (small GEMMs reach less of peak; quantized-weight
                 kernels dequantise on the tensor-core path: precisions.yaml dequant_overhead); routed experts take
                 the same curve at their own rows, t = n × k / experts touched (tokens_per_expert), not at n,
-                with n × DP tokens under DP attention (the experts gather every DP rank's tokens)
+                with n × DP tokens under DP attention (the experts gather every DP rank's tokens); a decode
+                step's absorbed-MLA attention runs at FlashMLA's published 660 of the H800's 989.4 BF16 TFLOP/s
+                (× the part's 16-bit datasheet) in place of 16-bit peak × a: the fitted a is the prompt pass's
     comm      = 2 × layers × all-reduce(n × hidden × 2 B) with the engine's algorithm and the GPU's link
                 (planner.latency.allreduce.allreduce_s: one-shot / two-shot custom all-reduce or an NCCL ring)
     fixed     = per step + layers × (per layer × k + eager launch cost when enforce_eager) + s × per sequence
@@ -74,6 +76,9 @@ from planner.memory import sizes as memory
 from planner.memory.layer_groups import kv_bytes_per_token_per_layer, state_bytes_per_request
 
 ACT_BYTES = 2  # activations and all-reduce payloads run in 16 bits
+# FlashMLA's decode: "up to 660 TFLOPS in compute-bound configuration on H800 SXM5" (deepseek-ai/FlashMLA README,
+# BF16), of the part's 989.4 dense BF16 datasheet TFLOP/s
+MLA_DECODE_FRACTION = 660.0 / 989.4
 WEIGHT_ONLY_DEQUANT = 0.1  # FP8/INT8 weights on a GPU without that tensor-core dtype (precisions.yaml: "~0.1")
 BREAKDOWN_KEYS = ("weights_read_s", "kv_read_s", "activations_s", "compute_s", "communication_s", "overhead_s")
 
@@ -241,6 +246,7 @@ class PerfModel:
             pair_prefill = pair_decode = 2.0 * heads_per_gpu * 2 * m.head_dim  # QKᵀ and PV, 2 FLOPs per MAC
         self.attn_flops_full, self.attn_flops_window = pair_prefill * full_layers, pair_prefill * self.window_layers
         self.attn_decode_extra = (pair_decode - pair_prefill) / pair_prefill if pair_prefill else 0.0
+        self.mla = m.is_mla
         eng = r.engine
         _, self.compute_dtype = compute_peak_flops(r)
         self.hardware = hw = hardware_basis(r, self.compute_dtype, eng)
@@ -256,6 +262,13 @@ class PerfModel:
         self.peak_flops = hw.datasheet_flops * hw.matmul_fraction * hw.kernel_fraction  # what the part reaches
         self.attn_peak_flops = (
             (r.gpu.peak_flops("bf16") or r.gpu.peak_flops("fp16")) * hw.attention_fraction * hw.kernel_fraction
+        )
+        # absorbed-MLA decode (FlashMLA-class kernels: every head's query against the shared latent) runs at a
+        # published kernel's fraction of the 16-bit datasheet, not at the prompt pass's fitted attention efficiency
+        self.mla_decode_flops_per_s = (
+            (r.gpu.peak_flops("bf16") or r.gpu.peak_flops("fp16")) * hw.kernel_fraction * MLA_DECODE_FRACTION
+            if m.is_mla
+            else 0.0
         )
         self.hbm_bytes_per_s = r.gpu.hbm_bytes_per_s * hw.bandwidth_fraction
         # the SM issue bound applies to engines whose GEMV kernels are latency-bound per SM (data/engines.yaml)
@@ -359,10 +372,15 @@ class PerfModel:
         )
         matmul_flops = self.flops_per_token * n + self.flops_per_seq * s
         expert_flops = self.expert_flops_per_token * n
+        decode = n <= s
         attn_flops = (self.attn_flops_full * pairs + self.attn_flops_window * pairs_w) * (
-            1.0 + self.attn_decode_extra * (n <= s)
+            1.0 + self.attn_decode_extra * decode
         )
-        compute_s = matmul_flops / m_eff + self.expert_compute_s(n) + attn_flops / self.attn_flops_per_s
+        if self.mla:  # decode steps on the latent at the MLA decode kernel's rate, prompt passes at the fitted one
+            attn_s = attn_flops * (decode / self.mla_decode_flops_per_s + (1 - decode) / self.attn_flops_per_s)
+        else:
+            attn_s = attn_flops / self.attn_flops_per_s
+        compute_s = matmul_flops / m_eff + self.expert_compute_s(n) + attn_s
         kv_s, act_s = kv_bytes / self.mem_bytes_per_s, act_bytes / self.mem_bytes_per_s
         fixed_s = self.overhead_s + self.seq_overhead_s * s + self.token_overhead_s * n
         return (
