@@ -64,7 +64,9 @@ def _budget_rule(pool: VllmPool) -> str:
     """How the pool's memory budget is set, for a blocker's message."""
     if not isinstance(pool, EnginePool):
         return "gpu_memory_utilization × usable memory"
-    return "mem_fraction_static × usable memory" if pool.rule == "sglang-static" else "usable memory"
+    if pool.rule == "sglang-static":  # planner.memory.engine_pool: the fraction of what is free at SGLang's init
+        return "mem_fraction_static × (usable memory − what SGLang holds at init) + that"
+    return "usable memory"
 
 
 def _blockers(r: Resolved, tp: int, pool: VllmPool, w_gpu: float) -> tuple[Blocker, ...]:
