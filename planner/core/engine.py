@@ -30,7 +30,7 @@ POLICY_TEXT = {
 }
 MEMORY_TEXT = {
     "vllm-profiler": "gpu_memory_utilization × memory − weights − profiled activations − runtime",
-    "sglang-static": "mem_fraction_static × memory − weights",
+    "sglang-static": "mem_fraction_static × (memory − what SGLang holds at start-up) − weights",
     "trtllm-free-fraction": "kv_cache_free_gpu_mem_fraction 0.9 × the memory free after weights and activations",
     "lmdeploy-free-fraction": "cache_max_entry_count 0.8 × the memory free after weights",
     "llamacpp-context": "the whole context (max_model_len × slots) allocated at start, no paging",
