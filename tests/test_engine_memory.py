@@ -63,6 +63,17 @@ def test_sglang_pool_with_a_tp_group_matches_a_published_log():
     assert abs(data["kv_cache_tokens"] / 367_404 - 1) < 0.03
 
 
+def test_sglang_init_memory_is_read_off_a_published_log():
+    # SemiAnalysisAI/InferenceX#2128, DeepSeek-V4-Pro TP 8 on 8 x H200: "Load weight end. ... avail mem=12.25 GB, mem
+    # usage=125.65 GB" (SGLang's GB = 2^30 B): 137.90 GiB free before the weights, of the H200's 150,109,945,856 B
+    from planner.core.catalog import get_gpu
+    from planner.core.engine import get_engine
+
+    h200 = get_gpu("H200").usable_memory_bytes
+    assert h200 == 150_109_945_856
+    assert get_engine("sglang").tp_init_bytes == pytest.approx(h200 - (12.25 + 125.65) * 2**30, abs=2**20)
+
+
 def test_tensorrt_llm_pool_is_its_fraction_of_free_memory():
     # max_num_tokens 8192 and max_batch_size 2048 (TensorRT-LLM's defaults) size the activations:
     #   8192 tokens × (3 × 14,336 + 3 × 4,096) × 2 B + min(8192, 2048) × 128,256 vocab × 4 B = 1,956,642,816 B
