@@ -246,7 +246,6 @@ class PerfModel:
             pair_prefill = pair_decode = 2.0 * heads_per_gpu * 2 * m.head_dim  # QKᵀ and PV, 2 FLOPs per MAC
         self.attn_flops_full, self.attn_flops_window = pair_prefill * full_layers, pair_prefill * self.window_layers
         self.attn_decode_extra = (pair_decode - pair_prefill) / pair_prefill if pair_prefill else 0.0
-        self.mla = m.is_mla
         eng = r.engine
         _, self.compute_dtype = compute_peak_flops(r)
         self.hardware = hw = hardware_basis(r, self.compute_dtype, eng)
@@ -376,7 +375,7 @@ class PerfModel:
         attn_flops = (self.attn_flops_full * pairs + self.attn_flops_window * pairs_w) * (
             1.0 + self.attn_decode_extra * decode
         )
-        if self.mla:  # decode steps on the latent at the MLA decode kernel's rate, prompt passes at the fitted one
+        if self.mla_decode_flops_per_s:  # MLA: decode steps at the decode kernel's rate, prompt passes at the fitted
             attn_s = attn_flops * (decode / self.mla_decode_flops_per_s + (1 - decode) / self.attn_flops_per_s)
         else:
             attn_s = attn_flops / self.attn_flops_per_s

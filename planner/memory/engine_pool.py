@@ -125,7 +125,8 @@ def kv_pool_bytes(
         return frac * (total_bytes - weights_bytes - activation_bytes - non_torch_bytes - graph_bytes)
     if e.memory == "sglang-static":  # available after the weights − total at init × (1 − fraction)
         init = sglang_init_bytes(e, tp, non_torch_bytes)
-        return sglang_mem_fraction_static(total_bytes, tp) * (total_bytes - init) - weights_bytes
+        budget = sglang_budget_bytes(sglang_mem_fraction_static(total_bytes, tp), total_bytes, init)
+        return budget - init - weights_bytes
     if e.memory == "lmdeploy-free-fraction":
         return e.defaults.get("cache_max_entry_count", 0.8) * (total_bytes - weights_bytes - non_torch_bytes)
     if e.memory == "llamacpp-context":
@@ -141,6 +142,12 @@ def sglang_init_bytes(e: Engine, tp_group: int, context_bytes: float) -> float:
     init_torch_distributed, before the weights): the CUDA context alone for one GPU (`context_bytes`), the measured
     figure with a TP group (engines.yaml tp_init_bytes: NCCL communicators and custom all-reduce buffers)."""
     return e.tp_init_bytes if tp_group > 1 and e.tp_init_bytes is not None else context_bytes
+
+
+def sglang_budget_bytes(fraction: float, total_bytes: float, init_bytes: float) -> float:
+    """What SGLang's rule lets weights, its init memory and the KV pool use: the fraction of what was free at init,
+    plus the init memory itself; the rest of the GPU is SGLang's reserve (graphs, activations, later buffers)."""
+    return fraction * (total_bytes - init_bytes) + init_bytes
 
 
 # tokens per cache block in each engine's own allocator (SGLang pages of 1 token, llama.cpp cells of 1)
@@ -194,11 +201,9 @@ def engine_pool(
     trtllm = e.memory == "trtllm-free-fraction"
     activation, graphs = (activation_peak_bytes(model, dep), graphs) if trtllm else (0.0, 0.0)
     if e.memory == "sglang-static":  # the chunked-prefill size is the engine's per-step token budget
-        # budget = weights + init + pool: fraction × (usable − init) + init; the rest is SGLang's reserve
         group = dep.tensor_parallel_size * dep.data_parallel_size
         non_torch = sglang_init_bytes(e, group, vllm_constants().non_torch_bytes)
-        fraction = sglang_fraction(usable_bytes, dep)
-        budget = fraction * (usable_bytes - non_torch) + non_torch
+        budget = sglang_budget_bytes(sglang_fraction(usable_bytes, dep), usable_bytes, non_torch)
         pool = budget - weights_per_gpu - non_torch
     else:
         budget = usable_bytes
