@@ -21,6 +21,7 @@ from ui.charts.latency import (
     what_if_chart,
 )
 from ui.labels import error_text
+from ui.page_inputs import follow_scenario
 from ui.state import current_scenario, resolved_or_stop
 from ui.workload_widgets import scenario_lengths
 
@@ -124,6 +125,7 @@ if mode.startswith("Given"):
 
 # --- model modes: predict the rates from the hardware -------------------------------------------------------------
 continuous_mode = mode.startswith("Continuous")
+follow_scenario("latency_engine", r.engine.id)  # starts from the sidebar's engine, follows it when it changes
 engine = c[0].selectbox("Engine profile", ENGINES, key="latency_engine")
 r = with_engine(r, engine)  # the page's engine runs the sidebar's scenario
 if input_tokens + output_tokens > r.max_model_len:

@@ -123,6 +123,18 @@ def test_engine_switch_reruns():
     assert "tensorrt-llm" in " ".join(c.value for c in at.caption)
 
 
+def test_the_engine_profile_starts_from_the_scenarios_engine_and_follows_it():
+    at = fresh(Scenario(traffic=PRIMER, engine="sglang"))
+    assert not at.exception and at.selectbox(key="latency_engine").value == "sglang"
+    assert "engine sglang" in " ".join(c.value for c in at.caption)
+    at.selectbox(key="latency_engine").set_value("vllm").run()  # the user's pick stays while the scenario's does
+    at.run()
+    assert at.selectbox(key="latency_engine").value == "vllm"
+    at.session_state["scenario"] = Scenario(traffic=PRIMER, engine="tensorrt-llm")  # the sidebar's engine changes
+    at.run()
+    assert not at.exception and at.selectbox(key="latency_engine").value == "tensorrt-llm"
+
+
 def test_log_axes_tick_by_decade_and_legends_leave_the_right_axis_clear():
     at = fresh(mode=STATIC)
     for chart in (json.loads(c.proto.spec) for c in at.get("plotly_chart")):

@@ -66,6 +66,17 @@ def _value(key: str, raw: str):
     return value
 
 
+def follow_scenario(key: str, scenario_value: str) -> None:
+    """A page's own choice that starts from the scenario's (the Latency page's engine profile): set to the scenario's
+    value before the widget draws when the widget has none yet or the scenario's value changed since the page last
+    drew; a value the user picked or a shared link restored is kept while the scenario's stays the same."""
+    seen_key = f"{key}_scenario"
+    seen = st.session_state.get(seen_key)
+    if key not in st.session_state or (seen is not None and seen != scenario_value):
+        st.session_state[key] = scenario_value
+    st.session_state[seen_key] = scenario_value
+
+
 def restore_page_inputs(params: Mapping[str, str]) -> list[str]:
     """Set the listed inputs found in `params` (before their widgets draw); return messages for bad ones."""
     errors = []
