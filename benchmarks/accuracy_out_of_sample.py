@@ -16,7 +16,8 @@ published_points_2.csv:
              the other engines, themselves refitted without the held-out family.
              Engines measured on one family only (LMDeploy, Splitwise) have no LOFO.
   LOEO       leave one engine out: predict an engine's points with the per-constant median of the OTHER user
-             engines' shared constants (what an engine without points gets; status estimated). No refit: the
+             engines' shared constants (what an engine without points gets; status estimated); a superseded
+             version's (tensorrt-llm-0.9, vllm-0.6) others leave out its current release too. No refit: the
              engines are fitted separately, so the others' constants never saw the held-out engine.
 """
 
@@ -32,6 +33,7 @@ import yaml
 
 from planner.accuracy.published_points import error_summary, evaluate
 from planner.accuracy.validation import OUT_OF_SAMPLE_PATH
+from planner.core.engine_defaults import CALIBRATION_ONLY
 from planner.latency.efficiency import ENGINES, load_efficiency
 from scripts import fit_efficiency as fe
 
@@ -79,10 +81,11 @@ def loeo() -> pd.DataFrame:
     table = load_efficiency()
     frames = []
     for engine in sorted({p.engine for p in POINTS}):
+        same = CALIBRATION_ONLY.get(engine, (engine,))[0]  # a superseded version's current release is no other engine
         others = {
             e: table[e]["default"]
             for e in ENGINES
-            if e != engine and e in table and table[e]["default"].status != "estimated"
+            if e not in (engine, same) and e in table and table[e]["default"].status != "estimated"
         }
         prof = fe.estimated(others, "")
         test = [p for p in POINTS if p.engine == engine]

@@ -16,7 +16,8 @@ tokenizer, mean prompt 224 tokens (369,103 / 1,648 requests in the bench_serving
 (ShareGPT's long tail), Poisson arrivals, the README's request counts. The engines: vLLM 0.6 (V0) ran without
 chunked prefill (max_num_batched_tokens = max(max_model_len, 2048) = 4,096, max_num_seqs 256) and prefix caching
 off; SGLang with radix cache off, mem_frac 0.88, its admission rule (admission_policy "sglang", chunked prefill
-8,192). Both use the vLLM efficiency profile (data/efficiency.yaml has no SGLang profile).
+8,192). Both use the efficiency profile of vLLM 0.6 (vllm-0.6: the V0 engine's points; SGLang's own profile
+describes 0.5.x).
 Left out: vLLM 0.6's multi-step scheduling (`--num-scheduler-steps 10`: 10 decode steps per scheduler call, a new
 request waits for the current 10) makes its ITL bursty (129–159 ms) and triples its TTFT (the README: "the Median
 TTFT of vLLM is 3 times that of SGLang"); the simulator schedules every step, as vLLM V1 does, so the vLLM TTFT
@@ -29,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.accuracy.published_points import NEEDS_SIMULATOR, load_points
+from planner.core.engine_defaults import CALIBRATION_ONLY
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.sim.records import latencies
@@ -55,11 +57,12 @@ def scenario(engine: str) -> Scenario:
             gpu_memory_utilization=0.88,
             enable_prefix_caching=False,
         )
-    return Scenario(model="meta-llama/Llama-3.1-8B", gpu="A100-80GB", deployment=dep)
+    # both priced with the profile of their era: vLLM 0.6's (V0) points, published next to SGLang 0.3.0's
+    return Scenario(model="meta-llama/Llama-3.1-8B", gpu="A100-80GB", deployment=dep, engine="vllm-0.6")
 
 
 def replica(engine: str) -> Replica:
-    """The published setup's server (both runs priced with vLLM's profile: scenario() keeps the default engine)."""
+    """The published setup's server (both runs priced with vLLM 0.6's profile, scenario())."""
     r = resolve(scenario(engine))
     kw = {"enable_chunked_prefill": engine != "vllm"}
     if engine == "sglang":
@@ -79,17 +82,18 @@ def rows() -> list[dict]:
     for p in load_points():
         if p.excluded != NEEDS_SIMULATOR or p.metric not in METRIC_OF:
             continue
-        key = (p.engine, p.batch)  # batch holds the prompt count (1,200 at 4 req/s, 2,400 at 8)
+        engine = CALIBRATION_ONLY.get(p.engine, (p.engine,))[0]  # vllm-0.6 (the points' version) runs as vLLM
+        key = (engine, p.batch)  # batch holds the prompt count (1,200 at 4 req/s, 2,400 at 8)
         rate = 4.0 if p.batch == 1200 else 8.0
         if key not in runs:
-            runs[key] = latencies(_run(p.engine, rate, p.batch, costs[p.engine]))
+            runs[key] = latencies(_run(engine, rate, p.batch, costs[engine]))
         sim_ms = float(np.nanmedian(runs[key][METRIC_OF[p.metric]])) * 1e3
-        counted = not (p.engine == "vllm" and p.metric in MULTI_STEP_METRICS)
+        counted = not (engine == "vllm" and p.metric in MULTI_STEP_METRICS)
         err = 100 * (sim_ms - p.value) / p.value
         out.append(
             {
                 "id": p.id,
-                "engine": p.engine,
+                "engine": engine,
                 "rate": rate,
                 "metric": p.metric,
                 "published": p.value,

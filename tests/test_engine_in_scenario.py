@@ -8,9 +8,11 @@ import pkgutil
 import pytest
 
 import planner
+from planner.accuracy.published_points import load_points
 from planner.core.engine import engine_for, engines, get_engine
 from planner.core.errors import InputError
 from planner.core.scenario import SLO, Scenario, TrafficSpec, resolve, with_engine
+from planner.latency.efficiency import load_efficiency
 from planner.latency.perf_model import PerfModel
 from planner.sim.continuous import continuous
 
@@ -77,7 +79,23 @@ def test_every_engine_names_its_version_and_source():
     for e in engines().values():
         assert e.version and e.version_source and e.source, e.id
         assert set(e.kernel_path) == {"fp16_accumulate", "hopper_wgmma", "issue_bound_gemv"}
-    assert engines()["tensorrt-llm"].version == "0.9.0"  # the v0.9.0 performance tables it is fitted on
+    # fitted on aiconfigurator's and InferenceMAX's 1.x rows; the v0.9.0 tables calibrate tensorrt-llm-0.9
+    assert engines()["tensorrt-llm"].version == "1.0-1.3 (PyTorch backend)"
+    assert engines()["sglang"].version == "0.5.1-0.5.9"
+
+
+def test_a_superseded_major_version_runs_its_own_profile_under_its_engines_rules():
+    """TensorRT-LLM 0.9.0's tables and vLLM 0.6's (V0) points calibrate their own profiles, not 1.x's and V1's."""
+    by_engine = {}
+    for p in load_points():
+        by_engine.setdefault(p.engine, set()).add(p.id)
+    assert len(by_engine["tensorrt-llm-0.9"]) == 43 and "tensorrt-llm" not in by_engine
+    assert "vllm-0.6" in by_engine and "vllm" in by_engine  # V1's 0.10.0 (ROCm) points stay vLLM's
+    old, trt = engine_for("tensorrt-llm-0.9"), get_engine("tensorrt-llm")
+    assert (old.memory, old.policy, old.allreduce, old.version) == (trt.memory, trt.policy, trt.allreduce, "0.9.0")
+    table = load_efficiency()
+    assert table["tensorrt-llm-0.9"]["default"].num_points == 43
+    assert table["tensorrt-llm"]["default"].note.startswith("shared constants fitted on 0 points and ")
 
 
 def test_a_calibration_only_profile_runs_vllms_rules_under_its_own_name():

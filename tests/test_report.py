@@ -192,7 +192,7 @@ def test_runner_up_comes_from_the_ranking():
 
 def test_assumptions_name_the_calibration(plan_rows_and_capacity):
     t = table(plan_rows_and_capacity[0])
-    assert t[("assumptions", "calibration_status")] in ("calibrated", "partial", "estimated")
+    assert t[("assumptions", "calibration_status")] in ("calibrated", "partial", "transferred", "estimated")
     assert t[("assumptions", "user_calibration")] == "none"
 
 

@@ -88,12 +88,12 @@ def test_rows_it_cannot_predict_keep_a_reason():
     # X01 copies C129 (Llama-2-7B, A100, TensorRT-LLM, TTFT at 128 tokens): same prediction
     c129 = evaluate().set_index("id").loc["C129", "predicted"]
     assert df.loc["X01", "predicted"] == pytest.approx(c129)
-    # X05 names a catalogue GPU id (L4): no vLLM points on Ada, so vLLM's shared constants are transferred there
-    # from its other families (Ada itself was measured with llama.cpp)
+    # X05 names a catalogue GPU id (L4): no vLLM 0.6 points on Ada (its engine_version 0.6.0 runs under vllm-0.6's
+    # profile), so that version's shared constants are transferred there (Ada itself was measured with llama.cpp)
     assert (df.loc["X05", "gpu"], df.loc["X05", "status"], df.loc["X05", "profile"]) == (
         "L4",
         "transferred",
-        "vllm/default",
+        "vllm-0.6/default",
     )
 
 
@@ -112,9 +112,9 @@ def test_malformed_csv_names_row_and_column():
 
 
 def test_a_profile_under_test_replaces_the_catalogue_one():
-    base = choose_profile("tensorrt-llm", "ampere").profile
+    base = choose_profile("tensorrt-llm-0.9", "ampere").profile  # X01 is a TensorRT-LLM 0.9.0 row
     slow = base.model_copy(update={"matmul_efficiency": base.matmul_efficiency / 2})
-    df = points_table(FIXTURES / "points_mixed.csv", profiles={"tensorrt-llm/ampere": slow}).set_index("id")
+    df = points_table(FIXTURES / "points_mixed.csv", profiles={"tensorrt-llm-0.9/ampere": slow}).set_index("id")
     ref = points_table(FIXTURES / "points_mixed.csv").set_index("id")
     assert df.loc["X01", "status"] == "user-calibrated"
     assert df.loc["X01", "predicted"] > ref.loc["X01", "predicted"]  # TTFT is compute-bound: half the FLOP/s
@@ -122,7 +122,9 @@ def test_a_profile_under_test_replaces_the_catalogue_one():
 
 def test_coverage_marks_calibrated_and_estimated_pairs():
     cov = coverage_table().set_index(["gpu", "engine"])
-    assert cov.loc[("A100-80GB", "tensorrt-llm"), "calibration"] == "calibrated"
+    # TensorRT-LLM 1.x has no Ampere rows (its v0.9.0 tables calibrate tensorrt-llm-0.9): transferred there
+    assert cov.loc[("A100-80GB", "tensorrt-llm"), "calibration"] == "transferred"
+    assert cov.loc[("H100-SXM", "tensorrt-llm"), "calibration"] == "calibrated"
     assert cov.loc[("H100-SXM", "vllm"), ("status", "calibration")].tolist() == ["calibrated", "calibrated"]
     assert cov.loc[("L4", "vllm"), ("status", "calibration")].tolist() == ["transferred", "transferred"]
     assert cov.loc[("T4", "vllm"), ("status", "calibration")].tolist() == ["estimated", "estimated"]
@@ -134,7 +136,7 @@ def test_coverage_marks_calibrated_and_estimated_pairs():
 def test_pair_status_lists_the_measured_pairs(published):
     pairs = pair_status(published)
     assert pairs["n"].sum() == 85
-    assert set(zip(pairs["gpu"], pairs["engine"])) >= {("A100-80GB", "vllm"), ("H100-SXM", "tensorrt-llm")}
+    assert set(zip(pairs["gpu"], pairs["engine"])) >= {("A100-80GB", "vllm-0.6"), ("H100-SXM", "tensorrt-llm-0.9")}
     assert set(pairs["calibration"]) == {"calibrated"}
 
 

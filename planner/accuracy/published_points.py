@@ -70,6 +70,16 @@ WEIGHTS = {
     "Q8_0": "q8_0",
 }
 KV = {"fp8": "fp8", "fp16": "fp16", "bf16": "bf16", "auto": "auto", "f16": "fp16", "not set": "auto"}
+# A published point of an engine's superseded major version runs under that version's own calibration-only profile
+# (planner.core.engine_defaults.CALIBRATION_ONLY), not the current release's constants. TensorRT-LLM 0.9.0's
+# performance tables measured TensorRT engines under the C++ runtime; the release the planner models is 1.x (the
+# PyTorch backend, which aiconfigurator's and InferenceMAX's rows measured). vLLM 0.6.x is the V0 engine; the V1
+# engine (0.8 on) is the one modelled. Fitted with the current releases' rows, the 43 v0.9.0 points held
+# TensorRT-LLM 1.x's per-step overhead at 2.46 ms (0.57 ms on 1.x's rows alone).
+SUPERSEDED_VERSIONS = {
+    ("tensorrt-llm", "0.9.0"): "tensorrt-llm-0.9",
+    **{("vllm", v): "vllm-0.6" for v in ("0.6.0", "0.6.2", "0.6.3")},
+}
 ENGINES = {
     "TensorRT-LLM": "tensorrt-llm",
     "vLLM": "vllm",
@@ -170,6 +180,9 @@ def parse_row(row: dict, gpu: str | None = None, engines: dict | None = None, mo
         except KeyError:
             values[name] = (row.get(cell) or "").strip()
             reasons.append(f"unknown {cell} {values[name][:50]!r}")
+    values["engine"] = SUPERSEDED_VERSIONS.get(
+        (values["engine"], (row.get("engine_version") or "").strip()), values["engine"]
+    )
     tp, tp_reason = _tp(row.get("tp") or "")
     if tp_reason:
         reasons.append(tp_reason)

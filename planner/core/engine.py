@@ -4,8 +4,9 @@ the file. The resolved scenario carries one (`Resolved.engine`): every calculati
 scenario's engine from there, none assumes vLLM.
 
     get_engine(engine)                 the Engine for a name (InputError naming `engine` when unknown)
-    engine_for(name)                   the Engine a scenario runs: get_engine, or vLLM's rules under a
-                                       calibration-only profile's name (data/efficiency.yaml: splitwise)
+    engine_for(name)                   the Engine a scenario runs: get_engine, or an engine's rules under a
+                                       calibration-only profile's name (data/efficiency.yaml: splitwise,
+                                       tensorrt-llm-0.9; CALIBRATION_ONLY)
     engine_supports(engine, weights)   may this engine run this weight format? (GGUF k-quants: llama.cpp only)
     scheduler_policy(engine)           the simulator's admission policy for this engine
 """
@@ -16,7 +17,13 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from planner.core.catalog import DATA_DIR, _read_yaml
-from planner.core.engine_defaults import BatchDefaults, batch_defaults, fitted_engines, sglang_chunked_prefill_size
+from planner.core.engine_defaults import (
+    CALIBRATION_ONLY,
+    BatchDefaults,
+    batch_defaults,
+    fitted_engines,
+    sglang_chunked_prefill_size,
+)
 from planner.core.errors import InputError
 
 ENGINES_PATH = DATA_DIR / "engines.yaml"
@@ -151,22 +158,22 @@ def get_engine(engine: str, field_name: str = "engine") -> Engine:
 
 
 def engine_for(name: str) -> Engine:
-    """The Engine a scenario runs. A calibration-only profile (data/efficiency.yaml, e.g. `splitwise`: the unnamed
-    engine behind published points, no engines.yaml entry) runs vLLM's memory rule and scheduler under its own name
-    and constants, with no eager-mode cost (as before engines were objects: predictions unchanged)."""
+    """The Engine a scenario runs. A calibration-only profile (CALIBRATION_ONLY) runs its base engine's memory rule
+    and scheduler (vLLM's for an unlisted one) under its own name and constants, with no eager-mode cost."""
     key = (name or "").strip().lower()
     table = engines()
-    if key in table or key not in fitted_engines():
+    if key in table or (key not in fitted_engines() and key not in CALIBRATION_ONLY):
         return get_engine(key)
-    base = table["vllm"]
+    base_id, label, version = CALIBRATION_ONLY.get(key, ("vllm", key, "unknown"))
+    base = table[base_id]
     return replace(
         base,
         id=key,
-        label=key,
+        label=label,
         eager_layer_overhead_s=0.0,
-        version="unknown",
-        version_source="calibration-only profile (data/efficiency.yaml): the engine behind the published points",
-        source=f"calibration only; memory rule and scheduler: vLLM's ({base.source})",
+        version=version,
+        version_source="calibration-only profile (data/efficiency.yaml): the engine behind published points",
+        source=f"calibration only; memory rule and scheduler: {base.label}'s ({base.source})",
     )
 
 

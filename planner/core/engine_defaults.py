@@ -71,6 +71,18 @@ def sglang_chunked_prefill_size(total_bytes: float) -> int:
     return 2048 if gpu_mem < 35 * 1024 else 4096 if gpu_mem < 60 * 1024 else 8192 if gpu_mem < 160 * 1024 else 16384
 
 
+# Calibration-only profiles (data/efficiency.yaml, no engines.yaml entry): the engine whose rules they run under,
+# their label and version. `splitwise`: the unnamed engine behind the Splitwise profiling data (vLLM's rules, as
+# before engines were objects); `tensorrt-llm-0.9`: TensorRT-LLM's v0.9.0 performance tables, a superseded major
+# version (planner.accuracy.published_points.SUPERSEDED_VERSIONS) with TensorRT-LLM's rules; `vllm-0.6`: vLLM's V0
+# engine (0.6.x points) with vLLM's rules.
+CALIBRATION_ONLY = {
+    "splitwise": ("vllm", "splitwise", "unknown"),
+    "tensorrt-llm-0.9": ("tensorrt-llm", "TensorRT-LLM 0.9.0", "0.9.0"),
+    "vllm-0.6": ("vllm", "vLLM 0.6 (V0 engine)", "0.6.0-0.6.3"),
+}
+
+
 @lru_cache(maxsize=1)
 def fitted_engines() -> tuple[str, ...]:
     """Engines with fitted constants in data/efficiency.yaml: ENGINES plus calibration-only ones (splitwise)."""
@@ -79,4 +91,4 @@ def fitted_engines() -> tuple[str, ...]:
 
 def is_known_engine(name: str) -> bool:
     """A user's engine choice, or an engine of the published points that has its own fitted constants."""
-    return name.lower() in ENGINES or name.lower() in fitted_engines()
+    return name.lower() in ENGINES or name.lower() in fitted_engines() or name.lower() in CALIBRATION_ONLY
