@@ -185,7 +185,7 @@ status = {
 what = f"continuous batching at concurrency {batch}" if continuous_mode else f"static batch of {batch}"
 st.caption(
     f"{r.model.name} · {r.deployment.num_gpus} × {r.gpu.name} · TP {pm.tp} · weights {r.weights.label} "
-    f"(compute {pm.compute_dtype}) · KV {r.kv.label} · engine {engine}: {status[pm.choice.status]} "
+    f"(compute {pm.compute_dtype}) · KV {r.kv.label} · engine {engine} {r.engine.version}: {status[pm.choice.status]} "
     f"({pm.choice.source_key}) · {what} × ({input_tokens:,} in, {output_tokens:,} out)"
 )
 st.caption("Hardware basis: " + "; ".join(pm.hardware.notes) + " (data/gpus.yaml achieved_*, data/engines.yaml).")

@@ -117,3 +117,16 @@ def test_continuous_mode_reports_the_benchmark_figures(capsys):
     assert out["tpot_s"] > static["tpot_s"]  # decode steps share the budget with prompt chunks
     assert main(ARGS + ["--mode", "continuous"]) == 0
     assert "continuous batching at concurrency 32" in capsys.readouterr().out
+
+
+def test_the_answer_names_the_engine_release_its_constants_describe(capsys):
+    """`engine_version` (added key): data/engines.yaml's `version`, static and continuous, and in the text."""
+    from planner.core.engine import engines
+
+    for engine in ("tensorrt-llm", "sglang"):
+        want = engines()[engine].version
+        for mode in ("static", "continuous"):
+            out = run_json(capsys, ARGS + ["--engine", engine, "--mode", mode, "--batch", "4"])
+            assert out["engine_version"] == want and out["engine"] == engine
+    assert main(ARGS + ["--engine", "tensorrt-llm"]) == 0
+    assert "engine tensorrt-llm 1.0-1.3 (PyTorch backend) (calibrated" in capsys.readouterr().out

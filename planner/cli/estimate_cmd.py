@@ -168,7 +168,8 @@ def run(args) -> int:
 def _continuous_text(c: ContinuousEstimate, r) -> str:
     lines = [
         f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} (TP={r.deployment.tensor_parallel_size}), "
-        f"weights {r.weights.label}, engine {c.engine} ({c.efficiency_status}: {c.efficiency_source})",
+        f"weights {r.weights.label}, engine {c.engine} {c.engine_version} ({c.efficiency_status}: "
+        f"{c.efficiency_source})",
         f"  continuous batching at concurrency {c.concurrency} × ({c.input_tokens:,} in, {c.output_tokens:,} out), "
         f"steady state of {c.num_requests:,} simulated requests per replica",
         f"  TTFT                   mean {c.ttft_s * 1e3:,.1f} ms, p95 {c.ttft_p95_s * 1e3:,.1f} ms "
@@ -196,7 +197,8 @@ def _text(e: Estimate, r) -> str:
     return "\n".join(
         [
             f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} (TP={r.deployment.tensor_parallel_size}), "
-            f"weights {r.weights.label}, engine {e.engine} ({e.efficiency_status}: {e.efficiency_source})",
+            f"weights {r.weights.label}, engine {e.engine} {e.engine_version} ({e.efficiency_status}: "
+            f"{e.efficiency_source})",
             f"  batch {e.batch} × ({e.input_tokens:,} in, {e.output_tokens:,} out); "
             f"memory limit {e.max_batch} per replica",
             f"  prefill (whole batch)  {e.prefill_s * 1e3:,.1f} ms ({e.prefill_bound}-bound)",
