@@ -130,7 +130,9 @@ def run(args) -> int:
             "requests_per_s": ("throughput", c.requests_per_s),
         }
         bands = bands_json(r, predicted)
+        # engine_version: the release the engine's constants describe (data/engines.yaml), added after the old keys
         out = {"mode": "continuous", **c.to_dict(), **head, **counts, "bands": bands}
+        out["engine_version"] = r.engine.version
         emit(out, args.json, _continuous_text(c, r) + bands_text(bands))
         return 0
     max_seqs = r.deployment.max_num_seqs
@@ -154,6 +156,7 @@ def run(args) -> int:
     text = _text(est, r) + bands_text(out["bands"])
     spec = _spec(args, r, est)
     out["spec"] = spec and spec.to_dict()
+    out["engine_version"] = r.engine.version  # added after the old keys (the JSON contract)
     if spec:
         text += _spec_text(spec)
     if batch < args.batch:
@@ -168,7 +171,7 @@ def run(args) -> int:
 def _continuous_text(c: ContinuousEstimate, r) -> str:
     lines = [
         f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} (TP={r.deployment.tensor_parallel_size}), "
-        f"weights {r.weights.label}, engine {c.engine} {c.engine_version} ({c.efficiency_status}: "
+        f"weights {r.weights.label}, engine {c.engine} {r.engine.version} ({c.efficiency_status}: "
         f"{c.efficiency_source})",
         f"  continuous batching at concurrency {c.concurrency} × ({c.input_tokens:,} in, {c.output_tokens:,} out), "
         f"steady state of {c.num_requests:,} simulated requests per replica",
@@ -197,7 +200,7 @@ def _text(e: Estimate, r) -> str:
     return "\n".join(
         [
             f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} (TP={r.deployment.tensor_parallel_size}), "
-            f"weights {r.weights.label}, engine {e.engine} {e.engine_version} ({e.efficiency_status}: "
+            f"weights {r.weights.label}, engine {e.engine} {r.engine.version} ({e.efficiency_status}: "
             f"{e.efficiency_source})",
             f"  batch {e.batch} × ({e.input_tokens:,} in, {e.output_tokens:,} out); "
             f"memory limit {e.max_batch} per replica",

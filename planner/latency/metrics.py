@@ -161,7 +161,6 @@ class Estimate:
     efficiency_status: str
     efficiency_source: str
     hardware_basis: list[str]  # what the part reaches (measured or estimated) and the engine's kernel path on it
-    engine_version: str = ""  # the release the engine's constants describe (data/engines.yaml `version`)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -224,7 +223,6 @@ def estimate(
         efficiency_status=pm.choice.status,
         efficiency_source=pm.choice.source_key,
         hardware_basis=list(pm.hardware.notes),
-        engine_version=r.engine.version,
     )
 
 

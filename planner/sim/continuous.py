@@ -62,7 +62,6 @@ class ContinuousEstimate:
     num_requests: int  # simulated per replica
     efficiency_status: str
     efficiency_source: str
-    engine_version: str = ""  # the release the engine's constants describe (data/engines.yaml `version`)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -110,7 +109,6 @@ def continuous(r: Resolved, concurrency: int, input_tokens: int, output_tokens: 
         num_requests=n,
         efficiency_status=pm.choice.status,
         efficiency_source=pm.choice.source_key,
-        engine_version=r.engine.version,
     )
 
 
