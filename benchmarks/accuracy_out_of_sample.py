@@ -33,7 +33,7 @@ import yaml
 
 from planner.accuracy.published_points import error_summary, evaluate
 from planner.accuracy.validation import OUT_OF_SAMPLE_PATH
-from planner.core.engine_defaults import CALIBRATION_ONLY
+from planner.core.engine_defaults import base_engine
 from planner.latency.efficiency import ENGINES, load_efficiency
 from scripts import fit_efficiency as fe
 
@@ -81,7 +81,7 @@ def loeo() -> pd.DataFrame:
     table = load_efficiency()
     frames = []
     for engine in sorted({p.engine for p in POINTS}):
-        same = CALIBRATION_ONLY.get(engine, (engine,))[0]  # a superseded version's current release is no other engine
+        same = base_engine(engine)  # a superseded version's current release is no other engine
         others = {
             e: table[e]["default"]
             for e in ENGINES

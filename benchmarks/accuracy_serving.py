@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.accuracy.published_points import NEEDS_SIMULATOR, load_points
-from planner.core.engine_defaults import CALIBRATION_ONLY
+from planner.core.engine_defaults import base_engine
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.sim.records import latencies
@@ -82,7 +82,7 @@ def rows() -> list[dict]:
     for p in load_points():
         if p.excluded != NEEDS_SIMULATOR or p.metric not in METRIC_OF:
             continue
-        engine = CALIBRATION_ONLY.get(p.engine, (p.engine,))[0]  # vllm-0.6 (the points' version) runs as vLLM
+        engine = base_engine(p.engine)  # vllm-0.6 (the points' version) runs as vLLM
         key = (engine, p.batch)  # batch holds the prompt count (1,200 at 4 req/s, 2,400 at 8)
         rate = 4.0 if p.batch == 1200 else 8.0
         if key not in runs:

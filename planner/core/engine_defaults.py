@@ -83,6 +83,12 @@ CALIBRATION_ONLY = {
 }
 
 
+def base_engine(name: str) -> str:
+    """The engine whose rules a calibration-only profile runs (tensorrt-llm-0.9 -> tensorrt-llm); any other name as
+    it is."""
+    return CALIBRATION_ONLY.get(name, (name,))[0]
+
+
 @lru_cache(maxsize=1)
 def fitted_engines() -> tuple[str, ...]:
     """Engines with fitted constants in data/efficiency.yaml: ENGINES plus calibration-only ones (splitwise)."""
