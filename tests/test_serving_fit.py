@@ -186,3 +186,33 @@ def test_which_client_measured_a_row():
     assert INFERENCEMAX.length_spec(1024) == "uniform:819,1024"
     assert INFERENCEMAX.mean_length(1024) == pytest.approx(921.5)
     assert AIPERF.length_spec(1024) == "fixed:1024"
+
+
+def test_the_request_path_stage_recovers_a_known_request_path():
+    # stage 1b (scripts.fit_efficiency.fit_request_path): three rows "measured" under a known request path (frontend
+    # 50 ms, 30 µs per eager kernel, a lag of 1 step) and refitted from far off (200 ms, 150 µs, 3 steps): Llama-3.1-70B
+    # (80 layers × 9 kernels) and -8B (32 × 9) at two prompt lengths tell the frontend from the per-kernel cost, so
+    # the refit reproduces every row's TTFT within 5% (the generic priors, 20 ms and 20 µs, still pull on three rows:
+    # 2.3% on the 70B's short prompt); nothing but the three constants moves, so no TPOT changes
+    from scripts import fit_efficiency as fe
+
+    rows = [
+        _row(osl=128),
+        _row(osl=128, isl=4096, concurrency=8),
+        _row(osl=128, model="meta-llama/Llama-3.1-8B", preset="meta-llama/Llama-3.1-8B", tp=1),
+    ]
+    traces = [trace(p) for p in rows]
+    stage = fe.REQUEST_PATH_STAGE
+    true = traces[0].pm.eff.model_copy(update=dict(zip(stage, (0.05, 3e-5, 1.0))))
+    measured = [replace(tr, point=replace(tr.point, ttft_ms=tr.predict(true)[0] * 1e3)) for tr in traces]
+    start = true.model_copy(update=dict(zip(stage, (0.2, 1.5e-4, 3.0))))
+    off = [tr.predict(start)[0] * 1e3 / tr.point.ttft_ms for tr in measured]
+    assert min(off) > 1.3  # the start misses every row by over 30%
+    fitted = fe.fit_request_path(start, tuple(measured), "vllm")
+    for tr in measured:
+        assert tr.predict(fitted)[0] * 1e3 == pytest.approx(tr.point.ttft_ms, rel=0.05)
+        assert tr.predict(fitted)[1] == tr.predict(start)[1]
+    assert fitted.frontend_latency_s == pytest.approx(0.05, rel=0.5)
+    assert fitted.eager_kernel_s == pytest.approx(3e-5, rel=0.5)
+    unchanged = {k: v for k, v in start.model_dump().items() if k not in stage}
+    assert {k: v for k, v in fitted.model_dump().items() if k not in stage} == unchanged
