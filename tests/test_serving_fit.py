@@ -193,7 +193,7 @@ def test_the_request_path_stage_recovers_a_known_request_path():
     # 50 ms, 30 µs per eager kernel, a lag of 1 step) and refitted from far off (200 ms, 150 µs, 3 steps): Llama-3.1-70B
     # (80 layers × 9 kernels) and -8B (32 × 9) at two prompt lengths tell the frontend from the per-kernel cost, so
     # the refit reproduces every row's TTFT within 5% (the generic priors, 20 ms and 20 µs, still pull on three rows:
-    # 2.3% on the 70B's short prompt); nothing but the three constants moves, so no TPOT changes
+    # 2.2% on the 70B's short prompt); nothing but the three constants moves, so no TPOT changes
     from scripts import fit_efficiency as fe
 
     rows = [
