@@ -108,8 +108,10 @@ def test_weight_only_int4_reads_at_the_quantized_kernel_efficiency():
     bf16, awq = PerfModel(resolved(gpu="A100-80GB")), PerfModel(resolved(gpu="A100-80GB", weights="awq-int4"))
     assert awq.weight_only and not bf16.weight_only
     assert awq.weight_mem_factor == pytest.approx(awq.eff.quant_memory_efficiency)
-    assert awq.weight_mem_factor < 1
-    assert awq.decode(1, 500).total_s < 0.6 * bf16.decode(1, 500).total_s  # ~3.9x fewer bytes, slower kernels
+    # ~3.9x fewer weight bytes: well under 0.6 of the 16-bit step at batch 1, but never below the bytes' own ratio
+    # (the kernels reach at most the 16-bit ceiling: quant_memory_efficiency <= 1; vLLM's fits at its bound, 1.0)
+    ratio = awq.decode(1, 500).total_s / bf16.decode(1, 500).total_s
+    assert 0.25 < ratio < 0.6
     big = 512  # at large batch both are compute-bound on 16-bit tensor cores; int4 pays its dequantisation
     assert awq.decode(big, 500).compute_s >= bf16.decode(big, 500).compute_s
 
@@ -239,8 +241,8 @@ PINNED = [
     ("C230", "splitwise/ampere", 69.4678, 54.842),
     ("C090", "tensorrt-llm-0.9/ampere", 5417.96, 5390.0),
     ("C071", "tensorrt-llm-0.9/hopper", 16839.3, 19854.0),
-    ("C146", "vllm-0.6/ampere", 85.1222, 84.28),
-    ("C214", "vllm/hopper", 6.5239, 6.44),
+    ("C146", "vllm-0.6/ampere", 85.9949, 84.28),
+    ("C214", "vllm/hopper", 6.5419, 6.44),
     ("N056", "vllm/cdna3", 17.6703, 17.236),
     ("N001", "llama.cpp/ampere", 45.9237, 47.4),
     ("N006", "llama.cpp/ada", 51.279, 54.84),
