@@ -9,7 +9,8 @@ from planner.accuracy.wide_ep import load_points, predict
 from planner.core.scenario import Scenario, resolve
 from planner.latency.collectives import EPGeometry, deepep_low_latency_s, deepep_normal_s, nodes_reached
 from planner.latency.expert_parallel import placement_imbalance
-from planner.latency.perf_model import PerfModel, tokens_per_expert
+from planner.latency.expert_routing import tokens_per_expert
+from planner.latency.perf_model import PerfModel
 
 # deepseek-ai/DeepEP@0297fc80 docs/legacy.md: H800, ~160 GB/s NVLink, CX7 400 Gb/s (~50 GB/s), 128 tokens, 7,168
 # hidden, top-8, FP8 dispatch (7,168 B + 56 fp32 scales = 7,392 B), BF16 combine (14,336 B)

@@ -108,7 +108,7 @@ def test_a_part_without_microbenchmarks_says_estimated():
 # -- per-layer kernels by architecture ----------------------------------------------------------------------------
 def test_layer_kernels_are_counted_by_architecture():
     from planner.core.catalog import get_model
-    from planner.latency.perf_model import layer_kernels
+    from planner.latency.layer_kernels import layer_kernels
 
     assert layer_kernels(get_model("meta-llama/Llama-3.1-8B")) == 9  # 2 norms + qkv, rope, attn, o + gate_up, act, down
     assert layer_kernels(get_model("Qwen/Qwen3-32B")) == 11  # + RMSNorm over q and over k

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from planner.accuracy.published_points import error_summary, evaluate
 from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.specs import Deployment
+from planner.latency.expert_routing import expected_experts
 from planner.latency.metrics import ridge_batch, sweep
-from planner.latency.perf_model import BREAKDOWN_KEYS, PerfModel, expected_experts
+from planner.latency.perf_model import BREAKDOWN_KEYS, PerfModel
 
 
 def resolved(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", tp=1, weights="bf16", kv="auto"):

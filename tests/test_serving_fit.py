@@ -12,7 +12,8 @@ from planner.accuracy.serving_points import ServingPoint, _predict, predict, res
 from planner.accuracy.serving_traces import aiconfigurator_points, stratified_sample, trace
 from planner.core.catalog import get_model
 from planner.latency.efficiency import choose_profile
-from planner.latency.perf_model import PerfModel, expected_experts, tokens_per_expert
+from planner.latency.expert_routing import expected_experts, tokens_per_expert
+from planner.latency.perf_model import PerfModel
 from planner.sim.config import LinearStepCost, scheduler_config
 from planner.sim.records import latencies
 from planner.sim.simulator import simulate

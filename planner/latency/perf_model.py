@@ -70,7 +70,9 @@ from planner.core.scenario import Resolved
 from planner.latency.allreduce import allreduce_s
 from planner.latency.calibration import fitted_profile
 from planner.latency.efficiency import EfficiencyProfile, ProfileChoice, choose_profile
+from planner.latency.expert_routing import tokens_per_expert
 from planner.latency.hardware import compute_peak_flops, hardware_basis
+from planner.latency.layer_kernels import DENSE_LAYER_KERNELS, KERNEL_COUNTED_ENGINES, layer_kernels
 from planner.latency.parallel import parallel_terms
 from planner.memory import sizes as memory
 from planner.memory.layer_groups import kv_bytes_per_token_per_layer, state_bytes_per_request
@@ -98,40 +100,6 @@ class StepCost(Protocol):
         ...
 
 
-# Kernels one decoder layer runs on the CUDA-graph decode path, counted from vLLM's model code
-# (vllm-project/vllm vllm/model_executor/models/llama.py LlamaDecoderLayer, qwen3.py / qwen3_moe.py, deepseek_v2.py
-# DeepseekV2MLAAttention and DeepseekV2MoE, layers/fused_moe): the fitted layer_overhead_s is that of a dense
-# Llama-type layer; a layer of another architecture costs it in proportion to its kernels (each kernel's launch,
-# ramp-up and tail at small batch). Dense Llama layer: 2 fused add+RMSNorm, qkv_proj, rotary, attention, o_proj,
-# gate_up_proj, SiLU-and-mul, down_proj = 9.
-DENSE_LAYER_KERNELS = 9
-ATTENTION_KERNELS = 4  # qkv_proj, rotary embedding, attention, o_proj
-QK_NORM_KERNELS = 2  # Qwen3: RMSNorm over q heads and over k heads
-# MLA (DeepSeek-V2/V3): q_a_proj, q_a_layernorm, q_b_proj (or one q_proj without a q LoRA), kv_a_proj_with_mqa,
-# kv_a_layernorm, rotary, the absorbed W_UK bmm, attention on the latent, the W_UV bmm, o_proj
-MLA_KERNELS, MLA_NO_Q_LORA_KERNELS = 10, 8
-DENSE_MLP_KERNELS = 3  # gate_up_proj, SiLU-and-mul, down_proj
-# routed experts: router gate GEMM, top-k softmax (grouped top-k), token alignment/permutation, the w13 grouped
-# GEMM, SiLU-and-mul, the w2 grouped GEMM, the weighted sum over top-k; shared experts add a dense MLP
-ROUTED_MOE_KERNELS = 7
-# engines whose layers run that kernel sequence: SGLang's model files (python/sglang/srt/models/llama.py,
-# qwen3_moe.py, deepseek_v2.py) follow vLLM's; TensorRT-LLM's fused plugins (attention with rotary, MoE with
-# routing and permutation) launch other sequences, not counted here (its per-layer constant stands as fitted)
-KERNEL_COUNTED_ENGINES = ("vllm", "sglang")
-
-
-def layer_kernels(m) -> float:
-    """Kernels per decoder layer, averaged over the model's layers (dense MLP layers of an MoE model included)."""
-    if m.is_mla:
-        attn = MLA_KERNELS if m.q_lora_rank else MLA_NO_Q_LORA_KERNELS
-    else:
-        attn = ATTENTION_KERNELS + (QK_NORM_KERNELS if m.qk_norm else 0)
-    moe = ROUTED_MOE_KERNELS + (DENSE_MLP_KERNELS if m.num_shared_experts else 0)
-    moe_layers = (m.num_layers - m.num_dense_layers) if m.is_moe else 0
-    mlp = (moe * moe_layers + DENSE_MLP_KERNELS * (m.num_layers - moe_layers)) / m.num_layers
-    return 2 + attn + mlp  # + the two fused residual-add RMSNorms
-
-
 def _kinds(m, kv_bytes: float, tp: int) -> tuple[float, float, int, int]:
     """(KV bytes per token of the full-attention layers, of the windowed/chunked layers, their layer counts)."""
     full = [g for g in m.layer_groups if g.kind == "full"]
@@ -139,20 +107,6 @@ def _kinds(m, kv_bytes: float, tp: int) -> tuple[float, float, int, int]:
     per = lambda gs: sum(g.count * kv_bytes_per_token_per_layer(g, kv_bytes, tp) for g in gs)  # noqa: E731
     count = lambda gs: sum(g.count for g in gs if not g.shares_layers)  # noqa: E731
     return per(full), per(windowed), count(full), count(windowed)
-
-
-def expected_experts(num_experts: int, top_k: int, tokens):
-    """Distinct experts a batch of routed tokens touches, E × (1 − (1 − k/E)^tokens), for uniform routing."""
-    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
-
-
-def tokens_per_expert(num_experts: int, top_k: int, tokens):
-    """Rows of one touched expert's GEMM under uniform routing: tokens × k / experts touched (1 for one token, k/E
-    per token for a large batch). A grouped GEMM runs one tile of rows per expert, so its efficiency follows these
-    rows, not the batch's: DeepSeek-V3 (256 experts, top 8) prefilling 1,024 tokens gives each expert 32 rows, where a
-    dense layer's GEMM has 1,024 (the M-tile occupancy behind fused-MoE kernels' per-expert block sizes: vLLM
-    fused_moe get_default_config picks BLOCK_SIZE_M 16-64 by tokens per expert)."""
-    return tokens * top_k / np.maximum(expected_experts(num_experts, top_k, tokens), 1e-12)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,37 @@
+"""Kernels one decoder layer runs, by architecture (vLLM's model code): the unit the per-layer fixed cost and the
+host dispatch of a prompt's forward pass scale with (planner.latency.perf_model)."""
+
+from __future__ import annotations
+
+# Kernels one decoder layer runs on the CUDA-graph decode path, counted from vLLM's model code
+# (vllm-project/vllm vllm/model_executor/models/llama.py LlamaDecoderLayer, qwen3.py / qwen3_moe.py, deepseek_v2.py
+# DeepseekV2MLAAttention and DeepseekV2MoE, layers/fused_moe): the fitted layer_overhead_s is that of a dense
+# Llama-type layer; a layer of another architecture costs it in proportion to its kernels (each kernel's launch,
+# ramp-up and tail at small batch). Dense Llama layer: 2 fused add+RMSNorm, qkv_proj, rotary, attention, o_proj,
+# gate_up_proj, SiLU-and-mul, down_proj = 9.
+DENSE_LAYER_KERNELS = 9
+ATTENTION_KERNELS = 4  # qkv_proj, rotary embedding, attention, o_proj
+QK_NORM_KERNELS = 2  # Qwen3: RMSNorm over q heads and over k heads
+# MLA (DeepSeek-V2/V3): q_a_proj, q_a_layernorm, q_b_proj (or one q_proj without a q LoRA), kv_a_proj_with_mqa,
+# kv_a_layernorm, rotary, the absorbed W_UK bmm, attention on the latent, the W_UV bmm, o_proj
+MLA_KERNELS, MLA_NO_Q_LORA_KERNELS = 10, 8
+DENSE_MLP_KERNELS = 3  # gate_up_proj, SiLU-and-mul, down_proj
+# routed experts: router gate GEMM, top-k softmax (grouped top-k), token alignment/permutation, the w13 grouped
+# GEMM, SiLU-and-mul, the w2 grouped GEMM, the weighted sum over top-k; shared experts add a dense MLP
+ROUTED_MOE_KERNELS = 7
+# engines whose layers run that kernel sequence: SGLang's model files (python/sglang/srt/models/llama.py,
+# qwen3_moe.py, deepseek_v2.py) follow vLLM's; TensorRT-LLM's fused plugins (attention with rotary, MoE with
+# routing and permutation) launch other sequences, not counted here (its per-layer constant stands as fitted)
+KERNEL_COUNTED_ENGINES = ("vllm", "sglang")
+
+
+def layer_kernels(m) -> float:
+    """Kernels per decoder layer, averaged over the model's layers (dense MLP layers of an MoE model included)."""
+    if m.is_mla:
+        attn = MLA_KERNELS if m.q_lora_rank else MLA_NO_Q_LORA_KERNELS
+    else:
+        attn = ATTENTION_KERNELS + (QK_NORM_KERNELS if m.qk_norm else 0)
+    moe = ROUTED_MOE_KERNELS + (DENSE_MLP_KERNELS if m.num_shared_experts else 0)
+    moe_layers = (m.num_layers - m.num_dense_layers) if m.is_moe else 0
+    mlp = (moe * moe_layers + DENSE_MLP_KERNELS * (m.num_layers - moe_layers)) / m.num_layers
+    return 2 + attn + mlp  # + the two fused residual-add RMSNorms
