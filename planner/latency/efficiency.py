@@ -52,6 +52,7 @@ FIT_FIELDS = (
     "wave_fraction",
     "eager_kernel_s",
     "first_token_lag_steps",
+    "layer_seq_overhead_s",
 )
 STATUSES = ("calibrated", "transferred", "estimated")
 
@@ -96,6 +97,9 @@ class EfficiencyProfile(BaseModel):
     # (special and channel tokens a parser strips). Every token of the stream arrives that late, so TTFT and
     # end-to-end grow by this many steps of the request's TPOT, TPOT does not (planner.sim.records.latencies)
     first_token_lag_steps: float = Field(default=0.0, ge=0)
+    # per sequence per layer per step: the attention kernel's fixed work for each sequence (its thread blocks, page
+    # table walk, split-K reduction), paid once per layer, so a model of fewer layers pays less per sequence
+    layer_seq_overhead_s: float = Field(default=0.0, ge=0)
     status: Literal["calibrated", "transferred", "estimated", "partial"] = "calibrated"
     num_points: int = Field(default=0, ge=0)
     note: str = ""

@@ -25,9 +25,12 @@ part's FP16-accumulate rate. Then, per GPU of the TP group:
                 (× the part's 16-bit datasheet) in place of 16-bit peak × a: the fitted a is the prompt pass's
     comm      = 2 × layers × all-reduce(n × hidden × 2 B) with the engine's algorithm and the GPU's link
                 (planner.latency.allreduce.allreduce_s: one-shot / two-shot custom all-reduce or an NCCL ring)
-    fixed     = per step + layers × (per layer × k + eager launch cost when enforce_eager) + s × per sequence
-                + n × per token      k = the layer's kernels / a dense Llama layer's 9 (layer_kernels: MoE
-                routing and grouped GEMMs, shared experts, MLA projections, Qwen3's q/k norms)
+    fixed     = per step + layers × (per layer × k + eager launch cost when enforce_eager)
+                + s × (per sequence + layers × per sequence-layer) + n × per token
+                k = the layer's kernels / a dense Llama layer's 9 (layer_kernels: MoE routing and grouped GEMMs,
+                shared experts, MLA projections, Qwen3's q/k norms); per sequence: host and sampling work once a
+                step; per sequence-layer: the attention kernel's fixed work for each sequence in every layer, so a
+                model of fewer layers (gpt-oss-120b's 36 against Llama-3.1-70B's 80) pays less per sequence
     step      = max(memory, compute) + comm + fixed                    (the bound is the larger side)
 
 A prefill also pays request_overhead_s once per prompt (input processing, KV allocation, sampler set-up); the
@@ -250,7 +253,8 @@ class PerfModel:
         self.attn_flops_per_s = self.attn_peak_flops * eff.attention_efficiency
         layer_s = eff.layer_overhead_s * self.kernel_ratio  # per-layer kernels by architecture (layer_kernels)
         self.overhead_s = eff.step_overhead_s + self.num_layers * (layer_s + self.eager_layer_s)
-        self.seq_overhead_s, self.token_overhead_s = eff.seq_overhead_s, eff.token_overhead_s
+        self.seq_overhead_s = eff.seq_overhead_s + self.num_layers * eff.layer_seq_overhead_s
+        self.token_overhead_s = eff.token_overhead_s
         # on a request's path to its first token, outside the steps: the frontend's hop and the host dispatch of its
         # prompt's forward pass (the module docstring's `path`)
         self.request_path_s = eff.frontend_latency_s + eff.eager_kernel_s * self.eager_kernels
