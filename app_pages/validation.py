@@ -8,14 +8,13 @@ import streamlit as st
 
 from planner.accuracy.bands import ANY, band_records
 from planner.accuracy.benchmark_plan import load_test_plan
+from planner.accuracy.kv_capacity_points import KV_CSV, kv_table
 from planner.accuracy.profile_fit import applicable_profile, fit_user_profile, profile_yaml
 from planner.accuracy.published_points import MEASUREMENTS_CSVS
 from planner.accuracy.user_points import CSV_COLUMNS, parse_upload
 from planner.accuracy.validation import (
-    KV_CSV,
     coverage_table,
     error_summary,
-    kv_table,
     out_of_sample_summary,
     overall,
     pair_status,

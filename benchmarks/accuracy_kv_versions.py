@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import statistics
 
-from planner.accuracy.validation import KV_CSV, KV_ROWS, kv_versions, predicted_blocks
+from planner.accuracy.kv_capacity_points import KV_CSV, KV_ROWS, kv_versions, predicted_blocks
 from planner.memory.vllm_pool import vllm_era
 
 

@@ -14,7 +14,7 @@ Rows (every one a prediction the fit never saw):
   - published points (static batch, single request; data/measurements/published_points*.csv) predicted by a fit
     that left their GPU family out (LOFO): group decode -> tpot, prefill -> ttft, throughput -> throughput or e2e
     (a rate in tokens/s enters as the inverse ratio of the time it measures);
-  - vLLM's KV capacity logs (planner.accuracy.validation.kv_table: GPU blocks under the log's vLLM version).
+  - vLLM's KV capacity logs (planner.accuracy.kv_capacity_points.kv_table: GPU blocks under the log's vLLM version).
 A family is (engine, model class, GPU generation, metric); every coarser family (a key replaced by "*") is written
 too, so planner.accuracy.bands can fall back. Output is sorted and rounded: the same inputs give the same bytes.
 """
@@ -31,8 +31,8 @@ import yaml
 
 from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
 from planner.accuracy.bands import ANY, BANDS_PATH, generation, model_class
+from planner.accuracy.kv_capacity_points import kv_table
 from planner.accuracy.names import resolve_model
-from planner.accuracy.validation import kv_table
 from planner.core.catalog import get_gpu, get_model
 from planner.core.paths import measurements_dir
 

@@ -8,16 +8,14 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
+from planner.accuracy.kv_capacity_points import KV_ROWS, kv_table, predicted_blocks
 from planner.accuracy.published_points import MEASUREMENTS_CSV, NEEDS_SIMULATOR, evaluate, load_points
 from planner.accuracy.validation import (
-    KV_ROWS,
     coverage_table,
     error_summary,
-    kv_table,
     overall,
     pair_status,
     points_table,
-    predicted_blocks,
     read_point_rows,
     summary_dict,
 )
@@ -70,7 +68,7 @@ def test_kv_rows_match_the_capacity_test_mapping():
     from test_vllm_capacity import ROWS
     from test_vllm_capacity import predicted_blocks as test_predicted_blocks
 
-    assert KV_ROWS == ROWS  # one mapping: the test could import planner.accuracy.validation.KV_ROWS instead
+    assert KV_ROWS == ROWS  # one mapping: the test could import planner.accuracy.kv_capacity_points.KV_ROWS instead
     assert predicted_blocks("B03") == test_predicted_blocks("B03")
 
 

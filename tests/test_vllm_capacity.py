@@ -11,8 +11,8 @@ import statistics
 
 import pytest
 
-from planner.accuracy.validation import KV_ROWS as ROWS
-from planner.accuracy.validation import kv_versions, predicted_blocks
+from planner.accuracy.kv_capacity_points import KV_ROWS as ROWS
+from planner.accuracy.kv_capacity_points import kv_versions, predicted_blocks
 from planner.core.paths import measurements_dir
 from planner.memory.vllm_pool import vllm_era
 
