@@ -18,7 +18,8 @@ from planner.core.scenario import Scenario, resolve, with_engine
 from planner.core.workload import PROFILES, TrafficSpec
 from planner.sim.policies import describe
 from planner.sim.records import request_frame, step_frame
-from planner.sim.serving import Replica, result_summary, run_serving
+from planner.sim.run_summary import result_summary
+from planner.sim.serving import Replica, run_serving
 from planner.sim.settings import ServerSettings
 from planner.traffic.generators import ARRIVAL_PROCESSES
 from planner.traffic.profiles import mean_lengths, profile_workload

@@ -12,7 +12,8 @@ import time
 import tracemalloc
 
 from planner.core.scenario import Scenario, resolve
-from planner.sim.serving import Replica, result_summary, run_serving
+from planner.sim.run_summary import result_summary
+from planner.sim.serving import Replica, run_serving
 from planner.traffic.generators import open_loop
 from planner.traffic.traces import load_trace
 

@@ -13,8 +13,9 @@ from planner.core.scenario import Scenario, resolve
 from planner.sim.config import ConstantStepCost, LinearStepCost, scheduler_config
 from planner.sim.policies import POLICY_NAMES
 from planner.sim.records import REJECT_TOO_LONG
+from planner.sim.run_summary import result_summary
 from planner.sim.serving import Replica as ServingReplica
-from planner.sim.serving import result_summary, run_serving, scheduler_config_for
+from planner.sim.serving import run_serving, scheduler_config_for
 from planner.sim.settings import ServerSettings
 from planner.sim.simulator import Replica, simulate
 from planner.traffic.generators import closed_loop, open_loop

@@ -15,15 +15,8 @@ from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
 from planner.memory.plan import plan_memory
-from planner.sim.serving import (
-    DecodeRunCost,
-    Replica,
-    result_summary,
-    run_serving,
-    scheduler_config_for,
-    steady_rates,
-    step_cost_for,
-)
+from planner.sim.run_summary import result_summary, steady_rates
+from planner.sim.serving import DecodeRunCost, Replica, run_serving, scheduler_config_for, step_cost_for
 from planner.traffic.generators import open_loop
 from planner.traffic.profiles import profile_workload, trace_window
 from planner.traffic.traces import load_trace

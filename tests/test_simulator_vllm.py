@@ -16,7 +16,8 @@ from planner.memory.plan import plan_memory
 from planner.memory.sliding_window import sliding_window_blocks
 from planner.sim.config import ConstantStepCost, LinearStepCost
 from planner.sim.records import REJECT_QUEUE_FULL, REJECT_TOO_LONG, summary
-from planner.sim.serving import Replica, draft_cost_for, result_summary, run_serving, scheduler_config_for
+from planner.sim.run_summary import result_summary
+from planner.sim.serving import Replica, draft_cost_for, run_serving, scheduler_config_for
 from planner.sim.settings import SpecDecoding
 from planner.sim.simulator import simulate
 from planner.traffic.generators import open_loop

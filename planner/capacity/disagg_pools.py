@@ -40,7 +40,8 @@ from planner.memory import sizes as memory
 from planner.memory.plan import plan_memory
 from planner.memory.vllm_pool import blocks_per_request
 from planner.sim.records import latencies
-from planner.sim.serving import Replica, run_serving, steady_rates
+from planner.sim.run_summary import steady_rates
+from planner.sim.serving import Replica, run_serving
 from planner.sim.settings import ServerSettings
 from planner.traffic.workload import Workload
 

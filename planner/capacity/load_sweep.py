@@ -28,7 +28,8 @@ from planner.core.errors import InputError
 from planner.core.workload import SLO
 from planner.latency.perf_model import PerfModel
 from planner.sim.records import ServingSummary, SimResult, meets_slo
-from planner.sim.serving import Replica, flat_row, result_summary, run_serving
+from planner.sim.run_summary import flat_row, result_summary
+from planner.sim.serving import Replica, run_serving
 from planner.traffic.generators import closed_loop, open_loop
 from planner.traffic.profiles import mean_lengths
 

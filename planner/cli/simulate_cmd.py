@@ -16,7 +16,8 @@ from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_a
 from planner.cli.work_budget import check_workload
 from planner.core.errors import InputError
 from planner.sim.records import LatencyStats, ServingSummary
-from planner.sim.serving import Replica, benchmark_clients, result_summary, run_serving
+from planner.sim.run_summary import result_summary
+from planner.sim.serving import Replica, benchmark_clients, run_serving
 from planner.sim.settings import ServerSettings
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, closed_loop, open_loop, pooled_prompts
 from planner.traffic.sessions import sessions

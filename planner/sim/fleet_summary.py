@@ -14,7 +14,7 @@ import numpy as np
 
 from planner.sim.fleet import FleetResult
 from planner.sim.records import LatencyStats, ServingSummary, latencies, stats, summary
-from planner.sim.serving import LATENCY_KEYS, _clean, result_summary, steady_rates
+from planner.sim.run_summary import LATENCY_KEYS, _clean, result_summary, steady_rates
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,7 @@ class LatencyStats:
 
 @dataclass(frozen=True)
 class ServingSummary:
-    """Headline figures of one run (planner.sim.serving.result_summary): the `simulate --json` contract, in order.
+    """Headline figures of one run (planner.sim.run_summary.result_summary): the `simulate --json` contract, in order.
 
     Seconds, tokens and requests; fractions in 0..1; None where a figure is undefined (no finished request)."""
 
