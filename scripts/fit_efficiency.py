@@ -252,8 +252,10 @@ def fit_engine(
     # without serving rows nothing measures the frontend or the clients' waves: those constants stay out of the
     # simplex (at their priors, where their prior terms are exactly 0, so such an engine's fit is the one without
     # them) and are recorded as 0; SERVING_IDENTIFIED ones stay at their lower bound, as recorded
-    fixed = {} if traces else {name: math.log(pri[name][0]) for name in SERVING_ONLY}
-    fixed |= {} if traces else {name: math.log(pri[name][2]) for name in SERVING_IDENTIFIED}
+    fixed = {}
+    if not traces:
+        fixed = {name: math.log(pri[name][0]) for name in SERVING_ONLY}
+        fixed |= {name: math.log(pri[name][2]) for name in SERVING_IDENTIFIED}
     free = [name for name in pri if name not in fixed]
 
     def full(v):

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from planner.sim.fleet import FleetResult
-from planner.sim.records import LatencyStats, ServingSummary, latencies, stats, summary
-from planner.sim.run_summary import LATENCY_KEYS, _clean, result_summary, steady_rates
+from planner.sim.records import LatencyStats, ServingSummary, latencies, summary
+from planner.sim.run_summary import _clean, latency_stats, result_summary, steady_rates
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,7 @@ def fleet_summary(res: FleetResult, slo_ttft_s: float | None = None, slo_tpot_s:
     offered, served = steady_rates(fleet)
     per_replica = tuple(result_summary(r, slo_ttft_s, slo_tpot_s) for r in res.replicas)
     out = dict(
-        **{
-            key: LatencyStats(**{k: _clean(v) for k, v in stats(lat[src]).items()}) for key, src in LATENCY_KEYS.items()
-        },
+        **latency_stats(lat),
         router=res.router,
         num_replicas=len(res.replicas),
         throughput_tokens_per_s=flat["throughput_tokens_per_s"],

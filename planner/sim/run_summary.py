@@ -24,6 +24,13 @@ def _clean(value):
     return value
 
 
+def latency_stats(lat: dict) -> dict[str, LatencyStats]:
+    """The summary's latency keys (LATENCY_KEYS) as mean, p50, p95, p99 of `lat` (planner.sim.records.latencies)."""
+    return {
+        key: LatencyStats(**{k: _clean(v) for k, v in stats(lat[src]).items()}) for key, src in LATENCY_KEYS.items()
+    }
+
+
 def steady_rates(res: SimResult, lo_q: float = 0.1, hi_q: float = 0.9) -> tuple[float | None, float | None]:
     """(arrivals/s, completions/s) over the window between the 10th and 90th percentile arrival times.
 
@@ -49,9 +56,7 @@ def result_summary(res: SimResult, slo_ttft_s: float | None = None, slo_tpot_s: 
     cfg = res.config
     offered, served = steady_rates(res)
     out = dict(
-        **{
-            key: LatencyStats(**{k: _clean(v) for k, v in stats(lat[src]).items()}) for key, src in LATENCY_KEYS.items()
-        },
+        **latency_stats(lat),
         throughput_tokens_per_s=flat["throughput_tokens_per_s"],
         throughput_requests_per_s=flat["throughput_requests_per_s"],
         offered_requests_per_s=offered,
