@@ -33,6 +33,10 @@ from planner.traffic.generators import open_loop, repeated_prompts
 OPEN_LOOP_REQUESTS = 300  # requests simulated for a run at a request rate (the mean settles within a few hundred)
 MEASURED_ROUNDS = 2  # requests per user measured after the warm-up round (aiperf measures 20; the mean settles by 2)
 WARMUP_ROUNDS = 1  # requests per user discarded first (aiperf: --warmup-request-count 2N)
+# requests per user simulated after the measured ones and not measured: they keep N in flight while the last measured
+# requests run (a benchmark's 10-20 rounds drain only in the last one; a simulation of 3 rounds would drain in half
+# its measured window: the last round's requests would decode beside ever fewer others, and see fewer prefills)
+TRAILING_ROUNDS = 1
 
 
 @dataclass(frozen=True)
@@ -70,11 +74,13 @@ class ServingPoint:
         return clients_per_rank(self.concurrency, self.dp)
 
     @property
-    def rounds(self) -> tuple[int, int, int]:
-        """(clients, requests simulated, warm-up requests) of the simulated rank's closed loop: WARMUP_ROUNDS
-        requests per client discarded, MEASURED_ROUNDS averaged."""
+    def rounds(self) -> tuple[int, int, int, int]:
+        """(clients, requests simulated, first measured, first after the measured) of the simulated rank's closed
+        loop: WARMUP_ROUNDS requests per client discarded, MEASURED_ROUNDS averaged, TRAILING_ROUNDS run after them
+        (request j is client j mod N's (j // N)-th request)."""
         users = self.clients_per_rank
-        return users, users * (WARMUP_ROUNDS + MEASURED_ROUNDS), users * WARMUP_ROUNDS
+        warmup, end = users * WARMUP_ROUNDS, users * (WARMUP_ROUNDS + MEASURED_ROUNDS)
+        return users, end + users * TRAILING_ROUNDS, warmup, end
 
     def settings(self, r: Resolved, seed: int = 0) -> ServerSettings:
         """How the run launched its engine: aiconfigurator's benchmark rules for its rows, else the scenario's own."""
@@ -118,8 +124,9 @@ class ServingPrediction:
 def predict(p: ServingPoint, seed: int = 0) -> ServingPrediction:
     """Mean TTFT and TPOT of the measured requests of N benchmark clients (`simulate --users N --think-time 0`:
     planner.sim.serving.benchmark_clients). Steady state: WARMUP_ROUNDS requests per user discarded, the next
-    MEASURED_ROUNDS averaged; the engine profile's wave_fraction φ of them arrive in waves, so the steady means are
-    (1 − φ) × those of clients spread out + φ × those of clients in lockstep. A row whose client is known
+    MEASURED_ROUNDS averaged, TRAILING_ROUNDS simulated after them so that they run at N in flight; the engine
+    profile's wave_fraction φ of them arrive in waves, so the steady means are (1 − φ) × those of clients spread out
+    + φ × those of clients in lockstep. A row whose client is known
     (p.protocol, planner.accuracy.bench_protocol) measured R rounds of N starting with a burst of N on an idle
     server: its means are (burst round + (R − 1) × steady) / R, the burst round being the first round of the
     lockstep simulation."""
@@ -150,19 +157,20 @@ def _predict(r: Resolved, p: ServingPoint, seed: int, wave: bool) -> ServingPred
     prompt, output = length_specs(p)
     if p.request_rate:  # a client sending at a rate: Poisson arrivals (vllm bench serve --request-rate default)
         n, warmup = OPEN_LOOP_REQUESTS, 0
+        end = n
         wl = open_loop(n, p.request_rate, prompt, output, "poisson", 1.0, seed=seed)
     else:
-        users, n, warmup = p.rounds
+        users, n, warmup, end = p.rounds
         wl = benchmark_clients(r, users, n, prompt, output, seed, wave=wave)
     rep = Replica(r, p.settings(r, seed))
     res = run_serving(rep, client_prompts(p, rep, wl, seed))
     lat = latencies(res)
     done = np.flatnonzero(res.requests.finished)
-    keep = done >= warmup  # closed loop: request j is user j mod N's (j // N)-th request
+    keep = (done >= warmup) & (done < end)  # closed loop: request j is user j mod N's (j // N)-th request
     if not keep.any():
         raise InputError("concurrency", "no measured request finished in the simulation")
     ttft, tpot = lat["ttft_s"][keep], lat["tpot_s"][keep]
-    first = ~keep  # the first round: in the lockstep run, the burst of N on an idle server
+    first = done < warmup  # the first round: in the lockstep run, the burst of N on an idle server
     burst_ttft = 1e3 * float(np.nanmean(lat["ttft_s"][first])) if first.any() else np.nan
     burst_tpot = 1e3 * float(np.nanmean(lat["tpot_s"][first])) if first.any() else np.nan
     return ServingPrediction(1e3 * float(np.nanmean(ttft)), 1e3 * float(np.nanmean(tpot)), n, burst_ttft, burst_tpot)

@@ -36,7 +36,7 @@ from planner.accuracy.serving_points import ServingPoint, client_prompts, length
 from planner.core.errors import InputError
 from planner.latency.efficiency import EfficiencyProfile
 from planner.latency.perf_model import PerfModel
-from planner.sim.serving import CLIENT_TURNAROUND_S, Replica, run_serving
+from planner.sim.serving import CLIENT_TURNAROUND_S, Replica, cycle_s, run_serving
 from planner.traffic.generators import closed_loop
 
 KV_BINS = 6  # context-read bins per (tokens, sequences, starting requests) group
@@ -147,12 +147,12 @@ def _steps(
     p: ServingPoint, r, pm: PerfModel, seed: int, wave: bool, first_round: bool = False
 ) -> tuple[Steps, Steps | None]:
     """The run's steps weighed by its measured rounds, and (`first_round`) by its first (warm-up) round."""
-    users, n, warmup = p.rounds
+    users, n, warmup, end = p.rounds
     # the clients' timing under the profile being traced (benchmark_clients reads data/efficiency.yaml's)
     prompt, output = length_specs(p)
     first_wl = closed_loop(users, n, 0.0, prompt, output, "fixed", seed)
     mean_in, mean_out = float(first_wl.prompt_tokens.mean()), float(first_wl.output_tokens.mean())
-    spread = 0.0 if wave else _drift(pm, users, mean_in, mean_out)
+    spread = 0.0 if wave else cycle_s(pm, users, mean_in, mean_out)
     turn = CLIENT_TURNAROUND_S + pm.request_path_s
     wl = closed_loop(users, n, turn, prompt, output, "fixed", seed, spread)
     rep = Replica(r, p.settings(r, seed))
@@ -168,7 +168,7 @@ def _steps(
     starting = np.rint((dt - rows[:, 4]) / ro) if ro > 0 else np.zeros(len(dt))
     req = res.requests
     done = np.flatnonzero(req.finished)
-    keep = done[done >= warmup]
+    keep = done[(done >= warmup) & (done < end)]
     if not len(keep):
         raise InputError("concurrency", "no measured request finished in the simulation")
 
@@ -185,13 +185,6 @@ def _steps(
         return weighed(keep), None
     first = done[done < warmup]
     return weighed(keep), weighed(first if len(first) else keep)
-
-
-def _drift(pm: PerfModel, users: int, prompt: float, output: float) -> float:
-    """planner.sim.serving.drifted_start_s under `pm`'s profile."""
-    return float(pm.prefill(1, prompt).total_s) + max(output - 1, 0) * float(
-        pm.decode(users, prompt + output / 2).total_s
-    )
 
 
 def _window_weights(t0: np.ndarray, dt: np.ndarray, lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> np.ndarray:

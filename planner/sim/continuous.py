@@ -12,13 +12,14 @@ load). Step times come from the roofline model (planner.latency.perf_model.PerfM
 efficiency profile: the same one the static-batch estimate and the capacity search use.
 
 The B clients are benchmark clients (planner.sim.serving.benchmark_clients): each next request reaches the engine a
-client turnaround after the reply, during the following step; they start spread over one request's duration
+client turnaround after the reply, during the following step; they start spread over one client's cycle
 (benchmark clients start together but drift apart within the warm-up, and started together a deterministic
 simulation of equal requests would stay in lockstep, every TTFT waiting for a whole wave of B prefills).
 Reported as the benchmark does (mean and p95 of per-request TTFT, TPOT = (e2e − TTFT) / (N − 1), end-to-end), over
 the steady part of the run: the first B requests (the clients ramping up) and the last B (the concurrency
-draining) are left out. Requests/s per replica = B / mean end-to-end (Little's law: the closed loop
-keeps exactly B requests in the system); throughput = that × output tokens × replicas.
+draining) are left out, and the batch's mean size is taken over the same part. Requests/s per replica = B / mean
+end-to-end (Little's law: the closed loop keeps exactly B requests in the system); throughput = that × output tokens
+× replicas.
 
 Left out: network and detokenisation time beyond the client turnaround, and B above max_num_seqs queueing in the server
 (the simulator queues them: TTFT then includes that wait, as vLLM's does).
@@ -72,6 +73,16 @@ def _steady(values: np.ndarray, b: int) -> np.ndarray:
     return values[b:-b] if len(values) > 3 * b else values
 
 
+def _steady_running(steps, arrivals: np.ndarray, b: int) -> float:
+    """Requests in the batch, time-weighted over the steps from the first steady request's arrival to the first
+    draining one's (`arrivals` sorted; all steps when too few requests remain, as `_steady`)."""
+    weights = np.asarray(steps.duration_s, dtype=float)
+    if len(arrivals) > 3 * b:
+        t = np.asarray(steps.time_s, dtype=float)
+        weights = weights * ((t >= arrivals[b]) & (t < arrivals[-b]))
+    return float(np.average(steps.num_running, weights=weights)) if weights.sum() else 0.0
+
+
 def continuous(r: Resolved, concurrency: int, input_tokens: int, output_tokens: int) -> ContinuousEstimate:
     """Simulate B clients with one request each in flight (module note) and report the steady state."""
     if concurrency < 1:
@@ -103,7 +114,7 @@ def continuous(r: Resolved, concurrency: int, input_tokens: int, output_tokens: 
         tokens_per_s_per_user=1.0 / tpot if tpot > 0 else 0.0,
         throughput_tokens_per_s=reps * rps * output_tokens,
         requests_per_s=reps * rps,
-        mean_running=float(np.average(steps.num_running, weights=steps.duration_s)) if steps.duration_s.sum() else 0.0,
+        mean_running=_steady_running(steps, np.sort(res.requests.arrival_s[res.requests.finished]), b),
         preemptions=int(res.requests.num_preemptions.sum()),
         capped_by_max_num_seqs=b > r.deployment.max_num_seqs,
         num_requests=n,

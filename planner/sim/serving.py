@@ -182,7 +182,7 @@ def benchmark_clients(
 
 def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens: float) -> float:
     """Seconds over which N zero-think closed-loop users' first requests are spread (generators.closed_loop
-    stagger_s): one request's duration with N in flight, prefill(1 prompt) + (output − 1) × decode(N at mid context).
+    stagger_s): one user's cycle in the drifted state (`cycle_s`).
 
     What benchmark clients do: `vllm bench serve --max-concurrency N` (vllm-project/vllm vllm/benchmarks/serve.py)
     creates every request task at once (request rate inf) behind an asyncio.Semaphore(N), so N requests start
@@ -194,18 +194,33 @@ def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens
     others' decodes, each TPOT carries the others' prefill chunks. With equal lengths and no think time a
     deterministic simulation started together would stay in lockstep instead (Llama-3.1-70B FP8 on 2 x H200, 4
     users, 1024/1024 tokens: 388 ms TTFT in lockstep, 106 ms spread; vLLM measured 121 ms, aiconfigurator's split).
-    The simulator therefore assumes the drifted state here: starts spread evenly over one request's duration, the
-    first request of each user discarded as warm-up by the callers that compare with a benchmark. Not every run
-    drifts: aiperf's `--concurrency` alone is its burst mode (ai-dynamo/aiperf docs/benchmark_modes/
-    timing-modes-reference.md: "as fast as possible within concurrency limits", all N sent at once), and equal
-    requests started in one step finish in one step, so a wave re-forms each round unless jitter breaks it
-    (TensorRT-LLM, Llama-3.1-70B FP8 on one H200, 4 users of 1,024 tokens: 562 ms TTFT, four ~140 ms prefills back
-    to back). `benchmark_clients(wave=True)` starts the clients together instead; `validate` weighs the two runs
-    with the engine profile's fitted wave_fraction (planner.accuracy.serving_points.predict)."""
-    pm = PerfModel(r)
-    prefill = float(pm.prefill(1, prompt_tokens).total_s)
-    decode = float(pm.decode(users, prompt_tokens + output_tokens / 2).total_s)
-    return prefill + max(output_tokens - 1, 0) * decode
+    The simulator therefore assumes the drifted state here: starts spread evenly over one cycle, the first request
+    of each user discarded as warm-up by the callers that compare with a benchmark. Not every run drifts: aiperf's
+    `--concurrency` alone is its burst mode (ai-dynamo/aiperf docs/benchmark_modes/timing-modes-reference.md: "as
+    fast as possible within concurrency limits", all N sent at once), and equal requests started in one step finish
+    in one step, so a wave re-forms each round unless jitter breaks it (TensorRT-LLM, Llama-3.1-70B FP8 on one H200,
+    4 users of 1,024 tokens: 562 ms TTFT, four ~140 ms prefills back to back). `benchmark_clients(wave=True)` starts
+    the clients together instead; `validate` weighs the two runs with the engine profile's fitted wave_fraction
+    (planner.accuracy.serving_points.predict)."""
+    return cycle_s(PerfModel(r), users, prompt_tokens, output_tokens)
+
+
+def cycle_s(pm: PerfModel, users: int, prompt_tokens: float, output_tokens: float) -> float:
+    """One zero-think benchmark user's cycle when N users are spread out: its reply's output − 1 decode steps at N
+    in flight, every user's prompt once (each of the N prompts of a cycle lengthens the step it runs in by its
+    prefill's cost beside N − 1 decodes), and the turnaround outside the steps (CLIENT_TURNAROUND_S and the request
+    path). Spreading the first requests over less than this sends them faster than the replica serves them in the
+    drifted state: a queue forms in the first round and, with equal lengths, the requests it groups finish
+    together and keep arriving together (TensorRT-LLM, Qwen3-32B FP8 on 4 x H100, 64 users of 1,024 / 128 tokens:
+    spread over prefill + 127 decode steps, 1.5 s, the run re-formed waves of seven prompts; a cycle is 2.9 s)."""
+    ctx = prompt_tokens + output_tokens / 2
+    decode = float(pm.decode(users, ctx).total_s)
+    others = max(users - 1, 0)
+    pairs = others * (ctx + 1) + prompt_tokens * (prompt_tokens + 1) / 2
+    beside = float(pm.step(others + prompt_tokens, users, others * ctx, pairs).total_s)
+    prompt_cost = beside - (float(pm.decode(others, ctx).total_s) if others else 0.0)
+    prompt_cost += pm.request_overhead_s
+    return max(output_tokens - 1, 0) * decode + users * prompt_cost + CLIENT_TURNAROUND_S + pm.request_path_s
 
 
 def run_by(r: Resolved, settings: ServerSettings) -> Resolved:

@@ -200,8 +200,8 @@ def closed_loop(
     Benchmark clients (`vllm bench serve --max-concurrency N`, aiperf/GenAI-Perf `--concurrency N`) launch N
     requests together, but with zero think time and fixed lengths a deterministic simulation would keep them in
     lockstep for ever (every TTFT waiting for a whole wave of prefills), while on a real server they drift apart
-    within the warm-up (see planner.sim.serving.drifted_start_s): spreading them over one request's duration starts
-    the run in that drifted state."""
+    within the warm-up (see planner.sim.serving.drifted_start_s): spreading them over one user's cycle (its request
+    at N in flight, the others' prompts and the turnaround) starts the run in that drifted state."""
     _check_positive("num_users", num_users, integer=True)
     _check_positive("num_requests", num_requests, integer=True)
     _check_at_most("num_users", num_users, MAX_USERS)
