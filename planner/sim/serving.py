@@ -167,7 +167,7 @@ def benchmark_clients(
     r: Resolved, users: int, num_requests: int, prompt, output, seed: int = 0, wave: bool = False
 ) -> Workload:
     """N benchmark clients (`--max-concurrency N`, aiperf `--concurrency N`): a closed loop whose next request
-    follows a reply after CLIENT_TURNAROUND_S, the clients started spread over one request (drifted_start_s), or,
+    follows a reply after CLIENT_TURNAROUND_S, the clients started spread over one cycle (drifted_start_s), or,
     with `wave`, all at once (the lockstep a benchmark keeps when nothing spreads its clients: the profile's
     wave_fraction weighs the two, planner.accuracy.serving_points.predict)."""
     # the next request reaches the engine after the client's turnaround and its path outside the steps (the frontend's
