@@ -52,6 +52,9 @@ from planner.sim.serving import CLIENT_TURNAROUND_S
 
 WARMUP_ROUNDS = 2  # aiperf --warmup-request-count 2N: each client's first two requests
 MEASURED_ROUNDS = 4  # aiperf measures 20N; the means of a deterministic loop settle within a few rounds
+# rounds simulated after the measured ones and not measured, so that the last measured round runs at C in flight (a
+# closed loop's last round drains: nobody replaces a client that finishes; planner.accuracy.serving_points likewise)
+TRAILING_ROUNDS = 1
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ def simulate_benchmark(
     p_busy = [False] * n_p
     limit = max(1, min(decode_batch, decode_kv_limit(rd, input_tokens, output_tokens)))
     d_ranks = [_DecodeRank(step_s, limit, steps) for _ in range(n_d)]
-    rounds = warmup_rounds + measured_rounds
+    rounds = warmup_rounds + measured_rounds + TRAILING_ROUNDS
     # per request: [client, round, sent, prefill start, decode arrival, decode join, first token, end, batch]
     reqs: list[list[float]] = []
     events: list = []
@@ -202,7 +205,7 @@ def simulate_benchmark(
         tp = (rows[:, 7] - rows[:, 6]) / max(output_tokens - 1, 1)
         return float((rows[:, 6] - rows[:, 2] + path_s + lag * tp).mean()), float(tp.mean())
 
-    arr = np.array([r for r in reqs if r[1] >= warmup_rounds])
+    arr = np.array([r for r in reqs if warmup_rounds <= r[1] < warmup_rounds + measured_rounds])
     ttft_s, tpot_s = means(arr)
     if burst_of > 0:
         first = means(np.array([r for r in reqs if r[1] == 0]))
