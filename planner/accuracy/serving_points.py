@@ -26,17 +26,13 @@ from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
 from planner.sim.records import latencies
-from planner.sim.serving import Replica, benchmark_clients, run_serving
+from planner.sim.serving import TRAILING_ROUNDS, Replica, benchmark_clients, run_serving
 from planner.sim.settings import ServerSettings
 from planner.traffic.generators import open_loop, repeated_prompts
 
 OPEN_LOOP_REQUESTS = 300  # requests simulated for a run at a request rate (the mean settles within a few hundred)
 MEASURED_ROUNDS = 2  # requests per user measured after the warm-up round (aiperf measures 20; the mean settles by 2)
 WARMUP_ROUNDS = 1  # requests per user discarded first (aiperf: --warmup-request-count 2N)
-# requests per user simulated after the measured ones and not measured: they keep N in flight while the last measured
-# requests run (a benchmark's 10-20 rounds drain only in the last one; a simulation of 3 rounds would drain in half
-# its measured window: the last round's requests would decode beside ever fewer others, and see fewer prefills)
-TRAILING_ROUNDS = 1
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,7 @@ from planner.accuracy.serving_points import ServingPoint, client_prompts, length
 from planner.core.errors import InputError
 from planner.latency.efficiency import EfficiencyProfile
 from planner.latency.perf_model import PerfModel
-from planner.sim.serving import CLIENT_TURNAROUND_S, Replica, cycle_s, run_serving
-from planner.traffic.generators import closed_loop
+from planner.sim.serving import Replica, benchmark_clients, run_serving
 
 KV_BINS = 6  # context-read bins per (tokens, sequences, starting requests) group
 
@@ -148,13 +147,8 @@ def _steps(
 ) -> tuple[Steps, Steps | None]:
     """The run's steps weighed by its measured rounds, and (`first_round`) by its first (warm-up) round."""
     users, n, warmup, end = p.rounds
-    # the clients' timing under the profile being traced (benchmark_clients reads data/efficiency.yaml's)
     prompt, output = length_specs(p)
-    first_wl = closed_loop(users, n, 0.0, prompt, output, "fixed", seed)
-    mean_in, mean_out = float(first_wl.prompt_tokens.mean()), float(first_wl.output_tokens.mean())
-    spread = 0.0 if wave else cycle_s(pm, users, mean_in, mean_out)
-    turn = CLIENT_TURNAROUND_S + pm.request_path_s
-    wl = closed_loop(users, n, turn, prompt, output, "fixed", seed, spread)
+    wl = benchmark_clients(r, users, n, prompt, output, seed, wave=wave, pm=pm)  # timed under the traced profile
     rep = Replica(r, p.settings(r, seed))
     cost = RecordingCost(pm)
     rep.__dict__["step_cost"] = cost  # the replica's cached step cost, replaced before first use

@@ -48,13 +48,10 @@ from planner.capacity.disagg_layout import (
 from planner.capacity.disagg_pools import decode_kv_limit, decode_step_s, kv_link, visible_transfer_s
 from planner.core.scenario import Scenario
 from planner.latency.perf_model import PerfModel
-from planner.sim.serving import CLIENT_TURNAROUND_S
+from planner.sim.serving import CLIENT_TURNAROUND_S, TRAILING_ROUNDS
 
 WARMUP_ROUNDS = 2  # aiperf --warmup-request-count 2N: each client's first two requests
 MEASURED_ROUNDS = 4  # aiperf measures 20N; the means of a deterministic loop settle within a few rounds
-# rounds simulated after the measured ones and not measured, so that the last measured round runs at C in flight (a
-# closed loop's last round drains: nobody replaces a client that finishes; planner.accuracy.serving_points likewise)
-TRAILING_ROUNDS = 1
 
 
 @dataclass(frozen=True)

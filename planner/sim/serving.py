@@ -163,20 +163,35 @@ def step_cost_for(r: Resolved) -> DecodeRunCost:
 CLIENT_TURNAROUND_S = 0.002
 
 
+# rounds of N requests a benchmark's simulation runs after the ones it measures, unmeasured: a closed loop's last round
+# drains (nobody replaces a client that finishes, so its requests decode beside ever fewer others), while a benchmark
+# measures 10-20 rounds and only its last drains (planner.accuracy.serving_points, planner.capacity.disagg_benchmark)
+TRAILING_ROUNDS = 1
+
+
 def benchmark_clients(
-    r: Resolved, users: int, num_requests: int, prompt, output, seed: int = 0, wave: bool = False
+    r: Resolved,
+    users: int,
+    num_requests: int,
+    prompt,
+    output,
+    seed: int = 0,
+    wave: bool = False,
+    pm: PerfModel | None = None,
 ) -> Workload:
     """N benchmark clients (`--max-concurrency N`, aiperf `--concurrency N`): a closed loop whose next request
     follows a reply after CLIENT_TURNAROUND_S, the clients started spread over one cycle (drifted_start_s), or,
     with `wave`, all at once (the lockstep a benchmark keeps when nothing spreads its clients: the profile's
-    wave_fraction weighs the two, planner.accuracy.serving_points.predict)."""
+    wave_fraction weighs the two, planner.accuracy.serving_points.predict). `pm`: the step-time model the timing
+    follows (None: the scenario's, under data/efficiency.yaml)."""
+    pm = pm or PerfModel(r)
     # the next request reaches the engine after the client's turnaround and its path outside the steps (the frontend's
     # hop and its prompt pass's host dispatch: PerfModel.request_path_s, which the summary adds back to TTFT and
     # end-to-end as the client measures them)
-    turnaround = CLIENT_TURNAROUND_S + PerfModel(r).request_path_s
+    turnaround = CLIENT_TURNAROUND_S + pm.request_path_s
     first = closed_loop(users, num_requests, turnaround, prompt, output, "fixed", seed)
     mean_in, mean_out = float(first.prompt_tokens.mean()), float(first.output_tokens.mean())
-    spread = 0.0 if wave else drifted_start_s(r, users, mean_in, mean_out)
+    spread = 0.0 if wave else cycle_s(pm, users, mean_in, mean_out)
     return closed_loop(users, num_requests, turnaround, prompt, output, "fixed", seed, spread)
 
 
