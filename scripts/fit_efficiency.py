@@ -20,7 +20,7 @@ Two stages, so that constants transfer across GPUs (and a step between them for 
      a larger draw, FAMILY_PER_STRATUM per stratum.
 
 An engine without points (SGLang: its published points are all served at a request rate) gets the per-constant
-median of the user engines' defaults, status "estimated". Optimiser: Nelder-Mead in log space (numpy only),
+median of the user engines' defaults in log space, status "estimated". Optimiser: Nelder-Mead in log space (numpy only),
 deterministic, so a rerun reproduces data/efficiency.yaml byte for byte.
 """
 
@@ -339,19 +339,23 @@ def fit_family(
     return nelder_mead(f, np.zeros(2), step=0.1, iters=iters)
 
 
-# the request path's fixed costs: scales that differ by an order of magnitude or more between engines (a frontend of
-# 7 ms under TensorRT-LLM, 14 ms under vLLM, over 200 ms under SGLang in one fit), so their middle is taken in log
-# space; with two engines the arithmetic median is their mean, which the largest sets
-REQUEST_PATH_FIELDS = ("frontend_latency_s", "eager_kernel_s", "request_overhead_s")
+# constants that are fractions of a ceiling (bounded by 1): `estimated` takes their plain median; the others are scales
+# that differ by factors between engines (a frontend of 15 ms under vLLM, 23 ms under TensorRT-LLM, 188 ms under
+# SGLang; a step overhead of 0.42 / 0.68 / 3.2 ms), whose middle is taken in log space
+FRACTION_FIELDS = tuple(f for f in FIT_FIELDS if f.endswith("_efficiency")) + ("wave_fraction",)
 
 
 def estimated(defaults: dict[str, EfficiencyProfile], note: str) -> EfficiencyProfile:
-    """Per-constant median of the given engines' defaults (an engine without points); the request path's fixed costs
-    (REQUEST_PATH_FIELDS) by their median in log space when all are positive."""
+    """Per-constant median of the given engines' defaults (an engine without points). The scales (fixed costs,
+    half-sizes, the output lag: every constant but the fractions of FRACTION_FIELDS) take it in log space when all are
+    positive, since engines differ by factors there: with an even count that is the two middle engines' geometric
+    mean, e.g. vLLM's 0.42 ms and SGLang's 3.2 ms step overhead give 1.15 ms, not 1.8 (2.7x TensorRT-LLM's own
+    0.68 ms). Fractions (efficiencies, wave_fraction), and a constant some engine records at 0 (no closed-loop rows),
+    take the plain median."""
     med = {}
     for f in FIT_FIELDS:
         values = np.array([getattr(p, f) for p in defaults.values()], dtype=float)
-        log_scale = f in REQUEST_PATH_FIELDS and bool(np.all(values > 0))
+        log_scale = f not in FRACTION_FIELDS and bool(np.all(values > 0))
         med[f] = float(np.exp(np.median(np.log(values)))) if log_scale else float(np.median(values))
     return EfficiencyProfile(**med, status="estimated", num_points=0, note=note)
 

@@ -217,3 +217,27 @@ def test_the_request_path_stage_recovers_a_known_request_path():
     assert fitted.eager_kernel_s == pytest.approx(3e-5, rel=0.5)
     unchanged = {k: v for k, v in start.model_dump().items() if k not in stage}
     assert {k: v for k, v in fitted.model_dump().items() if k not in stage} == unchanged
+
+
+def test_an_engine_without_points_takes_the_geometric_centre_of_the_others_scales():
+    # scripts.fit_efficiency.estimated: a scale (a fixed cost) differs by factors between engines, so its centre is
+    # taken in log space: two engines at 0.4 and 3.6 ms of step overhead give sqrt(0.4 × 3.6) = 1.2 ms (their
+    # arithmetic mean, 2.0 ms, is what a held-out engine used to inherit); a fraction (matmul_efficiency) takes the
+    # plain median, (0.5 + 0.8) / 2; so does a constant one engine records at 0 (no closed-loop rows: wave_fraction,
+    # frontend_latency_s); three engines give the middle one
+    from scripts import fit_efficiency as fe
+
+    base = fe.prior_profile()
+    zero = {"wave_fraction": 0.0, "frontend_latency_s": 0.0}
+    a = base.model_copy(update={"step_overhead_s": 4e-4, "matmul_efficiency": 0.5, **zero})
+    b = base.model_copy(
+        update={"step_overhead_s": 3.6e-3, "matmul_efficiency": 0.8, "wave_fraction": 0.5, "frontend_latency_s": 0.02}
+    )
+    two = fe.estimated({"a/default": a, "b/default": b}, "two")
+    assert two.step_overhead_s == pytest.approx(1.2e-3)
+    assert two.matmul_efficiency == pytest.approx(0.65)
+    assert two.wave_fraction == pytest.approx(0.25) and two.frontend_latency_s == pytest.approx(0.01)
+    assert two.status == "estimated" and two.num_points == 0
+    c = base.model_copy(update={"step_overhead_s": 1e-3, "matmul_efficiency": 0.7, "wave_fraction": 0.2})
+    three = fe.estimated({"a/default": a, "b/default": b, "c/default": c}, "three")
+    assert three.step_overhead_s == pytest.approx(1e-3) and three.matmul_efficiency == pytest.approx(0.7)
