@@ -86,6 +86,40 @@ def test_aiconfigurator_rows_map_onto_a_replica_or_give_their_reason():
     assert any("square" in n for n in sq.notes)
 
 
+def test_the_database_dumps_square_columns_read_as_the_files_ids_name_them():
+    # aiconfigurator's database dump holds InferenceMAX's runs without the layout in the id; its columns hold the same
+    # square as the files' rows whose id names it (tp_size 64 / attention_dp_size 64 with MoE 8 x 8 -> _tp8_ep8_): 8
+    # GPUs, experts by EP 8, DP attention when the DP column holds the 64. The same columns under aiperf (a genuine
+    # aiconfigurator layout of MoE TP x EP) stay "not modelled"
+    row = dict(
+        id="dsr1_b200_sglang_fp8_agg_1024x1024_c64_cfg87",
+        silicon_data_source="db-dump/2026-04-27; config_id=87; workflow_run_id=1",
+        backend="sglang",
+        model_path="deepseek-ai/DeepSeek-V3",
+        system="b200_sxm",
+        mode="agg",
+        precision="fp8",
+        isl="1024",
+        osl="1024",
+        batch_size="1",
+        tp_size="64",
+        attention_dp_size="1",
+        moe_tp_size="8",
+        moe_ep_size="8",
+        silicon_ttft_ms="300",
+        silicon_tpot_ms="12",
+    )
+    p = parse_row(row, 2)
+    assert (p.tp, p.dp, p.expert_parallel, p.concurrency, p.excluded) == (8, 1, True, 64, "")
+    assert any("square in the columns" in n and "8 GPUs" in n for n in p.notes)
+    dp = parse_row({**row, "tp_size": "1", "attention_dp_size": "64"}, 3)
+    assert (dp.tp, dp.dp, dp.expert_parallel, dp.excluded) == (1, 8, True, "")
+    four = parse_row({**row, "tp_size": "16", "moe_tp_size": "4", "moe_ep_size": "4"}, 4)
+    assert (four.tp, four.dp, four.expert_parallel) == (4, 1, True)
+    aiperf = parse_row({**row, "silicon_data_source": "source_file=x.csv", "batch_size": "8"}, 5)
+    assert "tensor (8) and by expert (8)" in aiperf.excluded
+
+
 def test_a_bad_measurement_names_its_row_and_column():
     row = dict(id="x", backend="vllm", model_path="meta-llama/Llama-3.1-8B", system="h100_sxm", mode="agg")
     row.update(isl="128", osl="128", batch_size="1", silicon_ttft_ms="-3", silicon_tpot_ms="5")

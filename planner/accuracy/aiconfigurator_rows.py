@@ -28,7 +28,9 @@ over the 20N measured requests, after 2N warm-up requests.
 - rows of `source_file=2026-04-06.csv` name their launch layout in the id (`_tp8_ep8_`) while the columns hold its
   square (tp_size 64 or attention_dp_size 64 with moe_tp_size 8 × moe_ep_size 8 on one 8-GPU node): there the id
   wins (8 GPUs; DP attention when attention_dp_size > 1, TP otherwise; experts by EP when ep = tp; the clients are
-  the id's `_cN_`), said in a note;
+  the id's `_cN_`), said in a note; the database dump's copies of InferenceMAX's runs hold the same square without
+  the layout in the id (tp_size or attention_dp_size g², moe g × g): read the same way, g GPUs with EP g
+  (`_square_columns`), said in a note;
 - the client that measured the row (planner.accuracy.bench_protocol): aiperf as above, or, for the rows of
   InferenceMAX's files and of the database dump (the same runs: bench_protocol's note), vLLM's benchmark_serving
   (10N prompts, lengths uniform in [0.8, 1] x ISL / OSL) with InferenceMAX's own launch (bench_rules); either way the
@@ -98,6 +100,15 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
         tp, dp = (1, gpus) if dp > 1 else (gpus, 1)
         moe_tp, moe_ep = (1, gpus) if ep == gpus else (gpus, 1)
         notes.append(f"layout read from the id (_tp{gpus}_ep{ep}_: {gpus} GPUs); its columns hold the square")
+    elif _square_columns(tp, dp, moe_tp, moe_ep) and protocol_of(row) is INFERENCEMAX:
+        concurrency = clients
+        gpus = moe_ep
+        tp, dp = (1, gpus) if dp > 1 else (gpus, 1)
+        moe_tp, moe_ep = 1, gpus
+        notes.append(
+            f"layout read from the square in the columns (TP × DP {gpus * gpus} = MoE {gpus} × {gpus}: {gpus} GPUs, "
+            f"experts by EP {gpus}), as InferenceMAX's runs whose id names it (_tp{gpus}_ep{gpus}_) hold it"
+        )
     if clients > concurrency and clients % concurrency == 0:
         notes.append(f"{clients} clients over {clients // concurrency} replicas: {concurrency} per replica")
     weights = WEIGHTS.get((row.get("gemm_quant_mode") or row.get("precision") or "").strip().lower(), "")
@@ -166,6 +177,14 @@ def _exclusion(p: ServingPoint, row: dict, moe_tp: int, moe_ep: int) -> str:
     if _is_moe(p.preset) and max(moe_tp, moe_ep) not in (1, p.tp * p.dp):
         return f"MoE group of {max(moe_tp, moe_ep)} GPUs differs from TP × DP = {p.tp * p.dp}: not modelled"
     return ""
+
+
+def _square_columns(tp: int, dp: int, moe_tp: int, moe_ep: int) -> bool:
+    """True for the columns InferenceMAX's runs of g GPUs with EP g hold (module note): TP × DP = g², MoE g × g. Its
+    files name that layout in the id (`_tp8_ep8_`: tp_size 64 or attention_dp_size 64, moe 8 × 8; `_tp4_ep4_`: 16,
+    4 × 4); the database dump's copies of the same runs (bench_protocol note) hold the same columns without it: all
+    62 of its square rows whose measured pair repeats a file row's repeat a `_tp{g}_ep{g}_` one."""
+    return moe_tp == moe_ep > 1 and tp * dp == moe_ep * moe_ep
 
 
 def _is_moe(preset: str) -> bool:
