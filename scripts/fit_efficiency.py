@@ -20,8 +20,8 @@ Two stages, so that constants transfer across GPUs (and a step between them for 
      a larger draw, FAMILY_PER_STRATUM per stratum.
 
 An engine without points (SGLang: its published points are all served at a request rate) gets the per-constant
-median of the user engines' defaults in log space, status "estimated". Optimiser: Nelder-Mead in log space (numpy only),
-deterministic, so a rerun reproduces data/efficiency.yaml byte for byte.
+median of the user engines' defaults (in log space for the scales), status "estimated". Optimiser: Nelder-Mead in
+log space (numpy only), deterministic, so a rerun reproduces data/efficiency.yaml byte for byte.
 """
 
 from __future__ import annotations

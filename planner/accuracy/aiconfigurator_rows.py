@@ -30,7 +30,7 @@ over the 20N measured requests, after 2N warm-up requests.
   wins (8 GPUs; DP attention when attention_dp_size > 1, TP otherwise; experts by EP when ep = tp; the clients are
   the id's `_cN_`), said in a note; the database dump's copies of InferenceMAX's runs hold the same square without
   the layout in the id (tp_size or attention_dp_size g², moe g × g): read the same way, g GPUs with EP g
-  (`_square_columns`), said in a note;
+  (`_square_layout`), said in a note;
 - the client that measured the row (planner.accuracy.bench_protocol): aiperf as above, or, for the rows of
   InferenceMAX's files and of the database dump (the same runs: bench_protocol's note), vLLM's benchmark_serving
   (10N prompts, lengths uniform in [0.8, 1] x ISL / OSL) with InferenceMAX's own launch (bench_rules); either way the
@@ -91,24 +91,16 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
     notes += [x for x in (model_note, gpu_note) if x]
     tp, pp = _int(row, "tp_size", 1), _int(row, "pp_size", 1)
     dp, moe_tp, moe_ep = _int(row, "attention_dp_size", 1), _int(row, "moe_tp_size", 1), _int(row, "moe_ep_size", 1)
-    squared = _ID_LAYOUT.search(row.get("id") or "")
+    protocol = protocol_of(row)
     clients = _concurrency(row)
     concurrency = _int(row, "batch_size", 0) * dp or clients
-    if squared and tp * dp == int(squared[1]) ** 2 > 1:
+    square = _square_layout(row, protocol, tp, dp, moe_tp, moe_ep)
+    if square:
+        gpus, ep, note = square
         concurrency = clients  # the square's batch × DP columns are the run's clients (c64: 1 × 64), not a replica's
-        gpus, ep = int(squared[1]), int(squared[2])
         tp, dp = (1, gpus) if dp > 1 else (gpus, 1)
         moe_tp, moe_ep = (1, gpus) if ep == gpus else (gpus, 1)
-        notes.append(f"layout read from the id (_tp{gpus}_ep{ep}_: {gpus} GPUs); its columns hold the square")
-    elif _square_columns(tp, dp, moe_tp, moe_ep) and protocol_of(row) is INFERENCEMAX:
-        concurrency = clients
-        gpus = moe_ep
-        tp, dp = (1, gpus) if dp > 1 else (gpus, 1)
-        moe_tp, moe_ep = 1, gpus
-        notes.append(
-            f"layout read from the square in the columns (TP × DP {gpus * gpus} = MoE {gpus} × {gpus}: {gpus} GPUs, "
-            f"experts by EP {gpus}), as InferenceMAX's runs whose id names it (_tp{gpus}_ep{gpus}_) hold it"
-        )
+        notes.append(note)
     if clients > concurrency and clients % concurrency == 0:
         notes.append(f"{clients} clients over {clients // concurrency} replicas: {concurrency} per replica")
     weights = WEIGHTS.get((row.get("gemm_quant_mode") or row.get("precision") or "").strip().lower(), "")
@@ -133,7 +125,7 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
         tpot_ms=finite_positive(row.get("silicon_tpot_ms"), f"{where}, column silicon_tpot_ms"),
         notes=tuple(notes),
         bench_rules=True,
-        protocol=protocol_of(row),
+        protocol=protocol,
     )
     if dp > 1:
         notes.append(f"one of {dp} attention-DP ranks simulated, {point.clients_per_rank} clients")
@@ -179,12 +171,27 @@ def _exclusion(p: ServingPoint, row: dict, moe_tp: int, moe_ep: int) -> str:
     return ""
 
 
-def _square_columns(tp: int, dp: int, moe_tp: int, moe_ep: int) -> bool:
-    """True for the columns InferenceMAX's runs of g GPUs with EP g hold (module note): TP × DP = g², MoE g × g. Its
-    files name that layout in the id (`_tp8_ep8_`: tp_size 64 or attention_dp_size 64, moe 8 × 8; `_tp4_ep4_`: 16,
-    4 × 4); the database dump's copies of the same runs (bench_protocol note) hold the same columns without it: all
-    62 of its square rows whose measured pair repeats a file row's repeat a `_tp{g}_ep{g}_` one."""
-    return moe_tp == moe_ep > 1 and tp * dp == moe_ep * moe_ep
+def _square_layout(row: dict, protocol, tp: int, dp: int, moe_tp: int, moe_ep: int) -> tuple[int, int, str] | None:
+    """(GPUs, EP, note) of a row whose columns hold the square of its layout (module note), else None. InferenceMAX's
+    files name the layout in the id (`_tp8_ep8_`: tp_size 64 or attention_dp_size 64, moe 8 × 8; `_tp4_ep4_`: 16,
+    4 × 4); the database dump's copies of the same runs (bench_protocol note) hold the same columns without it, read
+    as g GPUs with EP g: all 62 of its square rows whose measured pair repeats a file row's repeat a
+    `_tp{g}_ep{g}_` one."""
+    named = _ID_LAYOUT.search(row.get("id") or "")
+    if named and tp * dp == int(named[1]) ** 2 > 1:
+        gpus, ep = int(named[1]), int(named[2])
+        return gpus, ep, f"layout read from the id (_tp{gpus}_ep{ep}_: {gpus} GPUs); its columns hold the square"
+    if protocol is INFERENCEMAX and moe_tp == moe_ep > 1 and tp * dp == moe_ep * moe_ep:
+        g = moe_ep
+        return (
+            g,
+            g,
+            (
+                f"layout read from the square in the columns (TP × DP {g * g} = MoE {g} × {g}: {g} GPUs, experts by EP "
+                f"{g}), as InferenceMAX's runs whose id names it (_tp{g}_ep{g}_) hold it"
+            ),
+        )
+    return None
 
 
 def _is_moe(preset: str) -> bool:
