@@ -9,13 +9,16 @@ import numpy as np
 import pytest
 
 from planner.accuracy import serving_points as sp
-from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
+from planner.accuracy.aiconfigurator_rows import parse_row, read_aiconfigurator
 from planner.accuracy.bench_protocol import INFERENCEMAX
 from planner.accuracy.bench_rules import (
     ADP_BALANCE_TIMEOUT_ITERS,
     bench_settings,
     clients_per_rank,
     inferencemax_dsr1_trt_tokens,
+    inferencemax_mtp,
+    inferencemax_mtp_depth,
+    inferencemax_mtp_trt_tokens,
 )
 from planner.core.paths import measurements_dir
 from planner.memory.plan import plan_memory
@@ -183,15 +186,25 @@ def _point(key: str) -> sp.ServingPoint:
         ),
         # vLLM gpt-oss-120b on InferenceMAX's file: max-num-batched-tokens 8,192 whatever the prompt
         ("gpt_oss_120b_h200_sxm_vllm_fp4_agg_8192x1024_c64_tp2_ep1_403", "vllm", 64, 8192, True, {}),
-        # TensorRT-LLM DeepSeek-R1 NVFP4, 8 x B200 DP 8, 64 clients: 8 per rank, InferenceX's max((64 + 1,024 +
+        # TensorRT-LLM DeepSeek-R1 NVFP4, 8 x B200 DP 8, 256 clients: 32 per rank, InferenceX's max((256 + 1,024 +
         # 127) // 64 × 64, 8,192) = 8,192 tokens, balance hold 60 iterations
+        (
+            "deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x1024_c256_tp8_0_ep8_0_1084",
+            "tensorrt-llm",
+            32,
+            8192,
+            False,
+            {"adp_balance_timeout_iters": ADP_BALANCE_TIMEOUT_ITERS},
+        ),
+        # ... an -mtp run (image 1.2.0rc6.post3) at 64 clients: one draft token with attention DP, the FP4 script's
+        # B = 64 / 4 = 16 and (2 × 16 + 1,024 + 127) // 64 × 64 = 1,152 tokens, no floor
         (
             "deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x1024_c64_tp8_0_ep8_0_976",
             "tensorrt-llm",
             8,
-            8192,
+            1152,
             False,
-            {"adp_balance_timeout_iters": ADP_BALANCE_TIMEOUT_ITERS},
+            {"adp_balance_timeout_iters": ADP_BALANCE_TIMEOUT_ITERS, "spec_k": 1},
         ),
         # ... without attention DP the same rule: 8k prompts at 64 clients, (64 + 8,192 + 127) // 64 × 64 = 8,320, one
         # prompt a step (the default 16,384 would take two)
@@ -206,7 +219,8 @@ def test_rows_run_with_their_benchmarks_launch(key, engine, seqs, budget, chunke
     cfg = s.scheduler_fields()
     assert cfg.get("enable_chunked_prefill", True) is chunked
     assert {k: cfg[k] for k in extra} == extra
-    assert s == bench_settings(r, p.clients_per_rank, p.isl, inferencemax=p.protocol is INFERENCEMAX, osl=p.osl)
+    spec, inferencemax = inferencemax_mtp(p.mtp_depth), p.protocol is INFERENCEMAX
+    assert s == bench_settings(r, p.clients_per_rank, p.isl, 0, inferencemax, p.osl, spec, p.measured_on)
 
 
 def test_attention_dp_rows_simulate_one_rank_of_the_runs_clients():
@@ -344,3 +358,85 @@ def test_the_scripts_memory_fraction_sizes_sglangs_pool():
 )
 def test_inferencemax_dsr1_tensorrt_llm_token_budget_by_hand(clients, isl, tokens):
     assert inferencemax_dsr1_trt_tokens(clients, isl) == tokens
+
+
+@pytest.mark.parametrize(
+    "clients, isl, measured_on, tokens",
+    [
+        (128, 1024, "2025-11-02", 1216),  # (128 + 1,024 + 127) // 64 × 64: one 1k prompt a step
+        (256, 1024, "2026-01-20", 1344),  # the day before InferenceX@64af5a77 added the floor
+        (128, 1024, "2026-01-21", 8192),  # from that day: the floor
+        (128, 1024, "", 8192),  # no date: assumed the floor
+    ],
+)
+def test_inferencemax_dsr1_tensorrt_llm_budget_before_the_floor_by_hand(clients, isl, measured_on, tokens):
+    assert inferencemax_dsr1_trt_tokens(clients, isl, measured_on) == tokens
+
+
+@pytest.mark.parametrize(
+    "clients, dp, isl, k, weights, tokens",
+    [
+        (128, 1, 1024, 3, "fp8", 1600),  # (4 × 128 + 1,024 + 127) = 1,663 -> 1,600: one prompt beside 128 verifying
+        (4, 1, 1024, 3, "nvfp4", 1152),  # 16 + 1,151 = 1,167 -> 1,152
+        (256, 8, 1024, 1, "fp8", 1152),  # B = 256 / 8 = 32: 64 + 1,151 = 1,215 -> 1,152
+        (256, 4, 1024, 1, "nvfp4", 1216),  # FP4's script divides by 4: B = 64, 128 + 1,151 = 1,279 -> 1,216
+        (4, 8, 8192, 1, "fp8", 8320),  # fewer clients than the divisor: B = C = 4; 8 + 8,319 = 8,327 -> 8,320
+    ],
+)
+def test_inferencemax_mtp_tensorrt_llm_budget_by_hand(clients, dp, isl, k, weights, tokens):
+    assert inferencemax_mtp_trt_tokens(clients, dp, isl, k, weights) == tokens
+
+
+def _dsr1_trt_row(image: str, **kw) -> dict:
+    row = dict(
+        id="2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c4_tp8_0_ep1_0_1021",
+        silicon_data_source=(
+            "source_file=2026-03-25.csv; model=DeepSeek-R1; silicon_concurrency=4; measured=2026-02-05T19:55:05Z; "
+            f"wip=False; image={image}"
+        ),
+        backend="trtllm",
+        model_path="deepseek-ai/DeepSeek-R1",
+        system="b200_sxm",
+        mode="agg",
+        precision="fp8",
+        isl="1024",
+        osl="1024",
+        batch_size="4",
+        tp_size="8",
+        attention_dp_size="1",
+        moe_tp_size="8",
+        moe_ep_size="1",
+        silicon_ttft_ms="195.2",
+        silicon_tpot_ms="5.38",
+    )
+    return {**row, **kw}
+
+
+def test_inferencemax_mtp_runs_are_told_by_their_image_and_launched_as_their_script():
+    # InferenceX ran dsr1-fp8-b200-trt-mtp on release:1.2.0rc6.post3 and its plain twin on .post2 (bench_rules note):
+    # the same id, layout and clients, TPOT 5.38 ms with MTP against 10.30 ms without
+    mtp = parse_row(_dsr1_trt_row("nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3"), 2)
+    plain = parse_row(_dsr1_trt_row("nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post2"), 3)
+    assert (mtp.mtp_depth, plain.mtp_depth) == (3, 0)
+    assert mtp.measured_on == "2026-02-05"
+    assert any("multi-token prediction with 3 draft tokens" in n for n in mtp.notes)
+    s = mtp.settings(sp.resolved(mtp))
+    assert s.spec is not None and (s.spec.k, s.spec.method) == (3, "mtp")
+    assert s.max_num_batched_tokens == 1152  # (4 × 4 + 1,024 + 127) // 64 × 64, no 8,192 floor
+    assert s.scheduler_fields().get("batch_wait_timeout_iters", 0) == 0  # the -mtp script sets no batch waiting
+    p = plain.settings(sp.resolved(plain))
+    assert p.spec is None and p.max_num_batched_tokens == 8192
+    # with attention DP the script runs one draft token; the image alone decides nothing on another engine or GPU
+    assert (
+        inferencemax_mtp_depth(
+            "tensorrt-llm", "deepseek-ai/DeepSeek-V3", "B200", 8, "x/tensorrt-llm/release:1.2.0rc6.post3"
+        )
+        == 1
+    )
+    assert (
+        inferencemax_mtp_depth(
+            "tensorrt-llm", "deepseek-ai/DeepSeek-R1", "H200", 1, "tensorrt-llm/release:1.2.0rc6.post3"
+        )
+        == 0
+    )
+    assert inferencemax_mtp_depth("sglang", "deepseek-ai/DeepSeek-R1", "B200", 1, "lmsysorg/sglang:v0.5.9-cu130") == 0

@@ -35,6 +35,10 @@ over the 20N measured requests, after 2N warm-up requests.
   InferenceMAX's files and of the database dump (the same runs: bench_protocol's note), vLLM's benchmark_serving
   (10N prompts, lengths uniform in [0.8, 1] x ISL / OSL) with InferenceMAX's own launch (bench_rules); either way the
   measured requests start as a burst of N on an idle server, and that round counts 1/R of the mean;
+- the launch that ran, where the source tells it: TensorRT-LLM's DeepSeek-R1 runs on B200 whose image is InferenceMAX's
+  -mtp configs' (tensorrt-llm/release:1.2.0rc6.post3) run multi-token prediction with that script's budget, and its
+  TP runs measured before 2026-01-21 run without the 8,192-token floor (planner.accuracy.bench_rules), each said in a
+  note;
 - a disaggregated row (mode disagg) is reported, not predicted (its layout has prefill and decode pools the
   validate path does not evaluate yet).
 """
@@ -54,7 +58,9 @@ from planner.accuracy.bench_rules import (
     RULES,
     balanced_adp,
     inferencemax_kv_cache_dtype,
+    inferencemax_mtp_depth,
     inferencemax_sglang_launch,
+    unfloored_dsr1_trt,
 )
 from planner.accuracy.names import resolve_gpu, resolve_model
 from planner.accuracy.serving_points import ServingPoint
@@ -65,6 +71,8 @@ from planner.core.errors import InputError
 AICONFIGURATOR_COLUMNS = ("backend", "model_path", "system", "mode", "isl", "osl", "batch_size", "silicon_ttft_ms")
 BACKENDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm", "tensorrt-llm": "tensorrt-llm"}
 WEIGHTS = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "bf16": "bf16", "fp16": "fp16"}
+_MEASURED = re.compile(r"measured=(\d{4}-\d{2}-\d{2})")
+_IMAGE = re.compile(r"(?:image=|; )((?:nvcr\.io|lmsysorg/|vllm/)[^;]+)")
 _ID_LAYOUT = re.compile(r"_tp(\d+)_ep(\d+)_")
 _CONCURRENCY = (("silicon_data_source", re.compile(r"silicon_concurrency=(\d+)")), ("id", re.compile(r"_c(\d+)_")))
 
@@ -126,6 +134,7 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
         notes=tuple(notes),
         bench_rules=True,
         protocol=protocol,
+        measured_on=_measured_on(row),
     )
     if dp > 1:
         notes.append(f"one of {dp} attention-DP ranks simulated, {point.clients_per_rank} clients")
@@ -135,6 +144,18 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
         point = replace(point, kv_cache_dtype=kv)
         if kv != "auto":
             notes.append(f"KV cache {kv}, as InferenceMAX's launch script sets it")
+        k = inferencemax_mtp_depth(point.engine, point.preset, point.gpu_id, dp, _image(row))
+        if k:
+            point = replace(point, mtp_depth=k)
+            notes.append(
+                f"multi-token prediction with {k} draft token{'s' if k > 1 else ''} a step: image {_image(row)} is "
+                "InferenceMAX's -mtp config's"
+            )
+        if unfloored_dsr1_trt(point.engine, point.preset, dp, point.measured_on) and not k:
+            notes.append(
+                f"measured {point.measured_on}, before InferenceX's 8,192-token floor: max_num_tokens "
+                "(C + ISL + 127) // 64 × 64"
+            )
         if point.engine == "sglang":
             launch = inferencemax_sglang_launch(point.preset, point.weights, point.gpu_id, point.tp)
             point = replace(point, mem_fraction_static=launch.mem_fraction)
@@ -192,6 +213,18 @@ def _square_layout(row: dict, protocol, tp: int, dp: int, moe_tp: int, moe_ep: i
             ),
         )
     return None
+
+
+def _measured_on(row: dict) -> str:
+    """The date the row's source says it was measured (YYYY-MM-DD; "" when none)."""
+    m = _MEASURED.search(row.get("silicon_data_source") or "")
+    return m.group(1) if m else ""
+
+
+def _image(row: dict) -> str:
+    """The container image the row's source names ("" when none)."""
+    m = _IMAGE.search(row.get("silicon_data_source") or "")
+    return m.group(1).strip() if m else ""
 
 
 def _is_moe(preset: str) -> bool:

@@ -28,18 +28,24 @@ from dataclasses import dataclass
 from planner.core.scenario import Resolved
 from planner.memory.plan import plan_memory
 from planner.sim.serving import run_by
-from planner.sim.settings import ServerSettings
+from planner.sim.settings import ServerSettings, SpecDecoding
 
 # TensorRT-LLM DeepSeek-R1 with attention DP: these rows' grid (8 GPUs, DP 8 + EP 8, c4-c256, 1k/1k, 1k/8k, 8k/1k) is
 # InferenceX's, whose launch scripts (SemiAnalysisAI/InferenceX@6320e9b7 benchmarks/dsr1_fp4_b200_trt.sh,
 # dsr1_fp8_b200_trt.sh) set attention_dp_config {enable_balance: true, timeout_iters: 60, batching_wait_iters: 0}
 # and max_num_tokens = ⌊(C + ISL + 127) / 64⌋ × 64 per rank for C clients, at least 8,192 since InferenceX@64af5a77
 # (2026-01-21; read at @40f95bc0, 2026-03-31, benchmarks/single_node/dsr1_fp4_b200_trt.sh, dsr1_fp8_b200_trt.sh,
-# dsr1_fp8_h200_trt.sh: `MAX_NUM_TOKENS > 8192 ? MAX_NUM_TOKENS : 8192`, with or without attention DP). Which script
-# ran is not recorded: an assumption, said in the row's note (docs/research/ttft_gaps.md, gap 1).
+# dsr1_fp8_h200_trt.sh: `MAX_NUM_TOKENS > 8192 ? MAX_NUM_TOKENS : 8192`, with or without attention DP). A run measured
+# before that day (the source's `measured=` date) launched without the floor (benchmarks/dsr1_fp4_b200_trt_slurm.sh,
+# dsr1_fp8_b200_trt_slurm.sh, dsr1_fp8_h200_trt_slurm.sh from @ec90f3fe, 2025-09-18, to @2ee1e001, 2026-01-12):
+# 1,216 tokens at 1k and 128 clients, one prompt a step; one without a date is assumed to have it
+# (docs/research/ttft_gaps.md, gap 1). With attention DP the floor is kept for every date: simulated without it, the
+# balance hold's rows go from 1.4-3.9 s of TTFT to 4-27 s where 1.2-2.8 s were measured (DeepSeek-R1 FP4, 8 x B200,
+# 2026-01-14), so how those runs admitted prompts is not what the simulator's hold describes.
 ADP_BALANCE_TIMEOUT_ITERS = 60
 ADP_BALANCE_MODELS = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3")
 INFERENCEMAX_DSR1_TRT_MIN_TOKENS = 8192
+INFERENCEMAX_DSR1_TRT_FLOOR_SINCE = "2026-01-21"  # InferenceX@64af5a77
 PREFILL_HEADROOM = 1500  # tokens the rules add to ISL (`SlaConfig.isl + 1500`)
 # InferenceMAX's own launches for the rows it measured (planner.accuracy.bench_protocol: files 2026-03-25/04-06):
 # vLLM `max-num-batched-tokens: 8192`, `max-num-seqs $CONC` (SemiAnalysisAI/InferenceX@e06929c7 benchmarks/
@@ -87,6 +93,33 @@ INFERENCEMAX_16BIT_KV = {
 # 1k / 1k, Qwen3.5 FP8 on 4 x B200) that a cap of 128 running requests makes 26-80 s in simulation, so those runs
 # were launched with another cap than these scripts'.
 QWEN35 = "Qwen/Qwen3.5-397B-A17B"
+# InferenceMAX's multi-token-prediction runs. Each -mtp config (dsr1-fp4-b200-trt-mtp, dsr1-fp8-b200-trt-mtp) benchmarks
+# the same model, GPU and grid as its plain twin, and the files do not say which of the two ran. The container image
+# does: InferenceX's nvidia-master.yaml ran the -mtp configs on tensorrt-llm/release:1.2.0rc6.post3 from 2026-02-05,
+# an image their plain twins never used (they ran 1.1.0rc2.post2, then 1.2.0rc6.post2; read over the file's history,
+# @17d5e204 2025-11-03 to @40f95bc0 2026-03-31; perf-changelog.yaml: "off: v1.2.0rc6.post2 / mtp: v1.2.0rc6.post3").
+# Their launch (InferenceX@40f95bc0 benchmarks/single_node/dsr1_fp4_b200_trt_mtp.sh, dsr1_fp8_b200_trt_mtp.sh):
+# `speculative_config: {decoding_type: MTP, num_nextn_predict_layers: 3}` (1 with attention DP), max_batch_size B = C
+# (C / 4 for FP4 and C / 8 for FP8 with attention DP, C when fewer), max_num_tokens = ⌊((k + 1) × B + ISL + 127) / 64⌋ ×
+# 64 with no 8,192 floor, no batch waiting. Not labelled, and read as the plain config:
+# - the DeepSeek-R1 SGLang runs on v0.5.9-cu130 after 2026-03-25, where dsr1-fp8-b200-sglang and its -mtp twin share
+#   the image (the file holds both, e.g. 8 clients at 1k / 1k: 226.6 ms / 10.8 ms and 364.0 ms / 8.8 ms);
+# - qwen3.5-fp8-b200-sglang-mtp (image lmsysorg/sglang:v0.5.9-cu130 from 2026-03-20; InferenceX@35d4bb36
+#   qwen3.5_fp8_b200_mtp.sh: EAGLE, 3 steps, 4 draft tokens): its 42 rows are MTP runs, but simulated with the head
+#   they score TTFT -45% and TPOT -27% (plain: -44% and +17%; under session 22's constants): SGLang's draft and
+#   verify on Qwen3.5's linear-attention layers cost far more than a head pass of one layer's share
+#   (planner.sim.spec_heads), which is not modelled.
+INFERENCEMAX_MTP_IMAGES = {
+    ("tensorrt-llm", "deepseek-ai/DeepSeek-R1", "B200"): "tensorrt-llm/release:1.2.0rc6.post3",
+}
+# The acceptance of InferenceMAX's MTP runs is not published (its prompts are random tokens in a chat template, and
+# DeepSeek-R1 answers them by reasoning). Calibrated on the rows: 0.6 per draft token (acceptance length 2.18 at k = 3,
+# 1.6 at k = 1), refitted with it, puts the 88 labelled rows at TPOT -8% signed (14% absolute); 0.775, which matches
+# the measured TPOT ratios of the 19 plain / MTP pairs at up to 64 clients (plain ÷ MTP 1.2-2.3), refitted, puts them
+# at -23%, because the plain twins themselves run 15% slower than predicted. Status: calibrated, on these rows only.
+INFERENCEMAX_MTP_ALPHA = 0.6
+INFERENCEMAX_MTP_DEPTH = 3  # draft tokens a step; 1 for TensorRT-LLM with attention DP
+INFERENCEMAX_MTP_DP_BATCH_DIVISOR = {"nvfp4": 4, "fp8": 8}  # max_batch_size = C / this with attention DP
 
 
 @dataclass(frozen=True)
@@ -131,6 +164,29 @@ INFERENCEMAX_TRT_WAIT_DSR1 = {("deepseek-ai/DeepSeek-R1", "fp8", "B200"): (40, 0
 INFERENCEMAX_TRT_WAIT_DSR1_CLIENTS = 64
 INFERENCEMAX_SGLANG_RECV = (10, 30, 16)  # interval below the clients threshold, at or above it, the threshold
 RULES = "aiconfigurator benchmark rules (max_num_tokens / max_prefill_tokens = ISL + 1500, max_batch_size = batch)"
+
+
+def inferencemax_mtp_depth(engine: str, model: str, gpu: str, dp: int, image: str) -> int:
+    """Draft tokens a step of an InferenceMAX run that the image names as a -mtp config (INFERENCEMAX_MTP_IMAGES
+    note); 0 for a plain run or one whose image does not tell."""
+    want = INFERENCEMAX_MTP_IMAGES.get((engine, script_model(model), gpu))
+    if not want or not image.replace("#", "/").endswith(want):
+        return 0
+    return 1 if engine == "tensorrt-llm" and dp > 1 else INFERENCEMAX_MTP_DEPTH
+
+
+def inferencemax_mtp(k: int) -> SpecDecoding | None:
+    """The MTP head of an InferenceMAX -mtp run with k draft tokens a step (None for k = 0)."""
+    return SpecDecoding(None, k, INFERENCEMAX_MTP_ALPHA, method="mtp") if k else None
+
+
+def inferencemax_mtp_trt_tokens(clients: int, dp: int, isl: int, k: int, weights: str) -> int:
+    """TensorRT-LLM's max_num_tokens in InferenceX's DeepSeek-R1 -mtp scripts (INFERENCEMAX_MTP_IMAGES note) for
+    `clients` clients over `dp` attention-DP ranks: 1,024 tokens, TP, 128 clients, k 3 -> 1,600 (one prompt a step
+    beside 128 verifying requests)."""
+    divisor = INFERENCEMAX_MTP_DP_BATCH_DIVISOR.get(weights, 8) if dp > 1 else 1
+    batch = clients if clients < divisor else clients // divisor
+    return ((k + 1) * batch + isl + 127) // 64 * 64
 
 
 def script_model(model: str) -> str:
@@ -188,11 +244,27 @@ def reuses_cached_prompts(engine: str) -> bool:
     return engine not in BLOCK_REUSE_OFF_ENGINES
 
 
-def inferencemax_dsr1_trt_tokens(clients: int, isl: int) -> int:
+def unfloored_dsr1_trt(engine: str, model: str, dp: int, measured_on: str) -> bool:
+    """True for an InferenceMAX TensorRT-LLM DeepSeek-R1 run without attention DP measured before the 8,192-token
+    floor (INFERENCEMAX_DSR1_TRT_FLOOR_SINCE note)."""
+    return (
+        engine == "tensorrt-llm"
+        and script_model(model) in ADP_BALANCE_MODELS
+        and dp <= 1
+        and bool(measured_on)
+        and measured_on < INFERENCEMAX_DSR1_TRT_FLOOR_SINCE
+    )
+
+
+def inferencemax_dsr1_trt_tokens(clients: int, isl: int, measured_on: str = "") -> int:
     """TensorRT-LLM's max_num_tokens (per attention-DP rank) in InferenceX's DeepSeek-R1 scripts for `clients`
-    clients at input length `isl` (note at ADP_BALANCE_TIMEOUT_ITERS): 1,024 tokens -> 8,192 up to 7,000 clients;
-    8,192 tokens at 64 clients -> 8,320 (one 8k prompt a step)."""
-    return max((clients + isl + 127) // 64 * 64, INFERENCEMAX_DSR1_TRT_MIN_TOKENS)
+    clients at input length `isl`, for a run measured on `measured_on` (YYYY-MM-DD; "" unknown) (note at
+    ADP_BALANCE_TIMEOUT_ITERS): 1,024 tokens -> 8,192 up to 7,000 clients; 8,192 tokens at 64 clients -> 8,320 (one 8k
+    prompt a step); before 2026-01-21 1,024 tokens at 128 clients -> 1,216."""
+    tokens = (clients + isl + 127) // 64 * 64
+    if measured_on and measured_on < INFERENCEMAX_DSR1_TRT_FLOOR_SINCE:
+        return tokens
+    return max(tokens, INFERENCEMAX_DSR1_TRT_MIN_TOKENS)
 
 
 def balanced_adp(engine: str, dp: int, model: str) -> bool:
@@ -201,28 +273,54 @@ def balanced_adp(engine: str, dp: int, model: str) -> bool:
 
 
 def bench_settings(
-    r: Resolved, batch: int, isl: int, seed: int = 0, inferencemax: bool = False, osl: int = 0
+    r: Resolved,
+    batch: int,
+    isl: int,
+    seed: int = 0,
+    inferencemax: bool = False,
+    osl: int = 0,
+    spec: SpecDecoding | None = None,
+    measured_on: str = "",
 ) -> ServerSettings:
     """The replica's ServerSettings as aiconfigurator's benchmark rules launch engine `r.engine` for one DP rank with
     `batch` running requests at input length `isl` (module note); `inferencemax`: as InferenceMAX's scripts do (for
-    nominal output length `osl`)."""
+    nominal output length `osl`); `spec`: the run's multi-token prediction (INFERENCEMAX_MTP_IMAGES note);
+    `measured_on`: the run's date (YYYY-MM-DD, "" unknown), where the launch changed over time."""
+    settings = _bench_settings(r, batch, isl, seed, inferencemax, osl, spec, measured_on)
+    return settings.with_(spec=spec) if spec else settings
+
+
+def _bench_settings(
+    r: Resolved,
+    batch: int,
+    isl: int,
+    seed: int,
+    inferencemax: bool,
+    osl: int,
+    spec: SpecDecoding | None,
+    measured_on: str,
+) -> ServerSettings:
     budget = batch + isl + PREFILL_HEADROOM
     engine = r.engine.id
     # InferenceX's launch (ADP_BALANCE_MODELS note): C = all ranks' clients
     if balanced_adp(engine, r.deployment.data_parallel_size, r.model.name):
         clients = batch * r.deployment.data_parallel_size
+        tokens = inferencemax_dsr1_trt_tokens(clients, isl)  # the floor kept: INFERENCEMAX_DSR1_TRT_FLOOR_SINCE note
+        if spec:
+            dep = r.deployment
+            tokens = inferencemax_mtp_trt_tokens(clients, dep.data_parallel_size, isl, spec.k, dep.weights)
         return ServerSettings.of(
             r,
             seed=seed,
             max_num_seqs=batch,
-            max_num_batched_tokens=max(batch, inferencemax_dsr1_trt_tokens(clients, isl)),
+            max_num_batched_tokens=max(batch, tokens),
             scheduler_overrides=(
                 ("enable_chunked_prefill", False),
                 ("adp_balance_timeout_iters", ADP_BALANCE_TIMEOUT_ITERS),
             ),
         )
     if inferencemax:
-        return _inferencemax_settings(r, batch, seed, isl, osl)
+        return _inferencemax_settings(r, batch, seed, isl, osl, spec, measured_on)
     if engine == "sglang":  # the chunk size stays the engine's default; max_prefill_tokens limits later prompts
         return ServerSettings.of(
             r,
@@ -237,7 +335,9 @@ def bench_settings(
     return ServerSettings.of(r, seed=seed)
 
 
-def _inferencemax_settings(r: Resolved, batch: int, seed: int, isl: int, osl: int) -> ServerSettings:
+def _inferencemax_settings(
+    r: Resolved, batch: int, seed: int, isl: int, osl: int, spec: SpecDecoding | None = None, measured_on: str = ""
+) -> ServerSettings:
     """InferenceMAX's launch of engine `r.engine` (INFERENCEMAX_* note) with `batch` clients on the replica."""
     engine, model = r.engine.id, r.model.name
     if engine == "sglang":
@@ -255,8 +355,10 @@ def _inferencemax_settings(r: Resolved, batch: int, seed: int, isl: int, osl: in
     if engine == "tensorrt-llm":
         tokens = INFERENCEMAX_TRT_TOKENS.get(model, INFERENCEMAX_TRT_DEFAULT)
         if model in ADP_BALANCE_MODELS:
-            tokens = inferencemax_dsr1_trt_tokens(batch * r.deployment.data_parallel_size, isl)
-        wait = inferencemax_batch_wait(r, batch * r.deployment.data_parallel_size, isl, osl)
+            tokens = inferencemax_dsr1_trt_tokens(batch * r.deployment.data_parallel_size, isl, measured_on)
+        if model in ADP_BALANCE_MODELS and spec:
+            tokens = inferencemax_mtp_trt_tokens(batch, 1, isl, spec.k, r.deployment.weights)
+        wait = () if spec else inferencemax_batch_wait(r, batch * r.deployment.data_parallel_size, isl, osl)
         return _whole_prompts(r, batch, tokens, seed, wait)
     if engine == "vllm":
         return ServerSettings.of(r, seed=seed, max_num_seqs=batch, max_num_batched_tokens=INFERENCEMAX_VLLM_TOKENS)

@@ -16,6 +16,7 @@ from planner.accuracy.bench_protocol import INFERENCEMAX, BenchProtocol, burst_p
 from planner.accuracy.bench_rules import (
     bench_settings,
     clients_per_rank,
+    inferencemax_mtp,
     reuses_cached_prompts,
 )
 from planner.accuracy.names import resolve_gpu, resolve_model
@@ -63,6 +64,8 @@ class ServingPoint:
     protocol: BenchProtocol | None = None  # how the client measured it (bench_protocol); None: steady state only
     kv_cache_dtype: str = "auto"  # the KV cache dtype launched (a Deployment.kv_cache_dtype id)
     mem_fraction_static: float | None = None  # SGLang's --mem-fraction-static as launched (None: SGLang's default)
+    mtp_depth: int = 0  # draft tokens a step of the run's multi-token prediction (bench_rules); 0: none
+    measured_on: str = ""  # the run's date, YYYY-MM-DD ("" unknown): launches changed over time (bench_rules)
 
     @property
     def clients_per_rank(self) -> int:
@@ -81,7 +84,16 @@ class ServingPoint:
     def settings(self, r: Resolved, seed: int = 0) -> ServerSettings:
         """How the run launched its engine: aiconfigurator's benchmark rules for its rows, else the scenario's own."""
         if self.bench_rules and not self.request_rate:
-            return bench_settings(r, self.clients_per_rank, self.isl, seed, self.protocol is INFERENCEMAX, self.osl)
+            return bench_settings(
+                r,
+                self.clients_per_rank,
+                self.isl,
+                seed,
+                self.protocol is INFERENCEMAX,
+                self.osl,
+                inferencemax_mtp(self.mtp_depth),
+                self.measured_on,
+            )
         return ServerSettings.of(r, seed=seed)
 
     @property
