@@ -117,12 +117,15 @@ def test_layer_kernels_are_counted_by_architecture():
     assert layer_kernels(get_model("deepseek-ai/DeepSeek-V3")) == pytest.approx(2 + 10 + (58 * 10 + 3 * 3) / 61)
 
 
-def test_fixed_cost_per_layer_scales_with_kernels_for_vllm_and_sglang_only():
+def test_fixed_cost_per_layer_scales_with_kernels_on_the_pytorch_engines_not_tensorrt_llm_0_9():
+    # vLLM, SGLang and TensorRT-LLM 1.x's PyTorch backend run the same module structure: a DeepSeek-V3 layer costs
+    # (2 + 10 + 589 / 61) / 9 = 2.39 dense layers; TensorRT-LLM 0.9's engine runtime (fused plugins) one
     r = resolved("H200", "fp8", model="deepseek-ai/DeepSeek-V3", num_gpus=8, tensor_parallel_size=8)
-    for engine in ("vllm", "sglang", "tensorrt-llm"):
+    for engine in ("vllm", "sglang", "tensorrt-llm", "tensorrt-llm-0.9"):
         pm = PerfModel(with_engine(r, engine))
         e = pm.eff
-        ratio = (2 + 10 + (58 * 10 + 3 * 3) / 61) / 9 if engine != "tensorrt-llm" else 1.0
+        ratio = (2 + 10 + (58 * 10 + 3 * 3) / 61) / 9 if engine != "tensorrt-llm-0.9" else 1.0
+        assert pm.choice.engine == engine
         assert pm.overhead_s == pytest.approx(e.step_overhead_s + 61 * e.layer_overhead_s * ratio), engine
 
 

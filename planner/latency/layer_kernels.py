@@ -20,9 +20,13 @@ DENSE_MLP_KERNELS = 3  # gate_up_proj, SiLU-and-mul, down_proj
 # GEMM, SiLU-and-mul, the w2 grouped GEMM, the weighted sum over top-k; shared experts add a dense MLP
 ROUTED_MOE_KERNELS = 7
 # engines whose layers run that kernel sequence: SGLang's model files (python/sglang/srt/models/llama.py,
-# qwen3_moe.py, deepseek_v2.py) follow vLLM's; TensorRT-LLM's fused plugins (attention with rotary, MoE with
-# routing and permutation) launch other sequences, not counted here (its per-layer constant stands as fitted)
-KERNEL_COUNTED_ENGINES = ("vllm", "sglang")
+# qwen3_moe.py, deepseek_v2.py) follow vLLM's, and so does TensorRT-LLM's PyTorch backend (1.x: the `tensorrt-llm`
+# profile; tensorrt_llm/_torch/models/modeling_llama.py, modeling_deepseekv3.py, modeling_qwen3_moe.py are PyTorch
+# modules of the same structure, the one every aiconfigurator and InferenceMAX row ran). TensorRT-LLM 0.9's engine
+# runtime (profile `tensorrt-llm-0.9`: fused plugins for attention with rotary and for MoE with routing and
+# permutation) launches other sequences and is not counted (its per-layer constant stands as fitted). Counting
+# TensorRT-LLM 1.x (session 23) moved its fitted dense-layer cost 9.8 -> 28 µs: 69 µs a DeepSeek layer (22 kernels)
+KERNEL_COUNTED_ENGINES = ("vllm", "sglang", "tensorrt-llm")
 
 
 def layer_kernels(m) -> float:
