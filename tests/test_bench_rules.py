@@ -387,6 +387,26 @@ def test_inferencemax_mtp_tensorrt_llm_budget_by_hand(clients, dp, isl, k, weigh
     assert inferencemax_mtp_trt_tokens(clients, dp, isl, k, weights) == tokens
 
 
+def test_the_first_mtp_runs_are_told_by_their_date_and_their_scripts_budget():
+    # InferenceX@bf345672 added the -mtp configs on 2026-01-14 on the plain configs' image (1.1.0rc2.post2): the rows
+    # measured that day are theirs, those of 2025-12-15 on the same image plain (FP8, 8 x B200, 1k / 1k, 4 clients:
+    # TPOT 7.83 against 14.59 ms)
+    image = "nvcr.io/nvidia/tensorrt-llm/release:1.1.0rc2.post2"
+    for gpu in ("B200", "H200"):
+        assert inferencemax_mtp_depth("tensorrt-llm", "deepseek-ai/DeepSeek-R1", gpu, 1, image, "2026-01-14") == 3
+        assert inferencemax_mtp_depth("tensorrt-llm", "deepseek-ai/DeepSeek-V3", gpu, 8, image, "2026-01-14") == 1
+        assert inferencemax_mtp_depth("tensorrt-llm", "deepseek-ai/DeepSeek-R1", gpu, 1, image, "2025-12-15") == 0
+    assert inferencemax_mtp_depth("sglang", "deepseek-ai/DeepSeek-R1", "B200", 1, image, "2026-01-14") == 0
+    # the first scripts divided the clients by TP under attention DP, the later ones by 4 (FP4) or 8 (FP8):
+    # 256 clients over DP 8 at 1k -> B 32, (2 × 32 + 1,151) // 64 × 64 = 1,152; then B 64 for FP4 -> 1,216
+    assert inferencemax_mtp_trt_tokens(256, 8, 1024, 1, "nvfp4", "2026-01-14") == 1152
+    assert inferencemax_mtp_trt_tokens(256, 8, 1024, 1, "nvfp4", "2026-02-06") == 1216
+    row = _dsr1_trt_row(image)
+    row["silicon_data_source"] = row["silicon_data_source"].replace("2026-02-05T19:55:05Z", "2026-01-14T00:00:00Z")
+    p = parse_row(row, 2)
+    assert p.mtp_depth == 3 and any("measured 2026-01-14" in n for n in p.notes)
+
+
 def _dsr1_trt_row(image: str, **kw) -> dict:
     row = dict(
         id="2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c4_tp8_0_ep1_0_1021",

@@ -112,12 +112,23 @@ QWEN35 = "Qwen/Qwen3.5-397B-A17B"
 INFERENCEMAX_MTP_IMAGES = {
     ("tensorrt-llm", "deepseek-ai/DeepSeek-R1", "B200"): "tensorrt-llm/release:1.2.0rc6.post3",
 }
+# The -mtp configs' first runs, before they had an image of their own: InferenceX@bf345672 (2026-01-14, "Add MTP
+# Benchmark Support for DeepSeek-R1 TRT") added dsr1-fp4-b200-trt-mtp, dsr1-fp8-b200-trt-mtp and dsr1-fp8-h200-trt-mtp
+# on the plain configs' image (1.1.0rc2.post2), and the files' TensorRT-LLM DeepSeek rows measured that day are theirs:
+# on the same image every one of them decodes faster than the same grid point's plain run of 2025-12-15 (FP8, 8 x B200,
+# 1k / 1k, 4 clients: 7.8 against 14.6 ms; 8 x H200: 8.6 against 13.8 ms; 1.2-1.9x over 4-64 clients) with a longer
+# TTFT, and their attention-DP points at 1k / 1k, 128-256 clients on H200 are in the -mtp search space only. Their
+# scripts (bf345672 benchmarks/dsr1_fp{4,8}_b200_trt_mtp_slurm.sh, dsr1_fp8_h200_trt_mtp_slurm.sh): the same MTP
+# depths and budget formula, with max_batch_size C / TP under attention DP.
+INFERENCEMAX_MTP_DATES = {("tensorrt-llm", "deepseek-ai/DeepSeek-R1"): ("2026-01-14",)}
+INFERENCEMAX_MTP_OWN_IMAGE_SINCE = "2026-02-05"  # from then C / 4 (FP4) or C / 8 (FP8) under attention DP
 # The acceptance of InferenceMAX's MTP runs is not published (its prompts are random tokens in a chat template, and
 # DeepSeek-R1 answers them by reasoning). Calibrated on the rows: 0.6 per draft token (acceptance length 2.18 at k = 3,
-# 1.6 at k = 1), refitted with it, puts the 88 labelled rows at TPOT -4% signed (11% absolute). The 19 plain / MTP
-# pairs at up to 64 clients (measured plain ÷ MTP TPOT 1.2-2.3) ask for 0.66: at 0.6 the predicted ratio is a median
-# 9% short, at 0.7 6% long (before TensorRT-LLM's layers were kernel-counted they asked for 0.775, the plain twins
-# then running 16% slower than predicted). Status: calibrated, on these rows only.
+# 1.6 at k = 1), refitted with it, puts the 88 rows told by their image at TPOT -3% signed (12% absolute) and the 73
+# told by their date (INFERENCEMAX_MTP_DATES) at -10% (16%). The 20 plain / MTP pairs at up to 64 clients (measured
+# plain ÷ MTP TPOT 1.2-2.3) ask for about 0.63: at 0.6 the predicted ratio is a median 5% short, at 0.7 11% long
+# (before TensorRT-LLM's layers were kernel-counted they asked for 0.775, the plain twins then running 16% slower than
+# predicted). Status: calibrated, on these rows only.
 INFERENCEMAX_MTP_ALPHA = 0.6
 INFERENCEMAX_MTP_DEPTH = 3  # draft tokens a step; 1 for TensorRT-LLM with attention DP
 INFERENCEMAX_MTP_DP_BATCH_DIVISOR = {"nvfp4": 4, "fp8": 8}  # max_batch_size = C / this with attention DP
@@ -167,11 +178,13 @@ INFERENCEMAX_SGLANG_RECV = (10, 30, 16)  # interval below the clients threshold,
 RULES = "aiconfigurator benchmark rules (max_num_tokens / max_prefill_tokens = ISL + 1500, max_batch_size = batch)"
 
 
-def inferencemax_mtp_depth(engine: str, model: str, gpu: str, dp: int, image: str) -> int:
-    """Draft tokens a step of an InferenceMAX run that the image names as a -mtp config (INFERENCEMAX_MTP_IMAGES
-    note); 0 for a plain run or one whose image does not tell."""
+def inferencemax_mtp_depth(engine: str, model: str, gpu: str, dp: int, image: str, measured_on: str = "") -> int:
+    """Draft tokens a step of an InferenceMAX run that its image or its date names as a -mtp config's
+    (INFERENCEMAX_MTP_IMAGES, INFERENCEMAX_MTP_DATES notes); 0 for a plain run or one whose source does not tell."""
     want = INFERENCEMAX_MTP_IMAGES.get((engine, script_model(model), gpu))
-    if not want or not image.replace("#", "/").endswith(want):
+    by_image = bool(want) and image.replace("#", "/").endswith(want)
+    by_date = measured_on in INFERENCEMAX_MTP_DATES.get((engine, script_model(model)), ())
+    if not (by_image or by_date):
         return 0
     return 1 if engine == "tensorrt-llm" and dp > 1 else INFERENCEMAX_MTP_DEPTH
 
@@ -181,11 +194,13 @@ def inferencemax_mtp(k: int) -> SpecDecoding | None:
     return SpecDecoding(None, k, INFERENCEMAX_MTP_ALPHA, method="mtp") if k else None
 
 
-def inferencemax_mtp_trt_tokens(clients: int, dp: int, isl: int, k: int, weights: str) -> int:
+def inferencemax_mtp_trt_tokens(clients: int, dp: int, isl: int, k: int, weights: str, measured_on: str = "") -> int:
     """TensorRT-LLM's max_num_tokens in InferenceX's DeepSeek-R1 -mtp scripts (INFERENCEMAX_MTP_IMAGES note) for
-    `clients` clients over `dp` attention-DP ranks: 1,024 tokens, TP, 128 clients, k 3 -> 1,600 (one prompt a step
-    beside 128 verifying requests)."""
+    `clients` clients over `dp` attention-DP ranks, for a run measured on `measured_on`: 1,024 tokens, TP, 128
+    clients, k 3 -> 1,600 (one prompt a step beside 128 verifying requests)."""
     divisor = INFERENCEMAX_MTP_DP_BATCH_DIVISOR.get(weights, 8) if dp > 1 else 1
+    if dp > 1 and measured_on and measured_on < INFERENCEMAX_MTP_OWN_IMAGE_SINCE:
+        divisor = dp  # the first scripts' C / TP
     batch = clients if clients < divisor else clients // divisor
     return ((k + 1) * batch + isl + 127) // 64 * 64
 
@@ -309,7 +324,7 @@ def _bench_settings(
         tokens = inferencemax_dsr1_trt_tokens(clients, isl)  # the floor kept: INFERENCEMAX_DSR1_TRT_FLOOR_SINCE note
         if spec:
             dep = r.deployment
-            tokens = inferencemax_mtp_trt_tokens(clients, dep.data_parallel_size, isl, spec.k, dep.weights)
+            tokens = inferencemax_mtp_trt_tokens(clients, dep.data_parallel_size, isl, spec.k, dep.weights, measured_on)
         return ServerSettings.of(
             r,
             seed=seed,
