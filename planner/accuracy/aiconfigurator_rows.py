@@ -144,10 +144,11 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
         point = replace(point, kv_cache_dtype=kv)
         if kv != "auto":
             notes.append(f"KV cache {kv}, as InferenceMAX's launch script sets it")
-        k = inferencemax_mtp_depth(point.engine, point.preset, point.gpu_id, dp, _image(row), point.measured_on)
+        image = _image(row)
+        k = inferencemax_mtp_depth(point.engine, point.preset, point.gpu_id, dp, image, point.measured_on)
         if k:
             point = replace(point, mtp_depth=k)
-            image, day = _image(row) or "not given", point.measured_on or "not given"
+            image, day = image or "not given", point.measured_on or "not given"
             drafts = f"{k} draft token{'s' if k > 1 else ''}"
             notes.append(
                 f"multi-token prediction with {drafts} a step: an InferenceMAX -mtp config's run (image {image}, "
