@@ -75,6 +75,28 @@ def test_adp_balance_releases_at_once_when_the_rank_has_nothing_decoding():
     assert r.first_token_s.tolist() == [1.0, 4.5]
 
 
+def test_adp_balance_holds_a_new_prompt_while_its_rank_decodes_speculatively():
+    # the first test's case with multi-token prediction (one draft, always accepted: 2 tokens a step): requests
+    # decoding speculatively are stepped one by one and never join the lock-step batch, yet they are decoding, so
+    # request 1 (arrives at t = 1.5) is held in steps 2, 3, 4 and has its first token at t = 6, as without drafts
+    held = _run([0, 1.5], [100, 100], [20, 20], adp_balance_timeout_iters=3, spec_k=1, spec_alpha=1.0)
+    assert held.first_token_s.tolist() == [1.0, 6.0]
+    free = _run([0, 1.5], [100, 100], [20, 20], spec_k=1, spec_alpha=1.0)
+    assert free.first_token_s.tolist() == [1.0, 3.0]
+
+
+def test_adp_balance_lets_the_prompts_a_release_left_waiting_go_unheld_then_holds_the_next_arrival():
+    # budget 150 tokens: one 100-token prompt a step beside the decodes. Request 0 alone (released at once) has its
+    # first token at t = 1. Requests 1, 2, 3 arrive at t = 1.5, held in steps 2-4 (timeout 3); step 5 (t 5-6)
+    # takes request 1, and 2 and 3, waiting since the release, go in steps 6 and 7 unheld (every symmetric rank has
+    # one left too): first tokens 6, 7, 8. Request 4 arrives at t = 8.5, after the queue emptied: held in steps 9-11,
+    # prefilled in step 12, first token at t = 13. (Held again after each release, the three would finish at 6, 10,
+    # 14.)
+    arrivals = [0, 1.5, 1.5, 1.5, 8.5]
+    r = _run(arrivals, [100] * 5, [30] * 5, adp_balance_timeout_iters=3, max_num_batched_tokens=150)
+    assert r.first_token_s.tolist() == [1.0, 6.0, 7.0, 8.0, 13.0]
+
+
 def test_sglang_recv_interval_holds_an_arrival_until_n_decode_steps_since_the_last_poll():
     # SGLang --scheduler-recv-interval 10 (SchedulerRecvSkipper: decode step +1, prompt step +1000): request 0 is
     # taken at t = 0 and prefilled in step 0 (t 0-1), after which the scheduler polls (nothing yet) and resets its

@@ -106,8 +106,10 @@ class SchedulerConfig(BaseModel):
     enable_mixed_chunk: bool = False
     # TensorRT-LLM's attention-DP balance (attention_dp_config: {enable_balance: true, timeout_iters: N}; PyExecutor
     # _balance_adp_requests): a new prompt waits until every DP rank has one or N iterations have passed, unless its
-    # rank has nothing decoding. The simulator runs one rank of symmetric ranks whose prompts do not arrive
-    # together, so a held prompt waits the N iterations (docs/research/ttft_gaps.md, gap 1); 0 = off (the default)
+    # rank has nothing decoding (speculative decodes included). The simulator runs one rank of symmetric ranks whose
+    # prompts do not arrive together, so a held prompt waits the N iterations (docs/research/ttft_gaps.md, gap 1);
+    # but the prompts a release leaves waiting (the step's token budget took only some) go unheld in the next steps,
+    # as every rank then has one left too; 0 = off (the default)
     adp_balance_timeout_iters: int = Field(0, ge=0, description="attention-DP balance hold in steps (0 off)")
     # TensorRT-LLM's batch waiting (batch_wait_timeout_iters, batch_wait_max_tokens_ratio; PyExecutor _waiting_requests,
     # checked only without attention DP and when both prompts and decodes are scheduled): the step's prompts are held

@@ -27,8 +27,14 @@ class LaunchHolds:
 
     def _balance_holds(self) -> bool:
         """TensorRT-LLM's attention-DP balance: hold waiting prompts this step? (SchedulerConfig note)"""
-        if not self.waiting or not self.decoders.count or self.balance_held_steps >= self.balance_limit:
-            self.balance_held_steps = 0  # nothing to hold, nothing decoding (released at once), or timed out
+        if not self.waiting:
+            self.balance_held_steps = 0  # nothing to hold
+            return False
+        # prompts waiting since the last release, which the step's budget left, go unheld: every symmetric rank then
+        # has one waiting too
+        draining = self.out.arrival_s[self.waiting[0]] <= self.balance_released_s
+        if draining or not self._num_decoding() or self.balance_held_steps >= self.balance_limit:
+            self.balance_held_steps, self.balance_released_s = 0, self.now  # released: nothing decoding, or timed out
             return False
         self.balance_held_steps += 1
         return True
@@ -36,7 +42,8 @@ class LaunchHolds:
     def _batch_wait_holds(self, budget: int) -> bool:
         """TensorRT-LLM's batch waiting: hold this step's prompts? (SchedulerConfig note) The prompts are those that
         fit the step whole, first come first served; the decodes count one token each."""
-        if not self.waiting or not self.decoders.count:
+        decoding = self._num_decoding()
+        if not self.waiting or not decoding:
             return False
         tokens = 0
         for i in self.waiting:
@@ -44,9 +51,17 @@ class LaunchHolds:
                 break
             tokens += self.prompt_tokens[i]
         cfg = self.cfg
-        enough = tokens + self.decoders.count >= cfg.batch_wait_max_tokens_ratio * cfg.max_num_batched_tokens
+        enough = tokens + decoding >= cfg.batch_wait_max_tokens_ratio * cfg.max_num_batched_tokens
         if tokens == 0 or enough or self.batch_wait_steps >= cfg.batch_wait_timeout_iters:
             self.batch_wait_steps = 0
             return False
         self.batch_wait_steps += 1
         return True
+
+    def _num_decoding(self) -> int:
+        """Requests past their prompt: the lock-step decoders, and under speculative decoding (whose requests are
+        stepped individually to the end, never joining the lock-step batch) those that have their first token."""
+        if not self.spec:
+            return self.decoders.count
+        generated = self.generated_tokens
+        return self.decoders.count + sum(1 for i in self.stepped_individually if generated[i] > 0)

@@ -160,6 +160,7 @@ class Replica(RequestLifecycle, Scheduling, LaunchHolds, StepExecution):
         self.num_waiting_new = 0  # waiting requests never scheduled (the back of the queue)
         self.balance_limit = cfg.adp_balance_timeout_iters  # attention-DP balance hold (config note); 0 = off
         self.balance_held_steps = 0  # steps new prompts have been held by it
+        self.balance_released_s = -math.inf  # when it last released prompts (those waiting then go unheld)
         self.batch_wait = cfg.batch_wait_timeout_iters > 0 or cfg.batch_wait_max_tokens_ratio > 0  # TensorRT-LLM's
         self.batch_wait_steps = 0  # steps prompts have been held by it (config note)
         self.recv_interval = cfg.scheduler_recv_interval  # SGLang's receive polls (config note); 1 = every step
