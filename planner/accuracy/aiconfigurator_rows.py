@@ -138,7 +138,7 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
     )
     if dp > 1:
         notes.append(f"one of {dp} attention-DP ranks simulated, {point.clients_per_rank} clients")
-    if point.protocol is INFERENCEMAX:
+    if point.protocol == INFERENCEMAX:
         notes.append(f"assumed measured by {INFERENCEMAX.name} and launched per {INFERENCEMAX_RULES}")
         kv = inferencemax_kv_cache_dtype(point.engine, point.preset, point.gpu_id, point.weights)
         point = replace(point, kv_cache_dtype=kv)
@@ -205,7 +205,7 @@ def _square_layout(row: dict, protocol, tp: int, dp: int, moe_tp: int, moe_ep: i
     if named and tp * dp == int(named[1]) ** 2 > 1:
         gpus, ep = int(named[1]), int(named[2])
         return gpus, ep, f"layout read from the id (_tp{gpus}_ep{ep}_: {gpus} GPUs); its columns hold the square"
-    if protocol is INFERENCEMAX and moe_tp == moe_ep > 1 and tp * dp == moe_ep * moe_ep:
+    if protocol == INFERENCEMAX and moe_tp == moe_ep > 1 and tp * dp == moe_ep * moe_ep:
         g = moe_ep
         return (
             g,

@@ -89,7 +89,7 @@ class ServingPoint:
                 self.clients_per_rank,
                 self.isl,
                 seed,
-                self.protocol is INFERENCEMAX,
+                self.protocol == INFERENCEMAX,
                 self.osl,
                 inferencemax_mtp(self.mtp_depth),
                 self.measured_on,
