@@ -484,14 +484,14 @@ def test_inferencemax_mtp_runs_are_told_by_their_image_and_launched_as_their_scr
     assert inferencemax_mtp_depth("sglang", "deepseek-ai/DeepSeek-R1", "B200", 1, "lmsysorg/sglang:v0.5.9-cu130") == 0
 
 
-def test_a_row_copied_between_processes_keeps_its_benchmarks_launch():
-    # the accuracy benchmarks fan rows out to worker processes; a pickled ServingPoint holds an equal, not the same,
-    # BenchProtocol, and must still launch as InferenceMAX's script (SGLang's 16,384-token chunk on this row, where
-    # aiperf's rules give the engine's default budget)
-    import pickle
+def test_a_copied_row_keeps_its_benchmarks_launch():
+    # the accuracy benchmarks fan rows out to worker processes; a ServingPoint copied there (serialised, or deep
+    # copied as here) holds an equal, not the same, BenchProtocol, and must still launch as InferenceMAX's script
+    # (SGLang's 16,384-token chunk on this row, where aiperf's rules give the engine's default budget)
+    import copy as copying
 
     p = _point("deepseek_r1_b200_sxm_sglang_fp4_agg_1024x1024_c128_tp4_0_ep4_0_291")
-    copy = pickle.loads(pickle.dumps(p))
+    copy = copying.deepcopy(p)
     assert copy.protocol is not p.protocol and copy.protocol == INFERENCEMAX
     r = sp.resolved(p)
     assert copy.settings(r) == p.settings(r)
