@@ -3,6 +3,7 @@ max_prefill_tokens and TensorRT-LLM's attention-DP balance hold, each counted by
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import numpy as np
@@ -488,11 +489,9 @@ def test_a_copied_row_keeps_its_benchmarks_launch():
     # the accuracy benchmarks fan rows out to worker processes; a ServingPoint copied there (serialised, or deep
     # copied as here) holds an equal, not the same, BenchProtocol, and must still launch as InferenceMAX's script
     # (SGLang's 16,384-token chunk on this row, where aiperf's rules give the engine's default budget)
-    import copy as copying
-
     p = _point("deepseek_r1_b200_sxm_sglang_fp4_agg_1024x1024_c128_tp4_0_ep4_0_291")
-    copy = copying.deepcopy(p)
-    assert copy.protocol is not p.protocol and copy.protocol == INFERENCEMAX
+    clone = copy.deepcopy(p)
+    assert clone.protocol is not p.protocol and clone.protocol == INFERENCEMAX
     r = sp.resolved(p)
-    assert copy.settings(r) == p.settings(r)
+    assert clone.settings(r) == p.settings(r)
     assert p.settings(r).max_num_batched_tokens == 16384

@@ -284,12 +284,14 @@ def inferencemax_dsr1_trt_tokens(clients: int, isl: int, measured_on: str = "") 
 
 
 def inferencemax_dsr1_trt_budget(
-    clients: int, dp: int, isl: int, weights: str, measured_on: str = "", spec: SpecDecoding | None = None
+    r: Resolved, batch: int, isl: int, measured_on: str = "", spec: SpecDecoding | None = None
 ) -> int:
-    """max_num_tokens per rank of InferenceX's DeepSeek-R1 TensorRT-LLM launch for `clients` clients over `dp`
-    attention-DP ranks: the -mtp script's budget for an MTP run (inferencemax_mtp_trt_tokens), else the plain
+    """max_num_tokens per rank of InferenceX's DeepSeek-R1 TensorRT-LLM launch of replica `r` with `batch` clients on
+    each attention-DP rank: the -mtp script's budget for an MTP run (inferencemax_mtp_trt_tokens), else the plain
     script's, whose 8,192-token floor a TP run measured before 2026-01-21 did not have and a DP run keeps at every
     date (INFERENCEMAX_DSR1_TRT_FLOOR_SINCE note)."""
+    dp, weights = r.deployment.data_parallel_size, r.deployment.weights
+    clients = batch * dp
     if spec:
         return inferencemax_mtp_trt_tokens(clients, dp, isl, spec.k, weights, measured_on)
     return inferencemax_dsr1_trt_tokens(clients, isl, measured_on if dp <= 1 else "")
@@ -332,9 +334,7 @@ def _bench_settings(
     engine = r.engine.id
     # InferenceX's launch (ADP_BALANCE_MODELS note): C = all ranks' clients
     if balanced_adp(engine, r.deployment.data_parallel_size, r.model.name):
-        dep = r.deployment
-        clients = batch * dep.data_parallel_size
-        tokens = inferencemax_dsr1_trt_budget(clients, dep.data_parallel_size, isl, dep.weights, measured_on, spec)
+        tokens = inferencemax_dsr1_trt_budget(r, batch, isl, measured_on, spec)
         return ServerSettings.of(
             r,
             seed=seed,
@@ -381,9 +381,7 @@ def _inferencemax_settings(
     if engine == "tensorrt-llm":
         tokens = INFERENCEMAX_TRT_TOKENS.get(model, INFERENCEMAX_TRT_DEFAULT)
         if model in ADP_BALANCE_MODELS:
-            dep = r.deployment
-            clients = batch * dep.data_parallel_size
-            tokens = inferencemax_dsr1_trt_budget(clients, dep.data_parallel_size, isl, dep.weights, measured_on, spec)
+            tokens = inferencemax_dsr1_trt_budget(r, batch, isl, measured_on, spec)
         wait = () if spec else inferencemax_batch_wait(r, batch * r.deployment.data_parallel_size, isl, osl)
         return _whole_prompts(r, batch, tokens, seed, wait)
     if engine == "vllm":

@@ -42,8 +42,10 @@ class LaunchHolds:
     def _batch_wait_holds(self, budget: int) -> bool:
         """TensorRT-LLM's batch waiting: hold this step's prompts? (SchedulerConfig note) The prompts are those that
         fit the step whole, first come first served; the decodes count one token each."""
+        if not self.waiting:
+            return False
         decoding = self._num_decoding()
-        if not self.waiting or not decoding:
+        if not decoding:
             return False
         tokens = 0
         for i in self.waiting:
