@@ -517,7 +517,7 @@ HEADER = """\
 #                                          engines.yaml; 64 = no bound)
 #   request_overhead_s                     once per request with its first prefill chunk
 #   eager_kernel_s                         host dispatch per kernel of a request's prompt pass (outside CUDA graphs):
-#                                          its TTFT adds layers x kernels per layer x this
+#                                          its TTFT adds the MoE and MLA blocks' kernels x this
 #   frontend_latency_s                     once per request outside the engine's steps (HTTP, frontend, tokenising)
 #   wave_fraction                          share of benchmark clients' requests arriving in lockstep waves
 #   first_token_lag_steps                  decode steps the output stream runs behind the GPU (TTFT and e2e)

@@ -129,13 +129,28 @@ def test_fixed_cost_per_layer_scales_with_kernels_on_the_pytorch_engines_not_ten
         assert pm.overhead_s == pytest.approx(e.step_overhead_s + 61 * e.layer_overhead_s * ratio), engine
 
 
+def test_a_prompt_pass_exposes_the_dispatch_of_its_moe_and_mla_blocks_not_of_dense_layers():
+    from planner.core.catalog import get_model
+    from planner.latency.layer_kernels import exposed_dispatch_kernels, layer_kernels
+
+    # DeepSeek-V3: routed (7) + shared expert (3) on its 58 MoE layers, MLA (10) on all 61: 1,190 of its 1,321
+    assert exposed_dispatch_kernels(get_model("deepseek-ai/DeepSeek-V3")) == 58 * (7 + 3) + 61 * 10 == 1190
+    assert 61 * layer_kernels(get_model("deepseek-ai/DeepSeek-V3")) == pytest.approx(1321)
+    # gpt-oss-120b: routed experts on its 36 layers, no shared expert, GQA attention: 252 (of 36 x 13 = 468)
+    assert exposed_dispatch_kernels(get_model("openai/gpt-oss-120b")) == 36 * 7 == 252
+    assert exposed_dispatch_kernels(get_model("Qwen/Qwen3-235B-A22B")) == 94 * 7
+    # dense layers: none, however many (the GPU stays ahead of the host on their long prompt-pass GEMMs)
+    assert exposed_dispatch_kernels(get_model("meta-llama/Llama-3.1-70B")) == 0
+    assert exposed_dispatch_kernels(get_model("Qwen/Qwen3-32B")) == 0
+
+
 def test_a_request_pays_its_prompt_pass_host_dispatch_on_its_way_to_the_first_token():
-    # engines capture CUDA graphs for decode batches only: a request's prompt pass dispatches layers x kernels from
-    # the host, on its path to the first token (request_path_s, with the frontend's hop), not in the batch's step
-    # times. DeepSeek-V3: 61 layers x (2 + 10 + 589/61) kernels = 1,321 kernels; at 10 µs each 13.2 ms.
+    # engines capture CUDA graphs for decode batches only: a request's prompt pass dispatches its kernels from the
+    # host, on its path to the first token (request_path_s, with the frontend's hop), not in the batch's step times.
+    # DeepSeek-V3: the MoE and MLA blocks' 58 x 10 + 61 x 10 = 1,190 kernels wait for the host; at 10 µs each 11.9 ms.
     r = resolved("H200", "fp8", model="deepseek-ai/DeepSeek-V3", num_gpus=8, tensor_parallel_size=8)
-    kernels = 61 * 2 + 61 * 10 + 58 * 10 + 3 * 3
-    assert kernels == 1321
+    kernels = 58 * 10 + 61 * 10
+    assert kernels == 1190
     for engine in ("vllm", "sglang", "tensorrt-llm"):
         pm = PerfModel(with_engine(r, engine))
         on = pm.with_profile(pm.eff.model_copy(update={"eager_kernel_s": 1e-5, "frontend_latency_s": 0.02}))

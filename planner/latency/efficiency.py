@@ -89,7 +89,9 @@ class EfficiencyProfile(BaseModel):
     # arrive in waves (planner.accuracy.serving_points.predict mixes a lockstep and a spread simulation with it)
     wave_fraction: float = Field(default=0.0, ge=0, le=1)
     # host dispatch of one kernel of a request's first (prompt) forward pass, which runs outside CUDA graphs (engines
-    # capture graphs for decode batches only): on the request's path to its first token (PerfModel.request_path_s)
+    # capture graphs for decode batches only), counted for the MoE and MLA blocks' kernels, whose dispatch the GPU
+    # waits for (layer_kernels.exposed_dispatch_kernels): on the request's path to its first token
+    # (PerfModel.request_path_s)
     eager_kernel_s: float = Field(default=0.0, ge=0)
     # decode steps between the step that computes a request's first token and that token reaching the client: the
     # output pipeline runs behind the GPU (vLLM's async scheduling and output processor, TensorRT-LLM's overlap

@@ -37,15 +37,16 @@ A prefill also pays request_overhead_s once per prompt (input processing, KV all
 simulator adds it to the step that schedules a request's first chunk. Outside the steps, on each request's path to
 its first token (`request_path_s`, added to TTFT as the client measures it):
 
-    path      = frontend_latency_s + layers × kernels per layer × eager_kernel_s
+    path      = frontend_latency_s + exposed kernels × eager_kernel_s
                 the frontend's hop (HTTP, tokenising, hand-off) and the host dispatch of the request's first forward
                 pass: engines capture CUDA graphs for decode batches only (vLLM up to its capture sizes, SGLang's
                 decode graphs, TensorRT-LLM's generation-only graphs), so a prompt's pass dispatches every kernel from
                 the host; with an overlap scheduler that dispatch runs while the GPU executes the batch's previous
                 step, so it delays the new request, not the batch. A count of kernels, not of tokens: on
                 aiconfigurator's TensorRT-LLM rows on B200 at 4 clients the TTFT left at zero prompt length (1,024
-                vs 8,192 tokens) is ~170 ms for DeepSeek (61 layers × ~22 kernels), ~55 ms for Llama-3.1-70B (80 ×
-                9) and ~36 ms for gpt-oss-120b (36 × 13)
+                vs 8,192 tokens) is ~170 ms for DeepSeek. Only the kernels whose dispatch the GPU waits for count,
+                the MoE and MLA blocks' (layer_kernels.exposed_dispatch_kernels: 1,190 for DeepSeek, 252 for
+                gpt-oss-120b, none for a dense Llama, whose long prompt-pass GEMMs keep the GPU ahead of the host)
 
 Weight bytes are those a step reads: attention, dense MLP, shared experts, norms and lm_head, plus for a
 mixture of experts the expected distinct experts its tokens touch, E × (1 − (1 − k/E)^tokens) (primer §10).
@@ -75,7 +76,12 @@ from planner.latency.calibration import fitted_profile
 from planner.latency.efficiency import EfficiencyProfile, ProfileChoice, choose_profile
 from planner.latency.expert_routing import tokens_per_expert
 from planner.latency.hardware import compute_peak_flops, hardware_basis
-from planner.latency.layer_kernels import DENSE_LAYER_KERNELS, KERNEL_COUNTED_ENGINES, layer_kernels
+from planner.latency.layer_kernels import (
+    DENSE_LAYER_KERNELS,
+    KERNEL_COUNTED_ENGINES,
+    exposed_dispatch_kernels,
+    layer_kernels,
+)
 from planner.latency.parallel import parallel_terms
 from planner.memory import sizes as memory
 from planner.memory.layer_groups import kv_bytes_per_token_per_layer, state_bytes_per_request
@@ -236,9 +242,10 @@ class PerfModel:
         self.eager_layer_s = eng.eager_layer_overhead_s if r.deployment.enforce_eager else 0.0
         counted = self.choice.engine in KERNEL_COUNTED_ENGINES
         self.kernel_ratio = layer_kernels(m) / DENSE_LAYER_KERNELS if counted else 1.0
-        # kernels a prompt's forward pass dispatches from the host outside CUDA graphs (every engine's PyTorch path:
+        # kernels of a prompt's forward pass, dispatched from the host outside CUDA graphs, whose dispatch the GPU
+        # waits for: the MoE and MLA blocks' (layer_kernels.exposed_dispatch_kernels; every engine's PyTorch path:
         # TensorRT-LLM's PyTorch backend runs the same module structure)
-        self.eager_kernels = m.num_layers * layer_kernels(m)
+        self.eager_kernels = exposed_dispatch_kernels(m)
         self._resolved = r
         self._apply(eff)
 
