@@ -12,10 +12,9 @@ import pytest
 from planner.accuracy import serving_points as sp
 from planner.accuracy.aiconfigurator_rows import parse_row, read_aiconfigurator
 from planner.accuracy.bench_protocol import INFERENCEMAX
-from planner.accuracy.bench_rules import (
+from planner.accuracy.bench_rules import bench_settings, clients_per_rank
+from planner.accuracy.inferencemax_launch import (
     ADP_BALANCE_TIMEOUT_ITERS,
-    bench_settings,
-    clients_per_rank,
     inferencemax_dsr1_trt_tokens,
     inferencemax_mtp,
     inferencemax_mtp_depth,

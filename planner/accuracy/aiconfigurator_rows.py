@@ -13,7 +13,7 @@ over the 20N measured requests, after 2N warm-up requests.
 - model_path -> a preset of the same architecture (names.resolve_model; no preset: "unknown model");
 - gemm_quant_mode fp8 / fp8_block -> fp8 weights, nvfp4 -> nvfp4 (a blank precision: the checkpoint's 16 bits);
   the KV cache stays 16-bit (the files do not record it), except on InferenceMAX's rows, whose launch scripts set
-  FP8 KV almost everywhere (bench_rules.inferencemax_kv_cache_dtype, said in the row's note);
+  FP8 KV almost everywhere (inferencemax_launch.inferencemax_kv_cache_dtype, said in the row's note);
 - tp_size -> TP, pp_size -> PP, attention_dp_size -> DP (blank or 0 = 1); the MoE layers span TP × DP GPUs, by
   expert when moe_ep_size = TP × DP (EP on), by tensor slice when moe_tp_size = TP × DP; a mix of both
   (moe_tp_size > 1 and moe_ep_size > 1) is not a layout the planner models and the row says so;
@@ -52,10 +52,10 @@ import re
 from dataclasses import replace
 
 from planner.accuracy.bench_protocol import INFERENCEMAX, protocol_of
-from planner.accuracy.bench_rules import (
+from planner.accuracy.bench_rules import RULES
+from planner.accuracy.inferencemax_launch import (
     ADP_BALANCE_TIMEOUT_ITERS,
     INFERENCEMAX_RULES,
-    RULES,
     balanced_adp,
     inferencemax_kv_cache_dtype,
     inferencemax_mtp_depth,

@@ -16,9 +16,9 @@ from planner.accuracy.bench_protocol import INFERENCEMAX, BenchProtocol, burst_p
 from planner.accuracy.bench_rules import (
     bench_settings,
     clients_per_rank,
-    inferencemax_mtp,
     reuses_cached_prompts,
 )
+from planner.accuracy.inferencemax_launch import inferencemax_mtp
 from planner.accuracy.names import resolve_gpu, resolve_model
 from planner.accuracy.user_points import UserData
 from planner.core.catalog import get_model
