@@ -256,7 +256,7 @@ PINNED = [
     ("C090", "tensorrt-llm-0.9/ampere", 5417.96, 5390.0),
     ("C071", "tensorrt-llm-0.9/hopper", 16905.9, 19854.0),
     ("C146", "vllm-0.6/ampere", 85.9949, 84.28),
-    ("C214", "vllm/hopper", 6.2731, 6.44),
+    ("C214", "vllm/hopper", 6.2571, 6.44),
     ("N056", "vllm/cdna3", 17.2180, 17.236),
     ("N001", "llama.cpp/ampere", 45.9237, 47.4),
     ("N006", "llama.cpp/ada", 51.279, 54.84),
