@@ -29,14 +29,21 @@ ROUTED_MOE_KERNELS = 7
 KERNEL_COUNTED_ENGINES = ("vllm", "sglang", "tensorrt-llm")
 
 
+def _mla_kernels(m) -> int:
+    """Kernels of one latent-attention block (MLA_KERNELS note)."""
+    return MLA_KERNELS if m.q_lora_rank else MLA_NO_Q_LORA_KERNELS
+
+
+def _moe_blocks(m) -> tuple[int, int]:
+    """(kernels of one MoE block: routed experts and a shared expert beside them, layers that have one)."""
+    moe = ROUTED_MOE_KERNELS + (DENSE_MLP_KERNELS if m.num_shared_experts else 0)
+    return moe, (m.num_layers - m.num_dense_layers) if m.is_moe else 0
+
+
 def layer_kernels(m) -> float:
     """Kernels per decoder layer, averaged over the model's layers (dense MLP layers of an MoE model included)."""
-    if m.is_mla:
-        attn = MLA_KERNELS if m.q_lora_rank else MLA_NO_Q_LORA_KERNELS
-    else:
-        attn = ATTENTION_KERNELS + (QK_NORM_KERNELS if m.qk_norm else 0)
-    moe = ROUTED_MOE_KERNELS + (DENSE_MLP_KERNELS if m.num_shared_experts else 0)
-    moe_layers = (m.num_layers - m.num_dense_layers) if m.is_moe else 0
+    attn = _mla_kernels(m) if m.is_mla else ATTENTION_KERNELS + (QK_NORM_KERNELS if m.qk_norm else 0)
+    moe, moe_layers = _moe_blocks(m)
     mlp = (moe * moe_layers + DENSE_MLP_KERNELS * (m.num_layers - moe_layers)) / m.num_layers
     return 2 + attn + mlp  # + the two fused residual-add RMSNorms
 
@@ -56,7 +63,5 @@ def exposed_dispatch_kernels(m) -> float:
     layers), 110-150 ms for DeepSeek-R1 on B200 (58 MoE and 61 MLA layers). Counting every layer's kernels (720,
     468 and 1,321) ranks Llama above gpt-oss; this count (0, 252 and 1,190) ranks them as measured. Status:
     calibrated by the fit (eager_kernel_s), the mechanism a hypothesis not profiled."""
-    moe = ROUTED_MOE_KERNELS + (DENSE_MLP_KERNELS if m.num_shared_experts else 0)
-    moe_layers = (m.num_layers - m.num_dense_layers) if m.is_moe else 0
-    mla = (MLA_KERNELS if m.q_lora_rank else MLA_NO_Q_LORA_KERNELS) if m.is_mla else 0
-    return moe * moe_layers + mla * m.num_layers
+    moe, moe_layers = _moe_blocks(m)
+    return moe * moe_layers + (_mla_kernels(m) * m.num_layers if m.is_mla else 0)
