@@ -142,16 +142,25 @@ def predict(p: ServingPoint, seed: int = 0) -> ServingPrediction:
     if p.request_rate:
         return _predict(r, p, seed, wave=False)
     phi = PerfModel(r).eff.wave_fraction
-    spread = _predict(r, p, seed, wave=False)
     if phi <= 0 and p.protocol is None:
-        return spread
-    wave = _predict(r, p, seed, wave=True)
+        return _predict(r, p, seed, wave=False)
+    spread, wave = predict_parts(p, seed, r)
     mix = lambda a, b: (1 - phi) * a + phi * b  # noqa: E731
     ttft, tpot = mix(spread.ttft_ms, wave.ttft_ms), mix(spread.tpot_ms, wave.tpot_ms)
     if p.protocol is not None:
         ttft = p.protocol.measured_mean(wave.burst_ttft_ms, ttft)
         tpot = p.protocol.measured_mean(wave.burst_tpot_ms, tpot)
     return ServingPrediction(ttft, tpot, spread.num_requests)
+
+
+def predict_parts(
+    p: ServingPoint, seed: int = 0, r: Resolved | None = None
+) -> tuple[ServingPrediction, ServingPrediction]:
+    """The two closed-loop simulations `predict` weighs, (clients spread out, clients started together): each with
+    its steady means (the measured rounds) and its first round's (`burst_*`; in the second, the burst of N on an idle
+    server). benchmarks/ttft_decomposition.py sets them beside the measured means."""
+    r = r or resolved(p)
+    return _predict(r, p, seed, wave=False), _predict(r, p, seed, wave=True)
 
 
 def length_specs(p: ServingPoint) -> tuple[str, str]:
