@@ -31,10 +31,11 @@ import numpy as np
 import pandas as pd
 
 from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
-from planner.accuracy.serving_points import predict, predict_parts
+from planner.accuracy.serving_points import predict_parts, resolved, weighed
 from planner.accuracy.serving_traces import stratified_sample
 from planner.core.errors import InputError
 from planner.core.paths import measurements_dir
+from planner.latency.perf_model import PerfModel
 
 CSV = measurements_dir() / "aiconfigurator" / "silicon_calibration.csv"
 CLIENT_BINS = [0, 4, 16, 64, 128, 256, 1_000_000]
@@ -53,9 +54,10 @@ def decompose(p) -> dict:
     row = {"row": p.id, "engine": p.engine, "client": p.protocol.name.split(":")[0], "clients": p.concurrency}
     row |= {"isl": p.isl, "osl": p.osl, "measured": p.ttft_ms, "rounds": p.protocol.rounds}
     try:
-        spread, wave = predict_parts(p)
+        r = resolved(p)
+        spread, wave = predict_parts(p, r=r)
         row |= {"spread": spread.ttft_ms, "lockstep": wave.ttft_ms, "burst": wave.burst_ttft_ms}
-        row["predicted"] = predict(p).ttft_ms
+        row["predicted"] = weighed(p, spread, wave, PerfModel(r).eff.wave_fraction).ttft_ms  # predict's, not rerun
     except (InputError, ValueError) as err:
         row["reason"] = str(err)
     return row

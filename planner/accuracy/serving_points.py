@@ -144,7 +144,12 @@ def predict(p: ServingPoint, seed: int = 0) -> ServingPrediction:
     phi = PerfModel(r).eff.wave_fraction
     if phi <= 0 and p.protocol is None:
         return _predict(r, p, seed, wave=False)
-    spread, wave = predict_parts(p, seed, r)
+    return weighed(p, *predict_parts(p, seed, r), phi)
+
+
+def weighed(p: ServingPoint, spread: ServingPrediction, wave: ServingPrediction, phi: float) -> ServingPrediction:
+    """`predict`'s means from its two runs (predict_parts) and the wave fraction φ: (1 − φ) × spread + φ × lockstep,
+    then the client's burst round weighed 1/R where the client is known."""
     mix = lambda a, b: (1 - phi) * a + phi * b  # noqa: E731
     ttft, tpot = mix(spread.ttft_ms, wave.ttft_ms), mix(spread.tpot_ms, wave.tpot_ms)
     if p.protocol is not None:
