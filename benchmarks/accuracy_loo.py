@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from planner.accuracy import wide_ep
 from planner.accuracy.serving_traces import fit_traces
 from planner.core.catalog import DATA_DIR
 from scripts import fit_efficiency as fe
@@ -98,6 +99,18 @@ def _held(kind: str, group: str, model: str, gpu: str, engine: str) -> bool:
     return {"model": model, "gpu": gpu, "engine": engine}.get(kind) == group
 
 
+def _anchor_at() -> dict:
+    """anchor family -> (model, GPU) of the anchors there (SGLang's wide-EP prefills: DeepSeek-V3 on H100)."""
+    out = {}
+    for a in (a for v in fe.anchor_points().values() for a in v):
+        r = wide_ep.scenario_for(a)
+        out[fe.anchor_family(a)] = (r.model.name, r.gpu.name)
+    return out
+
+
+_ANCHOR_AT = _anchor_at()
+
+
 def _fit_engine(task: tuple) -> tuple:
     """One engine's profiles fitted without `(kind, group)` (None: nothing held out): its published points on the
     held-out model or GPU go too, as its serving rows."""
@@ -114,6 +127,11 @@ def _fit_engine(task: tuple) -> tuple:
     trs = [t for t in traces.get(engine, ()) if not (kind and group_of(t, kind) == group)]
     if not pts and not trs:
         return task, None
+    anc = [
+        a
+        for a in fe.anchor_points().get(engine, ())
+        if not (kind and _held(kind, group, *_ANCHOR_AT[fe.anchor_family(a)], engine))
+    ]
     fams = _STATE["family_traces"]
     ftrs = [t for t in fams.get(engine, ()) if not (kind and group_of(t, kind) == group)] if fams else None
     fitted, _ = fe.fit_all(
@@ -125,6 +143,7 @@ def _fit_engine(task: tuple) -> tuple:
         traces={engine: trs} if trs else None,
         families=fams is not None,
         family_traces={engine: ftrs} if fams else None,
+        anchors={engine: anc},
     )
     return task, {k: v for k, v in fitted.items() if k.split("/")[0] == engine}
 
@@ -144,6 +163,9 @@ def refits(groups: dict[str, list[str]], engines: list[str], iters: int, jobs: i
                 touched |= any(
                     p.engine == e and _held(kind, g, resolved[p.id].model.name, resolved[p.id].gpu.name, e)
                     for p in points
+                )
+                touched |= any(
+                    _held(kind, g, *_ANCHOR_AT[fe.anchor_family(a)], e) for a in fe.anchor_points().get(e, ())
                 )
                 if touched:
                     tasks.append((e, kind, g))

@@ -6,21 +6,23 @@
 Data: data/measurements/published_points.csv and published_points_2.csv (rows the model cannot predict are left
 out with their reason), and up to SERVING_PER_STRATUM aggregated rows per (engine, model, GPU) of aiconfigurator's
 calibration split (data/measurements/aiconfigurator/; mean TTFT and TPOT of N benchmark clients, each row simulated
-once under the prior constants and re-priced under the constants being fitted: planner.accuracy.serving_traces).
+once under the prior constants and re-priced under the constants being fitted: planner.accuracy.serving_traces),
+and SGLang's published wide-EP prefills (planner.accuracy.wide_ep, its large-batch evidence: `anchor_points`).
 Two stages, so that constants transfer across GPUs (and a step between them for the constants only TTFT sees):
 
   1. per ENGINE, one set of the constants of planner.latency.efficiency (FIT_FIELDS) on all its points, every GPU
      predicted from its datasheet: minimise Σ log(predicted / measured)² plus a weak log-normal prior per constant
      (PRIORS; weight PRIOR_WEIGHT, one prior sd as much as 5 points 10% off; PUBLISHED_ONLY_PRIOR_WEIGHT for a fit
      without serving rows). This is the engine's `default`.
-  1b. per ENGINE with serving rows, the request path's three constants alone (REQUEST_PATH_STAGE: frontend, eager
-     dispatch per kernel, output lag) on its rows' mean TTFT, the larger draw of stage 2, the rest held.
+     Its serving rows count by their TPOT, and by their TTFT only at up to LONE_PROMPT_CLIENTS clients per rank.
+  1b. per ENGINE with serving rows, the request path's constants and the clients' wave fraction alone
+     (REQUEST_PATH_STAGE: frontend, eager dispatch per kernel, output lag, wave fraction) on its rows' mean TTFT at
+     every client count (and TPOT, which the wave fraction moves), the larger draw of stage 2, the rest held.
   2. per (engine, GPU family) with points, two correction factors (bandwidth ceiling, compute ceilings) with a
      tight prior at 1 (sd CORRECTION_SD): the family's own profile, "calibrated". Its aiconfigurator rows are
-     a larger draw, FAMILY_PER_STRATUM per stratum.
+     a larger draw, FAMILY_PER_STRATUM per stratum, counted as in stage 1.
 
-An engine without points (SGLang: its published points are all served at a request rate) gets the per-constant
-median of the user engines' defaults (in log space for the scales), status "estimated". Optimiser: Nelder-Mead in
+An engine without points or serving rows gets the per-constant median of the user engines' defaults (in log space for the scales), status "estimated". Optimiser: Nelder-Mead in
 log space (numpy only), deterministic, so a rerun reproduces data/efficiency.yaml byte for byte.
 """
 
@@ -33,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from planner.accuracy import wide_ep
 from planner.accuracy.optimize import nelder_mead
 from planner.accuracy.published_points import error_summary, evaluate, load_points, predict, scenario
 from planner.accuracy.serving_traces import fit_traces
@@ -194,18 +197,62 @@ def robust(r: float, c: float = ROBUST_C) -> float:
     return c**2 * math.log1p((r / c) ** 2)
 
 
-def serving_term(traces, prof: EfficiencyProfile) -> float:
+# Stages 1 and 2 (the step's physics: efficiencies, fixed costs, the family corrections) see a serving row's TPOT,
+# and its TTFT only at up to LONE_PROMPT_CLIENTS clients per rank, where TTFT is a lone prompt's pass plus the
+# request path. A loaded TTFT is mostly time in the engine's queue (prefill-first waves, receive polls, the
+# client's burst), which the simulated scheduler must explain and which bent the physics when it did not: read as
+# they ran, SGLang's Qwen3.5 rows on B200 moved its MoE efficiency 0.50 -> 0.36 to slow every prompt pass
+# (docs/research/ttft_gaps.md, gap 6). Loaded TTFTs still decide stage 1b (the request path and the wave fraction).
+# Chosen out of sample (accuracy_loo --serving-only --families --iters 500 --per-stratum 6; TTFT / TPOT / throughput
+# median |error|, all three kinds of hold-out; one model / one GPU / one engine out): every TTFT (before) 30.1 / 13.2
+# / 13.3% (26.9, 26.7, 38.5% TTFT), up to 8 clients 29.3 / 12.6 / 12.7%, up to 4 28.3 / 12.3 / 12.6% (26.1, 25.1,
+# 39.2%), none 28.1 / 12.3 / 12.6% (25.5, 26.3, 38.7%); in sample TTFT 21.0 -> 23.2% at 4 and at none. 4 and none are
+# within the folds' noise; 4 keeps a lone prompt's pass as evidence of the prefill constants. InferenceMAX's grid
+# starts at 4 clients. Shipped (session 28) at 4 with SGLang's wide-EP prefills as anchors (below): 28.1 / 12.2 /
+# 12.5% (one model out 25.8 / 14.1 / 13.8, one GPU out 24.8 / 11.4 / 11.6, one engine out 39.9 / 12.0 / 12.4).
+LONE_PROMPT_CLIENTS = 4
+
+
+def serving_term(traces, prof: EfficiencyProfile, ttft_clients: int | None = LONE_PROMPT_CLIENTS) -> float:
     """Σ over the rows' mean TTFT and mean TPOT of robust(log(predicted / measured))."""
     total = 0.0
     for tr in traces:
         ttft, tpot = tr.predict(prof)
-        total += robust(math.log(ttft * 1e3 / tr.point.ttft_ms)) + robust(math.log(tpot * 1e3 / tr.point.tpot_ms))
+        total += robust(math.log(tpot * 1e3 / tr.point.tpot_ms))
+        if ttft_clients is None or tr.point.clients_per_rank <= ttft_clients:
+            total += robust(math.log(ttft * 1e3 / tr.point.ttft_ms))
     return total
 
 
-def objective(x, points, resolved, key_of, pri: dict | None = None, traces=()) -> float:
+# SGLang has no published points of the kind published_points.csv holds (its published figures are served at a
+# request rate), so with stage 1 seeing only lone prompts' TTFT (LONE_PROMPT_CLIENTS) nothing would tell its fit how
+# fast a large prompt batch runs: fitted on lone 1k prompts and TPOT alone, its prefill constants rose (matmul
+# efficiency 0.72 -> 0.86, attention 0.21 -> 0.45, MoE 0.50 -> 0.59) and its published wide-EP prefills came out
+# +25-35% fast (docs/research/ttft_gaps.md, gap 6.4). Those prefills (LMSYS 2025-05-05, planner.accuracy.wide_ep:
+# DeepSeek-V3 on 4 x 8 H100, 16,384 prompt tokens a GPU at 1k / 2k / 4k prompts) are its large-batch evidence:
+# they enter stage 1 and their family's stage 2 as points, log(predicted / measured)² each, as published points do.
+# The wide-EP decode rows stay out (a check the fit never sees).
+def anchor_points() -> dict[str, list]:
+    """engine -> its published large-batch prefills (the wide-EP prefill rows), for fit_all's `anchors`."""
+    return {wide_ep.ENGINE: [p for p in wide_ep.load_points() if p.phase == "prefill"]}
+
+
+def anchor_family(p) -> str:
+    return f"{wide_ep.ENGINE}/{wide_ep.scenario_for(p).gpu.family}"
+
+
+def anchor_term(anchors, prof: EfficiencyProfile) -> float:
+    """Σ log(predicted / measured)² of the anchors' throughputs under `prof`."""
+    return sum(
+        math.log(wide_ep.predict(p, prof).predicted_tok_s_per_node / p.measured_tok_s_per_node) ** 2 for p in anchors
+    )
+
+
+def objective(x, points, resolved, key_of, pri: dict | None = None, traces=(), anchors=()) -> float:
     prof = clip_profile(x, len(points))
-    data = _data_term(points, resolved, key_of, lambda k: prof) + serving_term(traces, prof)
+    data = (
+        _data_term(points, resolved, key_of, lambda k: prof) + serving_term(traces, prof) + anchor_term(anchors, prof)
+    )
     if pri is None:
         engine = points[0].engine if points else (traces[0].point.engine if traces else "")
         pri = priors(engine) if engine else PRIORS
@@ -242,8 +289,9 @@ def fit_engine(
     prior_overrides: dict | None = None,
     traces: tuple = (),
     engine: str = "",
+    anchors: tuple = (),
 ) -> EfficiencyProfile:
-    """Stage 1: one set of constants for all of an engine's points and serving rows (all GPU families)."""
+    """Stage 1: one set of constants for all of an engine's points, serving rows and anchors (all GPU families)."""
     engine = engine or (pts[0].engine if pts else traces[0].point.engine)
     pri = priors(engine, prior_overrides)
     if traces:
@@ -263,7 +311,7 @@ def fit_engine(
         return np.array([values[name] for name in pri])
 
     def f(v):
-        return objective(full(v), pts, resolved, key_of, pri, traces)
+        return objective(full(v), pts, resolved, key_of, pri, traces, anchors)
 
     issue_bound = engines()[engine].issue_bound_gemv if engine in engines() else False
     best = None
@@ -295,14 +343,17 @@ def fit_engine(
 # others' request path), 0.1 31.7 / 32.5% (18 ms + 116 µs). The two scales land in two basins of the frontend / per-
 # kernel trade, so the choice is fragile; at 0.25 the eager cost stayed at 129 µs. At 0.1: all 2,530 rows 24.2 ->
 # 23.6% (0.05: 22.2%); one model out 31.9 -> 29.5%, one GPU out 32.7 -> 28.9%, one engine out 33.9 -> 36.7% at 6 rows
-# per stratum; TPOT and throughput within 0.3 points.
-REQUEST_PATH_STAGE = ("frontend_latency_s", "eager_kernel_s", "first_token_lag_steps")
+# per stratum; TPOT and throughput within 0.3 points. Since session 27 the stage also refits the wave fraction, the
+# one constant besides them that loaded TTFTs alone decide once stage 1 sees TTFT only for lone prompts
+# (LONE_PROMPT_CLIENTS); it moves TPOT as well (a wave's prompts pause the decodes), so the stage counts the rows'
+# TPOT too (robust at ROBUST_C), which the request path's three do not change.
+REQUEST_PATH_STAGE = ("frontend_latency_s", "eager_kernel_s", "first_token_lag_steps", "wave_fraction")
 REQUEST_PATH_ROBUST_C = 0.1
 REQUEST_PATH_ITERS = 300
 
 
 def fit_request_path(base: EfficiencyProfile, traces: tuple, engine: str, iters: int = REQUEST_PATH_ITERS):
-    """Stage 1b: `base` with REQUEST_PATH_STAGE refitted on the traces' mean TTFT (the others held)."""
+    """Stage 1b: `base` with REQUEST_PATH_STAGE refitted on the traces' mean TTFT and TPOT (the others held)."""
     pri = priors(engine)
 
     def profile(v) -> EfficiencyProfile:
@@ -313,9 +364,11 @@ def fit_request_path(base: EfficiencyProfile, traces: tuple, engine: str, iters:
 
     def f(v) -> float:
         prof = profile(v)
-        data = sum(
-            robust(math.log(tr.predict(prof)[0] * 1e3 / tr.point.ttft_ms), REQUEST_PATH_ROBUST_C) for tr in traces
-        )
+        data = 0.0
+        for tr in traces:
+            ttft, tpot = tr.predict(prof)
+            data += robust(math.log(ttft * 1e3 / tr.point.ttft_ms), REQUEST_PATH_ROBUST_C)
+            data += robust(math.log(tpot * 1e3 / tr.point.tpot_ms))  # the wave fraction moves TPOT too
         prior = sum(((x - math.log(pri[name][0])) / pri[name][1]) ** 2 for name, x in zip(REQUEST_PATH_STAGE, v))
         return data + prior_weight(traces) * prior
 
@@ -326,7 +379,13 @@ def fit_request_path(base: EfficiencyProfile, traces: tuple, engine: str, iters:
 
 
 def fit_family(
-    base: EfficiencyProfile, pts: list, resolved: dict, key_of: dict, iters: int = 300, traces: tuple = ()
+    base: EfficiencyProfile,
+    pts: list,
+    resolved: dict,
+    key_of: dict,
+    iters: int = 300,
+    traces: tuple = (),
+    anchors: tuple = (),
 ) -> np.ndarray:
     """Stage 2: the family's two log-correction factors."""
 
@@ -334,7 +393,7 @@ def fit_family(
         prof = corrected(base, y)
         prior = float(np.sum((y / CORRECTION_SD) ** 2))
         data = _data_term(pts, resolved, key_of, lambda k: prof) + serving_term(traces, prof)
-        return data + prior_weight(traces) * prior
+        return data + anchor_term(anchors, prof) + prior_weight(traces) * prior
 
     return nelder_mead(f, np.zeros(2), step=0.1, iters=iters)
 
@@ -394,11 +453,13 @@ def fit_all(
     traces: dict | None = None,
     families: bool = True,
     family_traces: dict | None = None,
+    anchors: dict | None = None,
 ) -> tuple[dict, object]:
     """{'engine/family' or 'engine/default': profile} and the in-sample predictions. `traces`: engine -> serving
     traces (None: none; main() passes serving_traces()); families=False skips stage 2 (a cheaper refit);
     `family_traces`: the rows stage 2 fits each family's corrections on (None: `traces`; main() passes
-    serving_traces(FAMILY_PER_STRATUM))."""
+    serving_traces(FAMILY_PER_STRATUM)); `anchors`: engine -> published large-batch prefills (main() passes
+    anchor_points())."""
     if points is None:
         points, resolved, key_of = usable_points()
     traces = traces or {}
@@ -413,13 +474,15 @@ def fit_all(
     for engine in order:
         pts, trs = by_engine[engine], tuple(traces.get(engine, ()))
         overrides = None if tp_of[engine] else in_situ_allreduce_prior(with_tp)
-        base = fit_engine(pts, resolved, key_of, iters, overrides, traces=trs, engine=engine)
+        anc = tuple((anchors or {}).get(engine, ()))
+        base = fit_engine(pts, resolved, key_of, iters, overrides, traces=trs, engine=engine, anchors=anc)
         if trs:  # stage 1b on the larger draw stage 2 uses
             base = fit_request_path(base, tuple((family_traces or traces).get(engine, trs)), engine)
         if tp_of[engine]:
             with_tp[engine] = base
-        fams = sorted({key_of[p.id] for p in pts} | {_family_of(t) for t in trs})
+        fams = sorted({key_of[p.id] for p in pts} | {_family_of(t) for t in trs} | {anchor_family(p) for p in anc})
         rows = f" and {len(trs)} aiconfigurator rows" if trs else ""
+        rows += f" and {len(anc)} published wide-EP prefills" if anc else ""
         fitted[f"{engine}/default"] = base.model_copy(
             update={
                 "note": f"shared constants fitted on {len(pts)} points{rows} "
@@ -429,12 +492,14 @@ def fit_all(
         for key in fams if families else ():
             fp = [p for p in pts if key_of[p.id] == key]
             ft = tuple(t for t in (family_traces or traces).get(engine, ()) if _family_of(t) == key)
-            y = fit_family(base, fp, resolved, key_of, traces=ft)
+            fa = tuple(p for p in anc if anchor_family(p) == key)
+            y = fit_family(base, fp, resolved, key_of, traces=ft, anchors=fa)
             on = sorted(p.id for p in fp) + ([f"{len(ft)} aiconfigurator rows"] if ft else [])
+            on += [f"wide-EP {p.label}" for p in fa]
             fitted[key] = corrected(
                 base,
                 y,
-                len(fp) + len(ft),
+                len(fp) + len(ft) + len(fa),
                 note=f"shared constants x family correction "
                 f"(bandwidth {math.exp(y[0]):.3f}, compute {math.exp(y[1]):.3f}) on " + ", ".join(on),
             )
@@ -537,7 +602,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=EFFICIENCY_PATH)
     args = ap.parse_args(argv)
     traces = serving_traces()
-    fitted, df = fit_all(traces=traces, family_traces=serving_traces(FAMILY_PER_STRATUM))
+    fitted, df = fit_all(traces=traces, family_traces=serving_traces(FAMILY_PER_STRATUM), anchors=anchor_points())
     points, resolved, _ = usable_points()
     served = {_family_of(t).split("/")[1] for v in traces.values() for t in v}
     fams = sorted({r.gpu.family for r in resolved.values()} | served)

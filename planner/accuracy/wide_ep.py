@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from planner.core.paths import measurements_dir
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
+from planner.latency.efficiency import EfficiencyProfile
 from planner.latency.perf_model import PerfModel
 
 MODEL, GPU, ENGINE = "deepseek-ai/DeepSeek-V3", "H100-SXM", "sglang"
@@ -90,9 +91,22 @@ def deployment_for(p: WideEPPoint) -> Deployment:
     )
 
 
-def predict(p: WideEPPoint) -> WideEPResult:
-    s = Scenario(model=MODEL, gpu=GPU, deployment=deployment_for(p)).model_copy(update={"engine": ENGINE})
-    pm = PerfModel(resolve(s))
+def scenario_for(p: WideEPPoint):
+    """The row's resolved scenario: DeepSeek-V3 on H100 under SGLang, the row's deployment."""
+    return resolve(Scenario(model=MODEL, gpu=GPU, deployment=deployment_for(p)).model_copy(update={"engine": ENGINE}))
+
+
+_BASE: dict[WideEPPoint, PerfModel] = {}
+
+
+def predict(p: WideEPPoint, profile: EfficiencyProfile | None = None) -> WideEPResult:
+    """The row under SGLang's Hopper profile of data/efficiency.yaml, or under `profile` (the fit's inner loop)."""
+    if profile is None:
+        pm = PerfModel(scenario_for(p))
+    else:
+        if p not in _BASE:
+            _BASE[p] = PerfModel(scenario_for(p), profile=profile)
+        pm = _BASE[p].with_profile(profile)
     if p.phase == "prefill":
         step = float(pm.prefill(p.tokens_per_gpu / p.input_tokens, p.input_tokens).total_s)
     else:
