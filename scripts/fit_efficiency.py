@@ -22,8 +22,9 @@ Two stages, so that constants transfer across GPUs (and a step between them for 
      tight prior at 1 (sd CORRECTION_SD): the family's own profile, "calibrated". Its aiconfigurator rows are
      a larger draw, FAMILY_PER_STRATUM per stratum, counted as in stage 1.
 
-An engine without points or serving rows gets the per-constant median of the user engines' defaults (in log space for the scales), status "estimated". Optimiser: Nelder-Mead in
-log space (numpy only), deterministic, so a rerun reproduces data/efficiency.yaml byte for byte.
+An engine without points or serving rows gets the per-constant median of the user engines' defaults (in log space
+for the scales), status "estimated". Optimiser: Nelder-Mead in log space (numpy only), deterministic, so a rerun
+reproduces data/efficiency.yaml byte for byte.
 """
 
 from __future__ import annotations
