@@ -99,16 +99,10 @@ def _held(kind: str, group: str, model: str, gpu: str, engine: str) -> bool:
     return {"model": model, "gpu": gpu, "engine": engine}.get(kind) == group
 
 
-def _anchor_at() -> dict:
-    """anchor family -> (model, GPU) of the anchors there (SGLang's wide-EP prefills: DeepSeek-V3 on H100)."""
-    out = {}
-    for a in (a for v in fe.anchor_points().values() for a in v):
-        r = wide_ep.scenario_for(a)
-        out[fe.anchor_family(a)] = (r.model.name, r.gpu.name)
-    return out
-
-
-_ANCHOR_AT = _anchor_at()
+def _anchor_held(anchor, kind: str, group: str, engine: str) -> bool:
+    """An anchor (SGLang's wide-EP prefills: DeepSeek-V3 on H100) goes with its model, its GPU or its engine."""
+    r = wide_ep.scenario_for(anchor)
+    return _held(kind, group, r.model.name, r.gpu.name, engine)
 
 
 def _fit_engine(task: tuple) -> tuple:
@@ -127,11 +121,7 @@ def _fit_engine(task: tuple) -> tuple:
     trs = [t for t in traces.get(engine, ()) if not (kind and group_of(t, kind) == group)]
     if not pts and not trs:
         return task, None
-    anc = [
-        a
-        for a in fe.anchor_points().get(engine, ())
-        if not (kind and _held(kind, group, *_ANCHOR_AT[fe.anchor_family(a)], engine))
-    ]
+    anc = [a for a in fe.anchor_points().get(engine, ()) if not (kind and _anchor_held(a, kind, group, engine))]
     fams = _STATE["family_traces"]
     ftrs = [t for t in fams.get(engine, ()) if not (kind and group_of(t, kind) == group)] if fams else None
     fitted, _ = fe.fit_all(
@@ -164,9 +154,7 @@ def refits(groups: dict[str, list[str]], engines: list[str], iters: int, jobs: i
                     p.engine == e and _held(kind, g, resolved[p.id].model.name, resolved[p.id].gpu.name, e)
                     for p in points
                 )
-                touched |= any(
-                    _held(kind, g, *_ANCHOR_AT[fe.anchor_family(a)], e) for a in fe.anchor_points().get(e, ())
-                )
+                touched |= any(_anchor_held(a, kind, g, e) for a in fe.anchor_points().get(e, ()))
                 if touched:
                     tasks.append((e, kind, g))
     if jobs > 1:

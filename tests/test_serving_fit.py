@@ -275,12 +275,12 @@ def test_sglangs_wide_ep_prefills_anchor_its_fit_and_leave_with_their_model_gpu_
     low = [replace(p, measured_tok_s_per_node=p.measured_tok_s_per_node / 1.25) for p in exact]
     assert fe.anchor_term(low, prof) == pytest.approx(3 * math.log(1.25) ** 2, rel=1e-9)
     assert 3 * math.log(1.25) ** 2 == pytest.approx(0.1494, abs=1e-4)
-    at = loo._ANCHOR_AT["sglang/hopper"]
-    assert at == ("deepseek-ai/DeepSeek-V3", "NVIDIA H100 SXM5 80GB")
+    r = wide_ep.scenario_for(rows[0])
+    assert (r.model.name, r.gpu.name) == ("deepseek-ai/DeepSeek-V3", "NVIDIA H100 SXM5 80GB")
     held = [("model", "deepseek-ai/DeepSeek-V3"), ("gpu", "NVIDIA H100 SXM5 80GB"), ("engine", "sglang")]
-    assert all(loo._held(kind, group, *at, "sglang") for kind, group in held)
+    assert all(loo._anchor_held(p, kind, group, "sglang") for p in rows for kind, group in held)
     kept = [("model", "deepseek-ai/DeepSeek-R1"), ("gpu", "NVIDIA H200 SXM 141GB"), ("engine", "vllm")]
-    assert not any(loo._held(kind, group, *at, "sglang") for kind, group in kept)
+    assert not any(loo._anchor_held(p, kind, group, "sglang") for p in rows for kind, group in kept)
 
 
 def test_an_engine_without_points_takes_the_geometric_centre_of_the_others_scales():

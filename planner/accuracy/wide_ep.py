@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
+from functools import cache
 
 from planner.core.paths import measurements_dir
 from planner.core.scenario import Scenario, resolve
@@ -91,6 +92,7 @@ def deployment_for(p: WideEPPoint) -> Deployment:
     )
 
 
+@cache
 def scenario_for(p: WideEPPoint):
     """The row's resolved scenario: DeepSeek-V3 on H100 under SGLang, the row's deployment."""
     return resolve(Scenario(model=MODEL, gpu=GPU, deployment=deployment_for(p)).model_copy(update={"engine": ENGINE}))
