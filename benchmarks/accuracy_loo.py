@@ -11,7 +11,8 @@ scripts/fit_efficiency.py fits data/efficiency.yaml on the published points and 
 per (engine, model, GPU) of the aiconfigurator split (each row simulated once under the prior constants and
 re-priced: planner.accuracy.serving_traces). Here, for every model, GPU and engine of the split in turn, the same fit
 runs WITHOUT that group's rows (the published points stay; a held-out engine keeps only its published points, and an
-engine left with nothing gets the median of the others', as the script gives it) and predicts the group's rows:
+engine left with nothing gets, as the script gives it, the others' median with the request path fitted on their
+rows: fit_efficiency.estimated_engine) and predicts the group's rows:
 
   scored rows   up to --per-stratum rows per (engine, model, GPU), drawn with seed 1 (a draw other than the fit's),
                 that the planner can simulate; mean TTFT and mean TPOT re-priced from each row's trace under the
@@ -134,6 +135,7 @@ def _fit_engine(task: tuple) -> tuple:
         families=fams is not None,
         family_traces={engine: ftrs} if fams else None,
         anchors={engine: anc},
+        estimate_others=False,  # profiles_for gives a held-out engine its estimate
     )
     return task, {k: v for k, v in fitted.items() if k.split("/")[0] == engine}
 
@@ -168,8 +170,9 @@ def refits(groups: dict[str, list[str]], engines: list[str], iters: int, jobs: i
 
 
 def profiles_for(done: dict, engines: list[str], kind: str | None, group: str | None) -> dict:
-    """All engines' profiles with `group` held out; an engine left with nothing gets the median of the others'
-    defaults (what fit_efficiency gives an engine without points: status estimated)."""
+    """All engines' profiles with `group` held out; an engine left with nothing gets what fit_efficiency gives an
+    engine without points (status estimated): the others' per-constant median, its request path and output lag
+    fitted on their rows at once (fit_efficiency.estimated_engine)."""
     out: dict = {}
     for e in engines:
         fit = done.get((e, kind, group), done[(e, None, None)]) if kind else done[(e, None, None)]
@@ -177,8 +180,9 @@ def profiles_for(done: dict, engines: list[str], kind: str | None, group: str | 
             out.update(fit)
     for e in engines:
         if f"{e}/default" not in out:
-            others = {k: v for k, v in out.items() if k.endswith("/default")}
-            out[f"{e}/default"] = fe.estimated(others, "held out: median of the other engines")
+            others = {k: v for k, v in out.items() if "/" in k}  # the other engines' defaults and families
+            traces = {k: v for k, v in (_STATE["family_traces"] or _STATE["traces"]).items() if k != e}
+            out[f"{e}/default"] = fe.estimated_engine(others, traces, "held out: the other engines' median")
     return out
 
 

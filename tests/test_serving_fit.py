@@ -225,6 +225,47 @@ def test_the_request_path_stage_recovers_a_known_request_path():
     assert {k: v for k, v in fitted.model_dump().items() if k not in stage} == unchanged
 
 
+def test_an_engine_without_rows_takes_the_request_path_pooled_over_the_others_rows():
+    # scripts.fit_efficiency.estimated_engine (an engine held out by accuracy_loo): two engines whose own fits split
+    # one true request path (frontend 50 ms, 30 µs per exposed kernel, a lag of 1 step) differently: "a" 200 ms +
+    # 1 µs (SGLang's kind of split), "b" 5 ms + 150 µs (TensorRT-LLM's). The per-constant median (`estimated`, log
+    # space) gives sqrt(200 × 5) = 31.6 ms + sqrt(1 × 150) = 12.2 µs, which misses gpt-oss-120b's row (252 exposed
+    # kernels: 34.7 ms of path against 57.6) by over 10%; fitted on both engines' rows at once (Llama-3.1-70B at 4
+    # and 8 clients, no exposed kernel; gpt-oss-120b, 252) the path reproduces every row's TTFT within 5% (three
+    # rows do not pin the split: the generic prior, 20 µs a kernel, still pulls the per-kernel cost). The step's
+    # physics and the wave fraction stay the median's; without rows the estimate is the median.
+    from scripts import fit_efficiency as fe
+
+    rows = [
+        _row(osl=128),
+        _row(osl=128, isl=4096, concurrency=8),
+        _row(osl=128, model="openai/gpt-oss-120b", preset="openai/gpt-oss-120b", weights="mxfp4", tp=1),
+    ]
+    traces = [trace(p) for p in rows]
+    assert [tr.pm.eager_kernels for tr in traces] == [0, 0, 252]
+    base = traces[0].pm.eff
+    true = base.model_copy(update=dict(zip(fe.POOLED_PATH, (0.05, 3e-5, 1.0))))
+    measured = [
+        replace(tr, point=replace(tr.point, ttft_ms=tr.predict(true)[0] * 1e3, tpot_ms=tr.predict(true)[1] * 1e3))
+        for tr in traces
+    ]
+    a = base.model_copy(update=dict(zip(fe.POOLED_PATH, (0.2, 1e-6, 1.0))))
+    b = base.model_copy(update={**dict(zip(fe.POOLED_PATH, (0.005, 1.5e-4, 1.0))), "wave_fraction": 0.9})
+    fitted = {"a/default": a, "b/default": b}
+    median = fe.estimated(fitted, "median")
+    assert median.frontend_latency_s == pytest.approx(math.sqrt(0.2 * 0.005))
+    assert median.eager_kernel_s == pytest.approx(math.sqrt(1e-6 * 1.5e-4))
+    gpt = measured[2]
+    assert gpt.predict(median)[0] * 1e3 < 0.9 * gpt.point.ttft_ms
+    pooled = fe.estimated_engine(fitted, {"a": measured[:2], "b": measured[1:]}, "pooled")
+    for tr in measured:
+        assert tr.predict(pooled)[0] * 1e3 == pytest.approx(tr.point.ttft_ms, rel=0.05)
+    kept = [f for f in fe.FIT_FIELDS if f not in fe.POOLED_PATH]
+    assert {f: getattr(pooled, f) for f in kept} == {f: getattr(median, f) for f in kept}
+    assert pooled.wave_fraction == pytest.approx(median.wave_fraction) and pooled.status == "estimated"
+    assert fe.estimated_engine(fitted, {}, "median") == median
+
+
 def test_stage_one_sees_a_loaded_ttft_only_through_its_tpot():
     # scripts.fit_efficiency.serving_term (stages 1 and 2): every row's TPOT, and its TTFT only up to
     # LONE_PROMPT_CLIENTS (4) clients per rank. Two rows, 4 and 64 clients, each with both means "measured" 20% off
