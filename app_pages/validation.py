@@ -19,6 +19,8 @@ from planner.accuracy.validation import (
     overall,
     pair_status,
     points_table,
+    serving_out_of_sample,
+    serving_targets_missed,
 )
 from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
@@ -31,6 +33,7 @@ from ui.labels import error_text
 from ui.state import PROFILE_KEY, TARGET_KEY, current_scenario, resolved_or_stop  # noqa: E402  (the sidebar puts the calibration into the scenario)
 from ui.workload_widgets import scenario_lengths
 
+SERVING_METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "throughput": "throughput"}
 BAND_METRICS = {
     "tpot": "TPOT at concurrency",
     "ttft": "TTFT at concurrency",
@@ -125,6 +128,34 @@ with tab_pub:
             "refitted without that GPU family, predicted from the datasheet and the part's measured fractions "
             "(transferred); LOEO: an engine predicted with the median constants of the other engines (estimated)."
         )
+    st.subheader("Out of sample under load: models, GPUs and engines the fit never saw")
+    loo, targets, method = serving_out_of_sample()
+    if loo.empty:
+        st.info("Run `python -m benchmarks.accuracy_loo --serving-only --families --per-stratum 6 --write`.")
+    else:
+        kinds = loo[loo["group"] == "all"].set_index("kind")
+        shown = kinds[["rows"] + [f"{m} median |error| %" for m in SERVING_METRIC_NAMES]].rename(
+            columns={f"{m} median |error| %": f"{name} median |error| %" for m, name in SERVING_METRIC_NAMES.items()}
+        )
+        st.dataframe(shown.reset_index().rename(columns={"kind": "held out"}), hide_index=True, key="val_table_loo")
+        missed = serving_targets_missed(loo, targets)
+        over = [f"{SERVING_METRIC_NAMES[m]} {kind} ({value:.1f}%)" for m, kind, value in missed]
+        goal = ", ".join(f"{SERVING_METRIC_NAMES[m]} ≤ {v:g}%" for m, v in targets.items() if m in SERVING_METRIC_NAMES)
+        st.caption(
+            "Loaded serving runs at a client concurrency (aiconfigurator's silicon CSV): mean TTFT, mean TPOT and "
+            "the closed loop's throughput, each row predicted by a fit that never saw its model, its GPU or its "
+            "engine (an engine held out takes the others' median constants and their request path fitted on their "
+            f"rows). Targets (median, out of sample): {goal}. "
+            + (f"Above target: {'; '.join(over)}. " if over else "Every target met. ")
+            + f"Method: {method}"
+        )
+        with_groups = [k for k in kinds.index if ((loo["kind"] == k) & (loo["group"] != "all")).any()]
+        kind = st.selectbox("Groups of", with_groups, index=min(1, len(with_groups) - 1), key="val_loo_kind")
+        groups = loo[(loo["kind"] == kind) & (loo["group"] != "all")].drop(columns="kind")
+        groups = groups.rename(
+            columns=lambda c: " ".join([SERVING_METRIC_NAMES.get(c.split()[0], c.split()[0])] + c.split()[1:])
+        )
+        st.dataframe(groups.round(1), hide_index=True, width="stretch", key="val_table_loo_groups")
     st.subheader("Out of sample per family: the error band every page shows")
     bands = pd.DataFrame(band_records())
     c = st.columns(2)

@@ -46,6 +46,34 @@ def test_default_page_shows_the_published_errors(page):
     assert set(oos["group"]) == {"decode", "prefill", "throughput"} and {"in-sample", "LOEO"} <= set(oos.columns)
 
 
+def test_the_page_shows_the_serving_rows_out_of_sample_and_the_targets_they_miss(page):
+    # data/accuracy_aiconfigurator.yaml (benchmarks/accuracy_loo --write), read here on its own: one row per kind of
+    # hold-out, the caption naming exactly the kinds whose median misses a target, a kind's groups on request
+    import yaml
+
+    from planner.accuracy.validation import SERVING_OUT_OF_SAMPLE_PATH
+
+    doc = yaml.safe_load(SERVING_OUT_OF_SAMPLE_PATH.read_text(encoding="utf-8"))
+    table = next(d.value for d in page.dataframe if "held out" in d.value.columns)
+    kinds = ["in sample", "one model out", "one GPU out", "one engine out", "all three kinds"]
+    assert list(table["held out"]) == kinds
+    engine_out = doc["leave_one_engine_out"]["all"]
+    row = table.set_index("held out").loc["one engine out"]
+    assert row["TTFT median |error| %"] == engine_out["ttft_median_abs_pct"] and row["rows"] == engine_out["rows"]
+    keys = ["leave_one_model_out", "leave_one_gpu_out", "leave_one_engine_out", "out_of_sample_all_kinds"]
+    missed = [
+        f"{name} {kind} ({doc[key].get('all', doc[key])[f'{m}_median_abs_pct']:.1f}%)"
+        for key, kind in zip(keys, kinds[1:])
+        for m, name in (("ttft", "TTFT"), ("tpot", "TPOT"), ("throughput", "throughput"))
+        if doc[key].get("all", doc[key])[f"{m}_median_abs_pct"] > doc["targets_pct"][m]
+    ]
+    caption = next(c.value for c in page.caption if "Targets (median, out of sample)" in c.value)
+    assert (f"Above target: {'; '.join(missed)}." if missed else "Every target met.") in caption
+    page.selectbox(key="val_loo_kind").set_value("one engine out").run()
+    groups = next(d.value for d in page.dataframe if "group" in d.value.columns and "TTFT median signed %" in d.value)
+    assert set(groups["group"]) >= {"sglang", "tensorrt-llm", "vllm"}
+
+
 def test_colour_choice_regroups_the_scatter(page):
     page.selectbox(key="val_color").set_value("gpu").run()
     names = {t["name"] for t in json.loads(page.get("plotly_chart")[0].proto.spec)["data"]}

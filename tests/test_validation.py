@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 from conftest import ROOT
 
 from planner.accuracy.kv_capacity_points import KV_ROWS, kv_table, predicted_blocks
@@ -150,3 +151,43 @@ def test_out_of_sample_summary_is_recorded_for_every_scheme():
     # its median is compared where its points are most of the group's
     assert all(grp[("LOEO", g)] > grp[("in-sample", g)] for g in ("decode", "prefill", "throughput"))
     assert all(grp[("LOFO", g)] > grp[("in-sample", g)] for g in ("decode", "throughput"))
+
+
+def test_the_serving_out_of_sample_table_reads_every_kind_and_names_the_targets_missed(tmp_path):
+    # planner.accuracy.validation.serving_out_of_sample on a hand-written file in accuracy_loo --write's shape: the
+    # kind's whole is "all", in sample's breakdowns come one level down ("engine vllm"), and a kind is named as missing
+    # a target only where its whole is above it (one model out's TTFT 25.8 > 25; its group at 41.2 is not a kind)
+    from planner.accuracy.validation import serving_out_of_sample, serving_targets_missed
+
+    def figs(rows, ttft, tpot, thr):
+        return {
+            "rows": rows,
+            **{f"{m}_median_abs_pct": v for m, v in zip(("ttft", "tpot", "throughput"), (ttft, tpot, thr))},
+            **{f"{m}_median_signed_pct": -v for m, v in zip(("ttft", "tpot", "throughput"), (ttft, tpot, thr))},
+        }
+
+    doc = {
+        "in_sample": {"all": figs(4, 30.0, 10.0, 9.0), "engine": {"vllm": figs(4, 30.0, 10.0, 9.0)}},
+        "leave_one_model_out": {"all": figs(4, 25.8, 14.1, 13.8), "meta-llama/Llama-3.1-8B": figs(2, 41.2, 8.0, 8.4)},
+        "leave_one_engine_out": {"all": figs(4, 23.2, 15.5, 12.3)},
+        "out_of_sample_all_kinds": figs(8, 24.7, 12.2, 12.4),
+        "targets_pct": {"ttft": 25.0, "tpot": 15.0, "throughput": 15.0},
+        "method": "hand",
+    }
+    path = tmp_path / "loo.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    loo, targets, method = serving_out_of_sample(path)
+    assert method == "hand" and targets == {"ttft": 25.0, "tpot": 15.0, "throughput": 15.0}
+    assert list(zip(loo["kind"], loo["group"], loo["rows"])) == [
+        ("in sample", "all", 4),
+        ("in sample", "engine vllm", 4),
+        ("one model out", "all", 4),
+        ("one model out", "meta-llama/Llama-3.1-8B", 2),
+        ("one engine out", "all", 4),
+        ("all three kinds", "all", 8),
+    ]
+    assert loo.iloc[3]["ttft median signed %"] == -41.2
+    # in sample's 30% TTFT is not a miss; TPOT one engine out (15.5 > 15) is
+    assert serving_targets_missed(loo, targets) == [("ttft", "one model out", 25.8), ("tpot", "one engine out", 15.5)]
+    empty, no_targets, no_method = serving_out_of_sample(tmp_path / "absent.yaml")
+    assert empty.empty and no_targets == {} and no_method == ""

@@ -296,6 +296,66 @@ def out_of_sample_summary(path: Path | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+SERVING_OUT_OF_SAMPLE_PATH = DATA_DIR / "accuracy_aiconfigurator.yaml"
+# the kinds benchmarks/accuracy_loo.py --write records, in the order the page shows them
+SERVING_KINDS = {
+    "in_sample": "in sample",
+    "leave_one_model_out": "one model out",
+    "leave_one_gpu_out": "one GPU out",
+    "leave_one_engine_out": "one engine out",
+    "out_of_sample_all_kinds": "all three kinds",
+}
+SERVING_METRICS = ("ttft", "tpot", "throughput")
+
+
+def serving_out_of_sample(path: Path | None = None) -> tuple[pd.DataFrame, dict[str, float], str]:
+    """What benchmarks/accuracy_loo.py --write recorded on aiconfigurator's loaded serving rows: one row per (kind,
+    group) with its row count and each metric's median |error| and median signed error in %; "all" is the kind's
+    whole; the per-metric targets (%); the run's method line. Empty without the file."""
+    path = path or SERVING_OUT_OF_SAMPLE_PATH
+    if not path.exists():
+        return pd.DataFrame(columns=["kind", "group", "rows"]), {}, ""
+    doc = _read_yaml(path)
+    rows = [
+        {"kind": kind, "group": group, "rows": int(v["rows"])} | _metric_columns(v)
+        for key, kind in SERVING_KINDS.items()
+        for group, v in _groups(doc.get(key, {}))
+    ]
+    return pd.DataFrame(rows), dict(doc.get("targets_pct", {})), str(doc.get("method", ""))
+
+
+def serving_targets_missed(loo: pd.DataFrame, targets: dict[str, float]) -> list[tuple[str, str, float]]:
+    """(metric, kind, median |error| %) of every out-of-sample kind whose whole misses its metric's target."""
+    whole = loo[(loo["group"] == "all") & (loo["kind"] != SERVING_KINDS["in_sample"])]
+    return [
+        (m, row["kind"], float(row[f"{m} median |error| %"]))
+        for row in whole.to_dict("records")
+        for m in SERVING_METRICS
+        if m in targets and row[f"{m} median |error| %"] > targets[m]
+    ]
+
+
+def _groups(section: dict):
+    """(group, figures) of one kind: the kind's own figures are "all"; in sample's per-engine, per-class and per-GPU
+    figures sit one level down ("engine vllm")."""
+    if "rows" in section:
+        yield "all", section
+        return
+    for name, v in section.items():
+        if "rows" in v:
+            yield name, v
+        else:
+            yield from ((f"{name} {k}", w) for k, w in v.items())
+
+
+def _metric_columns(v: dict) -> dict[str, float]:
+    out = {}
+    for m in SERVING_METRICS:
+        out[f"{m} median |error| %"] = float(v[f"{m}_median_abs_pct"])
+        out[f"{m} median signed %"] = float(v[f"{m}_median_signed_pct"])
+    return out
+
+
 def pair_status(df: pd.DataFrame) -> pd.DataFrame:
     """The GPU/engine pairs of a points table with their calibration status and error."""
     used = df[df["predicted"].notna()]
