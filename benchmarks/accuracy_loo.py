@@ -181,7 +181,8 @@ def profiles_for(done: dict, engines: list[str], kind: str | None, group: str | 
     for e in engines:
         if f"{e}/default" not in out:
             others = {k: v for k, v in out.items() if "/" in k}  # the other engines' defaults and families
-            traces = {k: v for k, v in (_STATE["family_traces"] or _STATE["traces"]).items() if k != e}
+            rows = (_STATE["family_traces"] or _STATE["traces"]).items()  # the others' rows, not the held-out group's
+            traces = {k: [t for t in v if not (kind and group_of(t, kind) == group)] for k, v in rows if k != e}
             out[f"{e}/default"] = fe.estimated_engine(others, traces, "held out: the other engines' median")
     return out
 
