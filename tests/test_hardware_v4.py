@@ -139,6 +139,11 @@ def test_a_prompt_pass_exposes_the_dispatch_of_its_moe_and_mla_blocks_not_of_den
     # gpt-oss-120b: routed experts on its 36 layers, no shared expert, GQA attention: 252 (of 36 x 13 = 468)
     assert exposed_dispatch_kernels(get_model("openai/gpt-oss-120b")) == 36 * 7 == 252
     assert exposed_dispatch_kernels(get_model("Qwen/Qwen3-235B-A22B")) == 94 * 7
+    # recurrent mixers: Qwen3.5-397B's 45 Gated DeltaNet layers add 11 short prompt-pass kernels each (conv1d, gating,
+    # gated norm, flash-linear-attention's 8-kernel chunked rule) to its 60 MoE blocks (routed 7 + shared expert 3);
+    # Nemotron-H-56B (dense MLPs) 7 on each of its 54 Mamba-2 layers
+    assert exposed_dispatch_kernels(get_model("Qwen/Qwen3.5-397B-A17B")) == 60 * (7 + 3) + 45 * 11 == 1095
+    assert exposed_dispatch_kernels(get_model("nvidia/Nemotron-H-56B-Base-8K")) == 54 * 7 == 378
     # dense layers: none, however many (the GPU stays ahead of the host on their long prompt-pass GEMMs)
     assert exposed_dispatch_kernels(get_model("meta-llama/Llama-3.1-70B")) == 0
     assert exposed_dispatch_kernels(get_model("Qwen/Qwen3-32B")) == 0

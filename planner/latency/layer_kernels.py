@@ -27,6 +27,13 @@ ROUTED_MOE_KERNELS = 7
 # permutation) launches other sequences and is not counted (its per-layer constant stands as fitted). Counting
 # TensorRT-LLM 1.x (session 23) moved its fitted dense-layer cost 9.8 -> 28 µs: 69 µs a DeepSeek layer (22 kernels)
 KERNEL_COUNTED_ENGINES = ("vllm", "sglang", "tensorrt-llm")
+# A recurrent mixer's prompt pass, outside its projections' GEMMs: Gated DeltaNet (Qwen3-Next / Qwen3.5, SGLang's and
+# vLLM's qwen3_next: causal conv1d, the fused gating, the gated RMSNorm, and flash-linear-attention's chunked rule,
+# fla/ops/gated_delta_rule/chunk.py chunk_gated_delta_rule_fwd: l2norm of q and of k, chunk_local_cumsum,
+# chunk_scaled_dot_kkt_fwd, solve_tril, recompute_w_u_fwd, chunk_gated_delta_rule_fwd_h, chunk_fwd_o) = 3 + 8;
+# Mamba-2 (mamba_chunk_scan_combined: chunk cumsum, chunk state, state passing, bmm chunk, chunk scan; the causal
+# conv1d and the gated RMSNorm) = 7. Short kernels over a few chunks of 64 tokens, as an MoE block's are.
+RECURRENT_PROMPT_KERNELS = {"linear": 11, "mamba": 7}
 
 
 def _mla_kernels(m) -> int:
@@ -50,8 +57,8 @@ def layer_kernels(m) -> float:
 
 def exposed_dispatch_kernels(m) -> float:
     """Kernels of a prompt's forward pass whose host dispatch delays its first token: the routed experts (and the
-    shared expert beside them) of every MoE layer and the latent-attention block of every MLA layer; none of a dense
-    layer.
+    shared expert beside them) of every MoE layer, the latent-attention block of every MLA layer and the short
+    kernels of every linear-attention or Mamba-2 mixer (RECURRENT_PROMPT_KERNELS); none of a dense attention layer.
 
     A prompt pass runs outside CUDA graphs (engines capture graphs for decode batches only), so the host launches its
     kernels one by one, but asynchronously: a launch costs the request time only while the GPU has nothing queued.
@@ -62,6 +69,9 @@ def exposed_dispatch_kernels(m) -> float:
     after the simulated steps): about 20 ms for Llama-3.1-70B (80 dense layers), 30 ms for gpt-oss-120b (36 MoE
     layers), 110-150 ms for DeepSeek-R1 on B200 (58 MoE and 61 MLA layers). Counting every layer's kernels (720,
     468 and 1,321) ranks Llama above gpt-oss; this count (0, 252 and 1,190) ranks them as measured. Status:
-    calibrated by the fit (eager_kernel_s), the mechanism a hypothesis not profiled."""
+    calibrated by the fit (eager_kernel_s), the mechanism a hypothesis not profiled. Counting Qwen3.5's 45 Gated
+    DeltaNet layers (600 -> 1,095 kernels; session 29) moved out of sample TTFT one model / GPU / engine out 25.8 /
+    24.8 / 23.2 -> 23.8 / 24.2 / 22.0% (benchmarks/accuracy_loo)."""
     moe, moe_layers = _moe_blocks(m)
-    return moe * moe_layers + (_mla_kernels(m) * m.num_layers if m.is_mla else 0)
+    recurrent = sum(RECURRENT_PROMPT_KERNELS.get(g.kind, 0) * g.count for g in m.layer_groups)
+    return moe * moe_layers + (_mla_kernels(m) * m.num_layers if m.is_mla else 0) + recurrent

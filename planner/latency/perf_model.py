@@ -45,8 +45,9 @@ its first token (`request_path_s`, added to TTFT as the client measures it):
                 step, so it delays the new request, not the batch. A count of kernels, not of tokens: on
                 aiconfigurator's TensorRT-LLM rows on B200 at 4 clients the TTFT left at zero prompt length (1,024
                 vs 8,192 tokens) is ~170 ms for DeepSeek. Only the kernels whose dispatch the GPU waits for count,
-                the MoE and MLA blocks' (layer_kernels.exposed_dispatch_kernels: 1,190 for DeepSeek, 252 for
-                gpt-oss-120b, none for a dense Llama, whose long prompt-pass GEMMs keep the GPU ahead of the host)
+                the MoE, MLA and recurrent (Gated DeltaNet, Mamba-2) blocks' (layer_kernels.exposed_dispatch_kernels:
+                1,190 for DeepSeek, 1,095 for Qwen3.5-397B, 252 for gpt-oss-120b, none for a dense Llama, whose long
+                prompt-pass GEMMs keep the GPU ahead of the host)
 
 Weight bytes are those a step reads: attention, dense MLP, shared experts, norms and lm_head, plus for a
 mixture of experts the expected distinct experts its tokens touch, E × (1 − (1 − k/E)^tokens) (primer §10).
