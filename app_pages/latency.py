@@ -10,6 +10,7 @@ from planner.core.scenario import with_engine
 from planner.latency.efficiency import FIT_FIELDS, efficiency_summary
 from planner.latency.metrics import batching_tradeoff, estimate, given_rates, memory_limit, ridge_batch, sweep, what_ifs
 from planner.latency.perf_model import PerfModel
+from planner.traffic.clients import CLIENTS, DEFAULT_CLIENT
 from ui.bands import band_of, bands_caption, metric_band
 from ui.cached import continuous_cached
 from ui.charts.latency import (
@@ -192,7 +193,16 @@ st.caption("Hardware basis: " + "; ".join(pm.hardware.notes) + " (data/gpus.yaml
 
 if continuous_mode:
     sj = current_scenario().model_dump_json()
-    ce = continuous_cached(sj, engine, batch, int(input_tokens), int(output_tokens))
+    client = st.selectbox(
+        "Benchmark client",
+        tuple(CLIENTS),
+        index=tuple(CLIENTS).index(DEFAULT_CLIENT),
+        format_func=lambda c: f"{c} ({CLIENTS[c].tool})",
+        key="latency_client",
+        help="Whose --max-concurrency / --concurrency B streams are simulated, as that tool runs them: all B "
+        "started together, its warm-up and length rule (planner/traffic/clients.py cites each tool's source).",
+    )
+    ce = continuous_cached(sj, engine, batch, int(input_tokens), int(output_tokens), client)
     bands = {
         "ttft_s": band_of(r, "ttft", ce.ttft_s),
         "tpot_s": band_of(r, "tpot", ce.tpot_s),
@@ -252,7 +262,9 @@ if continuous_mode:
             f"{ce.preemptions:,} preemptions: {batch} requests of this length outgrow the KV pool ({limit:,} fit)."
         )
     cb = np.unique(np.r_[np.round(np.geomspace(1, top, 10)).astype(int), batch])
-    cdf = pd.DataFrame([continuous_cached(sj, engine, int(b), int(input_tokens), int(output_tokens)) for b in cb])
+    cdf = pd.DataFrame(
+        [continuous_cached(sj, engine, int(b), int(input_tokens), int(output_tokens), client) for b in cb]
+    )
     cdf["batch"] = cdf["concurrency"]
 else:
     bands = {

@@ -6,9 +6,10 @@
     python -m benchmarks.accuracy_aiconfigurator --csv out.csv   # also write every prediction
 
 Every aggregated row goes through the path `validate` takes (planner.accuracy.serving_points: the row's engine,
-GPU, model preset, weights and TP/PP/DP/EP; N closed-loop users as `simulate --users N` runs them; one warm-up
-request per user discarded, the next two averaged). A stratum is one (engine, model, GPU); the sample takes up to
---per-stratum rows of each, chosen with a seeded generator from the rows sorted by id, so a rerun is identical.
+GPU, model preset, weights and TP/PP/DP/EP, and its client, as `simulate` flags run through the CLI:
+planner.cli.validate_cmd.predict_point; the client's N streams started together, its warm-up left out). A stratum
+is one (engine, model, GPU); the sample takes up to --per-stratum rows of each, chosen with a seeded generator from
+the rows sorted by id, so a rerun is identical.
 
 Printed: the fraction of rows the planner can predict (and why the rest cannot), then the median |error| of mean
 TTFT, mean TPOT and throughput overall and per engine, per model class (dense; MoE/MLA), per GPU and per model.
@@ -34,6 +35,7 @@ import pandas as pd
 from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
 from planner.accuracy.serving_points import serving_table
 from planner.accuracy.serving_traces import stratified_sample
+from planner.cli.validate_cmd import predict_point
 from planner.core.paths import measurements_dir
 from scripts.fit_efficiency import FAMILY_PER_STRATUM, SERVING_PER_STRATUM
 
@@ -99,7 +101,7 @@ def main(argv=None) -> None:
     points = read_aiconfigurator(CSV.read_text(encoding="utf-8"))
     rows = sample(points, None if args.all else args.per_stratum, args.seed)
     t0 = time.time()
-    df = serving_table(rows)
+    df = serving_table(rows, predict_point)
     wall = time.time() - t0
     by_row = {p.id: p for p in rows}
     df["model_class"] = [by_row[r].model_class or "unknown" for r in df["row"]]

@@ -33,6 +33,7 @@ each leave-one-out kind, overall and per held-out group, with row counts and the
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,22 +42,44 @@ import pandas as pd
 import yaml
 
 from planner.accuracy import wide_ep
-from planner.accuracy.serving_traces import fit_traces
+from planner.accuracy.serving_points import prediction, resolved, simulate_flags
+from planner.accuracy.serving_traces import aiconfigurator_points, stratified_sample
+from planner.cli.simulate_cmd import simulate_argv
 from planner.core.catalog import DATA_DIR
+from planner.core.errors import InputError
+from planner.latency.efficiency import FIT_FIELDS
 from scripts import fit_efficiency as fe
 
 OUT = DATA_DIR / "accuracy_aiconfigurator.yaml"
-KINDS = {"model": "leave one model out", "gpu": "leave one GPU out", "engine": "leave one engine out"}
+KINDS = {
+    "source": "leave one source out",
+    "model": "leave one model out",
+    "gpu": "leave one GPU out",
+    "engine": "leave one engine out",
+}
 TARGETS = {"ttft": 25.0, "tpot": 15.0, "throughput": 15.0}  # issue 24: out-of-sample medians
 
 
 def group_of(tr, kind: str) -> str:
-    r = tr.pm.resolved
-    return {"model": r.model.name, "gpu": r.gpu.name, "engine": tr.point.engine}[kind]
+    """The held-out group of a trace (or a ServingPoint) under `kind`."""
+    p = getattr(tr, "point", tr)
+    if kind == "source":
+        return p.source
+    r = _resolved(p)
+    return {"model": r.model.name, "gpu": r.gpu.name, "engine": p.engine}[kind]
+
+
+def _resolved(p):
+    if p.id not in _RESOLVED:
+        _RESOLVED[p.id] = resolved(p)
+    return _RESOLVED[p.id]
+
+
+_RESOLVED: dict = {}
 
 
 def model_class(tr) -> str:
-    m = tr.pm.resolved.model
+    m = _resolved(getattr(tr, "point", tr)).model
     return "moe/mla" if m.is_moe or m.is_mla else "dense"
 
 
@@ -65,38 +88,78 @@ def throughput(p, ttft_s: float, tpot_s: float) -> float:
     return p.concurrency * p.osl / (ttft_s + (p.osl - 1) * tpot_s)
 
 
-def predictions(traces: list, fitted: dict, label: str) -> list[dict]:
-    rows = []
-    for tr in traces:
-        p = tr.point
-        prof = fitted.get(fe._family_of(tr), fitted[f"{p.engine}/default"])
-        ttft, tpot = tr.predict(prof)
-        rows.append(
-            {
-                "fold": label,
-                "row": p.id,
-                "engine": p.engine,
-                "model": p.preset,
-                "gpu": p.gpu_id,
-                "model_class": model_class(tr),
-                "tp": p.tp,
-                "concurrency": p.concurrency,
-                "isl": p.isl,
-                "osl": p.osl,
-                "measured_ttft_ms": p.ttft_ms,
-                "measured_tpot_ms": p.tpot_ms,
-                "ttft": 100 * (ttft * 1e3 / p.ttft_ms - 1),
-                "tpot": 100 * (tpot * 1e3 / p.tpot_ms - 1),
-                "throughput": 100 * (throughput(p, ttft, tpot) / throughput(p, p.ttft_ms / 1e3, p.tpot_ms / 1e3) - 1),
-            }
-        )
-    return rows
+def calibration_file(folder: Path, label: str, engine: str, family: str, prof) -> Path:
+    """The fold's constants for (engine, GPU family) as the --calibration file a user would pass (written once)."""
+    path = folder / f"{abs(hash((label, engine, family))):x}.yaml"
+    if not path.exists():
+        doc = {
+            "engine": engine,
+            "gpu_family": family,
+            "profile": prof.model_dump(include=set(FIT_FIELDS)),
+            "source": f"accuracy_loo fold {label}",
+        }
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _user_path(task: tuple) -> dict | None:
+    """One held-out row predicted as a user would get it: its simulate flags (serving_points.simulate_flags) with
+    the fold's constants as --calibration, through `simulate` (planner.cli.simulate_cmd.simulate_argv)."""
+    p, label, cal = task
+    try:
+        pred = prediction(simulate_argv(simulate_flags(p, 0) + ["--calibration", str(cal)]))
+    except (InputError, ValueError):
+        return None
+    ttft, tpot = pred.ttft_ms / 1e3, pred.tpot_ms / 1e3
+    return {
+        "fold": label,
+        "row": p.id,
+        "source": p.source,
+        "engine": p.engine,
+        "model": p.preset,
+        "gpu": p.gpu_id,
+        "model_class": model_class(p),
+        "tp": p.tp,
+        "concurrency": p.concurrency,
+        "isl": p.isl,
+        "osl": p.osl,
+        "measured_ttft_ms": p.ttft_ms,
+        "measured_tpot_ms": p.tpot_ms,
+        "predicted_ttft_ms": pred.ttft_ms,
+        "predicted_tpot_ms": pred.tpot_ms,
+        "ttft": 100 * (ttft * 1e3 / p.ttft_ms - 1),
+        "tpot": 100 * (tpot * 1e3 / p.tpot_ms - 1),
+        "throughput": 100 * (throughput(p, ttft, tpot) / throughput(p, p.ttft_ms / 1e3, p.tpot_ms / 1e3) - 1),
+    }
+
+
+def prediction_tasks(points: list, fitted: dict, label: str, folder: Path) -> list[tuple]:
+    """(row, fold, its --calibration file) for every held-out row of the fold."""
+    out = []
+    for p in points:
+        family = _resolved(p).gpu.family
+        prof = fitted.get(f"{p.engine}/{family}", fitted[f"{p.engine}/default"])
+        out.append((p, label, calibration_file(folder, label, p.engine, family, prof)))
+    return out
+
+
+def predictions(tasks: list[tuple], jobs: int) -> list[dict]:
+    if jobs > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(jobs) as pool:
+            rows = pool.map(_user_path, tasks, chunksize=4)
+    else:
+        rows = list(map(_user_path, tasks))
+    return [r for r in rows if r is not None]
 
 
 _STATE: dict = {}  # set before the worker pool forks: points, resolved, key_of, fit traces, iters
 
 
 def _held(kind: str, group: str, model: str, gpu: str, engine: str) -> bool:
+    """A published point or an anchor goes with its model, GPU or engine; a campaign held out (kind "source") takes
+    none of them, which are other sources."""
     return {"model": model, "gpu": gpu, "engine": engine}.get(kind) == group
 
 
@@ -187,6 +250,22 @@ def profiles_for(done: dict, engines: list[str], kind: str | None, group: str | 
     return out
 
 
+def scored_points(per_stratum: int) -> list:
+    """Up to `per_stratum` aggregated rows per (engine, model, GPU), drawn with seed 1 (a draw other than the fit's),
+    that have both means measured and a client concurrency."""
+    rows = stratified_sample(aiconfigurator_points(), per_stratum, seed=1)
+    out = []
+    for p in rows:
+        if p.excluded or not (p.ttft_ms and p.tpot_ms) or p.request_rate:
+            continue
+        try:
+            _resolved(p)
+        except (InputError, ValueError):  # a layout its engine refuses: `validate` reports it, nothing to score
+            continue
+        out.append(p)
+    return out
+
+
 def summary(df: pd.DataFrame) -> dict:
     out = {"rows": len(df)}
     for m in TARGETS:
@@ -213,25 +292,25 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", type=Path, help="also write every scored row's signed errors, fold by fold")
     args = ap.parse_args(argv)
     t0 = time.time()
-    prior = fe.prior_profile()
     fit_set = fe.serving_traces()
-    scored = fit_traces(args.per_stratum, prior, seed=1)
-    print(
-        f"traced {sum(map(len, fit_set.values()))} fit rows and {len(scored)} scored rows in {time.time() - t0:.0f} s"
-    )
+    scored = scored_points(args.per_stratum)
+    print(f"traced {sum(map(len, fit_set.values()))} fit rows; {len(scored)} rows to score in {time.time() - t0:.0f} s")
     fam_set = fe.serving_traces(fe.FAMILY_PER_STRATUM) if args.families else None
     _STATE.update(traces=fit_set, serving_only=args.serving_only, family_traces=fam_set)
-    engines = sorted({t.point.engine for t in scored} | set(fit_set))
+    engines = sorted({p.engine for p in scored} | set(fit_set))
     groups = {kind: sorted({group_of(t, kind) for t in scored}) for kind in KINDS}
     t1 = time.time()
     done = refits(groups, engines, args.iters, args.jobs)
     print(f"{len(done)} engine fits in {time.time() - t1:.0f} s ({args.jobs} workers)")
-    rows = predictions(scored, profiles_for(done, engines, None, None), "in sample")
+    folder = Path(tempfile.mkdtemp(prefix="accuracy_loo_"))
+    tasks = prediction_tasks(scored, profiles_for(done, engines, None, None), "in sample", folder)
     for kind, names in groups.items():
         for g in names:
-            held = [t for t in scored if group_of(t, kind) == g]
-            rows += predictions(held, profiles_for(done, engines, kind, g), f"{kind}:{g}")
-    df = pd.DataFrame(rows)
+            held = [p for p in scored if group_of(p, kind) == g]
+            tasks += prediction_tasks(held, profiles_for(done, engines, kind, g), f"{kind}:{g}", folder)
+    t2 = time.time()
+    df = pd.DataFrame(predictions(tasks, args.jobs))
+    print(f"{len(df)} predictions through `simulate` in {time.time() - t2:.0f} s")
     if args.csv:
         df.to_csv(args.csv, index=False)
     doc = table(df)
@@ -245,7 +324,8 @@ def main(argv=None) -> int:
         f"refits with {args.iters} Nelder-Mead iterations per pass, {fits}"
         f"{', on the serving rows alone (no published points)' if args.serving_only else ''} "
         f"({len(done)} engine fits, {args.jobs} workers); "
-        f"re-priced traces (planner.accuracy.serving_traces); wall {time.time() - t0:.0f} s"
+        f"every held-out row predicted through `simulate` with its flags and the fold's constants as --calibration; "
+        f"wall {time.time() - t0:.0f} s"
     )
     print(render(doc))
     if args.write:

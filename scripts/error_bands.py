@@ -1,16 +1,16 @@
 """Write data/error_bands.yaml: per family, the 10th-90th percentile of measured / predicted out of sample.
 
-    python -m benchmarks.accuracy_aiconfigurator --per-stratum 8 --csv /tmp/serving.csv   # ~2-5 min on 2 cores
+    python -m benchmarks.accuracy_loo --serving-only --families --csv /tmp/loo.csv   # see its docstring
     python -m benchmarks.accuracy_out_of_sample --iters 600 --csv /tmp/published.csv      # ~1-2 min
-    python -m scripts.error_bands --serving /tmp/serving.csv --published /tmp/published.csv
+    python -m scripts.error_bands --serving /tmp/loo.csv --published /tmp/published.csv
 
 Rows (every one a prediction the fit never saw):
-  - serving at a client concurrency (aiconfigurator's silicon CSV through `validate`'s path), without the rows the
-    fit sampled (the `fitted` column: 2 per engine/model/GPU, 6 for the GPU-family corrections). The rest were not
-    fitted, but their models, GPUs and engines were, so these bands are in-distribution: leave-one-out errors
-    (data/accuracy_aiconfigurator.yaml) are wider for a model, GPU or engine the fit never saw. Metrics: mean TTFT
-    and mean TPOT, and from them the mean end-to-end latency TTFT + (OSL - 1) x TPOT and the throughput of the
-    closed loop (N users x OSL / e2e, so its ratio is the inverse of e2e's);
+  - serving at a client concurrency: each aiconfigurator row of a "source:" fold of accuracy_loo, predicted through
+    `simulate` (its flags, the fold's constants as --calibration) by a fit that never saw its whole campaign, so
+    neither its launch nor its client. Metrics: mean TTFT and mean TPOT, and from them the mean end-to-end latency
+    TTFT + (OSL - 1) x TPOT and the throughput of the closed loop (N users x OSL / e2e, so its ratio is the inverse
+    of e2e's). Their coverage is checked source by source (`coverage`: the band built without a source, against
+    that source's rows) and written as coverage_leave_one_source_out;
   - published points (static batch, single request; data/measurements/published_points*.csv) predicted by a fit
     that left their GPU family out (LOFO): group decode -> tpot, prefill -> ttft, throughput -> throughput or e2e
     (a rate in tokens/s enters as the inverse ratio of the time it measures);
@@ -29,16 +29,13 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
-from planner.accuracy.bands import ANY, BANDS_PATH, generation, model_class
+from planner.accuracy.bands import ANY, BANDS_PATH, Family, band, generation, model_class, table_from_mapping
 from planner.accuracy.kv_capacity_points import kv_table
 from planner.accuracy.names import resolve_model
 from planner.core.catalog import get_gpu, get_model
-from planner.core.paths import measurements_dir
 
 MIN_ROWS = 20
 QUANTILES = (10, 50, 90)
-AIC_CSV = measurements_dir() / "aiconfigurator" / "silicon_calibration.csv"
 PUBLISHED_ENGINES = {"TensorRT-LLM": "tensorrt-llm", "vLLM": "vllm", "SGLang": "sglang", "LMDeploy": "lmdeploy"}
 
 
@@ -52,25 +49,47 @@ def _class_of(model: str) -> str:
 
 
 def serving_rows(path: Path) -> pd.DataFrame:
-    """(engine, model_class, generation, metric, ratio) from accuracy_aiconfigurator's --csv."""
+    """(engine, model_class, generation, metric, ratio, source) from benchmarks/accuracy_loo's --csv: each row of a
+    "source:" fold, predicted through `simulate` with the constants fitted without its whole source (campaign)."""
     df = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    df = df[df["predicted"].notna() & (df["predicted"] > 0)]
-    if "fitted" in df:  # the rows scripts/fit_efficiency.py sampled (either stage) are in sample: left out
-        df = df[~df["fitted"].astype(str).str.lower().eq("true")]
-    points = {p.id: p for p in read_aiconfigurator(AIC_CSV.read_text(encoding="utf-8"))}
+    df = df[df["fold"].astype(str).str.startswith("source:")]
+    df = df[(df["predicted_ttft_ms"] > 0) & (df["predicted_tpot_ms"] > 0)]
     out = []
-    for row_id, g in df.groupby("row", sort=True):
-        p = points[row_id]
-        fam = (p.engine, p.model_class or _class_of(p.model), generation(get_gpu(p.gpu_id).family))
-        by = {m: (r["measured"], r["predicted"]) for m, r in zip(g["metric"], g.to_dict("records"))}
-        for metric, key in (("ttft", "mean_ttft_ms"), ("tpot", "mean_tpot_ms")):
-            if key in by:
-                out.append((*fam, metric, by[key][0] / by[key][1]))
-        if "mean_ttft_ms" in by and "mean_tpot_ms" in by:
-            (tm, tp), (pm, pp) = by["mean_ttft_ms"], by["mean_tpot_ms"]
-            e2e = (tm + (p.osl - 1) * pm) / (tp + (p.osl - 1) * pp)
-            out += [(*fam, "e2e", e2e), (*fam, "throughput", 1 / e2e)]
-    return pd.DataFrame(out, columns=["engine", "model_class", "generation", "metric", "ratio"])
+    for r in df.sort_values(["row"]).to_dict("records"):
+        fam = (r["engine"], r["model_class"], generation(get_gpu(r["gpu"]).family))
+        tm, tp = r["measured_ttft_ms"], r["predicted_ttft_ms"]
+        pm, pp = r["measured_tpot_ms"], r["predicted_tpot_ms"]
+        e2e = (tm + (r["osl"] - 1) * pm) / (tp + (r["osl"] - 1) * pp)
+        src = r["source"]
+        out += [(*fam, "ttft", tm / tp, src), (*fam, "tpot", pm / pp, src)]
+        out += [(*fam, "e2e", e2e, src), (*fam, "throughput", 1 / e2e, src)]
+    return pd.DataFrame(out, columns=["engine", "model_class", "generation", "metric", "ratio", "source"])
+
+
+def coverage(rows: pd.DataFrame) -> dict:
+    """How often a held-out source's measurements fall inside the band built without that source: for each source,
+    the bands of every other source's rows (families, the same fallback as planner.accuracy.bands), then the share of
+    its rows with low <= measured / predicted <= high; per metric and per (engine, model class, generation, metric)
+    family, over every source in turn. A check the bands cannot pass by construction."""
+    inside: list[tuple] = []
+    for src in sorted(rows["source"].dropna().unique()):
+        train, test = rows[rows["source"] != src], rows[rows["source"] == src]
+        table = table_from_mapping({"min_rows": MIN_ROWS, "bands": families(train)})
+        for r in test.to_dict("records"):
+            fam = Family(r["engine"], r["model_class"], r["generation"], r["metric"])
+            b = band(fam, 1.0, table)
+            if b is not None:
+                inside.append((fam, b.ratio_low <= r["ratio"] <= b.ratio_high))
+    out: dict = {"by_metric": {}, "by_family": {}}
+    for metric in sorted({f.metric for f, _ in inside}):
+        hits = [ok for f, ok in inside if f.metric == metric]
+        out["by_metric"][metric] = {"rows": len(hits), "inside_pct": round(100 * float(np.mean(hits)), 1)}
+    fams = sorted({f for f, _ in inside}, key=lambda f: (f.metric, f.engine, f.model_class, f.generation))
+    for f in fams:
+        hits = [ok for g, ok in inside if g == f]
+        key = f"{f.engine} {f.model_class} {f.generation} {f.metric}"
+        out["by_family"][key] = {"rows": len(hits), "inside_pct": round(100 * float(np.mean(hits)), 1)}
+    return out
 
 
 def published_rows(path: Path) -> pd.DataFrame:
@@ -86,7 +105,7 @@ def published_rows(path: Path) -> pd.DataFrame:
             ratio = 1 / ratio  # a rate measures the inverse of the time the metric names
         engine = PUBLISHED_ENGINES.get(r["engine"], str(r["engine"]).lower())
         out.append((engine, _class_of(r["model"]), generation(r["family"]), metric, ratio))
-    return pd.DataFrame(out, columns=["engine", "model_class", "generation", "metric", "ratio"])
+    return pd.DataFrame(out, columns=["engine", "model_class", "generation", "metric", "ratio"]).assign(source="")
 
 
 # KV logs that set a constant of data/vllm_memory.yaml (B10 the V1 CUDA-graph term, B04 Dec 2023's TP peers, B16
@@ -107,7 +126,7 @@ def kv_rows() -> pd.DataFrame:
         )
         for r in kv.to_dict("records")
     ]
-    return pd.DataFrame(out, columns=["engine", "model_class", "generation", "metric", "ratio"])
+    return pd.DataFrame(out, columns=["engine", "model_class", "generation", "metric", "ratio"]).assign(source="")
 
 
 def _gpu_family(name: str) -> str:
@@ -145,7 +164,7 @@ def families(rows: pd.DataFrame) -> list[dict]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--serving", type=Path, required=True, help="accuracy_aiconfigurator --csv output")
+    ap.add_argument("--serving", type=Path, required=True, help="benchmarks.accuracy_loo --csv output")
     ap.add_argument("--published", type=Path, help="accuracy_out_of_sample --csv output (LOFO rows)")
     ap.add_argument("--out", type=Path, default=BANDS_PATH)
     args = ap.parse_args(argv)
@@ -160,11 +179,14 @@ def main(argv=None) -> int:
         "# class, GPU generation, metric) the 10th / 50th / 90th percentile of measured / predicted, out of sample;\n"
         "# median_abs_pct = median |predicted - measured| / measured. Read by planner/accuracy/bands.py.\n"
     )
+    served = rows[rows["source"] != ""]
     body = {"min_rows": MIN_ROWS, "quantiles": list(QUANTILES), "inputs": sources, "bands": families(rows)}
+    body["coverage_leave_one_source_out"] = coverage(served)
     text = yaml.safe_dump(body, sort_keys=False, width=200, default_flow_style=None)
     args.out.write_text(header + text, encoding="utf-8")
     n = rows.groupby("metric").size().to_dict()
     print(f"wrote {args.out}: {len(body['bands'])} families from {len(rows)} rows {n}")
+    print(yaml.safe_dump({"coverage": body["coverage_leave_one_source_out"]["by_metric"]}, sort_keys=False))
     return 0
 
 

@@ -15,9 +15,10 @@ Two stages, so that constants transfer across GPUs (and a step between them for 
      (PRIORS; weight PRIOR_WEIGHT, one prior sd as much as 5 points 10% off; PUBLISHED_ONLY_PRIOR_WEIGHT for a fit
      without serving rows). This is the engine's `default`.
      Its serving rows count by their TPOT, and by their TTFT only at up to LONE_PROMPT_CLIENTS clients per rank.
-  1b. per ENGINE with serving rows, the request path's constants and the clients' wave fraction alone
-     (REQUEST_PATH_STAGE: frontend, eager dispatch per kernel, output lag, wave fraction) on its rows' mean TTFT at
-     every client count (and TPOT, which the wave fraction moves), the larger draw of stage 2, the rest held.
+  1b. per ENGINE with serving rows, the request path's constants alone (REQUEST_PATH_STAGE: frontend, eager
+     dispatch per kernel, output lag) on its rows' mean TTFT at every client count (and TPOT), the larger draw of
+     stage 2, the rest held. Every row is traced as `simulate` runs its flags (serving_points.simulate_flags: its
+     client's streams started together, so the waves under load come out of the simulation).
   2. per (engine, GPU family) with points, two correction factors (bandwidth ceiling, compute ceilings) with a
      tight prior at 1 (sd CORRECTION_SD): the family's own profile, "calibrated". Its aiconfigurator rows are
      a larger draw, FAMILY_PER_STRATUM per stratum, counted as in stage 1.
@@ -40,7 +41,9 @@ import yaml
 from planner.accuracy import wide_ep
 from planner.accuracy.optimize import nelder_mead
 from planner.accuracy.published_points import error_summary, evaluate, load_points, predict, scenario
-from planner.accuracy.serving_traces import fit_traces
+from planner.accuracy.serving_points import simulate_flags
+from planner.accuracy.serving_traces import fit_traces, trace
+from planner.cli.simulate_cmd import run_inputs
 from planner.core.engine import engines
 from planner.latency.efficiency import EFFICIENCY_PATH, ENGINES, FIT_FIELDS, EfficiencyProfile
 from planner.latency.perf_model import PerfModel
@@ -79,10 +82,6 @@ PRIORS = {
     # the request path outside the engine's steps (HTTP, frontend, tokenisation, hand-off, first token streamed):
     # tens of ms through a Python API server; only loaded TTFTs at a client concurrency (aiconfigurator's rows) see it
     "frontend_latency_s": (0.02, 2.0, 1e-5, 1.0),
-    # benchmark clients still in waves (equal lengths, started together): between all spread out (vLLM's 121 ms at 4
-    # users on 2 x H200, the spread simulation's 119) and all in lockstep (TensorRT-LLM's 562 ms at 4 users, 1,024
-    # tokens of Llama-3.1-70B FP8 on one H200: four prefills of ~140 ms back to back); only closed-loop rows see it
-    "wave_fraction": (0.3, 1.5, 1e-3, 1.0),
     # host dispatch of one eager kernel of a request's prompt pass (outside CUDA graphs): vLLM PR #1440's 47 µs per
     # eager Llama layer of 9 kernels (A100) is ~5 µs the GPU idles per kernel at batch 1; the host's own path per op
     # (Python module code, dispatcher, launch) is several times that: prior 20 µs
@@ -139,7 +138,7 @@ SERVING_PER_STRATUM = 4
 # rows' queueing outliers)
 FAMILY_PER_STRATUM = 6
 # constants only closed-loop serving rows measure (TTFT outside the steps, the clients' waves)
-SERVING_ONLY = ("frontend_latency_s", "wave_fraction", "eager_kernel_s", "first_token_lag_steps")
+SERVING_ONLY = ("frontend_latency_s", "eager_kernel_s", "first_token_lag_steps")
 # constants only serving rows tell apart from another: a per-sequence cost per layer against the per-step one needs
 # models of different depths at many batch sizes, which an engine's static points (one or two models) do not have. An
 # engine fitted without serving rows keeps it at its lower bound (nothing: its per-sequence cost is the per-step one),
@@ -204,7 +203,7 @@ def robust(r: float, c: float = ROBUST_C) -> float:
 # request path. A loaded TTFT is mostly time in the engine's queue (prefill-first waves, receive polls, the
 # client's burst), which the simulated scheduler must explain and which bent the physics when it did not: read as
 # they ran, SGLang's Qwen3.5 rows on B200 moved its MoE efficiency 0.50 -> 0.36 to slow every prompt pass
-# (docs/research/ttft_gaps.md, gap 6). Loaded TTFTs still decide stage 1b (the request path and the wave fraction).
+# (docs/research/ttft_gaps.md, gap 6). Loaded TTFTs still decide stage 1b (the request path).
 # Chosen out of sample (accuracy_loo --serving-only --families --iters 500 --per-stratum 6; TTFT / TPOT / throughput
 # median |error|, all three kinds of hold-out; one model / one GPU / one engine out): every TTFT (before) 30.1 / 13.2
 # / 13.3% (26.9, 26.7, 38.5% TTFT), up to 8 clients 29.3 / 12.6 / 12.7%, up to 4 28.3 / 12.3 / 12.6% (26.1, 25.1,
@@ -345,11 +344,11 @@ def fit_engine(
 # others' request path), 0.1 31.7 / 32.5% (18 ms + 116 µs). The two scales land in two basins of the frontend / per-
 # kernel trade, so the choice is fragile; at 0.25 the eager cost stayed at 129 µs. At 0.1: all 2,530 rows 24.2 ->
 # 23.6% (0.05: 22.2%); one model out 31.9 -> 29.5%, one GPU out 32.7 -> 28.9%, one engine out 33.9 -> 36.7% at 6 rows
-# per stratum; TPOT and throughput within 0.3 points. Since session 27 the stage also refits the wave fraction, the
-# one constant besides them that loaded TTFTs alone decide once stage 1 sees TTFT only for lone prompts
-# (LONE_PROMPT_CLIENTS); it moves TPOT as well (a wave's prompts pause the decodes), so the stage counts the rows'
-# TPOT too (robust at ROBUST_C), which the request path's three do not change.
-REQUEST_PATH_STAGE = ("frontend_latency_s", "eager_kernel_s", "first_token_lag_steps", "wave_fraction")
+# per stratum; TPOT and throughput within 0.3 points. Sessions 27-29 also refitted a wave fraction here (a share of
+# the clients in lockstep); session 30 removed it: every row is traced as `simulate` runs its client, so the waves
+# are the simulation's. The stage still counts the rows' TPOT (robust at ROBUST_C), which the request path's three do
+# not change: a check, not a lever.
+REQUEST_PATH_STAGE = ("frontend_latency_s", "eager_kernel_s", "first_token_lag_steps")
 REQUEST_PATH_ROBUST_C = 0.1
 REQUEST_PATH_ITERS = 300
 
@@ -368,7 +367,7 @@ def _path_fit(rows: list, fields: tuple, iters: int, pri: dict = PRIORS) -> dict
         for tr, prof in rows:
             ttft, tpot = tr.predict(prof.model_copy(update=update))
             data += robust(math.log(ttft * 1e3 / tr.point.ttft_ms), REQUEST_PATH_ROBUST_C)
-            data += robust(math.log(tpot * 1e3 / tr.point.tpot_ms))  # the wave fraction moves TPOT too
+            data += robust(math.log(tpot * 1e3 / tr.point.tpot_ms))
         prior = sum(((x - math.log(pri[name][0])) / pri[name][1]) ** 2 for name, x in zip(fields, v))
         return data + PRIOR_WEIGHT * prior
 
@@ -392,12 +391,12 @@ def fit_request_path(base: EfficiencyProfile, traces: tuple, engine: str, iters:
 # TensorRT-LLM 189-195 ms; gpt-oss-120b on B200, vLLM 30-49 ms and TensorRT-LLM 43-61 ms), while each engine's own
 # stage 1b splits it between the frontend and the per-kernel cost as its own models allow (SGLang, all MoE at <= 4
 # clients: 215 ms + 14 us a kernel; TensorRT-LLM: 44 ms + 165 us; vLLM: 21 ms + 22 us), so the median of two such
-# splits fits neither (vLLM held out got 97 ms + 47 us: +32% TTFT). The wave fraction (how the engine's scheduler
-# keeps clients in waves) is the engine's behaviour, not the request's path: it keeps the median. Out of sample
+# splits fits neither (vLLM held out got 97 ms + 47 us: +32% TTFT). Out of sample
 # (accuracy_loo --serving-only --families --iters 500 --per-stratum 6, one engine out, TTFT / TPOT / throughput
 # median |error|): the median path 39.9 / 12.0 / 12.4%; pooled path and lag 23.2 / 12.0 / 12.3% (SGLang / TensorRT-LLM
 # / vLLM held out 36.9 / 22.6 / 19.7% TTFT, from 48.2 / 30.1 / 40.1); pooled with the wave fraction too 27.4 / 12.0 /
-# 12.3%. The second variant was scored on the same folds: a mild selection, and the reason above was written first.
+# 12.3% (the wave fraction, then a fitted constant, removed in session 30). The second variant was scored on the same
+# folds: a mild selection, and the reason above was written first.
 POOLED_PATH = ("frontend_latency_s", "eager_kernel_s", "first_token_lag_steps")
 
 
@@ -448,7 +447,7 @@ def fit_family(
 # constants that are fractions of a ceiling (bounded by 1): `estimated` takes their plain median; the others are scales
 # that differ by factors between engines (a frontend of 15 ms under vLLM, 23 ms under TensorRT-LLM, 188 ms under
 # SGLang; a step overhead of 0.42 / 0.68 / 3.2 ms), whose middle is taken in log space
-FRACTION_FIELDS = tuple(f for f in FIT_FIELDS if f.endswith("_efficiency")) + ("wave_fraction",)
+FRACTION_FIELDS = tuple(f for f in FIT_FIELDS if f.endswith("_efficiency"))
 
 
 def estimated(defaults: dict[str, EfficiencyProfile], note: str) -> EfficiencyProfile:
@@ -456,7 +455,7 @@ def estimated(defaults: dict[str, EfficiencyProfile], note: str) -> EfficiencyPr
     half-sizes, the output lag: every constant but the fractions of FRACTION_FIELDS) take it in log space when all are
     positive, since engines differ by factors there: with an even count that is the two middle engines' geometric
     mean, e.g. vLLM's 0.42 ms and SGLang's 3.2 ms step overhead give 1.15 ms, not 1.8 (2.7x TensorRT-LLM's own
-    0.68 ms). Fractions (efficiencies, wave_fraction), and a constant some engine records at 0 (no closed-loop rows),
+    0.68 ms). Fractions (efficiencies), and a constant some engine records at 0 (no closed-loop rows),
     take the plain median."""
     med = {}
     for f in FIT_FIELDS:
@@ -479,10 +478,17 @@ def prior_profile() -> EfficiencyProfile:
     return EfficiencyProfile(**{name: p for name, (p, _, _, _) in PRIORS.items()}, status="estimated")
 
 
+def trace_point(p, profile: EfficiencyProfile | None = None, seed: int = 0):
+    """Point `p` traced as `simulate` runs its flags (serving_points.simulate_flags, planner.cli.simulate_cmd.
+    run_inputs) under `profile` (None: data/efficiency.yaml's)."""
+    replica, wl = run_inputs(simulate_flags(p, seed), profile)
+    return trace(p, replica, wl, profile)
+
+
 def serving_traces(per_stratum: int = SERVING_PER_STRATUM) -> dict[str, list]:
     """engine -> traces of its sampled aiconfigurator rows (fit_traces: the rows that can be simulated)."""
     out: dict[str, list] = {}
-    for tr in fit_traces(per_stratum, prior_profile()):
+    for tr in fit_traces(per_stratum, prior_profile(), run_inputs):
         out.setdefault(tr.point.engine, []).append(tr)
     return out
 
@@ -634,9 +640,8 @@ HEADER = """\
 #   eager_kernel_s                         host dispatch per kernel of a request's prompt pass (outside CUDA graphs):
 #                                          its TTFT adds the MoE and MLA blocks' kernels x this
 #   frontend_latency_s                     once per request outside the engine's steps (HTTP, frontend, tokenising)
-#   wave_fraction                          share of benchmark clients' requests arriving in lockstep waves
 #   first_token_lag_steps                  decode steps the output stream runs behind the GPU (TTFT and e2e)
-#   (eager_kernel_s, frontend_latency_s, wave_fraction and first_token_lag_steps are measured only by closed-loop
+#   (eager_kernel_s, frontend_latency_s and first_token_lag_steps are measured only by closed-loop
 #   serving rows; an engine without such rows records 0)
 # Ceilings are fractions of what each part reaches in microbenchmarks (gpus.yaml achieved_*), not of its datasheet.
 # status: calibrated (the family's own points), transferred (engine default, fitted on other families), estimated

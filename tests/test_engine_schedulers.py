@@ -236,16 +236,18 @@ def test_sglang_keeps_equal_closed_loop_clients_in_waves():
 
 
 def test_enable_mixed_chunk_reaches_the_scheduler_from_the_cli(capsys):
-    # --enable-mixed-chunk (SGLang's own name) reaches the scheduler: 32 zero-think clients of 2,000 + 200 tokens.
-    # Without it every prefill batch (at most 8,192 // 2,000 = 4 prompts) is a step of its own; with it the prompts
-    # ride in the decode steps, so the run takes between 320 / 4 = 80 and 320 fewer steps (97 at this fit: 2,355
-    # against 2,258), whatever the step costs
-    cmd = "simulate --engine sglang --users 32 --think-time 0 --num-requests 320 --input-tokens 2000 "
-    cmd += "--output-tokens 200 --json"
+    # --enable-mixed-chunk (SGLang's own name) reaches the scheduler: vllm bench serve's 32 streams of 2,000 + 200
+    # tokens, spread by --random-range-ratio 0.5 (prompts of 1,000-3,000 tokens, replies of 100-300) so that the
+    # streams drift apart and prompts arrive among decodes (equal lengths started together stay one wave, whose
+    # prompts never meet a decode). Without it every prefill batch (at most 8,192 // 1,000 = 8 prompts) is a step
+    # of its own; with it the prompts ride in the decode steps, so the run takes between 320 / 8 = 40 and 320 fewer
+    # steps (220 at this fit: 2,698 against 2,478), whatever the step costs
+    cmd = "simulate --engine sglang --users 32 --num-requests 320 --input-tokens 2000 "
+    cmd += "--output-tokens 200 --random-range-ratio 0.5 --json"
     out = {}
     for mixed in (False, True):
         assert main([*cmd.split(), *(["--enable-mixed-chunk"] if mixed else [])]) == 0
         out[mixed] = json.loads(capsys.readouterr().out)
-    assert 80 <= out[False]["num_steps"] - out[True]["num_steps"] <= 320
+    assert 40 <= out[False]["num_steps"] - out[True]["num_steps"] <= 320
     r = resolve(Scenario(engine="sglang", deployment={"enable_mixed_chunk": True}))
     assert scheduler_config_for(r).enable_mixed_chunk

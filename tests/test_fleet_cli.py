@@ -39,6 +39,10 @@ def test_fleet_json_has_simulates_latency_keys_and_per_replica(capsys):
         "scheduler_policy",  # the fleet prints it once, beside the engine
         "bands",  # the fleet's bands are over every request, printed once at the top
         "offload",  # the offload tiers' figures are the fleet's (replicas summed), printed once
+        "client",  # the benchmark client is the fleet's traffic (the fleet's JSON names it once)
+        "warmup_requests",
+        "clients_per_rank",
+        "data_parallel_size",
     } <= set(out["per_replica"][0])
     assert sum(p["num_requests"] for p in out["per_replica"]) == 150
     assert 0 <= out["prefix_hit_rate"] <= 1

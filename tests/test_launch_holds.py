@@ -46,13 +46,23 @@ def test_recv_interval_delays_first_tokens_by_about_half_its_decode_steps(capsys
 
 
 def test_batch_wait_holds_prompts_among_decodes_up_to_its_timeout(capsys):
-    # TensorRT-LLM, 8 zero-think clients of 1,000 + 200 tokens: the wait applies while decodes run (PyExecutor
+    # TensorRT-LLM, 8 clients of 1,000 + 200 tokens thinking 0.5 s: the wait applies while decodes run (PyExecutor
     # checks it when a step has both prompts and decodes), and a 1,000-token prompt plus 7 decodes never fill
     # 0.9 × 8,192 tokens, so a prompt arriving among the decodes waits out the 20 iterations (fewer when the
     # counter already ran for an earlier prompt, or none when the others have finished: it cannot exceed 20;
-    # 19.1 steps at this fit)
-    base = _simulate(capsys, "tensorrt-llm")
-    held = _simulate(capsys, "tensorrt-llm", "--batch-wait-timeout-iters", "20", "--batch-wait-max-tokens-ratio", "0.9")
+    # 18.2 steps at this fit). Zero-think clients would not show it: a benchmark client's 8 streams start together,
+    # their prompts fit one step, and they stay a wave whose prompts never arrive among decodes
+    thinking = CLIENTS.replace("--think-time 0", "--think-time 0.5")
+    base = _simulate(capsys, "tensorrt-llm", clients=thinking)
+    held = _simulate(
+        capsys,
+        "tensorrt-llm",
+        "--batch-wait-timeout-iters",
+        "20",
+        "--batch-wait-max-tokens-ratio",
+        "0.9",
+        clients=thinking,
+    )
     extra_steps = (held["ttft_s"]["mean"] - base["ttft_s"]["mean"]) / base["tpot_s"]["mean"]
     assert 15 <= extra_steps <= 21
 

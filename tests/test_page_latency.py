@@ -42,8 +42,9 @@ def test_continuous_batching_is_the_default():
         "Static batch TTFT",
     ):
         assert label in m
-    # the prompt is chunked among the running decodes: TTFT far below the static batch's whole-batch prefill
-    assert float(m["TTFT"].split()[0].replace(",", "")) * 4 < float(m["Static batch TTFT"].split()[0].replace(",", ""))
+    # the B streams start together and the groups prefilled together come back together: a staircase of waits
+    # below the static batch's one pass over every prompt (planner.sim.continuous)
+    assert float(m["TTFT"].split()[0].replace(",", "")) < float(m["Static batch TTFT"].split()[0].replace(",", ""))
     assert "2,000 prompt + 300 output tokens" in " ".join(c.value for c in at.caption)
 
 

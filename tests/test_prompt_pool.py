@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from planner.accuracy.bench_protocol import AIPERF, AIPERF_POOLED
-from planner.accuracy.serving_points import ServingPoint, client_prompts, predict, prompt_repeat_share, resolved
+from planner.accuracy.serving_points import ServingPoint, simulate_flags
 from planner.cli import main
+from planner.cli.validate_cmd import predict_point
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.core.specs import Deployment
@@ -71,28 +72,31 @@ def test_a_repeat_skips_its_cached_blocks_and_saves_prefill():
     assert ttft[1.0] < 0.5 * ttft[0.0]  # a repeat prefills 16 tokens instead of 2,000
 
 
+def _flag(flags: list[str], name: str) -> str:
+    return flags[flags.index(name) + 1]
+
+
 def test_which_rows_repeat_their_prompts():
-    # aiconfigurator's TensorRT-LLM templates launch with enable_block_reuse: false: no repeat is served from cache
-    # 16 clients: warm-up j < 32, measured j = 32..351: 1 − (0.99^32 − 0.99^352) / (0.01 × 320)
-    # = 1 − (0.72498 − 0.02909) / 3.2 = 0.78253; the 100 prompts of 2,000 tokens fit the pool beside the running ones
-    for engine, expect in (("vllm", 0.78253), ("sglang", 0.78253), ("tensorrt-llm", 0.0)):
-        p = _hand_row(engine, AIPERF_POOLED)
-        r = resolved(p)
-        assert prompt_repeat_share(p, Replica(r, p.settings(r))) == pytest.approx(expect, abs=1e-5)
-    p = _hand_row("vllm", AIPERF)
-    r = resolved(p)
-    rep = Replica(r, p.settings(r))
-    assert prompt_repeat_share(p, rep) == 0.0
-    wl = closed_loop(4, 8, 0.0, "fixed:10", "fixed:10", "fixed", 0)
-    assert client_prompts(p, rep, wl) is wl
+    # a row is predicted through `simulate` with its client's flags (serving_points.simulate_flags): aiperf drawing
+    # from its 100 prompts where the launch keeps the prefix cache on (vLLM, SGLang); aiconfigurator's TensorRT-LLM
+    # templates launch with enable_block_reuse: false, so no repeat is served from cache there: every prompt new
+    for engine, pool in (("vllm", "100"), ("sglang", "100"), ("tensorrt-llm", "0")):
+        flags = simulate_flags(_hand_row(engine, AIPERF_POOLED))
+        assert _flag(flags, "--prompt-pool") == pool, engine
+        assert (_flag(flags, "--client"), _flag(flags, "--users")) == ("aiperf", "16")
+        # 20 rounds of 16 measured after aiperf's --warmup-request-count 2N
+        assert (_flag(flags, "--num-requests"), _flag(flags, "--warmup-requests")) == ("320", "32")
+    assert "--no-enable-prefix-caching" in simulate_flags(_hand_row("tensorrt-llm", AIPERF_POOLED))
+    assert _flag(simulate_flags(_hand_row("vllm", AIPERF)), "--prompt-pool") == "0"  # no pool: every prompt new
 
 
 def test_pooled_prompts_lower_a_rows_predicted_ttft():
-    pooled, fresh = (predict(_hand_row("vllm", proto)) for proto in (AIPERF_POOLED, AIPERF))
+    pooled, fresh = (predict_point(_hand_row("vllm", proto)) for proto in (AIPERF_POOLED, AIPERF))
     assert pooled.ttft_ms < fresh.ttft_ms
     assert pooled.tpot_ms < fresh.tpot_ms  # fewer prompt chunks share the decode steps
+    assert pooled.num_requests == fresh.num_requests == 32 + 320  # warm-up 2N, then 20N measured
     no_pool = dataclasses.replace(AIPERF_POOLED, prompt_pool=0)
-    assert predict(_hand_row("vllm", no_pool)).ttft_ms == pytest.approx(fresh.ttft_ms)
+    assert simulate_flags(_hand_row("vllm", no_pool)) == simulate_flags(_hand_row("vllm", AIPERF))  # the same run
 
 
 POOLED_RUN = (
@@ -139,7 +143,7 @@ def test_simulate_prompt_pool_hit_rate_by_hand(capsys):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (" --prompt-pool 0", "--prompt-pool: must be"),
+        (" --prompt-pool -1", "--prompt-pool: must be 0 or more"),
         (" --prompt-pool 100 --turns 2 --think-time 1", "--prompt-pool: applies to generated"),
     ],
 )

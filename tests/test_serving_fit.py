@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from planner.accuracy.bench_protocol import AIPERF, AIPERF_POOLED, INFERENCEMAX, protocol_of
-from planner.accuracy.serving_points import ServingPoint, _predict, predict, resolved
-from planner.accuracy.serving_traces import aiconfigurator_points, stratified_sample, trace
+from planner.accuracy.serving_points import ServingPoint, simulate_flags
+from planner.accuracy.serving_traces import aiconfigurator_points, stratified_sample
+from planner.cli.validate_cmd import predict_point
 from planner.core.catalog import get_model
 from planner.latency.efficiency import choose_profile
 from planner.latency.expert_routing import expected_experts, tokens_per_expert
@@ -19,6 +20,7 @@ from planner.sim.config import LinearStepCost, scheduler_config
 from planner.sim.records import latencies
 from planner.sim.simulator import simulate
 from planner.traffic.generators import closed_loop
+from scripts.fit_efficiency import trace_point
 
 
 def test_tokens_per_expert_by_hand():
@@ -106,26 +108,26 @@ def _row(engine="vllm", **kw) -> ServingPoint:
     "protocol", [INFERENCEMAX, AIPERF, AIPERF_POOLED], ids=["inferencemax", "aiperf", "aiperf-pooled"]
 )
 def test_a_trace_reprices_its_own_simulation_and_a_changed_profile(protocol):
-    # the row as either client measured it (a burst of 4 on an idle server, 10 or 20 rounds): the trace's three parts
-    # (spread, lockstep, the lockstep run's first round) re-price to the simulation's own means and to predict's
+    # the row as either client measured it (its streams started together on an idle server, its warm-up left out,
+    # 10 or 20 rounds measured), traced from its simulate flags (scripts.fit_efficiency.trace_point): the one run
+    # re-prices to the simulation's own means and to validate's prediction (the same flags through `simulate`)
     p = _row(osl=256, protocol=protocol)
-    tr = trace(p)
-    assert tr.burst is not None and tr.burst_share == pytest.approx(1 / protocol.rounds)
+    tr = trace_point(p)
     ttft, tpot = tr.predict()
     # within 1e-5: InferenceMAX's spread lengths give steps whose merged context-read bins straddle the roofline's
-    # corner (module note of serving_traces), 2e-6 here
+    # corner (module note of serving_traces)
     assert ttft == pytest.approx(tr.simulated_ttft_s, rel=1e-5)
     assert tpot == pytest.approx(tr.simulated_tpot_s, rel=1e-5)
-    pred = predict(p)
+    pred = predict_point(p)
     assert ttft * 1e3 == pytest.approx(pred.ttft_ms, rel=0.02)
     assert tpot * 1e3 == pytest.approx(pred.tpot_ms, rel=0.02)
-    # 1.5× the fixed costs: the re-priced means within 9% of a fresh simulation under that profile (TTFT 5.1% since
-    # the request path includes the prompt pass's host dispatch, 31 ms then; 6.8% at session 13's constants; 8.0% at
-    # session 28's, 8.1% with its vLLM wave fraction set back to 0.33, so not that): the drifted start and the
-    # turnaround move with the steps, which the re-pricing holds fixed (benchmarks/accuracy_aiconfigurator scores the
-    # fitted constants on fresh simulations)
+    # 1.5× the fixed costs: the re-priced means within 9% / 3% of a fresh simulation under that profile: the
+    # turnaround moves with the steps, which the re-pricing holds fixed, and with InferenceMAX's spread lengths
+    # when each stream's next request lands moves the schedule itself (its TTFT: -2.2% at one set of constants of
+    # the refit, +9.7% at another; aiperf's fixed lengths 0.3%). benchmarks/accuracy_aiconfigurator scores the
+    # fitted constants on fresh simulations
     prof = tr.pm.eff.model_copy(update={"step_overhead_s": 1.5 * tr.pm.eff.step_overhead_s + 1e-3})
-    again = trace(p, prof)
+    again = trace_point(p, prof)
     a, b = tr.predict(prof)
     assert a == pytest.approx(again.simulated_ttft_s, rel=0.09)
     assert b == pytest.approx(again.simulated_tpot_s, rel=0.03)
@@ -143,35 +145,34 @@ def test_the_fit_sample_is_reproducible_and_stratified():
 
 def test_fitted_engines_on_rows_of_the_split():
     # aiconfigurator's split (data/measurements/aiconfigurator/): vLLM, Llama-3.1-70B FP8 on 4 × H200, 4 clients,
-    # 1,024 / 1,024 tokens: 90.6 ms TTFT, 9.85 ms TPOT measured (predicted 105.9 ms TTFT at this fit, +17%, as
-    # InferenceMAX measured it: its launch, 8,192 tokens a step, and its burst of 4 counting 1/10; 116.8 ms under
-    # aiconfigurator's rules at the last fit; 60-75% short TTFTs before issue 24's refit). SGLang, DeepSeek-R1 FP8 on
-    # 8 × H200, same lengths and clients: 10.29 ms TPOT, 259.9 ms TTFT measured (9.17 and 250.4 predicted: 20.0 steps
-    # of output lag, SGLang's fitted first_token_lag_steps)
-    pred = predict(_row())
+    # 1,024 / 1,024 tokens: 90.6 ms TTFT, 9.85 ms TPOT measured (predicted through `simulate` with the row's flags
+    # as InferenceMAX ran it, its launch at 8,192 tokens a step and vllm bench serve's 4 streams started together:
+    # 101-102 ms TTFT, +12%, and 10.5 ms TPOT while data/efficiency.yaml was refitted for that path; 105.9 ms under
+    # the wave-fraction mix it replaced; 60-75% short TTFTs before issue 24's refit). SGLang, DeepSeek-R1 FP8 on
+    # 8 × H200, same lengths and clients: 10.29 ms TPOT, 259.9 ms TTFT measured (10.2-10.3 and 279-287 ms predicted
+    # during that refit, +8-10%; 9.17 and 250.4 under the wave-fraction mix)
+    pred = predict_point(_row())
     assert pred.ttft_ms == pytest.approx(90.58, rel=0.35)
     assert pred.tpot_ms == pytest.approx(9.854, rel=0.15)
     ds = _row(engine="sglang", model="deepseek-ai/DeepSeek-R1", preset="deepseek-ai/DeepSeek-R1", tp=8)
-    assert predict(ds).tpot_ms == pytest.approx(10.29, rel=0.15)
-    assert predict(ds).ttft_ms == pytest.approx(259.9, rel=0.25)
+    pred = predict_point(ds)
+    assert pred.tpot_ms == pytest.approx(10.29, rel=0.15)
+    assert pred.ttft_ms == pytest.approx(259.9, rel=0.25)
 
 
-def test_the_burst_round_waits_for_the_prefills_before_it_by_hand():
-    # TensorRT-LLM as the benchmark rules launch it (no chunking, max_num_tokens = 4 + 4,096 + 1,500 = 5,600): one
-    # 4,096-token prompt a step, so the burst of 4 prompts prefills one after another: they wait 0, 1, 2 and 3
-    # prefill steps, 1.5 on average, more than a client arriving alone (the drifted state) waits; the row's mean
-    # weighs that round 1/R: (burst + (R − 1) × steady) / R
+def test_a_rows_launch_and_client_become_simulate_flags_by_hand():
+    # TensorRT-LLM as the benchmark rules launch it (no chunking, max_num_tokens = 4 + 4,096 + 1,500 = 5,600, block
+    # reuse off), aiperf's client: 4 streams, a warm-up of 2N = 8 requests, 20N = 80 measured, fixed lengths
     p = _row(engine="tensorrt-llm", isl=4096, osl=256, protocol=AIPERF)
-    r = resolved(p)
-    spread, wave = _predict(r, p, 0, wave=False), _predict(r, p, 0, wave=True)
-    t_p = 1e3 * float(PerfModel(r).prefill(1, 4096).total_s)
-    assert wave.burst_ttft_ms - spread.ttft_ms == pytest.approx(1.5 * t_p, rel=0.15)
-    phi = PerfModel(r).eff.wave_fraction
-    steady = (1 - phi) * spread.ttft_ms + phi * wave.ttft_ms
-    assert predict(p).ttft_ms == pytest.approx((wave.burst_ttft_ms + 19 * steady) / 20, rel=1e-9)
-    # fewer measured rounds (InferenceMAX's 10), a larger share of the burst: a longer mean TTFT
-    ten = predict(replace(p, protocol=replace(AIPERF, rounds=10)))
-    assert ten.ttft_ms > predict(p).ttft_ms
+    flags = simulate_flags(p)
+    value = lambda name: flags[flags.index(name) + 1]  # noqa: E731
+    assert (value("--engine"), value("--tp"), value("--weights")) == ("tensorrt-llm", "4", "fp8")
+    assert (value("--max-num-batched-tokens"), value("--enable-chunked-prefill")) == ("5600", "false")
+    assert "--no-enable-prefix-caching" in flags
+    assert (value("--users"), value("--client")) == ("4", "aiperf")
+    assert (value("--num-requests"), value("--warmup-requests")) == ("80", "8")
+    assert (value("--input-dist"), value("--output-dist")) == ("fixed:4096", "fixed:256")
+    assert predict_point(p).num_requests == 8 + 80  # the warm-up is simulated, then left out of the means
 
 
 def test_which_client_measured_a_row():
@@ -196,8 +197,8 @@ def test_the_request_path_stage_recovers_a_known_request_path():
     # 50 ms, 30 µs per eager kernel, a lag of 1 step) and refitted from far off (200 ms, 150 µs, 3 steps): Llama-3.1-70B
     # (80 layers × 9 kernels) and -8B (32 × 9) at two prompt lengths tell the frontend from the per-kernel cost, so
     # the refit reproduces every row's TTFT within 5% (the generic priors, 20 ms and 20 µs, still pull on three rows:
-    # 2.2% on the 70B's short prompt) and its TPOT within 2% (the stage's fourth constant, the wave fraction, starts
-    # where the rows were measured and moves TPOT a little); nothing outside the stage moves
+    # 2.2% on the 70B's short prompt); the request path is outside the steps, so no TPOT moves, and nothing outside
+    # the stage moves
     from scripts import fit_efficiency as fe
 
     rows = [
@@ -205,7 +206,7 @@ def test_the_request_path_stage_recovers_a_known_request_path():
         _row(osl=128, isl=4096, concurrency=8),
         _row(osl=128, model="meta-llama/Llama-3.1-8B", preset="meta-llama/Llama-3.1-8B", tp=1),
     ]
-    traces = [trace(p) for p in rows]
+    traces = [trace_point(p) for p in rows]
     stage = fe.REQUEST_PATH_STAGE
     true = traces[0].pm.eff.model_copy(update=dict(zip(stage, (0.05, 3e-5, 1.0))))
     measured = [
@@ -218,7 +219,7 @@ def test_the_request_path_stage_recovers_a_known_request_path():
     fitted = fe.fit_request_path(start, tuple(measured), "vllm")
     for tr in measured:
         assert tr.predict(fitted)[0] * 1e3 == pytest.approx(tr.point.ttft_ms, rel=0.05)
-        assert tr.predict(fitted)[1] * 1e3 == pytest.approx(tr.point.tpot_ms, rel=0.02)  # the wave fraction's share
+        assert tr.predict(fitted)[1] * 1e3 == pytest.approx(tr.point.tpot_ms, rel=1e-12)
     assert fitted.frontend_latency_s == pytest.approx(0.05, rel=0.5)
     assert fitted.eager_kernel_s == pytest.approx(3e-5, rel=0.5)
     unchanged = {k: v for k, v in start.model_dump().items() if k not in stage}
@@ -233,7 +234,7 @@ def test_an_engine_without_rows_takes_the_request_path_pooled_over_the_others_ro
     # kernels: 34.7 ms of path against 57.6) by over 10%; fitted on both engines' rows at once (Llama-3.1-70B at 4
     # and 8 clients, no exposed kernel; gpt-oss-120b, 252) the path reproduces every row's TTFT within 5% (three
     # rows do not pin the split: the generic prior, 20 µs a kernel, still pulls the per-kernel cost). The step's
-    # physics and the wave fraction stay the median's; without rows the estimate is the median.
+    # physics stays the median's; without rows the estimate is the median.
     from scripts import fit_efficiency as fe
 
     rows = [
@@ -241,7 +242,7 @@ def test_an_engine_without_rows_takes_the_request_path_pooled_over_the_others_ro
         _row(osl=128, isl=4096, concurrency=8),
         _row(osl=128, model="openai/gpt-oss-120b", preset="openai/gpt-oss-120b", weights="mxfp4", tp=1),
     ]
-    traces = [trace(p) for p in rows]
+    traces = [trace_point(p) for p in rows]
     assert [tr.pm.eager_kernels for tr in traces] == [0, 0, 252]
     base = traces[0].pm.eff
     true = base.model_copy(update=dict(zip(fe.POOLED_PATH, (0.05, 3e-5, 1.0))))
@@ -250,7 +251,7 @@ def test_an_engine_without_rows_takes_the_request_path_pooled_over_the_others_ro
         for tr in traces
     ]
     a = base.model_copy(update=dict(zip(fe.POOLED_PATH, (0.2, 1e-6, 1.0))))
-    b = base.model_copy(update={**dict(zip(fe.POOLED_PATH, (0.005, 1.5e-4, 1.0))), "wave_fraction": 0.9})
+    b = base.model_copy(update={**dict(zip(fe.POOLED_PATH, (0.005, 1.5e-4, 1.0))), "matmul_efficiency": 0.9})
     fitted = {"a/default": a, "b/default": b}
     median = fe.estimated(fitted, "median")
     assert median.frontend_latency_s == pytest.approx(math.sqrt(0.2 * 0.005))
@@ -262,7 +263,7 @@ def test_an_engine_without_rows_takes_the_request_path_pooled_over_the_others_ro
         assert tr.predict(pooled)[0] * 1e3 == pytest.approx(tr.point.ttft_ms, rel=0.05)
     kept = [f for f in fe.FIT_FIELDS if f not in fe.POOLED_PATH]
     assert {f: getattr(pooled, f) for f in kept} == {f: getattr(median, f) for f in kept}
-    assert pooled.wave_fraction == pytest.approx(median.wave_fraction) and pooled.status == "estimated"
+    assert pooled.matmul_efficiency == pytest.approx(median.matmul_efficiency) and pooled.status == "estimated"
     assert fe.estimated_engine(fitted, {}, "median") == median
 
 
@@ -271,11 +272,11 @@ def test_stage_one_sees_a_loaded_ttft_only_through_its_tpot():
     # LONE_PROMPT_CLIENTS (4) clients per rank. Two rows, 4 and 64 clients, each with both means "measured" 20% off
     # the prediction under a profile: the term counts three residuals, robust(log 1.2) each (ROBUST_C 0.25: 0.25² ×
     # log(1 + (log 1.2 / 0.25)²)); a 64-client TTFT twice as far off changes nothing, a 4-client one does. Stage 1b
-    # (the request path and the wave fraction) still counts every TTFT.
+    # (the request path) still counts every TTFT.
     from scripts import fit_efficiency as fe
 
     assert fe.LONE_PROMPT_CLIENTS == 4
-    lone, loaded = trace(_row(osl=128)), trace(_row(osl=128, concurrency=64))
+    lone, loaded = trace_point(_row(osl=128)), trace_point(_row(osl=128, concurrency=64))
     prof = lone.pm.eff
     rows = []
     for tr in (lone, loaded):
@@ -328,21 +329,19 @@ def test_an_engine_without_points_takes_the_geometric_centre_of_the_others_scale
     # scripts.fit_efficiency.estimated: a scale (a fixed cost) differs by factors between engines, so its centre is
     # taken in log space: two engines at 0.4 and 3.6 ms of step overhead give sqrt(0.4 × 3.6) = 1.2 ms (their
     # arithmetic mean, 2.0 ms, is what a held-out engine used to inherit); a fraction (matmul_efficiency) takes the
-    # plain median, (0.5 + 0.8) / 2; so does a constant one engine records at 0 (no closed-loop rows: wave_fraction,
+    # plain median, (0.5 + 0.8) / 2; so does a constant one engine records at 0 (no closed-loop rows:
     # frontend_latency_s); three engines give the middle one
     from scripts import fit_efficiency as fe
 
     base = fe.prior_profile()
-    zero = {"wave_fraction": 0.0, "frontend_latency_s": 0.0}
+    zero = {"frontend_latency_s": 0.0}
     a = base.model_copy(update={"step_overhead_s": 4e-4, "matmul_efficiency": 0.5, **zero})
-    b = base.model_copy(
-        update={"step_overhead_s": 3.6e-3, "matmul_efficiency": 0.8, "wave_fraction": 0.5, "frontend_latency_s": 0.02}
-    )
+    b = base.model_copy(update={"step_overhead_s": 3.6e-3, "matmul_efficiency": 0.8, "frontend_latency_s": 0.02})
     two = fe.estimated({"a/default": a, "b/default": b}, "two")
     assert two.step_overhead_s == pytest.approx(1.2e-3)
     assert two.matmul_efficiency == pytest.approx(0.65)
-    assert two.wave_fraction == pytest.approx(0.25) and two.frontend_latency_s == pytest.approx(0.01)
+    assert two.frontend_latency_s == pytest.approx(0.01)
     assert two.status == "estimated" and two.num_points == 0
-    c = base.model_copy(update={"step_overhead_s": 1e-3, "matmul_efficiency": 0.7, "wave_fraction": 0.2})
+    c = base.model_copy(update={"step_overhead_s": 1e-3, "matmul_efficiency": 0.7})
     three = fe.estimated({"a/default": a, "b/default": b, "c/default": c}, "three")
     assert three.step_overhead_s == pytest.approx(1e-3) and three.matmul_efficiency == pytest.approx(0.7)

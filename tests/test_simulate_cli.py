@@ -87,7 +87,8 @@ def test_text_output(capsys):
         (["--rate", "nan"], "--rate"),
         (["--rate", "1", "--users", "3"], "--users"),
         ([], "--rate"),  # no traffic at all: argparse names the required group
-        (["--users", "4"], "--think-time"),
+        (["--users", "4", "--think-time", "-1"], "--think-time"),  # without it: a benchmark client's streams
+        (["--users", "4", "--think-time", "2", "--client", "aiperf"], "--client"),  # a client's streams do not think
         (["--rate", "1", "--input-dist", "zipf:3"], "--input-dist"),
         (["--rate", "1", "--output-dist", "uniform:5"], "--output-dist"),
         (["--rate", "1", "--input-tokens", "0"], "--input-tokens"),

@@ -177,11 +177,14 @@ def test_a_clients_result_file_is_predicted_on_the_replica_the_flags_name(name, 
     assert out["rows_predicted"] == 0 and list(out["skip_reasons"]) == ["no GPU: pass --gpu"]
 
 
-def test_a_closed_loop_result_file_is_scored_with_its_burst():
+def test_a_closed_loop_result_file_is_scored_as_its_client_ran_it():
     # vllm bench serve --max-concurrency 16 --request-rate inf, 320 completed (tests/fixtures/benchmark_serving.json):
-    # every task created at once behind a semaphore of 16, so 320 / 16 = 20 rounds measured, the first a burst of 16
-    from planner.accuracy.serving_points import predict, upload_points
+    # every task created at once behind a semaphore of 16, so 320 / 16 = 20 rounds measured, the first a burst of 16;
+    # predicted through `simulate` as that client's 16 streams of 320 requests, no warm-up (serving_points.
+    # simulate_flags), the means over all 320
+    from planner.accuracy.serving_points import simulate_flags, upload_points
     from planner.accuracy.user_points import parse_upload
+    from planner.cli.validate_cmd import predict_point
 
     data = parse_upload("b.json", (FIXTURES / "benchmark_serving.json").read_text())
     (u,) = data.points
@@ -189,10 +192,19 @@ def test_a_closed_loop_result_file_is_scored_with_its_burst():
     (p,) = upload_points(data, "meta-llama/Llama-3.1-8B", "H100-SXM", 1, "vllm")
     assert p.protocol is not None and p.protocol.rounds == 20
     assert any("scored as a burst of N, 20 rounds of N measured" in n for n in p.notes)  # the row says how
-    steady = predict(dataclasses.replace(p, protocol=None))
-    burst = predict(p)
-    assert burst.ttft_ms > steady.ttft_ms  # the burst round's prompts queue behind each other
-    assert burst.tpot_ms == pytest.approx(steady.tpot_ms, rel=0.05)
+    flags = simulate_flags(p)
+    value = lambda name: flags[flags.index(name) + 1]  # noqa: E731
+    assert (value("--users"), value("--client"), value("--num-requests"), value("--warmup-requests")) == (
+        "16",
+        "vllm-bench",
+        "320",
+        "0",
+    )
+    pred = predict_point(p)
+    assert pred.num_requests == 320 and pred.ttft_ms > 0 and pred.tpot_ms > 0
+    # without the file's protocol: steady state, one round of 16 left out as warm-up and two measured
+    steady = simulate_flags(dataclasses.replace(p, protocol=None))
+    assert (steady[steady.index("--num-requests") + 1], steady[steady.index("--warmup-requests") + 1]) == ("32", "16")
     # a run at a finite rate has no burst
     (rate,) = parse_upload("r.json", (FIXTURES / "benchmark_serving_rate.json").read_text()).points
     assert rate.rounds is None

@@ -14,15 +14,22 @@ from planner.capacity.cost import replica_scenario
 from planner.core.scenario import Scenario, resolve, with_engine
 from planner.report_plan import latency_ratios
 from planner.sim.continuous import ContinuousEstimate, continuous
+from planner.traffic.clients import DEFAULT_CLIENT
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def continuous_cached(
-    scenario_json: str, engine: str, concurrency: int, input_tokens: int, output_tokens: int
+    scenario_json: str,
+    engine: str,
+    concurrency: int,
+    input_tokens: int,
+    output_tokens: int,
+    client: str = DEFAULT_CLIENT,
 ) -> ContinuousEstimate:
-    """planner.sim.continuous.continuous for one scenario run by `engine` (a page's engine choice)."""
+    """planner.sim.continuous.continuous for one scenario run by `engine` (a page's engine choice), its B streams
+    those of benchmark `client` (planner.traffic.clients)."""
     r = with_engine(resolve(Scenario.model_validate_json(scenario_json)), engine)
-    return continuous(r, concurrency, input_tokens, output_tokens)
+    return continuous(r, concurrency, input_tokens, output_tokens, client)
 
 
 @st.cache_data(show_spinner="Searching the capacity per replica…", max_entries=64)

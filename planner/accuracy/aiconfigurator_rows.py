@@ -51,7 +51,7 @@ import math
 import re
 from dataclasses import replace
 
-from planner.accuracy.bench_protocol import INFERENCEMAX, protocol_of
+from planner.accuracy.bench_protocol import INFERENCEMAX, INFERENCEMAX_DB_DUMP, INFERENCEMAX_FILES, protocol_of
 from planner.accuracy.bench_rules import RULES
 from planner.accuracy.inferencemax_launch import (
     ADP_BALANCE_TIMEOUT_ITERS,
@@ -135,6 +135,7 @@ def parse_row(row: dict, n: int = 0) -> ServingPoint:
         bench_rules=True,
         protocol=protocol,
         measured_on=_measured_on(row),
+        source=source_of(row),
     )
     if dp > 1:
         notes.append(f"one of {dp} attention-DP ranks simulated, {point.clients_per_rank} clients")
@@ -216,6 +217,18 @@ def _square_layout(row: dict, protocol, tp: int, dp: int, moe_tp: int, moe_ep: i
             ),
         )
     return None
+
+
+def source_of(row: dict) -> str:
+    """The campaign a row comes from, as the accuracy benchmarks hold it out whole: "inferencemax" for InferenceMAX's
+    runs (its two files, the database dump that repeats them, and the Qwen3.5 gap-analysis file, whose rows repeat
+    its runs: docs/research/ttft_gaps.md gap 6), else aiconfigurator's gap-analysis folder ("aic-gap/h100_sxm/
+    vllm"), else the source's first field."""
+    src = (row.get("silicon_data_source") or "").split(";")[0].strip()
+    if src.startswith(INFERENCEMAX_FILES + INFERENCEMAX_DB_DUMP) or "qwen3.5-397b-gap-analysis" in src:
+        return "inferencemax"
+    m = re.search(r"aic-auto-gap-analysis/data/([^/]+)/([^/]+)/", src)
+    return f"aic-gap/{m.group(1)}/{m.group(2)}" if m else src[:60]
 
 
 def _measured_on(row: dict) -> str:

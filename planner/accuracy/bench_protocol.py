@@ -42,9 +42,10 @@ while the H100 runs of the same campaign show every prompt's chunk in the decode
 sources say nothing of their prompts; their rows are read as every prompt prefilled.
 
 So the first of the R measured rounds is a wave: every prompt arrives in the same step and waits for the prefills
-before it (the mean wait of that round grows with N). The later rounds are the drifted state (planner.sim.serving.
-drifted_start_s), a share of them still in lockstep (the profile's wave_fraction). planner.accuracy.serving_points
-and serving_traces weigh the burst round 1/R and the rest (R − 1)/R.
+before it (the mean wait of that round grows with N); whether later rounds stay waves is the simulation's to say
+(planner.traffic.clients). A row is predicted as `simulate` runs its client (BenchProtocol.client, its rounds as
+--num-requests, its warm-up as --warmup-requests, its lengths and prompt pool: planner.accuracy.serving_points.
+simulate_flags).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class BenchProtocol:
     length_low: float = 1.0
     prompt_pool: int = 0  # distinct prompts drawn with replacement (0: a new prompt for every request)
     warmup_rounds: int = 0  # rounds of N sent and drained before the measured ones
+    client: str = "vllm-bench"  # the planner.traffic.clients id of the tool (`simulate --client`)
+    warmup_flag_rounds: int = 0  # rounds of N the run's command line sent as warm-up (`--warmup-requests`)
 
     def reuse_share(self, users: int, cached_prompts: float) -> float:
         """The share of measured requests whose prompt the client sent before and the engine still holds in its
@@ -91,13 +94,20 @@ class BenchProtocol:
         return (lo + tokens) / 2
 
 
-AIPERF = BenchProtocol("aiperf: a burst of N after a drained warm-up of 2N, 20N requests measured, fixed lengths", 20)
+AIPERF = BenchProtocol(
+    "aiperf: a burst of N after a drained warm-up of 2N, 20N requests measured, fixed lengths",
+    20,
+    client="aiperf",
+    warmup_flag_rounds=2,
+)
 AIPERF_POOLED = BenchProtocol(
     "aiperf: a burst of N after a drained warm-up of 2N, 20N requests measured, fixed lengths, each prompt drawn "
     "from aiperf's default pool of 100",
     20,
     prompt_pool=100,
     warmup_rounds=2,
+    client="aiperf",
+    warmup_flag_rounds=2,
 )
 INFERENCEMAX = BenchProtocol(
     "InferenceMAX benchmark_serving: a burst of N, 10N requests measured, lengths uniform in [0.8, 1] x ISL / OSL",

@@ -248,7 +248,8 @@ def scenario(p: Point) -> Resolved:
 
 
 def predict(p: Point, pm: PerfModel) -> float:
-    """The model's value for a point, in the point's own unit."""
+    """The model's value for a point, in the point's own unit: these are offline benchmarks (the engine's own, no
+    API server), so TTFT and end-to-end are the passes alone (metrics.sweep `offline`)."""
     i, o, b = p.input_len, p.output_len, p.batch
     if p.kind == "prefill_ms":
         return 1e3 * float(pm.prefill(b, i).total_s)
@@ -262,15 +263,15 @@ def predict(p: Point, pm: PerfModel) -> float:
         ctx = np.linspace(i, i + o - 1, 9)
         return 1.0 / float(np.mean(pm.decode(1, ctx).total_s))
     if p.kind in ("tpot_ms", "tpot_s"):
-        return (1e3 if p.kind == "tpot_ms" else 1.0) * float(sweep(pm, [b], i, o)["tpot_s"][0])
+        return (1e3 if p.kind == "tpot_ms" else 1.0) * float(sweep(pm, [b], i, o, offline=True)["tpot_s"][0])
     if p.kind == "throughput_per_gpu":
-        return float(sweep(pm, [b], i, o)["throughput_tokens_per_s"][0]) / p.num_gpus
+        return float(sweep(pm, [b], i, o, offline=True)["throughput_tokens_per_s"][0]) / p.num_gpus
     if p.kind == "throughput":
-        return float(sweep(pm, [b], i, o)["throughput_tokens_per_s"][0])
+        return float(sweep(pm, [b], i, o, offline=True)["throughput_tokens_per_s"][0])
     if p.kind == "e2e_s":
-        return float(sweep(pm, [b], i, o)["e2e_s"][0])
+        return float(sweep(pm, [b], i, o, offline=True)["e2e_s"][0])
     if p.kind == "generation_speed":
-        row = sweep(pm, [1], i, o)
+        row = sweep(pm, [1], i, o, offline=True)
         return o / float(row["e2e_s"][0])
     t0 = float(pm.decode(b, 0).total_s)
     if p.kind == "itl_intercept_ms":

@@ -26,10 +26,8 @@ from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
-from planner.sim.records import latencies
-from planner.sim.serving import TRAILING_ROUNDS, Replica, benchmark_clients, run_serving
+from planner.sim.serving import TRAILING_ROUNDS
 from planner.sim.settings import ServerSettings
-from planner.traffic.generators import open_loop, repeated_prompts
 
 OPEN_LOOP_REQUESTS = 300  # requests simulated for a run at a request rate (the mean settles within a few hundred)
 MEASURED_ROUNDS = 2  # requests per user measured after the warm-up round (aiperf measures 20; the mean settles by 2)
@@ -66,6 +64,8 @@ class ServingPoint:
     mem_fraction_static: float | None = None  # SGLang's --mem-fraction-static as launched (None: SGLang's default)
     mtp_depth: int = 0  # draft tokens a step of the run's multi-token prediction (bench_rules); 0: none
     measured_on: str = ""  # the run's date, YYYY-MM-DD ("" unknown): launches changed over time (bench_rules)
+    source: str = ""  # the campaign the row comes from (source_of): held out whole by the accuracy benchmarks, never
+    # an input of the prediction (simulate_flags does not read it)
 
     @property
     def clients_per_rank(self) -> int:
@@ -125,47 +125,66 @@ class ServingPrediction:
     ttft_ms: float
     tpot_ms: float
     num_requests: int
-    burst_ttft_ms: float = float("nan")  # the first round's means (the warm-up round of the run simulated)
-    burst_tpot_ms: float = float("nan")
 
 
-def predict(p: ServingPoint, seed: int = 0) -> ServingPrediction:
-    """Mean TTFT and TPOT of the measured requests of N benchmark clients (`simulate --users N --think-time 0`:
-    planner.sim.serving.benchmark_clients). Steady state: WARMUP_ROUNDS requests per user discarded, the next
-    MEASURED_ROUNDS averaged, TRAILING_ROUNDS simulated after them so that they run at N in flight; the engine
-    profile's wave_fraction φ of them arrive in waves, so the steady means are (1 − φ) × those of clients spread out
-    + φ × those of clients in lockstep. A row whose client is known
-    (p.protocol, planner.accuracy.bench_protocol) measured R rounds of N starting with a burst of N on an idle
-    server: its means are (burst round + (R − 1) × steady) / R, the burst round being the first round of the
-    lockstep simulation."""
+def simulate_flags(p: ServingPoint, seed: int = 0) -> list[str]:
+    """The `servingplan simulate` flags that say this row as a user would enter it: model, GPUs and layout, weights
+    and KV dtype, the engine and the settings it launched with (under the engine's own flag names), and the client
+    with its concurrency, lengths, request count and warm-up. Nothing else of the row (its source, date or image)
+    reaches the prediction: `validate` and the accuracy benchmarks run these flags through the CLI's own
+    planner.cli.simulate_cmd.simulate_argv."""
     r = resolved(p)
-    if p.request_rate:
-        return _predict(r, p, seed, wave=False)
-    phi = PerfModel(r).eff.wave_fraction
-    if phi <= 0 and p.protocol is None:
-        return _predict(r, p, seed, wave=False)
-    return weighed(p, *predict_parts(p, seed, r), phi)
+    dep = r.deployment
+    flags = ["--model", p.preset, "--gpu", p.gpu_id, "--engine", p.engine, "--tp", str(p.tp), "--pp", str(p.pp)]
+    flags += ["--dp", str(p.dp), "--ep", str(dep.moe_shard_size if p.expert_parallel else 1)]
+    flags += ["--weights", p.weights, "--kv-dtype", p.kv_cache_dtype, "--seed", str(seed)]
+    if p.mem_fraction_static is not None:
+        flags += ["--mem-fraction-static", repr(p.mem_fraction_static)]
+    flags += engine_flags(p.settings(r, seed), p.engine)
+    return flags + client_flags(p)
 
 
-def weighed(p: ServingPoint, spread: ServingPrediction, wave: ServingPrediction, phi: float) -> ServingPrediction:
-    """`predict`'s means from its two runs (predict_parts) and the wave fraction φ: (1 − φ) × spread + φ × lockstep,
-    then the client's burst round weighed 1/R where the client is known."""
-    mix = lambda a, b: (1 - phi) * a + phi * b  # noqa: E731
-    ttft, tpot = mix(spread.ttft_ms, wave.ttft_ms), mix(spread.tpot_ms, wave.tpot_ms)
-    if p.protocol is not None:
-        ttft = p.protocol.measured_mean(wave.burst_ttft_ms, ttft)
-        tpot = p.protocol.measured_mean(wave.burst_tpot_ms, tpot)
-    return ServingPrediction(ttft, tpot, spread.num_requests)
+# SchedulerConfig fields a launch sets (bench_rules) -> the engine's flag (planner.cli.scenario_args)
+_OVERRIDE_FLAGS = {
+    "max_prefill_tokens": "--max-prefill-tokens",
+    "scheduler_recv_interval": "--scheduler-recv-interval",
+    "batch_wait_timeout_iters": "--batch-wait-timeout-iters",
+    "batch_wait_max_tokens_ratio": "--batch-wait-max-tokens-ratio",
+    "adp_balance_timeout_iters": "--attention-dp-timeout-iters",
+}
 
 
-def predict_parts(
-    p: ServingPoint, seed: int = 0, r: Resolved | None = None
-) -> tuple[ServingPrediction, ServingPrediction]:
-    """The two closed-loop simulations `predict` weighs, (clients spread out, clients started together): each with
-    its steady means (the measured rounds) and its first round's (`burst_*`; in the second, the burst of N on an idle
-    server). benchmarks/ttft_decomposition.py sets them beside the measured means."""
-    r = r or resolved(p)
-    return _predict(r, p, seed, wave=False), _predict(r, p, seed, wave=True)
+def engine_flags(s: ServerSettings, engine: str) -> list[str]:
+    """The launch settings `s` as the simulate flags a user passes for them."""
+    flags = ["--max-num-seqs", str(s.max_num_seqs), "--max-num-batched-tokens", str(s.max_num_batched_tokens)]
+    if not s.prefix_caching or (engine == "tensorrt-llm" and not reuses_cached_prompts(engine)):
+        flags.append("--no-enable-prefix-caching")
+    for key, value in s.scheduler_overrides:
+        if key == "enable_chunked_prefill":
+            flags += ["--enable-chunked-prefill", "true" if value else "false"]
+        elif key in _OVERRIDE_FLAGS and value:
+            flags += [_OVERRIDE_FLAGS[key], repr(value) if isinstance(value, float) else str(value)]
+        elif key not in _OVERRIDE_FLAGS:
+            raise InputError(key, "a launch setting with no engine flag cannot be predicted through the CLI")
+    if s.spec is not None:
+        flags += ["--spec-method", s.spec.method, "--spec-k", str(s.spec.k), "--spec-alpha", repr(s.spec.alpha)]
+    return flags
+
+
+def client_flags(p: ServingPoint) -> list[str]:
+    """The row's traffic as simulate flags: N streams of its client (its rounds, warm-up and lengths), or its rate."""
+    prompt, output = length_specs(p)
+    lengths = ["--input-dist", prompt, "--output-dist", output]
+    if p.request_rate:  # a client sending at a rate: Poisson arrivals (vllm bench serve --request-rate default)
+        return ["--rate", repr(p.request_rate), "--num-requests", str(OPEN_LOOP_REQUESTS)] + lengths
+    proto = p.protocol
+    client = proto.client if proto is not None else "vllm-bench"
+    rounds = proto.rounds if proto is not None else MEASURED_ROUNDS
+    warmup = proto.warmup_flag_rounds if proto is not None else WARMUP_ROUNDS
+    flags = ["--users", str(p.concurrency), "--client", client, "--num-requests", str(rounds * p.concurrency)]
+    flags += ["--warmup-requests", str(warmup * p.concurrency)] + lengths
+    pooled = proto is not None and proto.prompt_pool and (not p.bench_rules or reuses_cached_prompts(p.engine))
+    return flags + ["--prompt-pool", str(proto.prompt_pool if pooled else 0)]  # 0: every prompt new
 
 
 def length_specs(p: ServingPoint) -> tuple[str, str]:
@@ -175,59 +194,23 @@ def length_specs(p: ServingPoint) -> tuple[str, str]:
     return p.protocol.length_spec(p.isl), p.protocol.length_spec(p.osl)
 
 
-def _predict(r: Resolved, p: ServingPoint, seed: int, wave: bool) -> ServingPrediction:
-    prompt, output = length_specs(p)
-    if p.request_rate:  # a client sending at a rate: Poisson arrivals (vllm bench serve --request-rate default)
-        n, warmup = OPEN_LOOP_REQUESTS, 0
-        end = n
-        wl = open_loop(n, p.request_rate, prompt, output, "poisson", 1.0, seed=seed)
-    else:
-        users, n, warmup, end = p.rounds
-        wl = benchmark_clients(r, users, n, prompt, output, seed, wave=wave)
-    rep = Replica(r, p.settings(r, seed))
-    res = run_serving(rep, client_prompts(p, rep, wl, seed))
-    lat = latencies(res)
-    done = np.flatnonzero(res.requests.finished)
-    keep = (done >= warmup) & (done < end)  # closed loop: request j is user j mod N's (j // N)-th request
-    if not keep.any():
+def prediction(out: dict) -> ServingPrediction:
+    """A row's predicted means from `simulate --json`'s output: the measured requests' mean TTFT and TPOT."""
+    ttft, tpot = out["ttft_s"]["mean"], out["tpot_s"]["mean"]
+    if ttft is None:
         raise InputError("concurrency", "no measured request finished in the simulation")
-    ttft, tpot = lat["ttft_s"][keep], lat["tpot_s"][keep]
-    first = done < warmup  # the first round: in the lockstep run, the burst of N on an idle server
-    burst_ttft = 1e3 * float(np.nanmean(lat["ttft_s"][first])) if first.any() else np.nan
-    burst_tpot = 1e3 * float(np.nanmean(lat["tpot_s"][first])) if first.any() else np.nan
-    return ServingPrediction(1e3 * float(np.nanmean(ttft)), 1e3 * float(np.nanmean(tpot)), n, burst_ttft, burst_tpot)
-
-
-def client_prompts(p: ServingPoint, rep: Replica, wl, seed: int = 0):
-    """The closed loop `wl` with the prompts its client repeats (BenchProtocol.prompt_pool) marked for the engine's
-    prefix cache: aiperf draws from 100 prompts, and vLLM and SGLang launched by aiconfigurator's rules keep their
-    prefix caches on, its TensorRT-LLM templates do not (bench_rules.reuses_cached_prompts)."""
-    share = prompt_repeat_share(p, rep)
-    if share <= 0:
-        return wl
-    return repeated_prompts(wl, p.clients_per_rank, share, rep.scheduler_config.block_size, seed)
-
-
-def prompt_repeat_share(p: ServingPoint, rep: Replica) -> float:
-    """The share of the row's measured prompts served from the prefix cache (BenchProtocol.reuse_share), the cache
-    holding what the KV pool has beyond N running requests."""
-    proto = p.protocol
-    if proto is None or not proto.prompt_pool or p.request_rate or not rep.settings.prefix_caching:
-        return 0.0
-    if p.bench_rules and not reuses_cached_prompts(rep.resolved.engine.id):
-        return 0.0
-    users = p.clients_per_rank
-    spare = rep.scheduler_config.kv_pool_tokens - users * (p.isl + p.osl)
-    return proto.reuse_share(users, max(0, spare) / max(1, p.isl))
+    return ServingPrediction(1e3 * ttft, 1e3 * (tpot if tpot is not None else float("nan")), out["num_requests"])
 
 
 # -- as validate's table ------------------------------------------------------------------------------------------
 METRICS = (("mean_ttft_ms", "ttft_ms", "ttft at concurrency"), ("mean_tpot_ms", "tpot_ms", "tpot at concurrency"))
 
 
-def serving_table(points: list[ServingPoint], seed: int = 0) -> pd.DataFrame:
+def serving_table(points: list[ServingPoint], predict, seed: int = 0) -> pd.DataFrame:
     """Predicted against measured mean TTFT and TPOT for every point (two table rows per CSV row), the columns of
-    planner.accuracy.validation.points_table plus `note` (how names were read) and `row` (the CSV row's id)."""
+    planner.accuracy.validation.points_table plus `note` (how names were read) and `row` (the CSV row's id).
+    `predict(point, seed)` -> ServingPrediction is the CLI's (planner.cli.validate_cmd.predict_point: the row's
+    simulate_flags through `simulate`)."""
     rows = []
     for p in points:
         pred, status, profile, family, reason = None, "", "", "", p.excluded

@@ -1,24 +1,24 @@
 """A measured closed-loop run's simulated steps, and the weights that turn their step times into its mean TTFT and
 mean TPOT: what the efficiency fit needs to re-price a serving point under other constants without re-simulating.
 
-With N zero-think benchmark clients and fixed lengths (aiconfigurator's runs: planner.accuracy.serving_points), the
-SEQUENCE of steps a replica runs (which requests are admitted, chunked, decoded in which step) depends on the
-engine's scheduler and KV pool, not on how long each step lasts: a request arrives when a reply ends (plus the
-client's turnaround) whatever the step times are. So one simulation per point fixes its steps (tokens, sequences,
-context read, attention pairs, requests starting) and the time windows of its measured requests; under another
-profile each step's time is PerfModel's step formula again, and
+The run is the one `simulate` runs for the row's flags (planner.accuracy.serving_points.simulate_flags, built by
+planner.cli.simulate_cmd.run_inputs): its client's N streams started together, the client's warm-up left out, its
+request count and lengths. The SEQUENCE of steps a replica runs (which requests are admitted, chunked, decoded in
+which step) depends on the engine's scheduler and KV pool, and only weakly on how long each step lasts: a request
+arrives when a reply ends (plus the client's turnaround). So one simulation per point fixes its steps (tokens,
+sequences, context read, attention pairs, requests starting) and the time windows of its measured requests; under
+another profile each step's time is PerfModel's step formula again, and
 
     mean TTFT = request path  + Σ_j w_ttft[j] × t_j        w_ttft[j] = mean over measured requests of the
                                                                 fraction of step j inside [arrival, first token]
     mean TPOT = Σ_j w_tpot[j] × t_j                             w_tpot[j] = likewise over [first token, finish],
                                                                 divided by the request's output tokens − 1
 
-(t_j includes request_overhead_s for each request starting in step j). Each point is traced twice, its clients
-spread out and in lockstep waves (planner.sim.serving.benchmark_clients), and the profile's wave_fraction mixes the
-two as serving_points.predict does. The approximation is the schedule's invariance: the client turnaround (2 ms
-plus the frontend latency) and the drifted start spread do depend on step times, so re-pricing after a change of
-constants is checked against a fresh simulation (tests/test_serving_fit.py: within 3% after 1.5× the fixed costs),
-and benchmarks/accuracy_aiconfigurator.py scores the fitted constants on the whole simulator.
+(t_j includes request_overhead_s for each request starting in step j). The approximation is the schedule's
+invariance: the client turnaround (2 ms plus the request path) and lengths that differ (InferenceMAX's [0.8, 1] ×
+ISL) make arrivals depend on step times, so re-pricing after a change of constants is checked against a fresh
+simulation (tests/test_serving_fit.py), and benchmarks/accuracy_loo.py scores the fitted constants through
+`simulate` itself.
 
 Steps with the same (tokens, sequences, starting requests) are merged into at most KV_BINS bins of context read
 (weighted means), so a point of thousands of steps re-prices in a few dozen rows; a step's time is affine in the
@@ -32,11 +32,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.accuracy.serving_points import ServingPoint, client_prompts, length_specs, resolved
+from planner.accuracy.serving_points import ServingPoint, simulate_flags
 from planner.core.errors import InputError
 from planner.latency.efficiency import EfficiencyProfile
 from planner.latency.perf_model import PerfModel
-from planner.sim.serving import Replica, benchmark_clients, run_serving
+from planner.sim.records import measured
+from planner.sim.serving import Replica, run_serving
 
 KV_BINS = 6  # context-read bins per (tokens, sequences, starting requests) group
 
@@ -74,85 +75,45 @@ class Steps:
 
 @dataclass(frozen=True)
 class ServingTrace:
-    """One point's two simulations, clients spread out and in lockstep waves; `pm` is its PerfModel (geometry
-    computed once). The profile's wave_fraction φ mixes them as serving_points.predict does; `burst` holds the
-    lockstep run's first round (the burst of N on an idle server), weighed 1/R for a row whose client measured R
-    rounds (point.protocol; None: steady state only)."""
+    """One point's run as `simulate` runs its flags (its client's streams started together, the warm-up left out);
+    `pm` is its PerfModel (geometry computed once)."""
 
     point: ServingPoint
     pm: PerfModel
-    spread: Steps
-    wave: Steps
-    burst: Steps | None = None
-
-    @property
-    def burst_share(self) -> float:
-        proto = self.point.protocol
-        return 1.0 / max(1, proto.rounds) if proto is not None and self.burst is not None else 0.0
-
-    def _means(self, spread: float, wave: float, burst: float, phi: float) -> float:
-        steady = self.mixed(spread, wave, phi)
-        return self.point.protocol.measured_mean(burst, steady) if self.burst_share else steady
+    run: Steps
 
     @property
     def simulated_ttft_s(self) -> float:
-        b = self.burst.simulated_ttft_s if self.burst is not None else 0.0
-        return self._means(self.spread.simulated_ttft_s, self.wave.simulated_ttft_s, b, self.pm.eff.wave_fraction)
+        return self.run.simulated_ttft_s
 
     @property
     def simulated_tpot_s(self) -> float:
-        b = self.burst.simulated_tpot_s if self.burst is not None else 0.0
-        return self._means(self.spread.simulated_tpot_s, self.wave.simulated_tpot_s, b, self.pm.eff.wave_fraction)
-
-    @staticmethod
-    def mixed(a: float, b: float, phi: float) -> float:
-        return (1 - phi) * a + phi * b if phi > 0 else a
+        return self.run.simulated_tpot_s
 
     def predict(self, profile: EfficiencyProfile | None = None) -> tuple[float, float]:
         """(mean TTFT, mean TPOT) in seconds under `profile` (None: the traced one)."""
         pm = self.pm if profile is None else self.pm.with_profile(profile)
-        parts = [x for x in (self.spread, self.wave, self.burst) if x is not None]
-        cat = lambda name: np.concatenate([getattr(x, name) for x in parts])  # noqa: E731
-        t = (
-            pm.total_s(cat("new_tokens"), cat("num_seqs"), cat("kv_read"), cat("pairs"))
-            + cat("starting") * pm.request_overhead_s
-        )
-        means, k = [], 0
-        for x in parts:
-            seg = t[k : k + len(x.new_tokens)]
-            means.append((float(x.w_ttft @ seg), float(x.w_tpot @ seg)))
-            k += len(x.new_tokens)
-        b = means[2] if len(means) > 2 else (0.0, 0.0)
-        phi = pm.eff.wave_fraction
-        ttft = self._means(means[0][0], means[1][0], b[0], phi)
-        tpot = self._means(means[0][1], means[1][1], b[1], phi)
+        x = self.run
+        t = pm.total_s(x.new_tokens, x.num_seqs, x.kv_read, x.pairs) + x.starting * pm.request_overhead_s
+        ttft, tpot = float(x.w_ttft @ t), float(x.w_tpot @ t)
         return pm.request_path_s + ttft + pm.eff.first_token_lag_steps * tpot, tpot
 
 
-def trace(p: ServingPoint, profile: EfficiencyProfile | None = None, seed: int = 0) -> ServingTrace:
-    """Simulate point `p` as serving_points.predict does (same clients, warm-up and measured rounds; spread out and
-    in waves) with a recording step cost (`profile`: the engine's constants to simulate with; None: data/
+def trace(p: ServingPoint, replica: Replica, workload, profile: EfficiencyProfile | None = None) -> ServingTrace:
+    """Simulate point `p`'s run (`replica` and `workload` from its simulate flags: planner.cli.simulate_cmd.
+    run_inputs) with a recording step cost under `profile` (the engine's constants to simulate with; None: data/
     efficiency.yaml's)."""
-    r = resolved(p)
-    pm = PerfModel(r, profile=profile)
+    pm = PerfModel(replica.resolved, profile=profile)
     if p.request_rate:
         raise InputError("points", "only closed-loop points (a client concurrency) are traced")
-    spread, _ = _steps(p, r, pm, seed, wave=False)
-    wave, burst = _steps(p, r, pm, seed, wave=True, first_round=p.protocol is not None)
-    return ServingTrace(p, pm, spread, wave, burst)
+    return ServingTrace(p, pm, _steps(replica, workload, pm))
 
 
-def _steps(
-    p: ServingPoint, r, pm: PerfModel, seed: int, wave: bool, first_round: bool = False
-) -> tuple[Steps, Steps | None]:
-    """The run's steps weighed by its measured rounds, and (`first_round`) by its first (warm-up) round."""
-    users, n, warmup, end = p.rounds
-    prompt, output = length_specs(p)
-    wl = benchmark_clients(r, users, n, prompt, output, seed, wave=wave, pm=pm)  # timed under the traced profile
-    rep = Replica(r, p.settings(r, seed))
+def _steps(rep: Replica, wl, pm: PerfModel) -> Steps:
+    """The run's steps weighed by its measured requests (the client's warm-up left out)."""
     cost = RecordingCost(pm)
     rep.__dict__["step_cost"] = cost  # the replica's cached step cost, replaced before first use
-    res = run_serving(rep, client_prompts(p, rep, wl, seed))
+    res = run_serving(rep, wl)
     rows = np.array(cost.rows, dtype=float).reshape(-1, 5)
     steps = res.steps
     if len(rows) != len(steps):
@@ -161,24 +122,16 @@ def _steps(
     ro = pm.request_overhead_s
     starting = np.rint((dt - rows[:, 4]) / ro) if ro > 0 else np.zeros(len(dt))
     req = res.requests
-    done = np.flatnonzero(req.finished)
-    keep = done[(done >= warmup) & (done < end)]
+    keep = np.flatnonzero(req.finished & measured(res))
     if not len(keep):
         raise InputError("concurrency", "no measured request finished in the simulation")
-
-    def weighed(sel: np.ndarray) -> Steps:
-        a, f, e = req.arrival_s[sel], req.first_token_s[sel], req.finish_s[sel]
-        out_steps = np.maximum(req.output_tokens[sel] - 1, 1).astype(float)
-        w_ttft = _window_weights(t0, dt, a, f, np.ones(len(sel))) / len(sel)
-        w_tpot = _window_weights(t0, dt, f, e, 1.0 / out_steps) / len(sel)
-        sim_tpot = float(np.mean((e - f) / out_steps))
-        sim_ttft = float(np.mean(f - a)) + res.config.frontend_latency_s + res.config.first_token_lag_steps * sim_tpot
-        return _merged(rows[:, :4], starting, w_ttft, w_tpot, sim_ttft, sim_tpot)
-
-    if not first_round:
-        return weighed(keep), None
-    first = done[done < warmup]
-    return weighed(keep), weighed(first if len(first) else keep)
+    a, f, e = req.arrival_s[keep], req.first_token_s[keep], req.finish_s[keep]
+    out_steps = np.maximum(req.output_tokens[keep] - 1, 1).astype(float)
+    w_ttft = _window_weights(t0, dt, a, f, np.ones(len(keep))) / len(keep)
+    w_tpot = _window_weights(t0, dt, f, e, 1.0 / out_steps) / len(keep)
+    sim_tpot = float(np.mean((e - f) / out_steps))
+    sim_ttft = float(np.mean(f - a)) + res.config.frontend_latency_s + res.config.first_token_lag_steps * sim_tpot
+    return _merged(rows[:, :4], starting, w_ttft, w_tpot, sim_ttft, sim_tpot)
 
 
 def _window_weights(t0: np.ndarray, dt: np.ndarray, lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -258,15 +211,19 @@ def aiconfigurator_points() -> list[ServingPoint]:
     return read_aiconfigurator(csv.read_text(encoding="utf-8"))
 
 
-def fit_traces(per_stratum: int | None, profile: EfficiencyProfile | None, seed: int = 0) -> list[ServingTrace]:
+def fit_traces(
+    per_stratum: int | None, profile: EfficiencyProfile | None, run_inputs, seed: int = 0
+) -> list[ServingTrace]:
     """Traces of the sampled aggregated rows that can be simulated and have both means measured (rows the planner
-    cannot predict, as `validate` reports them, are left out)."""
+    cannot predict, as `validate` reports them, are left out). `run_inputs(flags, profile)` -> (replica, workload):
+    the CLI's (planner.cli.simulate_cmd.run_inputs), so the fit traces the run a user's `simulate` would."""
     out = []
     for p in stratified_sample(aiconfigurator_points(), per_stratum, seed):
-        if p.excluded or p.ttft_ms is None or p.tpot_ms is None:
+        if p.excluded or p.ttft_ms is None or p.tpot_ms is None or p.request_rate:
             continue
         try:
-            out.append(trace(p, profile, seed))
+            replica, wl = run_inputs(simulate_flags(p, seed), profile)
+            out.append(trace(p, replica, wl, profile))
         except (InputError, ValueError):
             continue
     return out

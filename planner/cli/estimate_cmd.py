@@ -10,10 +10,12 @@ from planner.accuracy.bands import bands_json, bands_text
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.core.errors import InputError
-from planner.latency.metrics import Estimate, estimate
+from planner.latency.metrics import Estimate, estimate, request_path_s
+from planner.latency.perf_model import PerfModel
 from planner.sim.continuous import ContinuousEstimate, continuous
 from planner.sim.spec_heads import spec_methods
 from planner.techniques.spec_methods import SpecEstimate, acceptance_for, spec_estimate
+from planner.traffic.clients import CLIENTS, DEFAULT_CLIENT
 
 
 def register(subparsers) -> None:
@@ -34,6 +36,13 @@ def register(subparsers) -> None:
         "--max-concurrency B (default static)",
     )
     g.add_argument(
+        "--client",
+        default=DEFAULT_CLIENT,
+        choices=tuple(CLIENTS),
+        help=f"with --mode continuous: the benchmark client whose B streams are simulated as it runs them (default "
+        f"{DEFAULT_CLIENT}: vllm bench serve --max-concurrency B)",
+    )
+    g.add_argument(
         "--batch",
         type=int,
         required=True,
@@ -43,6 +52,13 @@ def register(subparsers) -> None:
     g.add_argument("--input-tokens", type=int, required=True, help="prompt tokens per request")
     g.add_argument("--output-tokens", type=int, required=True, help="output tokens per request")
     g.add_argument("--queue-wait-ms", type=float, default=0.0, help="queue wait added to TTFT")
+    g.add_argument(
+        "--offline",
+        action="store_true",
+        help="as the engine's own offline benchmark measures it (vllm bench latency, trtllm-bench, llama-bench: no "
+        "API server): TTFT and end-to-end without the request's path outside the steps (default: as a client of "
+        "the server measures them, what `simulate` charges every request)",
+    )
     d = p.add_argument_group("speculative decoding as deployed (static mode; off unless --spec-method)")
     d.add_argument(
         "--spec-method",
@@ -117,7 +133,7 @@ def run(args) -> int:
         num_replicas=r.deployment.num_replicas,
     )
     if args.mode == "continuous":
-        c = continuous(r, args.batch, args.input_tokens, args.output_tokens)
+        c = continuous(r, args.batch, args.input_tokens, args.output_tokens, args.client)
         ranks = r.deployment.data_parallel_size * r.deployment.num_replicas
         counts = dict(concurrency_per_dp_rank=args.batch, concurrency_per_deployment=args.batch * ranks)
         predicted = {
@@ -133,11 +149,12 @@ def run(args) -> int:
         # engine_version: the release the engine's constants describe (data/engines.yaml), added after the old keys
         out = {"mode": "continuous", **c.to_dict(), **head, **counts, "bands": bands}
         out["engine_version"] = r.engine.version
+        out["client"] = args.client
         emit(out, args.json, _continuous_text(c, r) + bands_text(bands))
         return 0
     max_seqs = r.deployment.max_num_seqs
     batch = min(args.batch, max_seqs)  # vLLM never runs more than max_num_seqs sequences in one step
-    est = estimate(r, batch, args.input_tokens, args.output_tokens, args.queue_wait_ms / 1e3)
+    est = estimate(r, batch, args.input_tokens, args.output_tokens, args.queue_wait_ms / 1e3, offline=args.offline)
     out = est.to_dict()
     out.update(head, requested_batch=args.batch, batch_capped_by_max_num_seqs=batch < args.batch)
     dp = r.deployment.data_parallel_size
@@ -157,6 +174,8 @@ def run(args) -> int:
     spec = _spec(args, r, est)
     out["spec"] = spec and spec.to_dict()
     out["engine_version"] = r.engine.version  # added after the old keys (the JSON contract)
+    out["offline"] = args.offline
+    out["request_path_s"] = 0.0 if args.offline else float(request_path_s(PerfModel(r), est.tpot_s))
     if spec:
         text += _spec_text(spec)
     if batch < args.batch:
@@ -205,7 +224,9 @@ def _text(e: Estimate, r) -> str:
             f"  batch {e.batch} × ({e.input_tokens:,} in, {e.output_tokens:,} out); "
             f"memory limit {e.max_batch} per replica",
             f"  prefill (whole batch)  {e.prefill_s * 1e3:,.1f} ms ({e.prefill_bound}-bound)",
-            f"  TTFT                   {e.ttft_s * 1e3:,.1f} ms (queue wait {e.queue_wait_s * 1e3:,.0f} ms + prefill)",
+            f"  TTFT                   {e.ttft_s * 1e3:,.1f} ms (queue wait {e.queue_wait_s * 1e3:,.0f} ms + prefill "
+            f"{e.prefill_s * 1e3:,.1f} ms + the request's path outside the steps "
+            f"{(e.ttft_s - e.queue_wait_s - e.prefill_s) * 1e3:,.1f} ms: frontend, prompt dispatch, output lag)",
             f"  TPOT (mean)            {e.tpot_s * 1e3:,.2f} ms ({e.bound}-bound) = "
             f"{e.tokens_per_s_per_user:,.1f} tokens/s per user",
             f"  end-to-end             {e.e2e_s:,.3f} s = TTFT + {e.output_tokens - 1:,} × TPOT",

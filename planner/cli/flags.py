@@ -79,6 +79,11 @@ FIELD_FLAGS = {
     "mem_fraction_static": "--mem-fraction-static",
     "batch_wait_timeout_iters": "--batch-wait-timeout-iters",
     "batch_wait_max_tokens_ratio": "--batch-wait-max-tokens-ratio",
+    "max_prefill_tokens": "--max-prefill-tokens",
+    "enable_chunked_prefill": "--enable-chunked-prefill",
+    "attention_dp_timeout_iters": "--attention-dp-timeout-iters",
+    "warmup_requests": "--warmup-requests",
+    "client": "--client",
     "enable_eplb": "--enable-eplb",
     "ep_num_redundant_experts": "--ep-num-redundant-experts",
     # a given xPyD layout (planner.capacity.disagg_layout)

@@ -18,6 +18,7 @@ from planner.cli.scenario_args import resolved_from_args
 from planner.cli.simulate_cmd import (
     _check_flags,
     add_simulate_args,
+    benchmark_client,
     output_flag,
     settings_from_args,
     workload_from_args,
@@ -109,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         out["sizing"] = [z.to_dict() for z in sizes]
         text += "\n" + _sizing_text(sizes, slo_ttft, slo_tpot)
     out["offload"] = offload_json(r, replica, res.fleet)
+    out["client"] = benchmark_client(args)  # the benchmark client whose streams --users are (None: not a client's)
     emit(out, args.json, text)
     return 0
 

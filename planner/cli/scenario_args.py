@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+import yaml
 from pydantic import ValidationError
 
 from planner.cli.flags import FIELD_FLAGS
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_model
 from planner.core.engine_defaults import DEFAULT_ENGINE, ENGINES
 from planner.core.errors import InputError, from_validation_error
-from planner.core.scenario import Resolved, Scenario, resolve
+from planner.core.scenario import Calibration, Resolved, Scenario, resolve
 from planner.core.specs import Deployment
+from planner.core.user_files import read_user_text
 
 
 def add_scenario_args(p: argparse.ArgumentParser) -> None:
@@ -127,7 +129,35 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
         "share of max_num_tokens (0 to 1; default 0: off)",
     )
     e.add_argument(
+        "--max-prefill-tokens",
+        type=int,
+        default=None,
+        help="SGLang: prompt tokens a prefill batch takes beyond its first prompt (default: up to the chunk)",
+    )
+    e.add_argument(
+        "--enable-chunked-prefill",
+        choices=("true", "false"),
+        default=None,
+        help="chunked prefill on or off (TensorRT-LLM enable_chunked_prefill, vLLM --no-enable-chunked-prefill; "
+        "default: the engine's own): off, a prompt must fit one step's token budget whole",
+    )
+    e.add_argument(
+        "--attention-dp-timeout-iters",
+        type=int,
+        default=0,
+        help="TensorRT-LLM attention_dp_config (enable_balance: true, timeout_iters N): a rank holds its prompts up "
+        "to N steps until every rank has one (default 0: off)",
+    )
+    e.add_argument(
         "--context", type=int, default=None, help="tokens per request (prompt + output); default max-model-len"
+    )
+    e.add_argument(
+        "--calibration",
+        default=None,
+        metavar="FILE",
+        help="efficiency constants you fitted on your own runs (YAML or JSON: engine, gpu_family, profile: {constant: "
+        "value}, source; the Validation page's calibration download): they replace data/efficiency.yaml's for that "
+        "engine and GPU family",
     )
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
@@ -176,6 +206,8 @@ _ENGINE_OPTIONS = (
     ("--mem-fraction-static", "sglang", "mem_fraction_static", None),
     ("--batch-wait-timeout-iters", "tensorrt-llm", "batch_wait_timeout_iters", 0),
     ("--batch-wait-max-tokens-ratio", "tensorrt-llm", "batch_wait_max_tokens_ratio", 0.0),
+    ("--max-prefill-tokens", "sglang", "max_prefill_tokens", None),
+    ("--attention-dp-timeout-iters", "tensorrt-llm", "attention_dp_timeout_iters", 0),
 )
 
 
@@ -213,6 +245,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         "enable_prefix_caching": getattr(args, "enable_prefix_caching", True),
         "long_prefill_token_threshold": getattr(args, "long_prefill_token_threshold", 0),
         "enable_mixed_chunk": getattr(args, "enable_mixed_chunk", False),
+        "enable_chunked_prefill": _on_off(getattr(args, "enable_chunked_prefill", None)),
         **{attr: getattr(args, attr, off) for _, _, attr, off in _ENGINE_OPTIONS},
         "moe_a2a_backend": getattr(args, "moe_a2a_backend", "none"),
         "deepep_mode": getattr(args, "deepep_mode", "auto"),
@@ -238,7 +271,36 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         deployment=dep,
         context_tokens=args.context,
         engine=getattr(args, "engine", DEFAULT_ENGINE),
+        calibration=calibration_from_file(getattr(args, "calibration", None)),
     )
+
+
+MAX_CALIBRATION_BYTES = 1_000_000
+
+
+def calibration_from_file(path: str | None) -> Calibration | None:
+    """--calibration FILE as the scenario's Calibration (engine, gpu_family, profile, source); a bad file is one
+    message naming --calibration. The constants themselves are checked where a step time uses them
+    (planner.latency.calibration)."""
+    if path is None:
+        return None
+    text = read_user_text(path, "--calibration", MAX_CALIBRATION_BYTES)
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise InputError("--calibration", f"{str(path)[:120]} is not YAML or JSON: {str(err)[:160]}") from None
+    if not isinstance(doc, dict):
+        raise InputError("--calibration", "must be a mapping with engine, gpu_family and profile")
+    try:
+        return Calibration(**doc)
+    except (ValidationError, TypeError) as err:
+        e = from_validation_error(err) if isinstance(err, ValidationError) else None
+        detail = f"{e.field}: {e.message}" if e else str(err)[:160]
+        raise InputError("--calibration", detail) from None
+
+
+def _on_off(value: str | None) -> bool | None:
+    return None if value is None else value == "true"
 
 
 def resolved_from_args(args: argparse.Namespace) -> Resolved:

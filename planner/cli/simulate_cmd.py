@@ -15,10 +15,12 @@ from planner.cli.spec_args import add_spec_args, check_spec_args, spec_from_args
 from planner.cli.traffic_args import DEFAULT_INPUT, DEFAULT_OUTPUT, add_length_args
 from planner.cli.work_budget import check_workload
 from planner.core.errors import InputError
+from planner.latency.perf_model import PerfModel
 from planner.sim.records import LatencyStats, ServingSummary
 from planner.sim.run_summary import result_summary
 from planner.sim.serving import Replica, benchmark_clients, run_serving
 from planner.sim.settings import ServerSettings
+from planner.traffic.clients import CLIENTS, DEFAULT_CLIENT, get_client
 from planner.traffic.generators import ARRIVAL_PROCESSES, LengthDist, closed_loop, open_loop, pooled_prompts
 from planner.traffic.sessions import sessions
 from planner.traffic.traces import load_trace, rescale, sample
@@ -53,8 +55,30 @@ def add_simulate_args(p: argparse.ArgumentParser) -> None:
         "--think-time",
         type=float,
         default=None,
-        help="closed loop or sessions: mean think time, seconds (0 with --users: benchmark clients, as "
-        "--max-concurrency runs them)",
+        help="closed loop or sessions: mean think time, seconds (with --users: people who read between replies; "
+        "without it, or 0, --users N are a benchmark client's N streams: --client)",
+    )
+    g.add_argument(
+        "--client",
+        default=None,
+        choices=tuple(CLIENTS),
+        help=f"with --users and no think time: the benchmark client whose N streams are simulated as it runs them "
+        f"(default {DEFAULT_CLIENT}: `vllm bench serve --max-concurrency N`): all N started together, its warm-up "
+        "left out, lengths drawn its way",
+    )
+    g.add_argument(
+        "--warmup-requests",
+        type=int,
+        default=None,
+        help="benchmark client: requests sent first and left out of the means (default: the client's own, "
+        "0 for vllm-bench, 1 for sglang-bench)",
+    )
+    g.add_argument(
+        "--random-range-ratio",
+        type=float,
+        default=None,
+        help="benchmark client: spread of --input-tokens/--output-tokens as the client draws them (vllm-bench: "
+        "uniform in [L(1-r), L(1+r)]; sglang-bench: in [rL, L]; default the client's: every length L)",
     )
     g.add_argument("--time-scale", type=float, default=1.0, help="trace: speed-up (2 = twice the arrival rate)")
     g.add_argument(
@@ -70,7 +94,8 @@ def add_simulate_args(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="draw each prompt at random from N distinct prompts, as aiperf's synthetic dataset does (100 unless "
-        "--conversation-num says otherwise): a repeat is served from the prefix cache while the pool holds it",
+        "--conversation-num says otherwise): a repeat is served from the prefix cache while the pool holds it "
+        "(default: the --client's own, 100 for aiperf and genai-perf, else none; 0: every prompt new)",
     )
     add_length_args(g)
     c = p.add_argument_group(
@@ -126,9 +151,9 @@ def _check_flags(args: argparse.Namespace) -> None:
         ("--slo-tpot-ms", args.slo_tpot_ms),
         ("--turns", args.turns),
         ("--first-input-tokens", args.first_input_tokens),
-        ("--prompt-pool", args.prompt_pool),
     ):
         _positive(flag, value)
+    _positive("--prompt-pool", args.prompt_pool, allow_zero=True)
     _positive("--think-time", args.think_time, allow_zero=True)
     _positive("--system-prompt-tokens", args.system_prompt_tokens, allow_zero=True)
     _positive("--max-queue", args.max_queue, allow_zero=True)
@@ -136,8 +161,7 @@ def _check_flags(args: argparse.Namespace) -> None:
     check_spec_args(args)
     if args.cv is not None and args.arrival != "gamma":
         raise InputError("--cv", "applies only to --arrival gamma")
-    if args.users is not None and args.think_time is None:
-        raise InputError("--think-time", "is required with --users (seconds each user waits between replies)")
+    _check_client_flags(args)
     sessions = _sessions(args)
     if args.users is None and args.think_time is not None and not sessions:
         raise InputError("--think-time", "applies only to --users or sessions (--turns)")
@@ -161,26 +185,60 @@ def _check_flags(args: argparse.Namespace) -> None:
             raise InputError("--arrival", "a trace keeps its own arrival times (use --time-scale)")
 
 
+def benchmark_client(args: argparse.Namespace) -> str | None:
+    """The benchmark client whose streams --users are (None: open loop, a trace, sessions, or people who think)."""
+    if args.users is None or args.think_time or _sessions(args):
+        return None
+    return args.client or DEFAULT_CLIENT
+
+
+def _check_client_flags(args: argparse.Namespace) -> None:
+    client = benchmark_client(args)
+    given = [f for f in ("client", "warmup_requests", "random_range_ratio") if getattr(args, f, None) is not None]
+    if client is None and given:
+        flag = "--" + given[0].replace("_", "-")
+        raise InputError(flag, "applies to --users without think time (a benchmark client's streams)")
+    _positive("--warmup-requests", args.warmup_requests, allow_zero=True)
+    if args.random_range_ratio is not None:
+        if args.input_dist is not None or args.output_dist is not None:
+            raise InputError("--random-range-ratio", "spreads --input-tokens/--output-tokens: not with a length SPEC")
+        get_client(client).check_range_ratio(args.random_range_ratio)
+
+
+def clients_per_rank(args: argparse.Namespace, r) -> int:
+    """The --users one simulated attention-DP rank serves: the run's streams spread evenly over the DP ranks."""
+    dp = r.deployment.data_parallel_size if r is not None else 1
+    return max(1, round(args.users / max(1, dp)))
+
+
 def _sessions(args: argparse.Namespace) -> bool:
     return any(getattr(args, f, None) is not None for f in ("turns", "system_prompt_tokens", "first_input_tokens"))
 
 
-def _length(tokens: int | None, spec: str | None, default: str, flag: str) -> LengthDist:
+def _length(tokens: int | None, spec: str | None, default: str, flag: str, args=None) -> LengthDist:
+    client = benchmark_client(args) if args is not None else None
+    if tokens is not None and client is not None:  # drawn around the nominal length as the client draws them
+        return LengthDist.parse(get_client(client).length_spec(tokens, args.random_range_ratio), flag)
     if tokens is not None:
         return LengthDist.parse(f"fixed:{tokens}", flag.replace("dist", "tokens"))
     return LengthDist.parse(spec or default, flag)
 
 
-def workload_from_args(args: argparse.Namespace, r=None) -> Workload:
-    """The traffic the flags describe (flags already checked); with --prompt-pool, its prompts drawn from the pool
-    in the scenario's KV blocks."""
-    wl = _generated(args, r)
-    if getattr(args, "prompt_pool", None) is None:
+def workload_from_args(args: argparse.Namespace, r=None, pm=None) -> Workload:
+    """The traffic the flags describe (flags already checked); with --prompt-pool (or a client whose dataset reuses
+    its prompts: aiperf, genai-perf), its prompts drawn from the pool in the scenario's KV blocks; --prompt-pool 0:
+    every prompt new. `pm`: the step-time model a benchmark client's timing follows (None: the scenario's)."""
+    wl = _generated(args, r, pm)
+    pool = getattr(args, "prompt_pool", None)
+    client = benchmark_client(args)
+    if pool is None and client is not None:
+        pool = get_client(client).prompt_pool
+    if not pool:
         return wl
-    return pooled_prompts(wl, args.prompt_pool, r.deployment.block_size if r is not None else 16, args.seed)
+    return pooled_prompts(wl, pool, r.deployment.block_size if r is not None else 16, args.seed)
 
 
-def _generated(args: argparse.Namespace, r=None) -> Workload:
+def _generated(args: argparse.Namespace, r=None, pm=None) -> Workload:
     n = args.num_requests
     if args.trace is not None:
         try:
@@ -190,9 +248,10 @@ def _generated(args: argparse.Namespace, r=None) -> Workload:
         if n is not None:
             wl = sample(wl, max_requests=n, seed=args.seed)
         return rescale(wl, args.time_scale)
-    prompt = _length(args.input_tokens, args.input_dist, DEFAULT_INPUT, "--input-dist")
-    output = _length(args.output_tokens, args.output_dist, DEFAULT_OUTPUT, "--output-dist")
-    n = n or DEFAULT_NUM_REQUESTS
+    prompt = _length(args.input_tokens, args.input_dist, DEFAULT_INPUT, "--input-dist", args)
+    output = _length(args.output_tokens, args.output_dist, DEFAULT_OUTPUT, "--output-dist", args)
+    client = benchmark_client(args)
+    n = n or (get_client(client).num_requests(args.users) if client else DEFAULT_NUM_REQUESTS)
     if _sessions(args):
         first = None if args.first_input_tokens is None else f"fixed:{args.first_input_tokens}"
         return sessions(
@@ -207,9 +266,11 @@ def _generated(args: argparse.Namespace, r=None) -> Workload:
             first_user=first,
             seed=args.seed,
         )
-    if args.users is not None and not args.think_time and r is not None:
-        # zero think time = benchmark clients: a client turnaround, started as they drift apart (planner.sim.serving)
-        return benchmark_clients(r, args.users, n, prompt, output, args.seed)
+    if client is not None and r is not None:  # a benchmark client's streams, on one attention-DP rank
+        dp = max(1, r.deployment.data_parallel_size)
+        users, per_rank = clients_per_rank(args, r), max(1, round(n / dp))
+        warmup = None if args.warmup_requests is None else round(args.warmup_requests / dp)
+        return benchmark_clients(r, users, per_rank, prompt, output, args.seed, client, warmup, pm)
     if args.users is not None:
         return closed_loop(args.users, n, args.think_time, prompt, output, seed=args.seed)
     cv = args.cv if args.cv is not None else 1.0
@@ -237,6 +298,14 @@ def settings_from_args(args: argparse.Namespace, r) -> ServerSettings:
 
 
 def run(args: argparse.Namespace) -> int:
+    out, text = simulate_result(args)
+    emit(out, args.json, text)
+    return 0
+
+
+def simulate_result(args: argparse.Namespace) -> tuple[dict, str]:
+    """`simulate`'s JSON (the contract) and its text for parsed flags: the one path from what a user enters to a
+    serving run's figures (the accuracy benchmarks call it with each measured row's flags)."""
     _check_flags(args)
     r = resolved_from_args(args)
     wl = workload_from_args(args, r)
@@ -264,9 +333,24 @@ def run(args: argparse.Namespace) -> int:
     )
     out["bands"] = bands_json(r, serving_bands(out))
     out["offload"] = offload_json(r, replica, res)
+    out.update(client_json(args, r, wl))
     text = _text(summary, r, args.engine, res.config.admission_policy) + offload_text(out["offload"])
-    emit(out, args.json, text + bands_text(out["bands"]))
-    return 0
+    return out, text + bands_text(out["bands"])
+
+
+def client_json(args: argparse.Namespace, r, wl: Workload) -> dict:
+    """The benchmark client the run simulated (None: not a client's streams), its warm-up left out of the means,
+    and the streams one simulated attention-DP rank served."""
+    client = benchmark_client(args)
+    if client is None:
+        return {"client": None, "warmup_requests": 0, "clients_per_rank": None, "data_parallel_size":
+                r.deployment.data_parallel_size}  # fmt: skip
+    return {
+        "client": client,
+        "warmup_requests": int(wl.extra.get("warmup_requests", 0)),
+        "clients_per_rank": clients_per_rank(args, r),
+        "data_parallel_size": r.deployment.data_parallel_size,
+    }
 
 
 def _ms(stat: LatencyStats) -> str:
@@ -301,3 +385,25 @@ def _text(s: ServingSummary, r, engine: str, policy: str) -> str:
         + (" (max_num_seqs reached: it capped the batch)" if s.max_running >= s.max_num_seqs else ""),
     ]
     return "\n".join(lines)
+
+
+def parse_simulate(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="servingplan simulate")
+    add_simulate_args(parser)
+    return parser.parse_args(argv)
+
+
+def simulate_argv(argv: list[str]) -> dict:
+    """`servingplan simulate ARGV --json` as a dict, without printing: what a user gets for these flags (the
+    accuracy benchmarks and `validate` predict each measured row through it)."""
+    return simulate_result(parse_simulate(argv))[0]
+
+
+def run_inputs(argv: list[str], profile=None) -> tuple[Replica, Workload]:
+    """The replica and the traffic `simulate ARGV` runs, a benchmark client timed under efficiency `profile` (None:
+    data/efficiency.yaml's): the efficiency fit traces a measured row's run from the same flags."""
+    args = parse_simulate(argv)
+    _check_flags(args)
+    r = resolved_from_args(args)
+    wl = workload_from_args(args, r, PerfModel(r, profile=profile))
+    return Replica(r, settings_from_args(args, r)), wl

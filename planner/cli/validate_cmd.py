@@ -30,10 +30,18 @@ from pathlib import Path
 
 from planner.accuracy.aiconfigurator_rows import is_aiconfigurator, read_aiconfigurator
 from planner.accuracy.published_points import MEASUREMENTS_CSV
-from planner.accuracy.serving_points import serving_table, upload_points
+from planner.accuracy.serving_points import (
+    ServingPoint,
+    ServingPrediction,
+    prediction,
+    serving_table,
+    simulate_flags,
+    upload_points,
+)
 from planner.accuracy.user_points import parse_upload
 from planner.accuracy.validation import MAX_POINTS_CSV_BYTES, error_summary, overall, points_table, summary_dict
 from planner.cli import emit
+from planner.cli.simulate_cmd import simulate_argv
 from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
 from planner.core.user_files import read_user_text
@@ -81,11 +89,17 @@ def read_table(path: Path, args=None):
     if text.lstrip()[:1] in "{[":  # a client's own results: the replica comes from the flags
         data = parse_upload(Path(path).name, text)
         a = args or argparse.Namespace(model=None, gpu=None, tp=1, engine="vllm", weights=None)
-        return data.kind, serving_table(upload_points(data, a.model, a.gpu, a.tp, a.engine, a.weights))
+        return data.kind, serving_table(upload_points(data, a.model, a.gpu, a.tp, a.engine, a.weights), predict_point)
     header = next(csv.reader(io.StringIO(text)), [])
     if is_aiconfigurator(header):
-        return "aiconfigurator", serving_table(read_aiconfigurator(text))
+        return "aiconfigurator", serving_table(read_aiconfigurator(text), predict_point)
     return "published_points", points_table(text=text)
+
+
+def predict_point(p: ServingPoint, seed: int = 0) -> ServingPrediction:
+    """A measured serving row's predicted means: its flags (serving_points.simulate_flags) through `simulate`, the
+    command a user runs."""
+    return prediction(simulate_argv(simulate_flags(p, seed)))
 
 
 def row_counts(df) -> dict:

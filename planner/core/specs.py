@@ -72,6 +72,14 @@ class Deployment(BoundedModel):
     mem_fraction_static: float | None = Field(default=None, gt=0, le=1)
     batch_wait_timeout_iters: int = Field(default=0, ge=0)
     batch_wait_max_tokens_ratio: float = Field(default=0.0, ge=0, le=1)
+    # SGLang's --max-prefill-tokens (prompt tokens a prefill batch takes beyond its first prompt; None: no limit
+    # below the chunk), chunked prefill on or off (TensorRT-LLM's enable_chunked_prefill, vLLM's
+    # --no-enable-chunked-prefill; None: the engine's own), TensorRT-LLM's attention-DP balance
+    # (attention_dp_config enable_balance with timeout_iters N: a rank holds its prompts up to N steps until every
+    # rank has one; 0 off)
+    max_prefill_tokens: PositiveInt | None = None
+    enable_chunked_prefill: bool | None = None
+    attention_dp_timeout_iters: int = Field(default=0, ge=0)
 
     @model_validator(mode="before")
     @classmethod

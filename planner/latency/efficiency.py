@@ -49,7 +49,6 @@ FIT_FIELDS = (
     "sm_bytes_per_cycle",
     "request_overhead_s",
     "frontend_latency_s",
-    "wave_fraction",
     "eager_kernel_s",
     "first_token_lag_steps",
     "layer_seq_overhead_s",
@@ -84,10 +83,6 @@ class EfficiencyProfile(BaseModel):
     # HTTP and the serving frontend (Dynamo's frontend and router, the API server), tokenisation, the hand-off to the
     # engine process and the first token's detokenisation and streaming; the GPU is not busy for it
     frontend_latency_s: float = Field(default=0.0, ge=0)
-    # N zero-think benchmark clients of equal lengths start together and each round's replies end in the same step,
-    # so they come back as a wave unless jitter spreads them: the fraction of a benchmark's requests that still
-    # arrive in waves (planner.accuracy.serving_points.predict mixes a lockstep and a spread simulation with it)
-    wave_fraction: float = Field(default=0.0, ge=0, le=1)
     # host dispatch of one kernel of a request's first (prompt) forward pass, which runs outside CUDA graphs (engines
     # capture graphs for decode batches only), counted for the MoE and MLA blocks' kernels, whose dispatch the GPU
     # waits for (layer_kernels.exposed_dispatch_kernels): on the request's path to its first token

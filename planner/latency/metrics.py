@@ -90,8 +90,12 @@ def decode_contexts(input_tokens: int, output_tokens: int, samples: int = TPOT_S
     return np.linspace(input_tokens, last, max(1, min(samples, output_tokens - 1)))
 
 
-def sweep(pm: PerfModel, batches, input_tokens: int, output_tokens: int, queue_wait_s: float = 0.0) -> dict:
-    """Static-batch metrics for an array of batch sizes (vectorised): arrays keyed by metric."""
+def sweep(
+    pm: PerfModel, batches, input_tokens: int, output_tokens: int, queue_wait_s: float = 0.0, offline: bool = False
+) -> dict:
+    """Static-batch metrics for an array of batch sizes (vectorised): arrays keyed by metric. TTFT and end-to-end
+    are as a client of the server measures them (the request path outside the steps included), or with `offline`
+    as the engine's own offline benchmark does (`vllm bench latency`, trtllm-bench, llama-bench: the passes only)."""
     b = np.asarray(batches, dtype=float).reshape(-1)
     pre = pm.prefill(b, input_tokens)
     dec = pm.decode(b[:, None], decode_contexts(input_tokens, output_tokens)[None, :])
@@ -101,13 +105,16 @@ def sweep(pm: PerfModel, batches, input_tokens: int, output_tokens: int, queue_w
     decode_total = (output_tokens - 1) * tpot
     run_s = pre.total_s + decode_total
     replicas = pm.resolved.deployment.num_replicas
+    # as a client measures it (what `simulate` charges every request): the request's path outside the steps (the
+    # frontend's hop, the prompt pass's host dispatch) and the output stream's lag behind the GPU (PerfModel note)
+    path_s = 0.0 if offline else request_path_s(pm, tpot)
     return {
         "batch": b.astype(int),
         "prefill_s": pre.total_s,
-        "ttft_s": queue_wait_s + pre.total_s,
+        "ttft_s": queue_wait_s + path_s + pre.total_s,
         "tpot_s": tpot,
         "tokens_per_s_per_user": 1 / tpot,
-        "e2e_s": queue_wait_s + run_s,
+        "e2e_s": queue_wait_s + path_s + run_s,
         "throughput_tokens_per_s": replicas * b * output_tokens / run_s,
         "bound": np.where(memory_time >= compute_time, "memory", "compute"),
         "prefill_bound": pre.bound,
@@ -115,6 +122,12 @@ def sweep(pm: PerfModel, batches, input_tokens: int, output_tokens: int, queue_w
         "compute_time_s": compute_time,
         **parts,
     }
+
+
+def request_path_s(pm: PerfModel, tpot_s):
+    """Seconds a request's first token (and so its end) reaches the client after the GPU computed it, outside the
+    steps: PerfModel.request_path_s + first_token_lag_steps × TPOT (planner.sim.records.latencies adds the same)."""
+    return pm.request_path_s + pm.eff.first_token_lag_steps * np.asarray(tpot_s, dtype=float)
 
 
 def step_grid(pm: PerfModel, batches, contexts) -> np.ndarray:
@@ -188,6 +201,7 @@ def estimate(
     queue_wait_s: float = 0.0,
     check_memory: bool = True,
     pm: PerfModel | None = None,
+    offline: bool = False,
 ) -> Estimate:
     """Predict TTFT, TPOT, end-to-end and throughput for a static batch; refuses a batch above the memory limit."""
     validate_request(r, batch, input_tokens, output_tokens)
@@ -199,7 +213,7 @@ def estimate(
             f"limit: the KV pool fits at most {limit} per replica",
         )
     pm = pm or PerfModel(r)
-    row = {k: v[0] for k, v in sweep(pm, [batch], input_tokens, output_tokens, queue_wait_s).items()}
+    row = {k: v[0] for k, v in sweep(pm, [batch], input_tokens, output_tokens, queue_wait_s, offline).items()}
     pre = pm.prefill(batch, input_tokens)
     return Estimate(
         batch=batch,

@@ -11,10 +11,10 @@ from decode, prompts first, so its TPOT is the pure decode step and its prompts 
 load). Step times come from the roofline model (planner.latency.perf_model.PerfModel) under the engine's
 efficiency profile: the same one the static-batch estimate and the capacity search use.
 
-The B clients are benchmark clients (planner.sim.serving.benchmark_clients): each next request reaches the engine a
-client turnaround after the reply, during the following step; they start spread over one client's cycle
-(benchmark clients start together but drift apart within the warm-up, and started together a deterministic
-simulation of equal requests would stay in lockstep, every TTFT waiting for a whole wave of B prefills).
+The B clients are a benchmark client's streams (planner.sim.serving.benchmark_clients, `vllm bench serve` unless
+another is named: planner.traffic.clients): all B start together on an idle server and each next request reaches
+the engine a client turnaround after the reply, during the following step; requests started together that finish
+together come back together, so the waves under load are the simulation's, not an assumption.
 Reported as the benchmark does (mean and p95 of per-request TTFT, TPOT = (e2e − TTFT) / (N − 1), end-to-end), over
 the steady part of the run: the first B requests (the clients ramping up) and the last B (the concurrency
 draining) are left out, and the batch's mean size is taken over the same part. Requests/s per replica = B / mean
@@ -36,6 +36,7 @@ from planner.core.scenario import Resolved
 from planner.latency.metrics import memory_limit, validate_request
 from planner.sim.records import latencies
 from planner.sim.serving import Replica, benchmark_clients, run_serving
+from planner.traffic.clients import DEFAULT_CLIENT
 
 WAVES = 4  # requests per client: one warm-up, two steady, one draining
 MIN_STEADY_REQUESTS = 32  # at small B, more requests per client so the percentiles have samples
@@ -83,8 +84,10 @@ def _steady_running(steps, arrivals: np.ndarray, b: int) -> float:
     return float(np.average(steps.num_running, weights=weights)) if weights.sum() else 0.0
 
 
-def continuous(r: Resolved, concurrency: int, input_tokens: int, output_tokens: int) -> ContinuousEstimate:
-    """Simulate B clients with one request each in flight (module note) and report the steady state."""
+def continuous(
+    r: Resolved, concurrency: int, input_tokens: int, output_tokens: int, client: str = DEFAULT_CLIENT
+) -> ContinuousEstimate:
+    """Simulate B streams of `client` with one request each in flight (module note) and report the steady state."""
     if concurrency < 1:
         raise InputError("concurrency", "must be at least 1")
     validate_request(r, concurrency, input_tokens, output_tokens)
@@ -92,7 +95,7 @@ def continuous(r: Resolved, concurrency: int, input_tokens: int, output_tokens: 
         raise InputError("input_tokens", f"not one request of {input_tokens + output_tokens:,} tokens fits the KV pool")
     b = concurrency
     n = max(WAVES * b, 2 * b + MIN_STEADY_REQUESTS)
-    wl = benchmark_clients(r, b, n, f"fixed:{input_tokens}", f"fixed:{output_tokens}")  # not in lockstep
+    wl = benchmark_clients(r, b, n, f"fixed:{input_tokens}", f"fixed:{output_tokens}", client=client, warmup_requests=0)
     replica = Replica(r)
     res = run_serving(replica, wl)
     order = np.argsort(res.requests.arrival_s[res.requests.finished], kind="stable")

@@ -212,9 +212,10 @@ class ServingSummary:
 
 
 def latencies(res: SimResult) -> dict[str, np.ndarray]:
-    """Per finished request: queue wait, TTFT, TPOT (NaN for 1-token outputs) and end-to-end, in seconds."""
+    """Per finished request the client counts (a benchmark client's warm-up left out: `measured`): queue wait, TTFT,
+    TPOT (NaN for 1-token outputs) and end-to-end, in seconds."""
     r = res.requests
-    ok = r.finished
+    ok = r.finished & measured(res)
     front = getattr(res.config, "frontend_latency_s", 0.0)  # as the client measures: the frontend's hop included
     ttft = r.first_token_s[ok] - r.arrival_s[ok] + front
     e2e = r.finish_s[ok] - r.arrival_s[ok] + front
@@ -226,6 +227,14 @@ def latencies(res: SimResult) -> dict[str, np.ndarray]:
         late = lag * np.nan_to_num(tpot)
         ttft, e2e = ttft + late, e2e + late
     return {"queue_wait_s": r.first_scheduled_s[ok] - r.arrival_s[ok], "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
+
+
+def measured(res: SimResult) -> np.ndarray:
+    """Per request: whether its client counts it (every request, but a benchmark client's warm-up requests, which
+    come first: planner.traffic.clients.client_loop)."""
+    wl = res.workload
+    warmup = int(getattr(wl, "extra", {}).get("warmup_requests", 0) or 0)
+    return np.arange(len(res.requests.arrival_s)) >= warmup
 
 
 def stats(values: np.ndarray) -> dict[str, float]:
@@ -274,7 +283,7 @@ def summary(res: SimResult, slo_ttft_s: float | None = None, slo_tpot_s: float |
         "throughput_tokens_per_s": rate(out_tokens),
         "throughput_requests_per_s": rate(int(ok.sum())),
         "goodput_requests_per_s": rate(int(good.sum())),
-        "goodput_tokens_per_s": rate(int(r.output_tokens[ok][good].sum())),
+        "goodput_tokens_per_s": rate(int(r.output_tokens[ok & measured(res)][good].sum())),
         "slo_attainment": float(good.mean()) if len(good) else np.nan,
         "num_preemptions": int(r.num_preemptions.sum()),
         "prefix_hit_rate": float(r.prefix_hit_tokens.sum() / served_prompt) if served_prompt else 0.0,
@@ -301,9 +310,10 @@ def summary_frame(res: SimResult) -> pd.DataFrame:
 def request_frame(res: SimResult) -> pd.DataFrame:
     r = res.requests
     df = pd.DataFrame({f: getattr(r, f) for f in r.__dataclass_fields__})
+    counted = r.finished & measured(res)
     for name, values in latencies(res).items():
         df[name] = np.nan
-        df.loc[r.finished, name] = values
+        df.loc[counted, name] = values
     df["rejected_reason"] = [REJECT_REASONS[int(c)] for c in r.rejected]
     return df
 

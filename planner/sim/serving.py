@@ -26,7 +26,7 @@ from planner.sim.records import SimResult
 from planner.sim.settings import ServerSettings
 from planner.sim.simulator import simulate
 from planner.sim.spec_heads import DraftHeadCost, head_fraction
-from planner.traffic.generators import closed_loop
+from planner.traffic.clients import DEFAULT_CLIENT, client_loop, get_client
 from planner.traffic.workload import Workload
 
 
@@ -77,9 +77,14 @@ def launch_holds(r: Resolved) -> dict:
     out: dict = {}
     if engine == "sglang":
         out["scheduler_recv_interval"] = getattr(dep, "scheduler_recv_interval", 1)
+    if engine == "sglang" and getattr(dep, "max_prefill_tokens", None):
+        out["max_prefill_tokens"] = dep.max_prefill_tokens
     if engine == "tensorrt-llm":
         out["batch_wait_timeout_iters"] = getattr(dep, "batch_wait_timeout_iters", 0)
         out["batch_wait_max_tokens_ratio"] = getattr(dep, "batch_wait_max_tokens_ratio", 0.0)
+        out["adp_balance_timeout_iters"] = getattr(dep, "attention_dp_timeout_iters", 0)
+    if getattr(dep, "enable_chunked_prefill", None) is not None:
+        out["enable_chunked_prefill"] = dep.enable_chunked_prefill
     return out
 
 
@@ -176,66 +181,19 @@ def benchmark_clients(
     prompt,
     output,
     seed: int = 0,
-    wave: bool = False,
+    client: str = DEFAULT_CLIENT,
+    warmup_requests: int | None = None,
     pm: PerfModel | None = None,
 ) -> Workload:
-    """N benchmark clients (`--max-concurrency N`, aiperf `--concurrency N`): a closed loop whose next request
-    follows a reply after CLIENT_TURNAROUND_S, the clients started spread over one cycle (drifted_start_s), or,
-    with `wave`, all at once (the lockstep a benchmark keeps when nothing spreads its clients: the profile's
-    wave_fraction weighs the two, planner.accuracy.serving_points.predict). `pm`: the step-time model the timing
-    follows (None: the scenario's, under data/efficiency.yaml)."""
+    """N streams of a benchmark client (`vllm bench serve --max-concurrency N`, aiperf `--concurrency N`, ...:
+    planner.traffic.clients): all started together on an idle server, each next request sent the moment a reply
+    ends, reaching the engine CLIENT_TURNAROUND_S plus the request's path outside the steps later (PerfModel.
+    request_path_s: the frontend's hop and its prompt pass's host dispatch, which the summary adds back to TTFT and
+    end-to-end as the client measures them). The client's warm-up requests come first and are left out of the
+    summary. `pm`: the step-time model the timing follows (None: the scenario's, under data/efficiency.yaml)."""
     pm = pm or PerfModel(r)
-    # the next request reaches the engine after the client's turnaround and its path outside the steps (the frontend's
-    # hop and its prompt pass's host dispatch: PerfModel.request_path_s, which the summary adds back to TTFT and
-    # end-to-end as the client measures them)
     turnaround = CLIENT_TURNAROUND_S + pm.request_path_s
-    first = closed_loop(users, num_requests, turnaround, prompt, output, "fixed", seed)
-    mean_in, mean_out = float(first.prompt_tokens.mean()), float(first.output_tokens.mean())
-    spread = 0.0 if wave else cycle_s(pm, users, mean_in, mean_out)
-    return closed_loop(users, num_requests, turnaround, prompt, output, "fixed", seed, spread)
-
-
-def drifted_start_s(r: Resolved, users: int, prompt_tokens: float, output_tokens: float) -> float:
-    """Seconds over which N zero-think closed-loop users' first requests are spread (generators.closed_loop
-    stagger_s): one user's cycle in the drifted state (`cycle_s`).
-
-    What benchmark clients do: `vllm bench serve --max-concurrency N` (vllm-project/vllm vllm/benchmarks/serve.py)
-    creates every request task at once (request rate inf) behind an asyncio.Semaphore(N), so N requests start
-    together and each later one the moment a slot frees; aiperf `--concurrency N --warmup-request-count 2N` (as
-    aiconfigurator runs it: ai-dynamo/aiconfigurator@095f58a5 bench_run.sh.j2) issues a new request per finished
-    one, after 2N warm-up requests. On a server the N streams drift apart within the first rounds (prompts chunked
-    over several steps under the token budget, HTTP and detokenisation jitter of a step or more), and the mean over
-    the measured requests is that of spread-out streams: each TTFT is one prompt's prefill in a step shared with the
-    others' decodes, each TPOT carries the others' prefill chunks. With equal lengths and no think time a
-    deterministic simulation started together would stay in lockstep instead (Llama-3.1-70B FP8 on 2 x H200, 4
-    users, 1024/1024 tokens: 388 ms TTFT in lockstep, 106 ms spread; vLLM measured 121 ms, aiconfigurator's split).
-    The simulator therefore assumes the drifted state here: starts spread evenly over one cycle, the first request
-    of each user discarded as warm-up by the callers that compare with a benchmark. Not every run drifts: aiperf's
-    `--concurrency` alone is its burst mode (ai-dynamo/aiperf docs/benchmark_modes/timing-modes-reference.md: "as
-    fast as possible within concurrency limits", all N sent at once), and equal requests started in one step finish
-    in one step, so a wave re-forms each round unless jitter breaks it (TensorRT-LLM, Llama-3.1-70B FP8 on one H200,
-    4 users of 1,024 tokens: 562 ms TTFT, four ~140 ms prefills back to back). `benchmark_clients(wave=True)` starts
-    the clients together instead; `validate` weighs the two runs with the engine profile's fitted wave_fraction
-    (planner.accuracy.serving_points.predict)."""
-    return cycle_s(PerfModel(r), users, prompt_tokens, output_tokens)
-
-
-def cycle_s(pm: PerfModel, users: int, prompt_tokens: float, output_tokens: float) -> float:
-    """One zero-think benchmark user's cycle when N users are spread out: its reply's output − 1 decode steps at N
-    in flight, every user's prompt once (each of the N prompts of a cycle lengthens the step it runs in by its
-    prefill's cost beside N − 1 decodes), and the turnaround outside the steps (CLIENT_TURNAROUND_S and the request
-    path). Spreading the first requests over less than this sends them faster than the replica serves them in the
-    drifted state: a queue forms in the first round and, with equal lengths, the requests it groups finish
-    together and keep arriving together (TensorRT-LLM, Qwen3-32B FP8 on 4 x H100, 64 users of 1,024 / 128 tokens:
-    spread over prefill + 127 decode steps, 1.5 s, the run re-formed waves of seven prompts; a cycle is 2.9 s)."""
-    ctx = prompt_tokens + output_tokens / 2
-    decode = float(pm.decode(users, ctx).total_s)
-    others = max(users - 1, 0)
-    pairs = others * (ctx + 1) + prompt_tokens * (prompt_tokens + 1) / 2
-    beside = float(pm.step(others + prompt_tokens, users, others * ctx, pairs).total_s)
-    prompt_cost = beside - (float(pm.decode(others, ctx).total_s) if others else 0.0)
-    prompt_cost += pm.request_overhead_s
-    return max(output_tokens - 1, 0) * decode + users * prompt_cost + CLIENT_TURNAROUND_S + pm.request_path_s
+    return client_loop(get_client(client), users, num_requests, turnaround, prompt, output, seed, warmup_requests)
 
 
 def run_by(r: Resolved, settings: ServerSettings) -> Resolved:

@@ -27,7 +27,9 @@ class StepExecution:
             ctx = self.computed_tokens[i] + num_new
             new_tokens += num_new
             kv_read += ctx
-            pairs += num_new * ctx
+            # causal attention (FlashAttention skips the masked half): each new token attends to the cached tokens
+            # and to the new ones up to itself, as PerfModel.prefill counts it; a decode (num_new 1) reads ctx
+            pairs += num_new * self.computed_tokens[i] + num_new * (num_new + 1) // 2
             if (
                 self.generated_tokens[i] > 0
                 and self.computed_tokens[i] == self.prompt_tokens[i] + self.generated_tokens[i] - 1

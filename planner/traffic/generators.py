@@ -197,11 +197,7 @@ def closed_loop(
     think time (staggered start), each later one a think time after the user's previous reply finishes.
 
     stagger_s spreads the first requests evenly over that many seconds (user u starts u × stagger_s / N later).
-    Benchmark clients (`vllm bench serve --max-concurrency N`, aiperf/GenAI-Perf `--concurrency N`) launch N
-    requests together, but with zero think time and fixed lengths a deterministic simulation would keep them in
-    lockstep for ever (every TTFT waiting for a whole wave of prefills), while on a real server they drift apart
-    within the warm-up (see planner.sim.serving.drifted_start_s): spreading them over one user's cycle (its request
-    at N in flight, the others' prompts and the turnaround) starts the run in that drifted state."""
+    Benchmark clients start their N streams together (planner.traffic.clients.client_loop: stagger 0)."""
     _check_positive("num_users", num_users, integer=True)
     _check_positive("num_requests", num_requests, integer=True)
     _check_at_most("num_users", num_users, MAX_USERS)
