@@ -384,8 +384,8 @@ with st.expander("Formula: TTFT, end-to-end and throughput, with your numbers"):
 with st.expander("Assumptions: efficiency constants and how well they fit"):
     st.markdown(
         f"Profile **{pm.choice.source_key}** ({status[pm.choice.status]}). {e.note or ''} Constants live in "
-        "`data/efficiency.yaml`, fitted by `scripts/fit_efficiency.py` on published measurements; "
-        "`benchmarks/accuracy.py` prints predicted against measured for every point. Equal requests, no "
+        "`data/efficiency.yaml`, fitted by `validation/fit_efficiency.py` on published measurements; "
+        "`validation/accuracy.py` prints predicted against measured for every point. Equal requests, no "
         "prefix caching or speculative decoding; the memory limit is vLLM's paged pool. Continuous mode "
         "runs the serving simulator (planner/sim/continuous.py: B clients in a closed loop, the first "
         "and last B requests left out) on these step times; static mode is the primer's one-batch model."

@@ -116,7 +116,7 @@ with tab_pub:
     st.subheader("Out of sample: GPU families and engines the fit never saw")
     oos = out_of_sample_summary()
     if oos.empty:
-        st.info("Run `python -m benchmarks.accuracy_out_of_sample --write` to record the out-of-sample errors.")
+        st.info("Run `python -m validation.accuracy_out_of_sample --write` to record the out-of-sample errors.")
     else:
         by = st.radio("Errors by", ["group", "family", "engine"], horizontal=True, key="val_oos_by")
         wide = oos[oos["by"] == by].pivot_table(index="key", columns="scheme", values="median_abs_pct")
@@ -131,7 +131,7 @@ with tab_pub:
     st.subheader("Out of sample under load: models, GPUs and engines the fit never saw")
     loo, targets, method = serving_out_of_sample()
     if loo.empty:
-        st.info("Run `python -m benchmarks.accuracy_loo --serving-only --families --per-stratum 6 --write`.")
+        st.info("Run `python -m validation.accuracy_loo --serving-only --families --per-stratum 6 --write`.")
     else:
         kinds = loo[loo["group"] == "all"].set_index("kind")
         shown = kinds[["rows"] + [f"{m} median |error| %" for m in SERVING_METRIC_NAMES]].rename(
@@ -173,7 +173,7 @@ with tab_pub:
         "predicted with their own GPU family left out of the fit, and vLLM's KV logs. A prediction "
         "takes the band of the nearest family with enough rows (same engine, model class and GPU generation, then "
         "coarser): the prediction × the 10th and 90th percentile of measured / predicted. Regenerate with "
-        "`python -m scripts.error_bands` (README)."
+        "`python -m validation.error_bands` (README)."
     )
     st.subheader("Error by source, metric and GPU")
     table = error_summary(both, ["source", "metric", "gpu"]).round(1).rename(columns=ERROR_COLUMNS)

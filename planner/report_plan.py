@@ -275,7 +275,7 @@ def assumption_rows(s: Scenario, r: Resolved, cap: CapacityPlan | InputError) ->
             "efficiency_profile",
             c.source_key,
             "",
-            "data/efficiency.yaml (scripts/fit_efficiency.py)"
+            "data/efficiency.yaml (validation/fit_efficiency.py)"
             if s.calibration is None or "your calibration" not in c.source_key
             else "your fitted constants",
         ),

@@ -1,8 +1,8 @@
-"""The serving simulator against published serving / offline points (benchmarks/accuracy_serving.py)."""
+"""The serving simulator against published serving / offline points (validation/accuracy_serving.py)."""
 
 from __future__ import annotations
 
-from benchmarks.accuracy_serving import median_abs_error_pct, rows
+from validation.accuracy_serving import median_abs_error_pct, rows
 
 
 def test_simulator_median_error_on_the_published_serving_points():

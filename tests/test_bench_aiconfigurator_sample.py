@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from benchmarks.accuracy_aiconfigurator import CSV, reason_kind, sample
 from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
+from validation.accuracy_aiconfigurator import CSV, reason_kind, sample
 
 
 def test_sample_is_stratified_aggregated_and_reproducible():

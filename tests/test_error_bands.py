@@ -1,4 +1,4 @@
-"""The error band on every prediction (planner/accuracy/bands.py, data/error_bands.yaml, scripts/error_bands.py).
+"""The error band on every prediction (planner/accuracy/bands.py, data/error_bands.yaml, validation/error_bands.py).
 
 A band is the prediction times the 10th and 90th percentile of measured / predicted in the nearest family (engine,
 model class, GPU generation, metric) with enough out-of-sample rows; the tiny tables here are counted by hand.
@@ -81,7 +81,7 @@ def test_generations():
 
 
 def test_the_script_counts_percentiles_by_hand():
-    from scripts.error_bands import families
+    from validation.error_bands import families
 
     # ratios 1..5 in one family: numpy's linear 10th percentile = 1 + 0.4 × 1 = 1.4, 90th = 4.6, median 3;
     # median |predicted/measured − 1| over 1/r − 1 = (0, −.5, −.667, −.75, −.8) → 0.667 → 66.7%

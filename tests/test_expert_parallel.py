@@ -5,12 +5,12 @@ from dataclasses import replace
 
 import pytest
 
-from planner.accuracy.wide_ep import load_points, predict
 from planner.core.scenario import Scenario, resolve
 from planner.latency.collectives import EPGeometry, deepep_low_latency_s, deepep_normal_s, nodes_reached
 from planner.latency.expert_parallel import placement_imbalance
 from planner.latency.expert_routing import tokens_per_expert
 from planner.latency.perf_model import PerfModel
+from validation.wide_ep import load_points, predict
 
 # deepseek-ai/DeepEP@0297fc80 docs/legacy.md: H800, ~160 GB/s NVLink, CX7 400 Gb/s (~50 GB/s), 128 tokens, 7,168
 # hidden, top-8, FP8 dispatch (7,168 B + 56 fp32 scales = 7,392 B), BF16 combine (14,336 B)
@@ -83,7 +83,7 @@ def test_published_wide_ep_throughput_within_15_percent(point):
     (SGLang's KV pool corrected): +38.4% / +25.7% / +5.5%, decode -26.0% / -21.1%, when a decode step's absorbed-MLA
     attention ran at the prompt pass's fitted efficiency (0.19); at FlashMLA's published rate and refitted +15.9% /
     +6.4% / -9.2%, decode +7.8% / +2.8%. Since session 28 the three prefills are fitted on
-    (scripts.fit_efficiency.anchor_points: SGLang's large-batch evidence once its stage 1 sees a loaded TTFT only
+    (validation.fit_efficiency.anchor_points: SGLang's large-batch evidence once its stage 1 sees a loaded TTFT only
     through its TPOT; without them the prefills came out +25-35%): +3.2% / +4.2% / +3.4% in sample. The decode rows
     stay out of the fit: +3.2% with two-batch overlap, -5.2% without. Session 29 (Gated DeltaNet's prompt kernels
     counted, SGLang refitted): +4.4% / +4.5% / +2.4%, decode +3.0% / -4.6%."""
@@ -121,7 +121,7 @@ def test_two_batch_overlap_gains_a_quarter_at_256_tokens_per_gpu():
 
 
 def test_scalar_and_vector_step_agree_under_overlap():
-    from planner.accuracy.wide_ep import deployment_for
+    from validation.wide_ep import deployment_for
 
     dep = deployment_for(load_points()[3])
     r = resolve(Scenario(model="deepseek-ai/DeepSeek-V3", gpu="H100-SXM", deployment=dep))
@@ -131,7 +131,7 @@ def test_scalar_and_vector_step_agree_under_overlap():
 
 
 def _decode_ep72(**update):
-    from planner.accuracy.wide_ep import deployment_for
+    from validation.wide_ep import deployment_for
 
     dep = deployment_for(replace(load_points()[3], **update))
     return PerfModel(resolve(Scenario(model="deepseek-ai/DeepSeek-V3", gpu="H100-SXM", deployment=dep)))

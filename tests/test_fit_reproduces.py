@@ -1,14 +1,14 @@
-"""scripts/fit_efficiency.py reproduces data/efficiency.yaml: here on a subset that runs in seconds (an engine fitted on
-published points alone, whose fit nothing else feeds); the whole fit (~10 min of CPU since the serving rows are
-traced as `simulate` runs them) is `python -m benchmarks.fit_reproduces`, which rewrites the file into a temporary
-folder and compares it byte for byte."""
+"""validation/fit_efficiency.py reproduces data/efficiency.yaml: here on a subset that runs in seconds (an engine
+fitted on published points alone, whose fit nothing else feeds); the whole fit (~10 min of CPU since the serving
+rows are traced as `simulate` runs them) is `python -m validation.fit_reproduces`, which rewrites the file into a
+temporary folder and compares it byte for byte."""
 
 from __future__ import annotations
 
 import yaml
 
 from planner.latency.efficiency import EFFICIENCY_PATH
-from scripts import fit_efficiency as fe
+from validation import fit_efficiency as fe
 
 # tensor-parallel points of its own and no serving rows: its constants depend on its points and the priors alone
 SUBSET = ("lmdeploy",)

@@ -114,7 +114,7 @@ def test_the_per_sequence_cost_has_a_part_per_layer():
         more = pm.eff.model_copy(update={"layer_seq_overhead_s": 5e-7})
         extra = pm.with_profile(more).decode(64, 1000).total_s - pm.with_profile(base).decode(64, 1000).total_s
         assert extra == pytest.approx(64 * layers * 5e-7)  # 1.024 ms for 32 layers, 2.56 ms for 80
-    # an engine fitted on static points alone keeps it at nothing (scripts/fit_efficiency.py SERVING_IDENTIFIED)
+    # an engine fitted on static points alone keeps it at nothing (validation/fit_efficiency.py SERVING_IDENTIFIED)
     assert profiles()["llama.cpp"]["default"].layer_seq_overhead_s <= 1e-10
 
 
@@ -250,7 +250,7 @@ def test_every_calibration_row_is_predicted_or_says_why():
 
 # -- pinned predictions: one point per engine x GPU family of the calibration sets ------------------------------------
 # (id, engine/family profile, predicted in the row's unit, measured). A change of the model or of data/efficiency.yaml
-# moves these: update them deliberately (rerun scripts/fit_efficiency.py and benchmarks/accuracy*.py first).
+# moves these: update them deliberately (rerun validation/fit_efficiency.py and validation/accuracy*.py first).
 PINNED = [
     ("C230", "splitwise/ampere", 70.5574, 54.842),
     ("C090", "tensorrt-llm-0.9/ampere", 5417.96, 5390.0),

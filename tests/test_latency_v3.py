@@ -20,7 +20,7 @@ from planner.latency.perf_model import PerfModel
 from planner.sim.config import ConstantStepCost
 from planner.sim.simulator import simulate
 from planner.traffic.workload import Workload
-from scripts.fit_efficiency import PRIORS
+from validation.fit_efficiency import PRIORS
 
 
 def resolved(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", weights="bf16"):

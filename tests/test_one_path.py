@@ -11,9 +11,9 @@ import pytest
 
 import planner.sim.serving as serving
 from planner.accuracy.serving_points import simulate_flags
-from planner.accuracy.serving_traces import aiconfigurator_points, stratified_sample
 from planner.cli.simulate_cmd import parse_simulate
 from planner.cli.validate_cmd import predict_point
+from validation.serving_traces import aiconfigurator_points, stratified_sample
 
 
 def _rows(n: int = 6):

@@ -41,13 +41,13 @@ def test_default_page_shows_the_published_errors(page):
     assert any(set(d.value.columns) >= {"source", "metric", "gpu", "median |error| %"} for d in page.dataframe)
     assert any("calibration" in d.value.columns for d in page.dataframe)
     assert "calibration_profile" not in page.session_state
-    # the out-of-sample errors recorded by benchmarks/accuracy_out_of_sample.py --write, per group by default
+    # the out-of-sample errors recorded by validation/accuracy_out_of_sample.py --write, per group by default
     oos = next(d.value for d in page.dataframe if "LOFO" in d.value.columns)
     assert set(oos["group"]) == {"decode", "prefill", "throughput"} and {"in-sample", "LOEO"} <= set(oos.columns)
 
 
 def test_the_page_shows_the_serving_rows_out_of_sample_and_the_targets_they_miss(page):
-    # data/accuracy_aiconfigurator.yaml (benchmarks/accuracy_loo --write), read here on its own: one row per kind of
+    # data/accuracy_aiconfigurator.yaml (validation/accuracy_loo --write), read here on its own: one row per kind of
     # hold-out, the caption naming exactly the kinds whose median misses a target, a kind's groups on request
     import yaml
 

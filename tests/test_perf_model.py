@@ -129,7 +129,7 @@ def test_status_calibrated_transferred_estimated():
     pm = PerfModel(resolved("mistralai/Mistral-7B-v0.1", gpu="L4"))
     assert pm.choice.status == "transferred" and pm.choice.source_key == "vllm/default"
     assert PerfModel(resolved("mistralai/Mistral-7B-v0.1", gpu="T4")).choice.status == "estimated"
-    # Blackwell and SGLang are calibrated by aiconfigurator's rows (scripts/fit_efficiency.py)
+    # Blackwell and SGLang are calibrated by aiconfigurator's rows (validation/fit_efficiency.py)
     assert PerfModel(resolved(gpu="B200")).choice.status == "calibrated"
     assert PerfModel(with_engine(resolved(gpu="H100-SXM"), "sglang")).choice.status == "calibrated"
 

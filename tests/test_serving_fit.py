@@ -10,7 +10,6 @@ import pytest
 
 from planner.accuracy.bench_protocol import AIPERF, AIPERF_POOLED, INFERENCEMAX, protocol_of
 from planner.accuracy.serving_points import ServingPoint, simulate_flags
-from planner.accuracy.serving_traces import aiconfigurator_points, stratified_sample
 from planner.cli.validate_cmd import predict_point
 from planner.core.catalog import get_model
 from planner.latency.efficiency import choose_profile
@@ -20,7 +19,8 @@ from planner.sim.config import LinearStepCost, scheduler_config
 from planner.sim.records import latencies
 from planner.sim.simulator import simulate
 from planner.traffic.generators import closed_loop
-from scripts.fit_efficiency import trace_point
+from validation.fit_efficiency import trace_point
+from validation.serving_traces import aiconfigurator_points, stratified_sample
 
 
 def test_tokens_per_expert_by_hand():
@@ -109,7 +109,7 @@ def _row(engine="vllm", **kw) -> ServingPoint:
 )
 def test_a_trace_reprices_its_own_simulation_and_a_changed_profile(protocol):
     # the row as either client measured it (its streams started together on an idle server, its warm-up left out,
-    # 10 or 20 rounds measured), traced from its simulate flags (scripts.fit_efficiency.trace_point): the one run
+    # 10 or 20 rounds measured), traced from its simulate flags (validation.fit_efficiency.trace_point): the one run
     # re-prices to the simulation's own means and to validate's prediction (the same flags through `simulate`)
     p = _row(osl=256, protocol=protocol)
     tr = trace_point(p)
@@ -124,7 +124,7 @@ def test_a_trace_reprices_its_own_simulation_and_a_changed_profile(protocol):
     # 1.5× the fixed costs: the re-priced means within 9% / 3% of a fresh simulation under that profile: the
     # turnaround moves with the steps, which the re-pricing holds fixed, and with InferenceMAX's spread lengths
     # when each stream's next request lands moves the schedule itself (its TTFT: -2.2% at one set of constants of
-    # the refit, +9.7% at another; aiperf's fixed lengths 0.3%). benchmarks/accuracy_aiconfigurator scores the
+    # the refit, +9.7% at another; aiperf's fixed lengths 0.3%). validation/accuracy_aiconfigurator scores the
     # fitted constants on fresh simulations
     prof = tr.pm.eff.model_copy(update={"step_overhead_s": 1.5 * tr.pm.eff.step_overhead_s + 1e-3})
     again = trace_point(p, prof)
@@ -193,13 +193,13 @@ def test_which_client_measured_a_row():
 
 
 def test_the_request_path_stage_recovers_a_known_request_path():
-    # stage 1b (scripts.fit_efficiency.fit_request_path): three rows "measured" under a known request path (frontend
+    # stage 1b (validation.fit_efficiency.fit_request_path): three rows "measured" under a known request path (frontend
     # 50 ms, 30 µs per eager kernel, a lag of 1 step) and refitted from far off (200 ms, 150 µs, 3 steps): Llama-3.1-70B
     # (80 layers × 9 kernels) and -8B (32 × 9) at two prompt lengths tell the frontend from the per-kernel cost, so
     # the refit reproduces every row's TTFT within 5% (the generic priors, 20 ms and 20 µs, still pull on three rows:
     # 2.2% on the 70B's short prompt); the request path is outside the steps, so no TPOT moves, and nothing outside
     # the stage moves
-    from scripts import fit_efficiency as fe
+    from validation import fit_efficiency as fe
 
     rows = [
         _row(osl=128),
@@ -227,7 +227,7 @@ def test_the_request_path_stage_recovers_a_known_request_path():
 
 
 def test_an_engine_without_rows_takes_the_request_path_pooled_over_the_others_rows():
-    # scripts.fit_efficiency.estimated_engine (an engine held out by accuracy_loo): two engines whose own fits split
+    # validation.fit_efficiency.estimated_engine (an engine held out by accuracy_loo): two engines whose own fits split
     # one true request path (frontend 50 ms, 30 µs per exposed kernel, a lag of 1 step) differently: "a" 200 ms +
     # 1 µs (SGLang's kind of split), "b" 5 ms + 150 µs (TensorRT-LLM's). The per-constant median (`estimated`, log
     # space) gives sqrt(200 × 5) = 31.6 ms + sqrt(1 × 150) = 12.2 µs, which misses gpt-oss-120b's row (252 exposed
@@ -235,7 +235,7 @@ def test_an_engine_without_rows_takes_the_request_path_pooled_over_the_others_ro
     # and 8 clients, no exposed kernel; gpt-oss-120b, 252) the path reproduces every row's TTFT within 5% (three
     # rows do not pin the split: the generic prior, 20 µs a kernel, still pulls the per-kernel cost). The step's
     # physics stays the median's; without rows the estimate is the median.
-    from scripts import fit_efficiency as fe
+    from validation import fit_efficiency as fe
 
     rows = [
         _row(osl=128),
@@ -268,12 +268,12 @@ def test_an_engine_without_rows_takes_the_request_path_pooled_over_the_others_ro
 
 
 def test_stage_one_sees_a_loaded_ttft_only_through_its_tpot():
-    # scripts.fit_efficiency.serving_term (stages 1 and 2): every row's TPOT, and its TTFT only up to
+    # validation.fit_efficiency.serving_term (stages 1 and 2): every row's TPOT, and its TTFT only up to
     # LONE_PROMPT_CLIENTS (4) clients per rank. Two rows, 4 and 64 clients, each with both means "measured" 20% off
     # the prediction under a profile: the term counts three residuals, robust(log 1.2) each (ROBUST_C 0.25: 0.25² ×
     # log(1 + (log 1.2 / 0.25)²)); a 64-client TTFT twice as far off changes nothing, a 4-client one does. Stage 1b
     # (the request path) still counts every TTFT.
-    from scripts import fit_efficiency as fe
+    from validation import fit_efficiency as fe
 
     assert fe.LONE_PROMPT_CLIENTS == 4
     lone, loaded = trace_point(_row(osl=128)), trace_point(_row(osl=128, concurrency=64))
@@ -293,14 +293,15 @@ def test_stage_one_sees_a_loaded_ttft_only_through_its_tpot():
 
 
 def test_sglangs_wide_ep_prefills_anchor_its_fit_and_leave_with_their_model_gpu_or_engine():
-    # scripts.fit_efficiency.anchor_points / anchor_term: SGLang's three published wide-EP prefills (LMSYS 2025-05-05:
+    # validation.fit_efficiency.anchor_points / anchor_term: SGLang's three published wide-EP prefills (LMSYS
+    # 2025-05-05:
     # 57,674 / 54,543 / 50,302 input tok/s per node at 1k / 2k / 4k prompts, DeepSeek-V3 on H100), each a term
     # log(predicted / measured)² under the profile being fitted. Measured set 25% under the prediction: each counts
     # log(1.25)², three of them 3 × 0.0498; at the prediction, 0. Held out with DeepSeek-V3, with H100 or with SGLang
-    # in benchmarks.accuracy_loo, kept otherwise.
-    from benchmarks import accuracy_loo as loo
-    from planner.accuracy import wide_ep
-    from scripts import fit_efficiency as fe
+    # in validation.accuracy_loo, kept otherwise.
+    from validation import accuracy_loo as loo
+    from validation import fit_efficiency as fe
+    from validation import wide_ep
 
     anchors = fe.anchor_points()
     assert list(anchors) == ["sglang"]
@@ -326,12 +327,12 @@ def test_sglangs_wide_ep_prefills_anchor_its_fit_and_leave_with_their_model_gpu_
 
 
 def test_an_engine_without_points_takes_the_geometric_centre_of_the_others_scales():
-    # scripts.fit_efficiency.estimated: a scale (a fixed cost) differs by factors between engines, so its centre is
+    # validation.fit_efficiency.estimated: a scale (a fixed cost) differs by factors between engines, so its centre is
     # taken in log space: two engines at 0.4 and 3.6 ms of step overhead give sqrt(0.4 × 3.6) = 1.2 ms (their
     # arithmetic mean, 2.0 ms, is what a held-out engine used to inherit); a fraction (matmul_efficiency) takes the
     # plain median, (0.5 + 0.8) / 2; so does a constant one engine records at 0 (no closed-loop rows:
     # frontend_latency_s); three engines give the middle one
-    from scripts import fit_efficiency as fe
+    from validation import fit_efficiency as fe
 
     base = fe.prior_profile()
     zero = {"frontend_latency_s": 0.0}

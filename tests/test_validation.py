@@ -127,7 +127,7 @@ def test_coverage_marks_calibrated_and_estimated_pairs():
     assert cov.loc[("H100-SXM", "vllm"), ("status", "calibration")].tolist() == ["calibrated", "calibrated"]
     assert cov.loc[("L4", "vllm"), ("status", "calibration")].tolist() == ["transferred", "transferred"]
     assert cov.loc[("T4", "vllm"), ("status", "calibration")].tolist() == ["estimated", "estimated"]
-    # aiconfigurator's rows calibrate SGLang and Blackwell (scripts/fit_efficiency.py)
+    # aiconfigurator's rows calibrate SGLang and Blackwell (validation/fit_efficiency.py)
     assert cov.loc[("H100-SXM", "sglang"), "calibration"] == "calibrated"
     assert cov.loc[("B200", "vllm"), "calibration"] == "calibrated"
 

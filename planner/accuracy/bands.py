@@ -1,6 +1,6 @@
 """How far off a prediction typically is: the error band of the nearest family with enough out-of-sample rows.
 
-A family is (engine, model class, GPU generation, metric). data/error_bands.yaml (written by scripts/error_bands.py
+A family is (engine, model class, GPU generation, metric). data/error_bands.yaml (written by validation/error_bands.py
 from predictions the fit never saw) holds, per family, the 10th and 90th percentiles of measured / predicted. A
 prediction v of that family is then "typically v × low to v × high". Families coarsen one key at a time in a fixed
 order (generation, then model class, then engine) until one has at least `min_rows` rows; the band names the family

@@ -6,7 +6,7 @@ Few points pin few constants, so only those the data can pin are fitted; the res
     TPOT at one point                              -> memory_efficiency
     TTFT at ≥ 1 point                              -> matmul_efficiency
 
-Objective (as scripts/fit_efficiency.py): Σ log(predicted / measured)² over the points plus a weak log-normal pull
+Objective (as validation/fit_efficiency.py): Σ log(predicted / measured)² over the points plus a weak log-normal pull
 towards the current profile (PRIOR_WEIGHT per prior standard deviation), minimised by Nelder-Mead in log space and
 clipped to the physical bounds. The optimiser and bounds mirror the script's so both fits behave alike.
 """
@@ -29,7 +29,7 @@ from planner.latency.efficiency import FIT_FIELDS, EfficiencyProfile
 from planner.latency.metrics import TPOT_SAMPLES, sweep
 from planner.latency.perf_model import PerfModel
 
-# constant -> (prior sd in natural log, lower bound, upper bound); same as scripts/fit_efficiency.py PRIORS
+# constant -> (prior sd in natural log, lower bound, upper bound); same as validation/fit_efficiency.py PRIORS
 BOUNDS = {
     "matmul_efficiency": (0.5, 0.05, 1.0),
     "attention_efficiency": (0.7, 0.05, 1.0),

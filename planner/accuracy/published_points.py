@@ -5,8 +5,8 @@ metric the model can compute in the row's own unit. A row the model cannot predi
 `excluded`: measured under a request rate or offline continuous batching (needs the serving simulator), an unknown
 model / GPU / precision, or a free-text cell (e.g. tp "mixed TP/PP/DP"). Cells are matched by their longest known
 prefix, so "A100 80GB (DGX-A100)" is A100-80GB. llama.cpp's "layer split over N GPUs" runs the layers one GPU after
-another: one step costs what it costs on one GPU, so it is predicted at TP 1. Shared by scripts/fit_efficiency.py,
-benchmarks/accuracy*.py, `validate` and the pages.
+another: one step costs what it costs on one GPU, so it is predicted at TP 1. Shared by validation/fit_efficiency.py,
+validation/accuracy*.py, `validate` and the pages.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ it does not compute, a point measured at a request rate) keeps `predicted` empty
 (engine, GPU family) is "calibrated" when data/efficiency.yaml holds a profile fitted on its own points, "partial"
 when that fit had few points, and "estimated" when the engine's default profile stands in.
 Note: the latency errors here are in-sample (the same points fitted the constants); the out-of-sample figures
-(leave one GPU family out, leave one engine out) come from benchmarks/accuracy_out_of_sample.py --write and are read
+(leave one GPU family out, leave one engine out) come from validation/accuracy_out_of_sample.py --write and are read
 back by out_of_sample_summary().
 """
 
@@ -282,7 +282,7 @@ OUT_OF_SAMPLE_PATH = DATA_DIR / "accuracy_out_of_sample.yaml"
 
 
 def out_of_sample_summary(path: Path | None = None) -> pd.DataFrame:
-    """The errors benchmarks/accuracy_out_of_sample.py --write recorded: one row per (scheme, by, key)."""
+    """The errors validation/accuracy_out_of_sample.py --write recorded: one row per (scheme, by, key)."""
     path = path or OUT_OF_SAMPLE_PATH
     if not path.exists():
         return pd.DataFrame(columns=["scheme", "by", "key", "points", "median_abs_pct", "p90_abs_pct"])
@@ -297,7 +297,7 @@ def out_of_sample_summary(path: Path | None = None) -> pd.DataFrame:
 
 
 SERVING_OUT_OF_SAMPLE_PATH = DATA_DIR / "accuracy_aiconfigurator.yaml"
-# the kinds benchmarks/accuracy_loo.py --write records, in the order the page shows them
+# the kinds validation/accuracy_loo.py --write records, in the order the page shows them
 SERVING_KINDS = {
     "in_sample": "in sample",
     "leave_one_model_out": "one model out",
@@ -309,7 +309,7 @@ SERVING_METRICS = ("ttft", "tpot", "throughput")
 
 
 def serving_out_of_sample(path: Path | None = None) -> tuple[pd.DataFrame, dict[str, float], str]:
-    """What benchmarks/accuracy_loo.py --write recorded on aiconfigurator's loaded serving rows: one row per (kind,
+    """What validation/accuracy_loo.py --write recorded on aiconfigurator's loaded serving rows: one row per (kind,
     group) with its row count and each metric's median |error| and median signed error in %; "all" is the kind's
     whole; the per-metric targets (%); the run's method line. Empty without the file."""
     path = path or SERVING_OUT_OF_SAMPLE_PATH

@@ -9,7 +9,7 @@ attention metadata) and per token, the latency of one all-reduce, and the weight
 moves per clock (latency-bound matrix-vector kernels: SMs x clock x this caps their bandwidth). "What the part
 reaches" is the datasheet times its microbenchmarked fraction (data/gpus.yaml achieved_*: stream bandwidth, large
 GEMMs), so an engine's constants describe the engine, not the chip.
-scripts/fit_efficiency.py fits one set of constants per engine on all its published points (shared by every GPU),
+validation/fit_efficiency.py fits one set of constants per engine on all its published points (shared by every GPU),
 then, where a GPU family has its own points, two correction factors for it (bandwidth and compute) with a tight
 prior at 1.
 

@@ -71,7 +71,7 @@ def exposed_dispatch_kernels(m) -> float:
     468 and 1,321) ranks Llama above gpt-oss; this count (0, 252 and 1,190) ranks them as measured. Status:
     calibrated by the fit (eager_kernel_s), the mechanism a hypothesis not profiled. Counting Qwen3.5's 45 Gated
     DeltaNet layers (600 -> 1,095 kernels; session 29) moved out of sample TTFT one model / GPU / engine out 25.8 /
-    24.8 / 23.2 -> 23.8 / 24.2 / 22.0% (benchmarks/accuracy_loo)."""
+    24.8 / 23.2 -> 23.8 / 24.2 / 22.0% (validation/accuracy_loo)."""
     moe, moe_layers = _moe_blocks(m)
     recurrent = sum(RECURRENT_PROMPT_KERNELS.get(g.kind, 0) * g.count for g in m.layer_groups)
     return moe * moe_layers + (_mla_kernels(m) * m.num_layers if m.is_mla else 0) + recurrent

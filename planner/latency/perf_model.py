@@ -375,7 +375,7 @@ class PerfModel:
 
     def total_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
         """Step times only, for numpy arrays of steps (the same `_terms` as `step`, without the breakdown: the
-        re-pricing inner loop of planner.accuracy.serving_traces)."""
+        re-pricing inner loop of validation.serving_traces)."""
         n = np.asarray(new_tokens, dtype=float)
         wt, kv, act, cmp, fixed, *_ = self._terms(n, num_seqs, kv_read_tokens, attn_pairs, np.minimum)
         extra = self.parallel.extra_s(n, num_seqs, kv_read_tokens, attn_pairs)  # as `step` (two-batch overlap)

@@ -1,13 +1,13 @@
 """Fit the engine efficiency constants (data/efficiency.yaml) on the published measurements. Rerun any time:
 
-    python -m scripts.fit_efficiency            # fit and rewrite data/efficiency.yaml
-    python -m scripts.fit_efficiency --dry-run  # fit and print, write nothing
+    python -m validation.fit_efficiency            # fit and rewrite data/efficiency.yaml
+    python -m validation.fit_efficiency --dry-run  # fit and print, write nothing
 
 Data: data/measurements/published_points.csv and published_points_2.csv (rows the model cannot predict are left
 out with their reason), and up to SERVING_PER_STRATUM aggregated rows per (engine, model, GPU) of aiconfigurator's
 calibration split (data/measurements/aiconfigurator/; mean TTFT and TPOT of N benchmark clients, each row simulated
-once under the prior constants and re-priced under the constants being fitted: planner.accuracy.serving_traces),
-and SGLang's published wide-EP prefills (planner.accuracy.wide_ep, its large-batch evidence: `anchor_points`).
+once under the prior constants and re-priced under the constants being fitted: validation.serving_traces),
+and SGLang's published wide-EP prefills (validation.wide_ep, its large-batch evidence: `anchor_points`).
 Two stages, so that constants transfer across GPUs (and a step between them for the constants only TTFT sees):
 
   1. per ENGINE, one set of the constants of planner.latency.efficiency (FIT_FIELDS) on all its points, every GPU
@@ -38,15 +38,15 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from planner.accuracy import wide_ep
 from planner.accuracy.optimize import nelder_mead
 from planner.accuracy.published_points import error_summary, evaluate, load_points, predict, scenario
 from planner.accuracy.serving_points import simulate_flags
-from planner.accuracy.serving_traces import fit_traces, trace
 from planner.cli.simulate_cmd import run_inputs
 from planner.core.engine import engines
 from planner.latency.efficiency import EFFICIENCY_PATH, ENGINES, FIT_FIELDS, EfficiencyProfile
 from planner.latency.perf_model import PerfModel
+from validation import wide_ep
+from validation.serving_traces import fit_traces, trace
 
 # constant -> (prior value, prior sd in natural log, lower bound, upper bound). Prior values: small all-reduce 5-10 µs
 # on H100 NVLink (vLLM PRs #24532, #24111; sglang PR #2904), kernel launch ~ µs per kernel (vLLM PR #1440), Marlin
@@ -101,10 +101,10 @@ assert tuple(PRIORS) == FIT_FIELDS
 # came out 42-44% fast. A prior the engine's own data contradicts is not physics: the generic priors apply.
 ENGINE_PRIORS: dict[str, dict] = {}
 # One prior sd costs as much as 5 points 10% off (0.05 = 5 × (log 1.105)²). Chosen out of sample: on
-# aiconfigurator's serving rows (benchmarks/accuracy_loo --serving-only --families --iters 500 --per-stratum 6, all
+# aiconfigurator's serving rows (validation/accuracy_loo --serving-only --families --iters 500 --per-stratum 6, all
 # three kinds of hold-out, TTFT / TPOT / throughput median |error|) 0.01 (one sd ~ one point 10% off, the weight
 # before) gave 40.2 / 17.9 / 18.1%, 0.05 39.0 / 16.2 / 16.3%, 0.2 37.4 / 15.3 / 15.6%, 1.0 36.0 / 15.1 / 17.7%; on the
-# published points (benchmarks/accuracy_out_of_sample, leave one GPU family out, decode / prefill / static batch)
+# published points (validation/accuracy_out_of_sample, leave one GPU family out, decode / prefill / static batch)
 # 0.2 gave 8.7 / 22.9 / 19.2% against 9.4 / 14.2 / 12.6% at the last fit (0.01), 0.05 8.4 / 18.1 / 14.5%: 0.05 is
 # the weight both sets tolerate. At 0.01 a fold without gpt-oss-120b fitted TensorRT-LLM's moe_efficiency at 0.12
 # (0.80 with it) and missed gpt-oss TPOT by 72%: constants the data leaves loose wander to fit the rows at hand.
@@ -121,7 +121,7 @@ def prior_weight(traces) -> float:
 
 
 # aiconfigurator's aggregated rows (data/measurements/aiconfigurator/, fit only on that split): SERVING_PER_STRATUM
-# rows per (engine, model, GPU), drawn reproducibly (planner.accuracy.serving_traces.stratified_sample), simulated
+# rows per (engine, model, GPU), drawn reproducibly (validation.serving_traces.stratified_sample), simulated
 # once under the prior constants and re-priced under the constants being fitted (ServingTrace.predict). Each
 # row's mean TTFT and mean TPOT enter as a robust term ROBUST_C² × log(1 + (log(pred/meas) / ROBUST_C)²): about
 # log² near the measurement, growing only logarithmically for rows the model cannot reach (seconds of queueing
@@ -229,7 +229,7 @@ def serving_term(traces, prof: EfficiencyProfile, ttft_clients: int | None = LON
 # request rate), so with stage 1 seeing only lone prompts' TTFT (LONE_PROMPT_CLIENTS) nothing would tell its fit how
 # fast a large prompt batch runs: fitted on lone 1k prompts and TPOT alone, its prefill constants rose (matmul
 # efficiency 0.72 -> 0.86, attention 0.21 -> 0.45, MoE 0.50 -> 0.59) and its published wide-EP prefills came out
-# +25-35% fast (docs/research/ttft_gaps.md, gap 6.4). Those prefills (LMSYS 2025-05-05, planner.accuracy.wide_ep:
+# +25-35% fast (docs/research/ttft_gaps.md, gap 6.4). Those prefills (LMSYS 2025-05-05, validation.wide_ep:
 # DeepSeek-V3 on 4 x 8 H100, 16,384 prompt tokens a GPU at 1k / 2k / 4k prompts) are its large-batch evidence:
 # they enter stage 1 and their family's stage 2 as points, log(predicted / measured)² each, as published points do.
 # The wide-EP decode rows stay out (a check the fit never sees).
@@ -384,7 +384,7 @@ def fit_request_path(base: EfficiencyProfile, traces: tuple, engine: str, iters:
 
 
 # An engine without points or rows of its own (no engine of the product now; one held out by
-# benchmarks/accuracy_loo) takes the other engines' per-constant median for the step's physics (`estimated`), but its
+# validation/accuracy_loo) takes the other engines' per-constant median for the step's physics (`estimated`), but its
 # request path and output lag fitted on their rows at once, each row priced under its own engine's profile
 # (POOLED_PATH, pooled_request_path). A lone prompt's path follows the model and the GPU more than the engine
 # (docs/research/ttft_gaps.md gap 6.3: DeepSeek-R1 on 8 x B200 at 4 clients, 1k / 1k, SGLang 183-207 ms and
@@ -514,7 +514,7 @@ def fit_all(
     `family_traces`: the rows stage 2 fits each family's corrections on (None: `traces`; main() passes
     serving_traces(FAMILY_PER_STRATUM)); `anchors`: engine -> published large-batch prefills (main() passes
     anchor_points()); `estimate_others`: give each engine of ENGINES without points or rows estimated_engine's profile
-    (benchmarks/accuracy_loo fits one engine at a time and does that itself)."""
+    (validation/accuracy_loo fits one engine at a time and does that itself)."""
     if points is None:
         points, resolved, key_of = usable_points()
     traces = traces or {}
@@ -621,7 +621,7 @@ def serving_residuals(fitted: dict, traces: dict) -> dict:
 
 HEADER = """\
 # Engine efficiency profiles (planner/latency/efficiency.py, used by planner/latency/perf_model.py).
-# GENERATED by scripts/fit_efficiency.py from data/measurements/published_points.csv + published_points_2.csv and
+# GENERATED by validation/fit_efficiency.py from data/measurements/published_points.csv + published_points_2.csv and
 # sampled aggregated rows of data/measurements/aiconfigurator/silicon_calibration.csv; rerun it, do not edit by hand.
 # Per engine, `default` holds constants shared by every GPU (fitted on all the engine's points, each GPU predicted
 # from its datasheet); a family entry is that default times two fitted correction factors (bandwidth, compute; tight
@@ -647,7 +647,7 @@ HEADER = """\
 # status: calibrated (the family's own points), transferred (engine default, fitted on other families), estimated
 # (an engine with no points: median of the user engines). measured_families: families with any point.
 # `splitwise` is the unnamed engine behind the Splitwise profiling data (A100, Llama-2-70B): calibration only.
-# residuals: in-sample absolute % error (median, 90th percentile); out-of-sample: benchmarks/accuracy_out_of_sample.py.
+# residuals: in-sample absolute % error (median, 90th percentile); out-of-sample: validation/accuracy_out_of_sample.py.
 """
 
 

@@ -1,7 +1,7 @@
 """vLLM KV capacity per profiler era: every log of data/measurements/vllm_kv_observations.csv (GPU blocks) under
 its own vLLM version (planner.memory.vllm_pool.vllm_era) and under today's V1 rule, with the median |error| per era.
 
-    python -m benchmarks.accuracy_kv_versions      # ~5 s
+    python -m validation.accuracy_kv_versions      # ~5 s
 
 The hybrid logs (vllm_hybrid_kv_observations.csv, all V1) state the KV memory they had, so they check the layout
 and not the profiler: tests/test_vllm_hybrid_logs.py holds them within 5% whatever the era rule.

@@ -1,9 +1,9 @@
 """Each engine's fitted constants, the rows behind them and how far the fit moved each from its prior.
 
-    python -m benchmarks.fitted_constants            # every engine's `default` profile
-    python -m benchmarks.fitted_constants --family   # and each GPU family's corrected profile
+    python -m validation.fitted_constants            # every engine's `default` profile
+    python -m validation.fitted_constants --family   # and each GPU family's corrected profile
 
-Read from data/efficiency.yaml (scripts/fit_efficiency.py writes it); the priors are the fit's (PRIORS). A constant
+Read from data/efficiency.yaml (validation/fit_efficiency.py writes it); the priors are the fit's (PRIORS). A constant
 the rows cannot see (a serving-only constant of an engine without closed-loop rows) stays at its prior or at 0, and
 the `seen by` column says which rows identify it: published static points, closed-loop serving rows, or both.
 """
@@ -15,7 +15,7 @@ import argparse
 import yaml
 
 from planner.latency.efficiency import EFFICIENCY_PATH, FIT_FIELDS
-from scripts import fit_efficiency as fe
+from validation import fit_efficiency as fe
 
 
 def rows(profiles: dict, families: bool) -> list[tuple]:

@@ -3,7 +3,7 @@ data/measurements/aiconfigurator/silicon_calibration.csv that the catalogue can 
 through planner.capacity.disagg_closed_loop (the `disagg` model of a given layout under a closed loop), printing the
 median absolute error of mean TTFT and mean TPOT.
 
-    python -m benchmarks.accuracy_disagg
+    python -m validation.accuracy_disagg
 
 The mapping we use (aiconfigurator's columns, data/measurements/aiconfigurator/README.md):
 - per role, `*_tp_size` is the attention TP, `*_attention_dp_size` the attention DP (an instance has TP × DP

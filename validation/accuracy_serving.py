@@ -3,7 +3,7 @@ Llama-3.1-8B-Instruct on one A100-80GB (ShareGPT prompts, sglang.bench_serving) 
 (data/measurements/published_points.csv rows C178–C193, marked "needs the serving simulator") and the same
 README's offline maximum throughput (5,000 prompts at rate inf).
 
-    python -m benchmarks.accuracy_serving
+    python -m validation.accuracy_serving
 
 Source: sgl-project/sglang @ 120affb9613cc3f5bcd055ec09c7621d3ced0ebc : benchmark/benchmark_vllm_060/README.md
 (servers: vLLM `--num-scheduler-steps 10 --max_model_len 4096`, gpu_memory_utilization 0.9; SGLang

@@ -1,9 +1,9 @@
 """Loaded serving accuracy on aiconfigurator's silicon calibration split (data/measurements/aiconfigurator/).
 
-    python -m benchmarks.accuracy_aiconfigurator                 # stratified sample (8 rows per stratum)
-    python -m benchmarks.accuracy_aiconfigurator --per-stratum 3 # quicker
-    python -m benchmarks.accuracy_aiconfigurator --all           # every aggregated row
-    python -m benchmarks.accuracy_aiconfigurator --csv out.csv   # also write every prediction
+    python -m validation.accuracy_aiconfigurator                 # stratified sample (8 rows per stratum)
+    python -m validation.accuracy_aiconfigurator --per-stratum 3 # quicker
+    python -m validation.accuracy_aiconfigurator --all           # every aggregated row
+    python -m validation.accuracy_aiconfigurator --csv out.csv   # also write every prediction
 
 Every aggregated row goes through the path `validate` takes (planner.accuracy.serving_points: the row's engine,
 GPU, model preset, weights and TP/PP/DP/EP, and its client, as `simulate` flags run through the CLI:
@@ -13,11 +13,11 @@ the rows sorted by id, so a rerun is identical.
 
 Printed: the fraction of rows the planner can predict (and why the rest cannot), then the median |error| of mean
 TTFT, mean TPOT and throughput overall and per engine, per model class (dense; MoE/MLA), per GPU and per model.
-scripts/fit_efficiency.py fits data/efficiency.yaml on up to 4 rows per (engine, model, GPU) of this file (seed 0:
-planner.accuracy.serving_traces.stratified_sample) and each GPU family's two corrections on up to 6 (the same seeded
+validation/fit_efficiency.py fits data/efficiency.yaml on up to 4 rows per (engine, model, GPU) of this file (seed 0:
+validation.serving_traces.stratified_sample) and each GPU family's two corrections on up to 6 (the same seeded
 draw, larger), so these figures are of groups the fit saw, on the whole simulator (the fit re-prices traces); the
 `fitted` column marks the rows either stage used, and the line "rows not fitted" scores the others.
-Leave-one-model/GPU/engine-out figures: benchmarks/accuracy_loo.py.
+Leave-one-model/GPU/engine-out figures: validation/accuracy_loo.py.
 
 --csv columns: those of validate's table (id, row, model, gpu, engine, metric, measured, predicted, error_pct, ...),
 then model_class, fitted, concurrency, isl, osl, measured_throughput_tok_s, predicted_throughput_tok_s (throughput:
@@ -34,10 +34,10 @@ import pandas as pd
 
 from planner.accuracy.aiconfigurator_rows import read_aiconfigurator
 from planner.accuracy.serving_points import serving_table
-from planner.accuracy.serving_traces import stratified_sample
 from planner.cli.validate_cmd import predict_point
 from planner.core.paths import measurements_dir
-from scripts.fit_efficiency import FAMILY_PER_STRATUM, SERVING_PER_STRATUM
+from validation.fit_efficiency import FAMILY_PER_STRATUM, SERVING_PER_STRATUM
+from validation.serving_traces import stratified_sample
 
 CSV = measurements_dir() / "aiconfigurator" / "silicon_calibration.csv"
 # data/efficiency.yaml was fitted on a sample of these rows (the `fitted` column); the rest were never fitted
@@ -48,7 +48,7 @@ HELD_OUT = {
     "model": "per model:",
     "fitted": "rows the fit used (True) and did not (False):",
 }
-FIT_SEED = 0  # the seed scripts/fit_efficiency.py draws both stages' rows with (fit_traces' default)
+FIT_SEED = 0  # the seed validation/fit_efficiency.py draws both stages' rows with (fit_traces' default)
 
 
 def sample(points, per_stratum: int | None, seed: int):
@@ -129,7 +129,7 @@ def main(argv=None) -> None:
     )
     for kind, n in Counter(reason_kind(r) for r in per_row.loc[~ok, "reason"]).most_common():
         print(f"  skipped {n:4d}: {kind}")
-    print("\n".join(report(df, "groups the fit saw (out of sample: benchmarks/accuracy_loo.py)")))
+    print("\n".join(report(df, "groups the fit saw (out of sample: validation/accuracy_loo.py)")))
     if args.csv:
         df.to_csv(args.csv, index=False)
         print(f"\nwrote {args.csv}")

@@ -1,7 +1,7 @@
 """The fleet model against llm-d's published prefix-aware vs cache-blind routing benchmark (issue 26 item 1: which
 published routing result the fleet was checked against, and how close it came).
 
-    python -m benchmarks.check_llmd_prefix_routing
+    python -m validation.check_llmd_prefix_routing
 
 Source: llm-d/llm-d-kv-cache-manager @ edb766fdb1c068829bb2b5c4b54f80eb11b0b7ce benchmarking/37-capacity/README.md
 (the inference-perf report behind llm-d's blog "KV-Cache Wins You Can See", llm-d/llm-d.github.io @

@@ -1,12 +1,12 @@
 """SGLang's wide-EP DeepSeek-V3 figures on H100 (LMSYS blog, 2025-05-05; data/measurements/sglang_wide_ep/) against
-the planner: predicted and measured tokens/s per node and the error of each row (planner.accuracy.wide_ep).
+the planner: predicted and measured tokens/s per node and the error of each row (validation.wide_ep).
 
-    python -m benchmarks.accuracy_wide_ep
+    python -m validation.accuracy_wide_ep
 """
 
 from __future__ import annotations
 
-from planner.accuracy.wide_ep import results
+from validation.wide_ep import results
 
 
 def main() -> None:

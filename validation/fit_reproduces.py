@@ -1,8 +1,8 @@
-"""Does scripts/fit_efficiency.py reproduce data/efficiency.yaml byte for byte? The whole fit (every engine, the
+"""Does validation/fit_efficiency.py reproduce data/efficiency.yaml byte for byte? The whole fit (every engine, the
 serving rows traced as `simulate` runs them: ~10 min of CPU on this 2-core machine); the test suite checks a subset
 (tests/test_fit_reproduces.py).
 
-    python -m benchmarks.fit_reproduces
+    python -m validation.fit_reproduces
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from planner.latency.efficiency import EFFICIENCY_PATH
-from scripts import fit_efficiency as fe
+from validation import fit_efficiency as fe
 
 
 def main() -> int:

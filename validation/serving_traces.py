@@ -17,7 +17,7 @@ another profile each step's time is PerfModel's step formula again, and
 (t_j includes request_overhead_s for each request starting in step j). The approximation is the schedule's
 invariance: the client turnaround (2 ms plus the request path) and lengths that differ (InferenceMAX's [0.8, 1] ×
 ISL) make arrivals depend on step times, so re-pricing after a change of constants is checked against a fresh
-simulation (tests/test_serving_fit.py), and benchmarks/accuracy_loo.py scores the fitted constants through
+simulation (tests/test_serving_fit.py), and validation/accuracy_loo.py scores the fitted constants through
 `simulate` itself.
 
 Steps with the same (tokens, sequences, starting requests) are merged into at most KV_BINS bins of context read

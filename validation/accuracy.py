@@ -1,9 +1,9 @@
 """Predicted against measured for every published calibration point, and the error per metric and group.
 
-    python -m benchmarks.accuracy          # table + summary
-    python -m benchmarks.accuracy --csv    # the full table as CSV on stdout
+    python -m validation.accuracy          # table + summary
+    python -m validation.accuracy --csv    # the full table as CSV on stdout
 
-Uses the constants in data/efficiency.yaml as they are (rerun scripts/fit_efficiency.py first after a model
+Uses the constants in data/efficiency.yaml as they are (rerun validation/fit_efficiency.py first after a model
 change). Points measured at a request rate are listed but excluded: they need the serving simulator. Note these
 are in-sample errors: the same points fitted the constants.
 """
@@ -17,7 +17,7 @@ import pandas as pd
 from planner.accuracy.published_points import error_summary, evaluate
 
 TARGETS = {"decode": 15.0, "prefill": 18.0, "throughput": 12.0}  # medians the issue asks for (out of sample; this
-# script is in-sample: see benchmarks/accuracy_out_of_sample.py for the honest figures)
+# script is in-sample: see validation/accuracy_out_of_sample.py for the honest figures)
 
 
 def main(argv: list[str]) -> int:
