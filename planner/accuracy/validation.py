@@ -300,10 +300,11 @@ SERVING_OUT_OF_SAMPLE_PATH = DATA_DIR / "accuracy_aiconfigurator.yaml"
 # the kinds validation/accuracy_loo.py --write records, in the order the page shows them
 SERVING_KINDS = {
     "in_sample": "in sample",
+    "leave_one_source_out": "one source out",
     "leave_one_model_out": "one model out",
     "leave_one_gpu_out": "one GPU out",
     "leave_one_engine_out": "one engine out",
-    "out_of_sample_all_kinds": "all three kinds",
+    "out_of_sample_all_kinds": "all kinds",
 }
 SERVING_METRICS = ("ttft", "tpot", "throughput")
 
