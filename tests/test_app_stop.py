@@ -6,6 +6,7 @@ cancel for long runs)."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 
 import pytest
@@ -54,10 +55,17 @@ class Browser:
                 return fwd.script_finished
 
 
+def run_coroutine(coro):
+    """asyncio.run in a thread of its own: a Playwright test run before this one in the same worker process (pytest
+    -n 2) leaves an event loop running in the main thread, where asyncio.run refuses to start another."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def test_stop_ends_the_ranking_and_its_workers():
     proc, url = start_server(ROOT)
     try:
-        asyncio.run(_stop_the_ranking(url, proc.pid))
+        run_coroutine(_stop_the_ranking(url, proc.pid))
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -55,12 +55,18 @@ def test_the_page_shows_the_serving_rows_out_of_sample_and_the_targets_they_miss
 
     doc = yaml.safe_load(SERVING_OUT_OF_SAMPLE_PATH.read_text(encoding="utf-8"))
     table = next(d.value for d in page.dataframe if "held out" in d.value.columns)
-    kinds = ["in sample", "one model out", "one GPU out", "one engine out", "all three kinds"]
+    kinds = ["in sample", "one source out", "one model out", "one GPU out", "one engine out", "all kinds"]
     assert list(table["held out"]) == kinds
     engine_out = doc["leave_one_engine_out"]["all"]
     row = table.set_index("held out").loc["one engine out"]
     assert row["TTFT median |error| %"] == engine_out["ttft_median_abs_pct"] and row["rows"] == engine_out["rows"]
-    keys = ["leave_one_model_out", "leave_one_gpu_out", "leave_one_engine_out", "out_of_sample_all_kinds"]
+    keys = [
+        "leave_one_source_out",
+        "leave_one_model_out",
+        "leave_one_gpu_out",
+        "leave_one_engine_out",
+        "out_of_sample_all_kinds",
+    ]
     missed = [
         f"{name} {kind} ({doc[key].get('all', doc[key])[f'{m}_median_abs_pct']:.1f}%)"
         for key, kind in zip(keys, kinds[1:])

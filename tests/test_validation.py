@@ -168,6 +168,7 @@ def test_the_serving_out_of_sample_table_reads_every_kind_and_names_the_targets_
 
     doc = {
         "in_sample": {"all": figs(4, 30.0, 10.0, 9.0), "engine": {"vllm": figs(4, 30.0, 10.0, 9.0)}},
+        "leave_one_source_out": {"all": figs(4, 24.0, 12.0, 12.0), "inferencemax": figs(3, 22.0, 11.0, 11.0)},
         "leave_one_model_out": {"all": figs(4, 25.8, 14.1, 13.8), "meta-llama/Llama-3.1-8B": figs(2, 41.2, 8.0, 8.4)},
         "leave_one_engine_out": {"all": figs(4, 23.2, 15.5, 12.3)},
         "out_of_sample_all_kinds": figs(8, 24.7, 12.2, 12.4),
@@ -181,12 +182,14 @@ def test_the_serving_out_of_sample_table_reads_every_kind_and_names_the_targets_
     assert list(zip(loo["kind"], loo["group"], loo["rows"])) == [
         ("in sample", "all", 4),
         ("in sample", "engine vllm", 4),
+        ("one source out", "all", 4),
+        ("one source out", "inferencemax", 3),
         ("one model out", "all", 4),
         ("one model out", "meta-llama/Llama-3.1-8B", 2),
         ("one engine out", "all", 4),
-        ("all three kinds", "all", 8),
+        ("all kinds", "all", 8),
     ]
-    assert loo.iloc[3]["ttft median signed %"] == -41.2
+    assert loo.iloc[5]["ttft median signed %"] == -41.2
     # in sample's 30% TTFT is not a miss; TPOT one engine out (15.5 > 15) is
     assert serving_targets_missed(loo, targets) == [("ttft", "one model out", 25.8), ("tpot", "one engine out", 15.5)]
     empty, no_targets, no_method = serving_out_of_sample(tmp_path / "absent.yaml")

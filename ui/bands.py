@@ -42,6 +42,7 @@ def bands_caption(bands: list[Band | None]) -> str:
     parts = "; ".join(f"{', '.join(m)}: {fam}, n={n:,}" for (fam, n), m in by_family.items())
     return (
         "Grey ranges: where the measurement typically lands (10th–90th percentile of measured / predicted on "
-        "rows not fitted, though their models, GPUs and engines were; data/error_bands.yaml) for the nearest "
+        "rows of benchmark campaigns the fit never saw, predicted through `simulate`; data/error_bands.yaml) for "
+        "the nearest "
         f"family with enough rows — {parts}."
     )
