@@ -1,8 +1,9 @@
-"""Measured serving runs at a client concurrency as scenarios, predicted by the same closed loop a user runs with
-`simulate --users N`: a ServingPoint (one run: engine, model, part, layout, lengths, clients, its measured means, how
-its engine launched and how its client measured it), the replica it ran (`resolved`), its predicted mean TTFT and TPOT
-(`predict`), and validate's table. Rows of aiconfigurator's silicon CSV become ServingPoints in
-planner.accuracy.aiconfigurator_rows (the column mapping is there); a client's own result files in `upload_points`.
+"""Measured serving runs at a client concurrency as scenarios, predicted by the command a user runs: a ServingPoint
+(one run: engine, model, part, layout, lengths, clients, its measured means, how its engine launched and how its
+client measured it), the replica it ran (`resolved`), the run said as `simulate` flags (`simulate_flags`; predicted
+through planner.cli.simulate_cmd by planner.cli.validate_cmd.predict_point), and validate's table. Rows of
+aiconfigurator's silicon CSV become ServingPoints in planner.accuracy.aiconfigurator_rows (the column mapping is
+there); a client's own result files in `upload_points`.
 """
 
 from __future__ import annotations
@@ -26,12 +27,11 @@ from planner.core.errors import InputError
 from planner.core.scenario import Resolved, Scenario, resolve
 from planner.core.specs import Deployment
 from planner.latency.perf_model import PerfModel
-from planner.sim.serving import TRAILING_ROUNDS
 from planner.sim.settings import ServerSettings
 
 OPEN_LOOP_REQUESTS = 300  # requests simulated for a run at a request rate (the mean settles within a few hundred)
-MEASURED_ROUNDS = 2  # requests per user measured after the warm-up round (aiperf measures 20; the mean settles by 2)
-WARMUP_ROUNDS = 1  # requests per user discarded first (aiperf: --warmup-request-count 2N)
+MEASURED_ROUNDS = 2  # a row whose client is unknown: rounds of N measured after WARMUP_ROUNDS (the mean settles by 2)
+WARMUP_ROUNDS = 1  # rounds of N left out first
 
 
 @dataclass(frozen=True)
@@ -71,15 +71,6 @@ class ServingPoint:
     def clients_per_rank(self) -> int:
         """Closed-loop clients one simulated attention-DP rank serves (all of them when DP is 1)."""
         return clients_per_rank(self.concurrency, self.dp)
-
-    @property
-    def rounds(self) -> tuple[int, int, int, int]:
-        """(clients, requests simulated, first measured, first after the measured) of the simulated rank's closed
-        loop: WARMUP_ROUNDS requests per client discarded, MEASURED_ROUNDS averaged, TRAILING_ROUNDS run after them
-        (request j is client j mod N's (j // N)-th request)."""
-        users = self.clients_per_rank
-        warmup, end = users * WARMUP_ROUNDS, users * (WARMUP_ROUNDS + MEASURED_ROUNDS)
-        return users, end + users * TRAILING_ROUNDS, warmup, end
 
     def settings(self, r: Resolved, seed: int = 0) -> ServerSettings:
         """How the run launched its engine: aiconfigurator's benchmark rules for its rows, else the scenario's own."""

@@ -10,8 +10,7 @@ from planner.accuracy.bands import bands_json, bands_text
 from planner.cli import emit
 from planner.cli.scenario_args import add_scenario_args, resolved_from_args
 from planner.core.errors import InputError
-from planner.latency.metrics import Estimate, estimate, request_path_s
-from planner.latency.perf_model import PerfModel
+from planner.latency.metrics import Estimate, estimate
 from planner.sim.continuous import ContinuousEstimate, continuous
 from planner.sim.spec_heads import spec_methods
 from planner.techniques.spec_methods import SpecEstimate, acceptance_for, spec_estimate
@@ -175,7 +174,8 @@ def run(args) -> int:
     out["spec"] = spec and spec.to_dict()
     out["engine_version"] = r.engine.version  # added after the old keys (the JSON contract)
     out["offline"] = args.offline
-    out["request_path_s"] = 0.0 if args.offline else float(request_path_s(PerfModel(r), est.tpot_s))
+    # metrics.request_path_s, as estimate added it to TTFT (none offline)
+    out["request_path_s"] = 0.0 if args.offline else est.ttft_s - est.queue_wait_s - est.prefill_s
     if spec:
         text += _spec_text(spec)
     if batch < args.batch:

@@ -22,7 +22,7 @@ and ramped-up concurrency (GuideLLM --rampup, aiperf --concurrency-ramp-duration
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -169,20 +169,12 @@ def client_loop(
     if warmup < 0:
         raise InputError("warmup_requests", f"must be 0 or more, got {warmup}")
     wl = closed_loop(users, warmup + num_requests, turnaround_s, prompt, output, "fixed", seed)
-    wl.extra["warmup_requests"] = warmup
-    wl.extra["client"] = client.id
     warm = f", {warmup:,} warm-up requests left out" if warmup else ""
-    return Workload(
-        wl.arrival_s,
-        wl.prompt_tokens,
-        wl.output_tokens,
-        user_id=wl.user_id,
-        think_s=wl.think_s,
-        seed=seed,
-        source=f"{client.tool} {client.concurrency_flag} {users}: {num_requests:,} requests started together"
-        f"{warm}; prompt {as_spec(prompt)}; output {as_spec(output)}",
-        extra=dict(wl.extra),
+    source = (
+        f"{client.tool} {client.concurrency_flag} {users}: {num_requests:,} requests started together{warm}; "
+        f"prompt {as_spec(prompt)}; output {as_spec(output)}"
     )
+    return replace(wl, source=source, extra={**wl.extra, "warmup_requests": warmup, "client": client.id})
 
 
 def as_spec(d: str | LengthDist) -> str:
