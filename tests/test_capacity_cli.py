@@ -112,7 +112,10 @@ def test_explicit_lengths_imply_the_custom_profile(capsys):
     )
     assert out["mean_prompt_tokens"] == 1000 and out["mean_output_tokens"] == 200
     assert out["max_rate_per_replica"] > 0
-    assert out["saturated_rps"] is None  # 200 such requests all fit in one batch: the queue never builds
+    # 200 such requests all fit in one batch, so the probes run more (issue 56): six running batches, and the
+    # saturation run now has a queue to measure
+    assert out["num_requests"] > 200 and "not the 200 asked for" in out["probe_sizing"]
+    assert out["saturated_rps"] is not None and out["max_rate_per_replica"] <= out["saturated_rps"]
     with pytest.raises(SystemExit) as exc:
         raise SystemExit(main(["capacity", "--target-rate", "10", "--profile", "chat", "--input-tokens", "1000"]))
     assert exc.value.code == 2 and "--input-tokens" in capsys.readouterr().err

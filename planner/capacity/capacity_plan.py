@@ -61,6 +61,7 @@ class CapacityPlan:
     data_parallel_size: int = 1  # DP ranks per instance; the search runs one rank at rate / DP
     # capacity per replica with the latencies at their bands' high ends (latency_bound_rate; None: not asked)
     latency_bound_rps: float | None = None
+    probe_sizing: str = ""  # why each probe simulated num_requests (probe_workload.probe_size)
 
     def to_dict(self) -> dict:
         out = {
@@ -79,6 +80,7 @@ class CapacityPlan:
             "mean_prompt_tokens": self.mean_prompt_tokens,
             "mean_output_tokens": self.mean_output_tokens,
             "num_requests": self.num_requests,
+            "probe_sizing": self.probe_sizing,
             "seed": self.seed,
             "usd_per_gpu_hour": self.usd_per_gpu_hour,
             "price_date": self.price_date,
@@ -148,7 +150,8 @@ def capacity_plan(
         slo=slo,
         mean_prompt_tokens=cap.mean_prompt_tokens,
         mean_output_tokens=cap.mean_output_tokens,
-        num_requests=traffic.num_requests,
+        num_requests=cap.num_requests,
+        probe_sizing=cap.probe_sizing,
         seed=traffic.seed,
         usd_per_gpu_hour=usd,
         price_date=r.gpu.price_date,

@@ -1,7 +1,7 @@
 """Capacity per replica at an SLO, replicas for a target rate, and what they cost (primer §9).
 
-"Sustains": a replica sustains an arrival rate λ when a seeded simulation of `num_requests` open-loop requests at λ
-passes the steady-state verdict (planner/capacity/steady_state.py: warm-up and drain discarded; the waiting queue
+"Sustains": a replica sustains an arrival rate λ when a seeded simulation of open-loop requests at λ (the traffic's
+`num_requests`, or enough to fill the running batch and turn it over four times: probe_workload.probe_size) passes the steady-state verdict (planner/capacity/steady_state.py: warm-up and drain discarded; the waiting queue
 does not grow by more than 5% of λ per second; p95 TTFT, p95 TPOT and p99 end-to-end within the SLO). The
 capacity `max_rate_per_replica` is the highest sustained rate, found by search:
 
@@ -27,7 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from planner.capacity.load_sweep import estimate_capacity_rps
-from planner.capacity.probe_workload import mean_tokens, repeated_prompt_share, workload_at
+from planner.capacity.probe_workload import mean_tokens, probe_size, repeated_prompt_share, workload_at
 from planner.capacity.steady_state import (
     SATURATION_RATE_PER_S,
     Verdict,
@@ -65,13 +65,16 @@ def traffic_replica(
 
 
 def saturated_rps(replica: Replica, traffic: TrafficSpec) -> float | None:
-    """The replica's saturated throughput on these requests (planner.capacity.steady_state)."""
+    """The replica's saturated throughput on these requests (planner.capacity.steady_state), as many as a probe
+    runs (probe_workload.probe_size)."""
+    traffic, _ = probe_size(replica, traffic)
     return saturated_throughput_rps(run_serving(replica, workload_at(traffic, SATURATION_RATE_PER_S)))
 
 
 def probe(replica: Replica, traffic: TrafficSpec, slo: SLO, rate_per_s: float, saturated: float | None = None) -> Probe:
     """Simulate one replica at `rate_per_s` and judge its steady state against the SLO (sessions: and fail a run
-    that does not offer the rate, steady_state.short_of_rate)."""
+    that does not offer the rate, steady_state.short_of_rate); as many requests as probe_size says."""
+    traffic, _ = probe_size(replica, traffic)
     res = run_serving(replica, workload_at(traffic, rate_per_s))
     v = judge(res, slo, rate_per_s, saturated)
     return short_of_rate(v, offered_rps(res), rate_per_s) if traffic.is_sessions else v
@@ -86,11 +89,12 @@ class CapacityResult:
     probes: tuple[Probe, ...]  # in the order they ran
     mean_prompt_tokens: float
     mean_output_tokens: float
-    num_requests: int
+    num_requests: int  # simulated per probe (probe_workload.probe_size; sessions: sessions)
     seed: int
     wall_s: float
     slo: SLO = field(default_factory=SLO)
     saturated_rps: float | None = None  # completions/s with every request arriving at once (stability bound)
+    probe_sizing: str = ""  # why the probes ran num_requests
 
     @property
     def feasible(self) -> bool:
@@ -148,6 +152,7 @@ def find_capacity(
     `saturated`: saturated_rps(replica, traffic) when the caller has it already (the ranking's bound); the same
     number the search would compute, so the answer does not change."""
     t0 = time.perf_counter()
+    traffic, sizing = probe_size(replica, traffic)
     mean_in, mean_out = mean_tokens(traffic)
     estimate = estimate_capacity_rps(replica, mean_in, mean_out, repeated_prompt_share(traffic))
     if isinstance(saturated, tuple):  # not given
@@ -172,6 +177,7 @@ def find_capacity(
         time.perf_counter() - t0,
         slo,
         saturated,
+        sizing,
     )
 
 
