@@ -1,7 +1,8 @@
 """Capacity per replica at an SLO, replicas for a target rate, and what they cost (primer §9).
 
 "Sustains": a replica sustains an arrival rate λ when a seeded simulation of open-loop requests at λ (the traffic's
-`num_requests`, or enough to fill the running batch and turn it over four times: probe_workload.probe_size) passes the steady-state verdict (planner/capacity/steady_state.py: warm-up and drain discarded; the waiting queue
+`num_requests`, or enough to fill the running batch and turn it over four times: probe_workload.probe_size)
+passes the steady-state verdict (planner/capacity/steady_state.py: warm-up and drain discarded; the waiting queue
 does not grow by more than 5% of λ per second; p95 TTFT, p95 TPOT and p99 end-to-end within the SLO). The
 capacity `max_rate_per_replica` is the highest sustained rate, found by search:
 
