@@ -24,9 +24,20 @@ Expert load imbalance (EP > 1): the busiest EP rank sets the pace of the grouped
 MoE weight reads (DP > 1): each GPU holds 1/(TP × DP) of every MoE layer and its experts see the tokens of all
     DP ranks: bytes = E × expert bytes / (TP × DP) × (1 − (1 − k/E)^(DP × T)) instead of PerfModel's TP-group sum.
 Pipeline (PP > 1): a token crosses PP − 1 stage boundaries, each T × H × 2 B over NVLink or the NIC + latency.
-    Step latency is the sum of the stages (PerfModel's full-model time on TP GPUs). vLLM keeps PP batches in
-    flight (virtual engines) to fill the pipeline; a batch split into m micro-batches idles a fraction
-    (PP − 1) / (m + PP − 1) of the time (GPipe, Huang et al. 2019, arXiv 1811.06965): `pipeline_bubble_fraction`.
+    Step latency is the sum of the stages (PerfModel's full-model time on TP GPUs). Engines keep PP batches in
+    flight to fill the pipeline: vLLM's EngineCore schedules up to `max_concurrent_batches` = PP engine
+    iterations before it waits for the first (vllm-project/vllm@c5c40ab2 vllm/v1/executor/multiproc_executor.py
+    `max_concurrent_batches` returns pipeline_parallel_size; vllm/v1/engine/core.py step_with_batch_queue), each
+    from requests not already in flight and with its own max_num_batched_tokens;
+    TensorRT-LLM's executor runs PP micro-batches likewise. What the simulator (planner.sim.serving DecodeRunCost)
+    prices: the running requests split into m = min(PP, sequences) batches in flight, each of 1/m of the tokens,
+    sequences and context; every request advances one token per round, and a round lasts one in-flight batch's
+    full pass × `stage_factor` (the slowest stage sets the pace when the layers do not split evenly: PP ×
+    ceil(L / PP) / L). So at saturation a PP replica delivers m × one batch's tokens per full pass: close to PP ×
+    a single stage group's throughput (the batch of each is 1/m as large, so weights are read m times a round),
+    less the hand-offs; with one sequence (m = 1) it is the plain sum of stages. A batch split into m
+    micro-batches idles a fraction (PP − 1) / (m + PP − 1) of the time in a GPipe pass (Huang et al. 2019, arXiv
+    1811.06965): `pipeline_bubble_fraction`, the layouts table's figure for a single pass.
 TP across nodes: the all-reduces' ring runs at the slowest link, the NIC: communication × NVLink B/s / NIC B/s;
     flagged as slow.
 Left out: overlap of all-to-all with compute (two-batch overlap, SGLang --enable-two-batch-overlap), EPLB's
@@ -54,6 +65,20 @@ ACT_BYTES = 2
 def pipeline_bubble_fraction(pp: int, micro_batches: int) -> float:
     """Idle share of a pipeline: (PP − 1) / (m + PP − 1) (GPipe)."""
     return (pp - 1) / (micro_batches + pp - 1)
+
+
+def stage_factor(pp: int, num_layers: int) -> float:
+    """The slowest pipeline stage's share of the layers × PP: PP × ceil(L / PP) / L (1.0 when they split evenly)."""
+    if pp <= 1 or num_layers <= 0:
+        return 1.0
+    return pp * math.ceil(num_layers / pp) / num_layers
+
+
+def batches_in_flight(pp: int, num_seqs):
+    """m: engine iterations in flight under PP (module note), min(PP, sequences), at least 1 (scalar or array)."""
+    if isinstance(num_seqs, np.ndarray):
+        return np.clip(num_seqs, 1, pp)
+    return min(pp, max(num_seqs, 1))
 
 
 def zipf_rank_share(num_experts: int, ep: int, skew: float) -> float:

@@ -92,6 +92,9 @@ class SchedulerConfig(BaseModel):
     block_size: int = Field(16, gt=0, le=1024, description="tokens per KV block")
     max_num_seqs: int = Field(256, gt=0, description="most requests running at once")
     max_num_batched_tokens: int = Field(8192, gt=0, description="token budget per step")
+    # engine iterations one simulated step stands for: PP batches in flight (planner.sim.serving DecodeRunCost), each
+    # with its own max_num_batched_tokens (step_token_budget)
+    iterations_per_step: int = Field(1, ge=1, le=1024)
     max_model_len: int | None = Field(None, gt=0, description="longer requests (prompt + output) are rejected")
     enable_chunked_prefill: bool = True
     enable_prefix_caching: bool = True  # vLLM V1's default for generative models
@@ -149,6 +152,11 @@ class SchedulerConfig(BaseModel):
         if self.max_num_batched_tokens < self.max_num_seqs:
             raise ValueError("max_num_batched_tokens must be >= max_num_seqs")
         return self
+
+    @property
+    def step_token_budget(self) -> int:
+        """Prompt and decode tokens one simulated step may schedule: max_num_batched_tokens per iteration."""
+        return self.max_num_batched_tokens * self.iterations_per_step
 
     @property
     def kv_pool_tokens(self) -> int:

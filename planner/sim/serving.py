@@ -17,6 +17,7 @@ import numpy as np
 
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
+from planner.latency.parallel import batches_in_flight, stage_factor
 from planner.latency.perf_model import PerfModel
 from planner.memory.plan import MemoryPlan, plan_memory
 from planner.memory.sliding_window import sliding_window_blocks
@@ -57,6 +58,8 @@ def scheduler_config_for(r: Resolved, memory: MemoryPlan | None = None, **overri
         block_size=dep.block_size,
         max_num_seqs=dep.max_num_seqs,
         max_num_batched_tokens=dep.max_num_batched_tokens,
+        # a simulated step is a round of the PP iterations in flight, each with its own budget (DecodeRunCost)
+        iterations_per_step=dep.pipeline_parallel_size,
         max_model_len=r.max_model_len,
         enable_prefix_caching=getattr(dep, "enable_prefix_caching", True),
         long_prefill_token_threshold=getattr(dep, "long_prefill_token_threshold", None) or 0,
@@ -95,11 +98,20 @@ class DecodeRunCost:
     (KV bytes and attention FLOPs grow linearly with it), so a run of steps costs
     max(mem0 + mem1 × ctx, cmp0 + cmp1 × ctx) + fixed. The four coefficients are taken from PerfModel.step once
     per batch size. Models with sliding-window layers (min() in the KV read) use PerfModel.step directly.
+
+    Pipeline parallelism: a step of the running batch under PP lasts one round of the PP engine iterations in
+    flight (planner.latency.parallel module note: batches_in_flight, stage_factor): PerfModel's pass over 1/m of
+    the batch × the stage factor, m = min(PP, sequences); every running request advances one token per round.
+    Each iteration has its own token budget, so a round schedules up to PP × max_num_batched_tokens
+    (scheduler_config_for).
     """
 
     def __init__(self, pm: PerfModel):
         self.pm = pm
-        self.step_time_s = pm.step_time_s  # the scalar path stays PerfModel's own
+        self.pp = pm.parallel.pp
+        self.stage_factor = stage_factor(self.pp, pm.num_layers)
+        # the scalar path stays PerfModel's own (under PP: a round of the batches in flight)
+        self.step_time_s = pm.step_time_s if self.pp <= 1 else self._round_time_s
         # paid once per request with its first chunk (the simulator reads it from the cost; without this attribute
         # it read 0 and the fitted per-request cost never reached a simulated step)
         self.request_overhead_s = pm.request_overhead_s
@@ -107,12 +119,25 @@ class DecodeRunCost:
         self._affine = not pm.window_layers and not pm.parallel.two_batch_overlap
         self._coef: dict[int, tuple[float, float, float, float, float]] = {}
 
+    def _round_time_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> float:
+        """One round of the PP batches in flight (class note)."""
+        m = batches_in_flight(self.pp, num_seqs)
+        return self.stage_factor * self.pm.step_time_s(new_tokens / m, num_seqs / m, kv_read_tokens / m, attn_pairs / m)
+
+    def _step(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs):
+        """PerfModel.step of a round (class note): the pass over 1/m of the batch; `factor` the stage factor."""
+        if self.pp <= 1:
+            return self.pm.step(new_tokens, num_seqs, kv_read_tokens, attn_pairs), 1.0
+        m = batches_in_flight(self.pp, np.asarray(num_seqs, dtype=float))
+        n, s, kv, pairs = (np.asarray(x, dtype=float) / m for x in (new_tokens, num_seqs, kv_read_tokens, attn_pairs))
+        return self.pm.step(n, s, kv, pairs), self.stage_factor
+
     def _coefficients(self, n: int) -> tuple[float, float, float, float, float]:
         if n not in self._coef:
-            b = self.pm.step(np.array([n, n]), np.array([n, n]), np.array([0.0, 1.0]), np.array([0.0, 1.0]))
-            mem0, mem1 = float(b.memory_s[0]), float(b.memory_s[1] - b.memory_s[0])
-            cmp0, cmp1 = float(b.compute_s[0]), float(b.compute_s[1] - b.compute_s[0])
-            fixed = float(b.total_s[0]) - max(mem0, cmp0)  # communication + per-step overhead
+            b, f = self._step(np.array([n, n]), np.array([n, n]), np.array([0.0, 1.0]), np.array([0.0, 1.0]))
+            mem0, mem1 = f * float(b.memory_s[0]), f * float(b.memory_s[1] - b.memory_s[0])
+            cmp0, cmp1 = f * float(b.compute_s[0]), f * float(b.compute_s[1] - b.compute_s[0])
+            fixed = f * float(b.total_s[0]) - max(mem0, cmp0)  # communication + per-step overhead
             self._coef[n] = (mem0, mem1, cmp0, cmp1, fixed)
         return self._coef[n]
 
@@ -125,7 +150,8 @@ class DecodeRunCost:
     def step_times_s(self, new_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
         n = int(new_tokens)
         if not self._affine or n != int(num_seqs) or kv_read_tokens is not attn_pairs:
-            return np.asarray(self.pm.step(new_tokens, num_seqs, kv_read_tokens, attn_pairs).total_s, dtype=float)
+            b, f = self._step(new_tokens, num_seqs, kv_read_tokens, attn_pairs)
+            return f * np.asarray(b.total_s, dtype=float)
         mem0, mem1, cmp0, cmp1, fixed = self._coefficients(n)
         ctx = np.asarray(kv_read_tokens, dtype=float)
         return np.maximum(mem0 + mem1 * ctx, cmp0 + cmp1 * ctx) + fixed

@@ -252,7 +252,7 @@ class Replica(RequestLifecycle, Scheduling, LaunchHolds, StepExecution):
         if self.separate_prefill:
             self._step_separate()
             return
-        budget = self.cfg.max_num_batched_tokens - self._allocate_decode_slots()
+        budget = self.cfg.step_token_budget - self._allocate_decode_slots()
         scheduled: list[tuple[int, int]] = []
         budget = self._schedule_running(budget, scheduled)
         if not self.preempted_this_step and not self._prompts_held(budget):
@@ -269,7 +269,7 @@ class Replica(RequestLifecycle, Scheduling, LaunchHolds, StepExecution):
         budget and max_prefill_tokens) runs whenever one can be formed, and the decode batch does not advance in
         that step; otherwise the whole decode batch runs one step."""
         scheduled: list[tuple[int, int]] = []
-        budget = self._schedule_running(self.cfg.max_num_batched_tokens, scheduled)
+        budget = self._schedule_running(self.cfg.step_token_budget, scheduled)
         if not self.preempted_this_step:
             self._schedule_waiting(budget, scheduled)
         self._enforce_queue_limit()
