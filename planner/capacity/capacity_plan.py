@@ -80,7 +80,6 @@ class CapacityPlan:
             "mean_prompt_tokens": self.mean_prompt_tokens,
             "mean_output_tokens": self.mean_output_tokens,
             "num_requests": self.num_requests,
-            "probe_sizing": self.probe_sizing,
             "seed": self.seed,
             "usd_per_gpu_hour": self.usd_per_gpu_hour,
             "price_date": self.price_date,
@@ -95,6 +94,7 @@ class CapacityPlan:
         out.update(gpus_per_replica=self.gpus_per_replica, usd_per_gpu_hour=self.usd_per_gpu_hour)  # also w/o a cost
         out["operating_point"] = asdict(self.operating_point) if self.operating_point else None
         out["data_parallel_size"] = self.data_parallel_size
+        out["probe_sizing"] = self.probe_sizing
         return out
 
 

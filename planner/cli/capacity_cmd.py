@@ -112,6 +112,7 @@ def run_capacity(args: argparse.Namespace) -> int:
         text += "\n" + _routing_text(routing)
     out = {**plan.to_dict(), **added, "spec_method": args.spec_method, "spec_k": spec and spec.k}
     out.update(spec_alpha=spec and spec.alpha, routing=routing and routing.to_dict())
+    out["probe_sizing"] = out.pop("probe_sizing")  # keys added since the contract come after its keys
     emit(out, args.json, text + bands_text(added["bands"]))
     return 0
 
