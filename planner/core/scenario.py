@@ -17,7 +17,6 @@ from planner.core.bounded import BoundedModel
 from planner.core.catalog import DEFAULT_GPU, DEFAULT_MODEL, get_gpu, get_kv_precision, get_model, get_weight_precision
 from planner.core.engine import Engine, engine_for
 from planner.core.engine_defaults import DEFAULT_ENGINE, ENGINES, is_known_engine
-from planner.core.errors import InputError
 from planner.core.gpu_spec import GPUSpec, custom_gpu
 from planner.core.head_split import check_head_split
 from planner.core.model_spec import ModelSpec
@@ -98,18 +97,6 @@ class Resolved:
     calibration: Calibration | None = None
 
 
-def check_token_budget(dep, engine: str) -> None:
-    """vLLM's own refusal (vllm-project/vllm@f0de1a60 vllm/config/scheduler.py SchedulerConfig._verify_args):
-    max_num_batched_tokens below max_num_seqs. The other engines start with it (TensorRT-LLM runs at most
-    max_num_tokens generation requests an iteration: planner.sim.config SchedulerConfig.running_cap)."""
-    if engine == "vllm" and dep.max_num_batched_tokens < dep.max_num_seqs:
-        raise InputError(
-            "max_num_batched_tokens",
-            f"vLLM refuses to start: max_num_batched_tokens ({dep.max_num_batched_tokens}) must be greater than or "
-            f"equal to max_num_seqs ({dep.max_num_seqs}); raise --max-num-batched-tokens or lower --max-num-seqs",
-        )
-
-
 def resolve(s: Scenario) -> Resolved:
     model = s.model_spec or get_model(s.model)
     if s.gpu_memory_gb is not None:
@@ -132,7 +119,6 @@ def resolve(s: Scenario) -> Resolved:
                 "max_num_batched_tokens": dep.max_num_batched_tokens or defaults.max_num_batched_tokens,
             }
         )
-    check_token_budget(dep, engine.id)
     return Resolved(
         model=model,
         gpu=gpu,

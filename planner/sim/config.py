@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.core.errors import InputError, from_validation_error
 from planner.sim.offload_tiers import OffloadConfig
@@ -72,9 +72,6 @@ LLAMA31_8B_H100_KV_TOKENS = 450_000  # ≈ (0.9 x 80 GB - 16 GB weights - activa
 
 
 ADMISSION_POLICIES = POLICY_NAMES
-
-
-DECODE_IN_BUDGET = ("vllm-v1", "guaranteed-no-evict", "max-utilization")  # SchedulerConfig.running_cap
 
 
 class SchedulerConfig(BaseModel):
@@ -149,17 +146,12 @@ class SchedulerConfig(BaseModel):
     slo_tpot_s: float | None = Field(None, gt=0)
     offload: OffloadConfig | None = None  # KV offload tiers (planner/sim/offload_tiers.py); None = off
 
-    @property
-    def running_cap(self) -> int:
-        """Requests running at once: max_num_seqs, and for the schedulers whose iterations carry every decode token
-        within the token budget (vLLM V1, TensorRT-LLM's) at most that budget. vLLM refuses a budget below
-        max_num_seqs (planner.core.scenario.check_token_budget); TensorRT-LLM accepts max_num_tokens below
-        max_batch_size and then runs at most max_num_tokens generation requests an iteration (published configs:
-        1,536 tokens with 2,048 sequences), which is what this cap prices (the others wait in flight, here in the
-        queue). SGLang, LMDeploy and llama.cpp run their decode batch outside the prefill budget."""
-        if self.admission_policy in DECODE_IN_BUDGET:
-            return min(self.max_num_seqs, self.step_token_budget)
-        return self.max_num_seqs
+    @model_validator(mode="after")
+    def budget_covers_max_num_seqs(self) -> SchedulerConfig:
+        # vLLM requires this too: every running request must be able to decode one token per step
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            raise ValueError("max_num_batched_tokens must be >= max_num_seqs")
+        return self
 
     @property
     def step_token_budget(self) -> int:
