@@ -93,7 +93,7 @@ def running_cap(replica, traffic: TrafficSpec) -> int:
     cfg = replica.scheduler_config
     prompt, output = mean_tokens(traffic.model_copy(update={"num_requests": SIZING_SAMPLE}))
     per_request = max(prompt + output / 2, 1.0)
-    return max(1, min(int(cfg.max_num_seqs), int(cfg.kv_pool_tokens // per_request)))
+    return max(1, min(int(cfg.running_cap), int(cfg.kv_pool_tokens // per_request)))
 
 
 def probe_size(replica, traffic: TrafficSpec) -> tuple[TrafficSpec, str]:

@@ -72,6 +72,7 @@ LLAMA31_8B_H100_KV_TOKENS = 450_000  # ≈ (0.9 x 80 GB - 16 GB weights - activa
 
 
 ADMISSION_POLICIES = POLICY_NAMES
+DECODE_IN_BUDGET = ("vllm-v1", "guaranteed-no-evict", "max-utilization")  # SchedulerConfig.running_cap
 
 
 class SchedulerConfig(BaseModel):
@@ -148,10 +149,26 @@ class SchedulerConfig(BaseModel):
 
     @model_validator(mode="after")
     def budget_covers_max_num_seqs(self) -> SchedulerConfig:
-        # vLLM requires this too: every running request must be able to decode one token per step
-        if self.max_num_batched_tokens < self.max_num_seqs:
-            raise ValueError("max_num_batched_tokens must be >= max_num_seqs")
+        # vLLM's own refusal (vllm-project/vllm@f0de1a60 vllm/config/scheduler.py SchedulerConfig._verify_args):
+        # every running request must be able to decode one token per step. TensorRT-LLM, SGLang, LMDeploy and
+        # llama.cpp start with a smaller budget (running_cap says what they then run)
+        if self.admission_policy == "vllm-v1" and self.max_num_batched_tokens < self.max_num_seqs:
+            raise ValueError(
+                "max_num_batched_tokens must be >= max_num_seqs (vLLM refuses to start otherwise: raise "
+                "--max-num-batched-tokens or lower --max-num-seqs)"
+            )
         return self
+
+    @property
+    def running_cap(self) -> int:
+        """Requests running at once: max_num_seqs, and for the schedulers whose iterations carry every decode token
+        within the token budget (vLLM V1, TensorRT-LLM's) at most that budget. TensorRT-LLM accepts max_num_tokens
+        below max_batch_size and then runs at most max_num_tokens generation requests an iteration (published
+        configs: 1,536 tokens with 2,048 sequences), which is what this cap prices (the others wait in flight, here
+        in the queue). SGLang, LMDeploy and llama.cpp run their decode batch outside the prefill budget."""
+        if self.admission_policy in DECODE_IN_BUDGET:
+            return min(self.max_num_seqs, self.step_token_budget)
+        return self.max_num_seqs
 
     @property
     def step_token_budget(self) -> int:

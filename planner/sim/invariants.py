@@ -45,8 +45,8 @@ def check(rep) -> None:
     if pool.cached != set(pool.free_in_run) | set(pool.prefix_refs):
         raise AssertionError("the set of cached prefix ids is not the referenced + free cached ones")
     running, waiting = rep.running, rep.waiting
-    if len(running) > rep.cfg.max_num_seqs:
-        raise AssertionError(f"{len(running)} running, max_num_seqs {rep.cfg.max_num_seqs}")
+    if len(running) > rep.cfg.running_cap:
+        raise AssertionError(f"{len(running)} running, max_num_seqs {rep.cfg.max_num_seqs} (cap {rep.cfg.running_cap})")
     both = set(running).intersection(waiting)
     if both:
         raise AssertionError(f"requests {sorted(both)[:5]} both running and waiting")

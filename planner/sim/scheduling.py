@@ -95,7 +95,7 @@ class Scheduling:
         if cfg.max_prefill_tokens is not None:
             mixed = 0 if self.separate_prefill else self.decoders.count  # decode tokens in this step
             prefill_left = cfg.max_prefill_tokens - mixed - sum(n for _, n in scheduled)
-        while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
+        while self.waiting and budget > 0 and len(self.running) < cfg.running_cap:
             i = self.waiting[0]
             known = self.prompt_tokens[i] + self.generated_tokens[i]
             num_prefix, own = self._cache_hits(i, known)
