@@ -180,10 +180,18 @@ def experts_on_fullest_rank(num_experts: int, ep: int) -> int:
 
 
 def weight_bytes_per_gpu_parallel(
-    model: ModelSpec, precision: WeightPrecision, tp: int, pp: int = 1, dp: int = 1, ep: int = 1, redundant: int = 0
+    model: ModelSpec,
+    precision: WeightPrecision,
+    tp: int,
+    pp: int = 1,
+    dp: int = 1,
+    ep: int = 1,
+    redundant: int = 0,
+    expert_padding: float = 1.0,
 ) -> float:
     """Weights on the fullest GPU of a TP × PP × DP instance with EP expert groups (module note); EPLB's
-    `redundant` expert slots (SGLang --ep-num-redundant-experts) spread E + R experts over the EP ranks."""
+    `redundant` expert slots (SGLang --ep-num-redundant-experts) spread E + R experts over the EP ranks;
+    `expert_padding` is the engine's layout of the experts over their checkpoint bytes (planner.memory.mxfp4_layout)."""
     parts = weight_bytes_by_part(model, precision)
     moe_tp = tp * dp // ep  # each expert's matrices sliced over MoE-TP GPUs
     slots = model.num_experts + (redundant if ep > 1 else 0)
@@ -191,4 +199,4 @@ def weight_bytes_per_gpu_parallel(
     share = stage_layer_share(model.num_layers, pp)
     # PP > 1: the first stage holds the embedding, the last the lm_head; the fullest holds one vocabulary matrix
     vocab = parts["vocabulary"] if pp == 1 else parts["vocabulary"] / (1 if model.tie_word_embeddings else 2)
-    return share * parts["layers"] / tp + vocab / tp + share * parts["experts"] * expert_share / moe_tp
+    return share * parts["layers"] / tp + vocab / tp + share * parts["experts"] * expert_padding * expert_share / moe_tp
