@@ -154,3 +154,21 @@ def test_mxfp4_padding_follows_the_moe_tp_share_and_stays_off_elsewhere():
     assert expert_padding_factor(r.model, r.weights, "vllm", "blackwell", 1) == 1.0  # FlashInfer: not modelled
     assert expert_padding_factor(r.model, r.weights, "sglang", "hopper", 1) == 1.0
     assert expert_padding_factor(r.model, get_weight_precision("bf16"), "vllm", "hopper", 1) == 1.0
+
+
+def test_modelopt_inside_config_json_reads_as_its_hf_quant_config():
+    # ModelOpt's newer exports put quant_algo / kv_cache_quant_algo / exclude_modules in config.json's
+    # quantization_config with quant_method "modelopt" (vLLM get_kv_cache_quant_algo_string reads them there)
+    from planner.core.hf_quant import _quant_fields
+
+    q = {
+        "quant_method": "modelopt",
+        "quant_algo": "NVFP4",
+        "kv_cache_quant_algo": "FP8",
+        "exclude_modules": ["lm_head", "model.layers.*.self_attn*"],
+    }
+    fields = _quant_fields({"quantization_config": q})
+    assert fields["quantized_weights"] == "nvfp4" and fields["kv_cache_quant"] == "fp8"
+    assert fields["quantized_groups"]["attention"] == "bf16"
+    with pytest.raises(InputError, match="quant_algo"):
+        _quant_fields({"quantization_config": {"quant_method": "modelopt", "quant_algo": "W9"}})

@@ -22,6 +22,8 @@ def _quant_fields(cfg: dict) -> dict:
         per_module = compressed_tensors.module_bits(q)
         fmt = compressed_tensors.headline_format(q, per_module)
         return {"quantized_weights": fmt, "module_bits": per_module} if fmt else {}
+    if method == "modelopt":  # newer ModelOpt exports: hf_quant_config.json's fields inside config.json
+        return hf_quant_fields({"quantization": q}, "config.json: quantization_config")
     if method == "mxfp4":
         return {
             "quantized_weights": "mxfp4",
