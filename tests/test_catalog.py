@@ -34,6 +34,7 @@ REQUIRED_GPUS = [
 ]
 WEIGHT_IDS = "fp32 fp16 bf16 fp8 int8 gptq-int4 gptq-int8 awq-int4 nf4 q8_0 q6_k q5_k_m q4_k_m q3_k_m q2_k".split()
 WEIGHT_IDS += ["mxfp4", "nvfp4"]  # microscaled FP4 checkpoints (gpt-oss, ModelOpt NVFP4)
+WEIGHT_IDS += ["int4-g32"]  # compressed-tensors W4A16 group 32 (Kimi-K2.5)
 
 
 def test_required_gpus_present_and_sourced():

@@ -30,7 +30,9 @@ PARAMS = {
     "Qwen/Qwen3-32B": (32_762_123_264, None),  # "32.8B"
     "Qwen/Qwen3-30B-A3B-Instruct-2507": (30_532_122_624, 3_353_032_704),  # "30.5B total, 3.3B active"
     "unsloth/Llama-3.2-1B-Instruct": (1_235_814_400, None),  # "1.23B" (tied embeddings)
-    "deepseek-ai/DeepSeek-V3": (671_026_404_352, 37_552_282_624),  # "671B total, 37B activated" (tests/test_frontier)
+    "deepseek-ai/DeepSeek-V3": (671_026_404_352, 37_552_282_624),
+    # Moonshot's card: "1T total parameters, 32B activated" (the text model; the vision tower's vt_* keys not counted)
+    "moonshotai/Kimi-K2.5": (1_026_408_209_408, 32_861_477_888),  # "671B total, 37B activated" (tests/test_frontier)
     "Qwen/Qwen3-235B-A22B": (235_093_634_560, 22_190_763_520),  # "235B total, 22B activated"
     # Hybrid, sparse-attention and MTP models, counted by planner.core.params from data/models (the model cards'
     # figures and their conventions are checked in tests/test_layer_kinds.py). MTP modules are not in `total` (vLLM
@@ -80,6 +82,7 @@ KV_PER_TOKEN = {
     "Qwen/Qwen3-30B-A3B-Instruct-2507": 98_304,
     "unsloth/Llama-3.2-1B-Instruct": 32_768,  # 2 × 16 × 8 × 64 × 2
     "deepseek-ai/DeepSeek-V3": 70_272,  # MLA: 61 × (512 + 64) × 2
+    "moonshotai/Kimi-K2.5": 70_272,  # MLA as DeepSeek-V3: 61 × (512 + 64) × 2
     "Qwen/Qwen3-235B-A22B": 192_512,  # 2 × 94 × 4 × 128 × 2
     # token-caching layers only (before windows cap them; tests/test_layer_kinds.py works them by hand)
     "Qwen/Qwen3-235B-A22B-FP8": 192_512,

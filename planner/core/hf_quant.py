@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.core import compressed_tensors
 from planner.core.errors import InputError
 
 
@@ -17,6 +18,12 @@ def _quant_fields(cfg: dict) -> dict:
     if not isinstance(q, dict):
         return {}
     method, bits = str(q.get("quant_method", "")).lower(), q.get("bits")
+    if method == "compressed-tensors":  # Kimi-K2.5: INT4 g32 routed experts, BF16 attention and shared experts
+        per_module = compressed_tensors.module_bits(q)
+        fmt = compressed_tensors.headline_format(q, per_module)
+        return {"quantized_weights": fmt, "module_bits": per_module} if fmt else {}
+    if method == "modelopt":  # newer ModelOpt exports: hf_quant_config.json's fields inside config.json
+        return hf_quant_fields({"quantization": q}, "config.json: quantization_config")
     if method == "mxfp4":
         return {
             "quantized_weights": "mxfp4",

@@ -114,6 +114,10 @@ class ModelSpec(BoundedModel):
     # Per-group default weight formats of the checkpoint (e.g. gpt-oss: {"experts": "mxfp4"}, the rest 16-bit);
     # tensor groups: experts, attention, dense, vocabulary. Empty = quantized_weights (or 16-bit) everywhere.
     quantized_groups: dict[str, str] = Field(default_factory=dict)
+    # Stored bits per weight (scales and zero points included) of each module class the checkpoint quantizes, keyed
+    # as planner.core.params' breakdown (attention, mlp_dense, experts_routed, experts_shared, lm_head); read from a
+    # compressed-tensors quantization_config (planner.core.compressed_tensors). Absent classes: the 16-bit dtype.
+    module_bits: dict[str, float] = Field(default_factory=dict)
     kv_cache_quant: str | None = None  # a KV dtype the checkpoint ships scales for (hf_quant_config.json)
     # Architectures beyond one layer kind (planner.core.hf_config reads them; empty = all layers as above):
     layer_groups: tuple[LayerGroup, ...] = ()  # token-mixing layers by kind; counts sum to the mixer layers

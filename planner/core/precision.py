@@ -62,6 +62,13 @@ class KVPrecision(BaseModel):
     source: str
 
 
+def checkpoint_kv_dtype(requested: str, checkpoint_kv: str | None) -> str:
+    """The KV dtype to run: an explicit one as given; `auto` becomes the KV dtype a ModelOpt checkpoint ships scales
+    for (hf_quant_config.json kv_cache_quant_algo FP8), as vLLM resolves it (vllm/utils/torch_utils.py
+    resolve_kv_cache_dtype_string @959009b4: 'auto' -> the quantization_config's kv_cache_quant_algo)."""
+    return checkpoint_kv if requested == "auto" and checkpoint_kv else requested
+
+
 def resolve_kv_bytes(kv: KVPrecision, weights: WeightPrecision) -> float:
     """Bytes per cached value: the KV dtype, or for `auto` the activation dtype (16-bit unless weights are FP32).
 

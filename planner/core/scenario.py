@@ -20,7 +20,7 @@ from planner.core.engine_defaults import DEFAULT_ENGINE, ENGINES, is_known_engin
 from planner.core.gpu_spec import GPUSpec, custom_gpu
 from planner.core.head_split import check_head_split
 from planner.core.model_spec import ModelSpec
-from planner.core.precision import KVPrecision, WeightPrecision, label_on, resolve_kv_bytes
+from planner.core.precision import KVPrecision, WeightPrecision, checkpoint_kv_dtype, label_on, resolve_kv_bytes
 from planner.core.specs import Deployment
 from planner.core.workload import SLO, TrafficSpec
 
@@ -108,7 +108,7 @@ def resolve(s: Scenario) -> Resolved:
     weights = get_weight_precision(dep.weights)
     if label_on(weights, bool(gpu.tflops_fp8)) != weights.label:  # FP8 on Ampere and older: weight-only
         weights = weights.model_copy(update={"label": label_on(weights, False)})
-    kv = get_kv_precision(dep.kv_cache_dtype)
+    kv = get_kv_precision(checkpoint_kv_dtype(dep.kv_cache_dtype, model.kv_cache_quant))
     max_len = dep.max_model_len or model.max_position_embeddings
     engine = engine_for(s.engine)
     defaults = engine.batch_defaults(gpu)

@@ -114,4 +114,10 @@ def _warnings(r: Resolved, tp: int) -> list[str]:
         out.append(f"Context of {r.context_tokens:,} tokens exceeds max_model_len={r.max_model_len:,}")
     if r.model.num_kv_heads < tp and not r.model.is_mla:
         out.append(f"TP={tp} exceeds the {r.model.num_kv_heads} KV heads: each GPU keeps a replicated copy")
+    own = r.model.quantized_weights
+    if own and r.weights.id != own and (r.model.module_bits or r.model.quantized_groups):
+        out.append(
+            f"Weights priced at {r.weights.label} for every layer, as --weights {r.weights.id} asks, not as the "
+            f"checkpoint stores them ({own}, module by module from its quantization metadata)"
+        )
     return out

@@ -23,6 +23,7 @@ from planner.memory.blockers import Blocker, _blockers, _parallel_blockers, _par
 from planner.memory.engine_pool import EnginePool, engine_pool
 from planner.memory.hybrid_fit import HybridFit, hybrid_fit
 from planner.memory.layer_groups import GroupBytes, binding_limit, group_bytes
+from planner.memory.mxfp4_layout import expert_padding_factor
 from planner.memory.sliding_window import request_blocks
 from planner.memory.vllm_pool import VllmPool
 
@@ -114,8 +115,9 @@ def plan_memory(r: Resolved, tp: int | None = None) -> MemoryPlan:
     pc = count_params(r.model)
     weights = memory.weight_bytes(r.model, r.weights)
     ep = dep.expert_parallel_size if r.model.is_moe else 1
+    padding = expert_padding_factor(r.model, r.weights, r.engine.id, r.gpu.family, tp * dp // ep)
     w_gpu = memory.weight_bytes_per_gpu_parallel(
-        r.model, r.weights, tp, pp, dp, ep, r.deployment.ep_num_redundant_experts
+        r.model, r.weights, tp, pp, dp, ep, r.deployment.ep_num_redundant_experts, padding
     )
     share = memory.stage_layer_share(r.model.num_layers, pp)  # a pipeline stage caches its own layers only
     kv_tok = memory.kv_bytes_per_token(r.model, r.kv_bytes)

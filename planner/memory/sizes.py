@@ -51,9 +51,26 @@ def checkpoint_formats(model: ModelSpec, precision: WeightPrecision) -> dict[str
     return bits
 
 
+def checkpoint_module_bits(model: ModelSpec, precision: WeightPrecision) -> dict[str, float] | None:
+    """Bits per weight of each module class as the checkpoint stores them (its quantization metadata), when
+    `precision` is the checkpoint's own format; None when another --weights overrides it or none is given."""
+    if not model.module_bits or precision.id != model.quantized_weights:
+        return None
+    return dict(model.module_bits)
+
+
+def weight_bytes_by_module(model: ModelSpec, precision: WeightPrecision) -> dict[str, float]:
+    """Bytes of each parameter-breakdown component: sum over modules of parameters × their stored bits / 8
+    (the checkpoint's own bits per module class; every other component at 16 bits)."""
+    bits = checkpoint_module_bits(model, precision) or {}
+    return {
+        k: weight_bytes_for_params(n, bits.get(k, 8 * BYTES_16BIT)) for k, n in count_params(model).breakdown.items()
+    }
+
+
 def weight_bytes(model: ModelSpec, precision: WeightPrecision) -> float:
     """Bytes of all weights: quantized linear layers at the format's effective bits, embeddings where kept 16-bit."""
-    if checkpoint_formats(model, precision):
+    if checkpoint_formats(model, precision) or checkpoint_module_bits(model, precision):
         return sum(weight_bytes_by_part(model, precision).values())
     params = count_params(model)
     if precision.keeps_embeddings_16bit:
@@ -127,6 +144,14 @@ def weight_bytes_by_part(model: ModelSpec, precision: WeightPrecision) -> dict[s
     params = count_params(model)
     vocab_bits = 8 * BYTES_16BIT if precision.keeps_embeddings_16bit else precision.bits_per_weight
     experts = params.breakdown["experts_routed"]
+    if checkpoint_module_bits(model, precision):  # module by module, as the checkpoint's metadata prices them
+        per = weight_bytes_by_module(model, precision)
+        vocabulary = per["embeddings"] + per["lm_head"]
+        return {
+            "layers": sum(per.values()) - vocabulary - per["experts_routed"],
+            "experts": per["experts_routed"],
+            "vocabulary": vocabulary,
+        }
     mixed = checkpoint_formats(model, precision)
     if mixed:  # attention at its own format, the rest of the layers (dense MLPs, shared experts) at theirs
         attention = params.breakdown["attention"]
@@ -155,10 +180,18 @@ def experts_on_fullest_rank(num_experts: int, ep: int) -> int:
 
 
 def weight_bytes_per_gpu_parallel(
-    model: ModelSpec, precision: WeightPrecision, tp: int, pp: int = 1, dp: int = 1, ep: int = 1, redundant: int = 0
+    model: ModelSpec,
+    precision: WeightPrecision,
+    tp: int,
+    pp: int = 1,
+    dp: int = 1,
+    ep: int = 1,
+    redundant: int = 0,
+    expert_padding: float = 1.0,
 ) -> float:
     """Weights on the fullest GPU of a TP × PP × DP instance with EP expert groups (module note); EPLB's
-    `redundant` expert slots (SGLang --ep-num-redundant-experts) spread E + R experts over the EP ranks."""
+    `redundant` expert slots (SGLang --ep-num-redundant-experts) spread E + R experts over the EP ranks;
+    `expert_padding` is the engine's layout of the experts over their checkpoint bytes (planner.memory.mxfp4_layout)."""
     parts = weight_bytes_by_part(model, precision)
     moe_tp = tp * dp // ep  # each expert's matrices sliced over MoE-TP GPUs
     slots = model.num_experts + (redundant if ep > 1 else 0)
@@ -166,4 +199,4 @@ def weight_bytes_per_gpu_parallel(
     share = stage_layer_share(model.num_layers, pp)
     # PP > 1: the first stage holds the embedding, the last the lm_head; the fullest holds one vocabulary matrix
     vocab = parts["vocabulary"] if pp == 1 else parts["vocabulary"] / (1 if model.tie_word_embeddings else 2)
-    return share * parts["layers"] / tp + vocab / tp + share * parts["experts"] * expert_share / moe_tp
+    return share * parts["layers"] / tp + vocab / tp + share * parts["experts"] * expert_padding * expert_share / moe_tp
