@@ -33,13 +33,21 @@ from planner.memory.engine_pool import sglang_fraction
 from planner.memory.plan import plan_memory
 
 TARGETS = ("shell", "k8s")
-IMAGES = {  # the engines' published serving images
-    "vllm": "vllm/vllm-openai:latest",
-    "sglang": "lmsysorg/sglang:latest",
-    "tensorrt-llm": "nvcr.io/nvidia/tensorrt-llm/release:latest",
+# The engines' published serving images at the release the plan's constants describe (data/engines.yaml `version`):
+# the newest release with >= 50 rows in the fit's data (data/measurements/aiconfigurator/silicon_calibration.csv
+# backend_version: vLLM 0.18.0 124 rows, SGLang 0.5.9 405, TensorRT-LLM 1.2.0rc6.post3 88). LMDeploy's fitted
+# TurboMind v0.1.0a1 predates these api_server flags; its memory rule and flags were read at InternLM/lmdeploy@1263d5c
+# (lmdeploy/version.py 0.16.0), that release's image. llama.cpp's fitted build is "not stated" (May 2024): the
+# rolling CUDA server image, with a note.
+IMAGE_VERSIONS = {"vllm": "0.18.0", "sglang": "0.5.9", "tensorrt-llm": "1.2.0rc6.post3", "lmdeploy": "0.16.0"}
+IMAGES = {
+    "vllm": f"vllm/vllm-openai:v{IMAGE_VERSIONS['vllm']}",
+    "sglang": f"lmsysorg/sglang:v{IMAGE_VERSIONS['sglang']}",
+    "tensorrt-llm": f"nvcr.io/nvidia/tensorrt-llm/release:{IMAGE_VERSIONS['tensorrt-llm']}",
     "llama.cpp": "ghcr.io/ggml-org/llama.cpp:server-cuda",
-    "lmdeploy": "openmmlab/lmdeploy:latest",
+    "lmdeploy": f"openmmlab/lmdeploy:v{IMAGE_VERSIONS['lmdeploy']}",
 }
+UNPINNED_NOTE = "llama.cpp: the fitted build is not stated (May 2024); pin server-cuda-bNNNN to the build you tested"
 
 
 @dataclass(frozen=True)
@@ -155,6 +163,7 @@ def launch_plan(r: Resolved, engine: str, target: str = "shell", model_path: str
     commands = tuple(BUILDERS[engine](s, notes, files))
     plan = LaunchPlan(engine, target, s.nodes, s.node_gpus, r.deployment.num_replicas, commands, files)
     manifest = k8s_manifest(plan, s.model) if target == "k8s" else None
+    notes += [UNPINNED_NOTE] if target != "shell" and engine not in IMAGE_VERSIONS else []
     return LaunchPlan(**{**plan.__dict__, "manifest": manifest, "notes": tuple(notes)})
 
 
