@@ -26,13 +26,14 @@ from pathlib import Path
 import yaml
 
 from planner.capacity.launch_engines import BUILDERS, PORT, Command, Settings
+from planner.capacity.manifest_docs import deployment, inference_service, leader_worker_set
 from planner.core.catalog import model_presets
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
 from planner.memory.engine_pool import sglang_fraction
 from planner.memory.plan import plan_memory
 
-TARGETS = ("shell", "k8s")
+TARGETS = ("shell", "k8s", "lws", "kserve")  # kserve: one-node instances; lws: any
 # The engines' published serving images at the release the plan's constants describe (data/engines.yaml `version`):
 # the newest release with >= 50 rows in the fit's data (data/measurements/aiconfigurator/silicon_calibration.csv
 # backend_version: vLLM 0.18.0 124 rows, SGLang 0.5.9 405, TensorRT-LLM 1.2.0rc6.post3 88). LMDeploy's fitted
@@ -162,7 +163,7 @@ def launch_plan(r: Resolved, engine: str, target: str = "shell", model_path: str
     files: dict[str, str] = {}
     commands = tuple(BUILDERS[engine](s, notes, files))
     plan = LaunchPlan(engine, target, s.nodes, s.node_gpus, r.deployment.num_replicas, commands, files)
-    manifest = k8s_manifest(plan, s.model) if target == "k8s" else None
+    manifest = k8s_manifest(plan, s.model) if target != "shell" else None
     notes += [UNPINNED_NOTE] if target != "shell" and engine not in IMAGE_VERSIONS else []
     return LaunchPlan(**{**plan.__dict__, "manifest": manifest, "notes": tuple(notes)})
 
@@ -227,38 +228,24 @@ def _pod_spec(plan: LaunchPlan, role: str, env: list[dict]) -> dict:
 
 
 def k8s_manifest(plan: LaunchPlan, model: str, role: str = "") -> str:
-    """A Deployment (one-node instances) or a LeaderWorkerSet (multi-node) as YAML text."""
+    """The plan's pods under its target (planner.capacity.manifest_docs) as YAML text: for k8s a Deployment
+    (one-node instances) or a LeaderWorkerSet (multi-node); for lws always a LeaderWorkerSet (groups of one pod
+    for a one-node instance); for kserve an InferenceService (one-node instances only)."""
     name = k8s_name(model, role)
     labels = {"app": name}
-    if plan.nodes == 1:
-        doc = {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": name, "labels": labels},
-            "spec": {
-                "replicas": plan.replicas,
-                "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": _pod_spec(plan, "server", [])},
-            },
-        }
-        return dump_yaml(doc)
+    if plan.target == "kserve":
+        if plan.nodes > 1:
+            raise InputError("--target", f"KServe's predictor runs one pod per instance; {plan.nodes} nodes: use lws")
+        pod = _pod_spec(plan, "server", [])
+        pod["containers"][0]["name"] = "kserve-container"  # KServe's name for a custom predictor's container
+        return dump_yaml(inference_service(name, labels, pod, plan.replicas, plan.replicas))
+    if plan.nodes == 1 and plan.target != "lws":
+        return dump_yaml(deployment(name, labels, _pod_spec(plan, "server", []), plan.replicas))
     env = [
         {"name": "LEADER_IP", "value": "$(LWS_LEADER_ADDRESS)"},
         {"name": "NODE_RANK", "value": "$(LWS_WORKER_INDEX)"},
     ]
     roles = {c.role for c in plan.commands}
     leader, worker = ("leader", "worker") if "leader" in roles else ("server", "server")
-    doc = {
-        "apiVersion": "leaderworkerset.x-k8s.io/v1",
-        "kind": "LeaderWorkerSet",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "replicas": plan.replicas,
-            "leaderWorkerTemplate": {
-                "size": plan.nodes,
-                "leaderTemplate": {"metadata": {"labels": LEADER | labels}, "spec": _pod_spec(plan, leader, env)},
-                "workerTemplate": {"metadata": {"labels": labels}, "spec": _pod_spec(plan, worker, env)},
-            },
-        },
-    }
-    return dump_yaml(doc)
+    lead = (LEADER, _pod_spec(plan, leader, env))
+    return dump_yaml(leader_worker_set(name, labels, lead, _pod_spec(plan, worker, env), plan.replicas, plan.nodes))

@@ -134,6 +134,8 @@ def disagg_launch_plan(
     s: Scenario, engine: str, prefill: PoolLayout, decode: PoolLayout, transfer: str = "nixl", target: str = "shell"
 ) -> LaunchPlan:
     """Prefill and decode lines (and for k8s a manifest per role) of the given xPyD layout (module note)."""
+    if target not in ("shell", "k8s", "lws"):
+        raise InputError("--target", f"an xPyD layout launches as shell lines, k8s or lws, not {target}")
     if engine not in ROUTER_NOTE:
         raise InputError("--engine", f"disaggregated launch lines are for {' and '.join(ROUTER_NOTE)}, not {engine}")
     commands, manifests, notes, files = [], [], [], {}
@@ -144,8 +146,8 @@ def disagg_launch_plan(
         one = launch_plan(instance(role_scenario(s, role), pool, role), engine, "shell", path)
         flags = _role_flags(engine, role, transfer)
         with_flags = tuple(replace(c, argv=c.argv + flags) for c in one.commands)
-        if target == "k8s":  # the pods run the role's lines under their own names (server, leader, worker)
-            pods = replace(one, replicas=pool.instances, commands=with_flags)
+        if target in ("k8s", "lws"):  # the pods run the role's lines under their own names (server, leader, worker)
+            pods = replace(one, target=target, replicas=pool.instances, commands=with_flags)
             manifests += [k8s_manifest(pods, model, role), role_service(engine, model, role, one.nodes)]
         commands += [replace(c, role=role if c.role == "server" else f"{role} {c.role}") for c in with_flags]
         notes += [n for n in one.notes if n not in notes]
@@ -154,7 +156,7 @@ def disagg_launch_plan(
     commands.append(router_command(engine, *instance_hosts(prefill, decode)))
     notes.append(ROUTER_NOTE[engine])
     manifest = None
-    if target == "k8s":
+    if target in ("k8s", "lws"):
         manifests += router_manifests(engine, model)
         notes.append(ROUTER_K8S_NOTE[engine])
         notes += [SGLANG_BOOTSTRAP_NOTE] if engine == "sglang" and prefill.instances > 1 else []
