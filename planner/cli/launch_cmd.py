@@ -14,7 +14,13 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("launch", help="the engine's launch command (and a Kubernetes manifest) for the layout")
     add_scenario_args(p)
     g = p.add_argument_group("launch")
-    g.add_argument("--target", default="shell", choices=TARGETS, help="shell lines, or a Kubernetes manifest too")
+    g.add_argument(
+        "--target",
+        default="shell",
+        choices=TARGETS,
+        help="shell lines, or a manifest too: k8s (Deployment; LeaderWorkerSet across nodes), "
+        "lws (LeaderWorkerSet), kserve (InferenceService)",
+    )
     add_layout_args(p)
     p.set_defaults(func=run)
 
