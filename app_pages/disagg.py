@@ -8,6 +8,7 @@ import streamlit as st
 
 from planner.capacity.disagg import DisaggPlan, disagg_plan
 from planner.capacity.disagg_layout import TRANSFER_ENGINES, GivenLayoutPlan, PoolLayout, evaluate_layout
+from planner.capacity.launch_disagg import disagg_launch_plan
 from planner.capacity.layouts import layout_rows, ratio_rows
 from planner.core.errors import InputError
 from planner.core.scenario import Scenario
@@ -54,6 +55,28 @@ def _ratios(scenario_json: str, slo: SLO, link: str) -> list[dict]:
     return ratio_rows(
         Scenario.model_validate_json(scenario_json), [500, 2000, 8000, 32000], [100, 500, 2000], slo, link
     )
+
+
+def _shape(pool) -> str:
+    """A pool as "instances × (GPUs: TP × DP × PP, EP)": TP alone hid DP attention (1 × TP 1 for 8 GPUs of DP 8)."""
+    parts = [f"TP {pool.tp}"] + [f"{k} {v}" for k, v in (("DP", pool.dp), ("PP", pool.pp)) if v > 1]
+    ep = f", EP {pool.ep}" if pool.ep > 1 else ""
+    return f"{pool.instances} × {pool.gpus_per_instance} GPU ({' × '.join(parts)}{ep})"
+
+
+def _launch_text(scenario: Scenario, engine: str, p, d, target: str) -> tuple[str, str | None]:
+    """The recommended pools' launch lines (and manifest) from the CLI's generator (capacity/launch_disagg.py)."""
+    if p.pp > 1 or d.pp > 1:
+        raise InputError("--engine", "the xPyD launch lines take TP × DP × EP pools; this one has pipeline stages")
+    plan = disagg_launch_plan(
+        scenario.model_copy(update={"engine": engine}),
+        engine,
+        PoolLayout(p.instances, p.tp, p.dp, p.ep),
+        PoolLayout(d.instances, d.tp, d.dp, d.ep),
+        "nixl",
+        target,
+    )
+    return plan.script, plan.manifest
 
 
 def _usd(v) -> str:
@@ -220,13 +243,13 @@ pool_bands = [
 ]
 c[0].metric(
     "Prefill pool",
-    f"{p.instances} × TP {p.tp}" if p else "infeasible",
+    _shape(p) if p else "infeasible",
     help="Instances of the shape needing the fewest GPUs; each simulated with every output cut to one "
     "token, TTFT including its KV transfer.",
 )
 c[1].metric(
     "Decode pool",
-    f"{d.instances} × TP {d.tp}" if d else "infeasible",
+    _shape(d) if d else "infeasible",
     help="Analytic: Little's law on PerfModel decode steps, p95 TPOT at n + 1.645√n sequences.",
 )
 c[2].metric("GPUs: disaggregated / aggregated", f"{o.num_gpus or '–'} / {a.gpus if a else '–'}")
@@ -271,6 +294,20 @@ if p and d:
         f"{range_text(pool_bands[3], 'rate')}."
     )
 st.caption(bands_caption(pool_bands))
+if p and d:
+    with st.expander("Launch these pools"):
+        c = st.columns(2)
+        launch_engine = c[0].selectbox("Engine", ("vllm", "sglang"), key="dg_launch_engine")
+        launch_target = c[1].selectbox("Target", ("shell", "k8s", "lws"), key="dg_launch_target")
+        try:
+            script, manifest = _launch_text(scenario, launch_engine, p, d, launch_target)
+        except InputError as err:
+            st.info(error_text(err))
+        else:
+            st.caption("The same lines as `servingplan launch --prefill-instances … --decode-instances …`.")
+            st.code(script, language="bash")
+            if manifest:
+                st.code(manifest, language="yaml")
 
 st.subheader("Your own xPyD layout, evaluated as deployed")
 st.caption(

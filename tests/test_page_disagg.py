@@ -67,6 +67,11 @@ def test_deepseek_v3_dp8_ep8_holds_more_requests_than_tp8():
     assert table.loc["TP 1 × DP 8 + EP 8", "max_concurrency"] == 104  # tests/test_parallel_memory.py by hand
     assert table.loc["TP 1 × DP 8 + EP 8", "all_to_all_ms"] > 0 == table.loc["TP 8", "all_to_all_ms"]
     assert any("MLA's latent" in md.value for md in at.markdown)
+    # issue 56: an 8-GPU instance of DP 8 read "1 × TP 1"; the label now says its GPUs and DP
+    m = metrics(at)
+    assert m["Decode pool"] == "1 × 8 GPU (TP 1 × DP 8, EP 8)" and m["Prefill pool"] == "2 × 8 GPU (TP 8)"
+    code = " ".join(c.value for c in at.code)  # its launch line: vLLM DP 8 + expert parallel on one node
+    assert "--data-parallel-size 8 --enable-expert-parallel" in code
 
 
 def test_an_unreachable_ttft_target_says_why_and_stays_aggregated():
@@ -137,3 +142,20 @@ def test_the_given_layout_takes_the_wide_ep_switches():
     at.number_input(key="dg_redundant").set_value(8).run()
     assert not at.exception, at.exception
     assert metrics(at)["p95 TPOT (ms)"] != before
+
+
+def test_the_recommended_pools_get_their_shape_and_launch_lines():
+    at = load(Scenario(model="meta-llama/Llama-3.1-8B", gpu="H100-SXM", deployment=Deployment(max_model_len=8192)))
+    m = metrics(at)
+    for label in ("Prefill pool", "Decode pool"):  # "X × G GPU (TP t[ × DP d], EP e)": the GPUs an instance has
+        assert " GPU (TP " in m[label], m[label]
+    code = [c.value for c in at.code]
+    assert any("vllm serve meta-llama/Llama-3.1-8B" in c and "--kv-transfer-config" in c for c in code)
+    assert any("toy_proxy_server.py --prefiller-hosts $PREFILL_HOST_0" in c for c in code)
+    at.selectbox(key="dg_launch_engine").set_value("sglang")
+    at.selectbox(key="dg_launch_target").set_value("k8s")
+    at.run()
+    assert not at.exception, at.exception
+    code = [c.value for c in at.code]
+    assert any("--disaggregation-mode prefill" in c for c in code)
+    assert any("kind: Deployment" in c and "name: llama-3-1-8b-router" in c for c in code)

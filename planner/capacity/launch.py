@@ -17,24 +17,38 @@ each pod requests its node's GPUs as nvidia.com/gpu and a memory-backed /dev/shm
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import yaml
 
 from planner.capacity.launch_engines import BUILDERS, PORT, Command, Settings
+from planner.capacity.manifest_docs import deployment, inference_service, leader_worker_set
+from planner.core.catalog import model_presets
 from planner.core.errors import InputError
 from planner.core.scenario import Resolved
 from planner.memory.engine_pool import sglang_fraction
 from planner.memory.plan import plan_memory
 
-TARGETS = ("shell", "k8s")
-IMAGES = {  # the engines' published serving images
-    "vllm": "vllm/vllm-openai:latest",
-    "sglang": "lmsysorg/sglang:latest",
-    "tensorrt-llm": "nvcr.io/nvidia/tensorrt-llm/release:latest",
+TARGETS = ("shell", "k8s", "lws", "kserve")  # kserve: one-node instances; lws: any
+# The engines' published serving images at the release the plan's constants describe (data/engines.yaml `version`):
+# the newest release with >= 50 rows in the fit's data (data/measurements/aiconfigurator/silicon_calibration.csv
+# backend_version: vLLM 0.18.0 124 rows, SGLang 0.5.9 405, TensorRT-LLM 1.2.0rc6.post3 88). LMDeploy's fitted
+# TurboMind v0.1.0a1 predates these api_server flags; its memory rule and flags were read at InternLM/lmdeploy@1263d5c
+# (lmdeploy/version.py 0.16.0), that release's image. llama.cpp's fitted build is "not stated" (May 2024): the
+# rolling CUDA server image, with a note.
+IMAGE_VERSIONS = {"vllm": "0.18.0", "sglang": "0.5.9", "tensorrt-llm": "1.2.0rc6.post3", "lmdeploy": "0.16.0"}
+IMAGES = {
+    "vllm": f"vllm/vllm-openai:v{IMAGE_VERSIONS['vllm']}",
+    "sglang": f"lmsysorg/sglang:v{IMAGE_VERSIONS['sglang']}",
+    "tensorrt-llm": f"nvcr.io/nvidia/tensorrt-llm/release:{IMAGE_VERSIONS['tensorrt-llm']}",
     "llama.cpp": "ghcr.io/ggml-org/llama.cpp:server-cuda",
-    "lmdeploy": "openmmlab/lmdeploy:latest",
+    "lmdeploy": f"openmmlab/lmdeploy:v{IMAGE_VERSIONS['lmdeploy']}",
 }
+UNPINNED_NOTE = "llama.cpp: the fitted build is not stated (May 2024); pin server-cuda-bNNNN to the build you tested"
 
 
 @dataclass(frozen=True)
@@ -122,18 +136,35 @@ def settings_for(r: Resolved) -> Settings:
     )
 
 
-def launch_plan(r: Resolved, engine: str, target: str = "shell") -> LaunchPlan:
-    """The launch lines (and for k8s the manifest) of the scenario's deployment on `engine`."""
+def served_model(model: str) -> str | None:
+    """What the engine loads for a `--model` that is a path: the folder holding its config.json (an engine reads
+    the weights and tokenizer beside it); None for a preset id (the engines fetch it by its Hugging Face id)."""
+    if model.lower() in {p.lower() for p in model_presets()}:
+        return None
+    path = Path(model)
+    try:
+        if not path.exists():
+            return None
+    except (OSError, ValueError):  # not a usable path (get_model has said so already)
+        return None
+    return str(path.parent if path.is_file() else path)
+
+
+def launch_plan(r: Resolved, engine: str, target: str = "shell", model_path: str | None = None) -> LaunchPlan:
+    """The launch lines (and for k8s the manifest) of the scenario's deployment on `engine`; `model_path` (a
+    folder, served_model) replaces the model's name in the lines."""
     if engine not in BUILDERS:
         raise InputError("--engine", f"no launch line for {engine!r}; one of {', '.join(BUILDERS)}")
     if target not in TARGETS:
         raise InputError("--target", f"must be one of {', '.join(TARGETS)}, got {target!r}")
     s = settings_for(r)
-    notes: list[str] = []
+    s = replace(s, model=model_path) if model_path else s
+    notes: list[str] = [f"{model_path}: the same folder must be at that path on every node"] if model_path else []
     files: dict[str, str] = {}
     commands = tuple(BUILDERS[engine](s, notes, files))
     plan = LaunchPlan(engine, target, s.nodes, s.node_gpus, r.deployment.num_replicas, commands, files)
-    manifest = k8s_manifest(plan, r.model.name) if target == "k8s" else None
+    manifest = k8s_manifest(plan, s.model) if target != "shell" else None
+    notes += [UNPINNED_NOTE] if target != "shell" and engine not in IMAGE_VERSIONS else []
     return LaunchPlan(**{**plan.__dict__, "manifest": manifest, "notes": tuple(notes)})
 
 
@@ -151,10 +182,29 @@ def dump_yaml(doc: dict) -> str:
     return yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False)
 
 
-def k8s_name(model: str) -> str:
-    """A DNS-1123 name from a model id."""
-    base = "".join(ch if ch.isalnum() else "-" for ch in model.split("/")[-1].lower()).strip("-")
-    return (base or "model")[:50]
+MAX_NAME = 50  # DNS-1123 labels allow 63; LeaderWorkerSet and StatefulSet pods append group and worker indices
+
+
+def _slug(text: str) -> str:
+    """Lowercase ASCII letters, digits and single '-': accents folded (NFKD), anything else a '-'."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    return re.sub(r"[^a-z0-9]+", "-", folded).strip("-")
+
+
+def k8s_name(model: str, role: str = "") -> str:
+    """A DNS-1035 label (a Service's name: starts with a letter, ends alphanumeric, ≤ MAX_NAME) for `role`'s
+    objects of `model`. A name cut to fit, or with characters outside ASCII, carries the first 8 hex digits of the
+    model id's SHA-1, so two long or non-ASCII ids never share a name; the role comes last, so the prefill, decode
+    and router objects of one model never do either."""
+    last = model.split("/")[-1]
+    base = _slug(last) or "model"
+    base = base if base[0].isalpha() else f"m-{base}"
+    whole = "-".join(p for p in (base, role) if p)
+    if len(whole) <= MAX_NAME and last.isascii():
+        return whole
+    digest = hashlib.sha1(model.encode("utf-8")).hexdigest()[:8]
+    room = MAX_NAME - len(digest) - 1 - (len(role) + 1 if role else 0)
+    return "-".join(p for p in (base[:room].rstrip("-"), digest, role) if p)
 
 
 def _pod_spec(plan: LaunchPlan, role: str, env: list[dict]) -> dict:
@@ -177,39 +227,25 @@ def _pod_spec(plan: LaunchPlan, role: str, env: list[dict]) -> dict:
     }
 
 
-def k8s_manifest(plan: LaunchPlan, model: str) -> str:
-    """A Deployment (one-node instances) or a LeaderWorkerSet (multi-node) as YAML text."""
-    name = k8s_name(model)
+def k8s_manifest(plan: LaunchPlan, model: str, role: str = "") -> str:
+    """The plan's pods under its target (planner.capacity.manifest_docs) as YAML text: for k8s a Deployment
+    (one-node instances) or a LeaderWorkerSet (multi-node); for lws always a LeaderWorkerSet (groups of one pod
+    for a one-node instance); for kserve an InferenceService (one-node instances only)."""
+    name = k8s_name(model, role)
     labels = {"app": name}
-    if plan.nodes == 1:
-        doc = {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": name, "labels": labels},
-            "spec": {
-                "replicas": plan.replicas,
-                "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": _pod_spec(plan, "server", [])},
-            },
-        }
-        return dump_yaml(doc)
+    if plan.target == "kserve":
+        if plan.nodes > 1:
+            raise InputError("--target", f"KServe's predictor runs one pod per instance; {plan.nodes} nodes: use lws")
+        pod = _pod_spec(plan, "server", [])
+        pod["containers"][0]["name"] = "kserve-container"  # KServe's name for a custom predictor's container
+        return dump_yaml(inference_service(name, labels, pod, plan.replicas, plan.replicas))
+    if plan.nodes == 1 and plan.target != "lws":
+        return dump_yaml(deployment(name, labels, _pod_spec(plan, "server", []), plan.replicas))
     env = [
         {"name": "LEADER_IP", "value": "$(LWS_LEADER_ADDRESS)"},
         {"name": "NODE_RANK", "value": "$(LWS_WORKER_INDEX)"},
     ]
     roles = {c.role for c in plan.commands}
     leader, worker = ("leader", "worker") if "leader" in roles else ("server", "server")
-    doc = {
-        "apiVersion": "leaderworkerset.x-k8s.io/v1",
-        "kind": "LeaderWorkerSet",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "replicas": plan.replicas,
-            "leaderWorkerTemplate": {
-                "size": plan.nodes,
-                "leaderTemplate": {"metadata": {"labels": LEADER | labels}, "spec": _pod_spec(plan, leader, env)},
-                "workerTemplate": {"metadata": {"labels": labels}, "spec": _pod_spec(plan, worker, env)},
-            },
-        },
-    }
-    return dump_yaml(doc)
+    lead = (LEADER, _pod_spec(plan, leader, env))
+    return dump_yaml(leader_worker_set(name, labels, lead, _pod_spec(plan, worker, env), plan.replicas, plan.nodes))

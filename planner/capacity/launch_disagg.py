@@ -20,7 +20,16 @@ import json
 from dataclasses import replace
 
 from planner.capacity.disagg_layout import PoolLayout, instance
-from planner.capacity.launch import IMAGES, LEADER, LaunchPlan, dump_yaml, k8s_manifest, k8s_name, launch_plan
+from planner.capacity.launch import (
+    IMAGES,
+    LEADER,
+    LaunchPlan,
+    dump_yaml,
+    k8s_manifest,
+    k8s_name,
+    launch_plan,
+    served_model,
+)
 from planner.capacity.launch_engines import PORT, Command
 from planner.core.engine_flags import ROUTER_SOURCES, SGLANG_BOOTSTRAP_PORT
 from planner.core.errors import InputError
@@ -68,7 +77,7 @@ def router_command(engine: str, p_hosts: list[str], d_hosts: list[str]) -> Comma
 
 def service_name(model: str, role: str) -> str:
     """The DNS name of a role's Service (the router's, the prefill's, the decode's)."""
-    return k8s_name(f"{model}-{role}")
+    return k8s_name(model, role)
 
 
 def _service(name: str, selector: dict, ports: list[int]) -> str:
@@ -125,17 +134,21 @@ def disagg_launch_plan(
     s: Scenario, engine: str, prefill: PoolLayout, decode: PoolLayout, transfer: str = "nixl", target: str = "shell"
 ) -> LaunchPlan:
     """Prefill and decode lines (and for k8s a manifest per role) of the given xPyD layout (module note)."""
+    if target not in ("shell", "k8s", "lws"):
+        raise InputError("--target", f"an xPyD layout launches as shell lines, k8s or lws, not {target}")
     if engine not in ROUTER_NOTE:
         raise InputError("--engine", f"disaggregated launch lines are for {' and '.join(ROUTER_NOTE)}, not {engine}")
     commands, manifests, notes, files = [], [], [], {}
     nodes = gpus = 0
+    path = None if s.model_spec else served_model(s.model)
+    model = path or (s.model_spec.name if s.model_spec else s.model)  # what names the Kubernetes objects
     for role, pool in (("prefill", prefill), ("decode", decode)):
-        one = launch_plan(instance(role_scenario(s, role), pool, role), engine, "shell")
+        one = launch_plan(instance(role_scenario(s, role), pool, role), engine, "shell", path)
         flags = _role_flags(engine, role, transfer)
         with_flags = tuple(replace(c, argv=c.argv + flags) for c in one.commands)
-        if target == "k8s":  # the pods run the role's lines under their own names (server, leader, worker)
-            pods = replace(one, replicas=pool.instances, commands=with_flags)
-            manifests += [k8s_manifest(pods, f"{s.model}-{role}"), role_service(engine, s.model, role, one.nodes)]
+        if target in ("k8s", "lws"):  # the pods run the role's lines under their own names (server, leader, worker)
+            pods = replace(one, target=target, replicas=pool.instances, commands=with_flags)
+            manifests += [k8s_manifest(pods, model, role), role_service(engine, model, role, one.nodes)]
         commands += [replace(c, role=role if c.role == "server" else f"{role} {c.role}") for c in with_flags]
         notes += [n for n in one.notes if n not in notes]
         files.update(one.files)
@@ -143,8 +156,8 @@ def disagg_launch_plan(
     commands.append(router_command(engine, *instance_hosts(prefill, decode)))
     notes.append(ROUTER_NOTE[engine])
     manifest = None
-    if target == "k8s":
-        manifests += router_manifests(engine, s.model)
+    if target in ("k8s", "lws"):
+        manifests += router_manifests(engine, model)
         notes.append(ROUTER_K8S_NOTE[engine])
         notes += [SGLANG_BOOTSTRAP_NOTE] if engine == "sglang" and prefill.instances > 1 else []
         manifest = "---\n".join(manifests)

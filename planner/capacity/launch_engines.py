@@ -257,8 +257,11 @@ def llama_cpp(s: Settings, notes: list[str], files: dict) -> list[Command]:
 
 
 def lmdeploy(s: Settings, notes: list[str], files: dict) -> list[Command]:
-    """`lmdeploy serve api_server` (lmdeploy/cli/serve.py), PyTorch engine for DP and EP."""
-    argv = ["lmdeploy", "serve", "api_server", s.model, "--backend", "pytorch", "--tp", str(s.tp)]
+    """`lmdeploy serve api_server` (lmdeploy/cli/serve.py) on TurboMind, the engine its memory rule and constants
+    describe: at InternLM/lmdeploy@1263d5c its argument group takes --tp, --dp, --ep, --nnodes, --node-rank and
+    --dist-init-addr (serve.py L148-171); --eager-mode is the PyTorch engine's only. A model TurboMind cannot run
+    falls back to PyTorch (serve.py L231-233, autoget_backend)."""
+    argv = ["lmdeploy", "serve", "api_server", s.model, "--backend", "turbomind", "--tp", str(s.tp)]
     argv += ["--dp", str(s.dp)] if s.dp > 1 else []
     argv += ["--ep", str(s.ep)] if s.ep > 1 else []
     if s.pp > 1:
@@ -268,7 +271,8 @@ def lmdeploy(s: Settings, notes: list[str], files: dict) -> list[Command]:
     argv += ["--cache-max-entry-count", f"{s.free_share:g}"]
     argv += ["--quant-policy", str(LMDEPLOY_KV_POLICY[s.kv])] if s.kv in LMDEPLOY_KV_POLICY else []
     argv += ["--enable-prefix-caching"] if s.prefix_caching else []
-    argv += ["--eager-mode"] if s.eager else []
+    if s.eager:
+        notes.append("TurboMind has no eager mode (--eager-mode is the PyTorch engine's): not passed")
     argv += ["--server-name", "0.0.0.0", "--server-port", str(PORT)]
     if s.nodes > 1:
         argv += ["--nnodes", str(s.nodes), "--node-rank", "$NODE_RANK", "--dist-init-addr", "$LEADER_IP"]
