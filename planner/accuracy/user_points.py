@@ -109,6 +109,10 @@ def _parse_text(name: str, text: str, max_points: int | None) -> UserData:
                 raise err from None
         if isinstance(doc, dict) and "benchmarks" in doc:
             return parse_guidellm(doc)
+        from planner.accuracy.aiperf_export import is_aiperf, parse_aiperf  # it reads this module's point types
+
+        if is_aiperf(doc):
+            return parse_aiperf(doc)
         return parse_benchmark_serving(doc)
     try:
         return parse_csv(text, max_points)
@@ -365,6 +369,9 @@ def _check(value, where: str) -> float:
     if x > MAX_POINT_VALUE:
         raise InputError(where, f"must be at most {MAX_POINT_VALUE:g} (ms, tokens or requests), got {shown}")
     return x
+
+
+check_number = _check  # the readers of other tools' files (aiperf_export) check numbers the same way
 
 
 def _number(r: dict, key: str, where: str) -> float:
