@@ -10,7 +10,8 @@ architecture) and each point's `note` says so.
 
 JSON: {"points": [{"id", "metric", "measured", "predicted", "error_pct", "reason", "status", "group", "note"}],
        "summary": {METRIC: {"n", "median_abs_error_pct", "p90_abs_error_pct"}},
-       "format": "published_points" | "aiconfigurator" | "benchmark_serving" | "sglang_bench_serving" | "guidellm",
+       "format": "published_points" | "aiconfigurator" | "benchmark_serving" | "sglang_bench_serving" | "guidellm"
+                 | "aiperf" (AIPerf's profile_export_aiperf.json: planner.accuracy.aiperf_export),
        "rows": rows (CSV lines or result objects), "rows_predicted", "rows_skipped", "skip_reasons": {REASON: rows}}
 `predicted` and `error_pct` are null, with a `reason`, for a row the model cannot predict (unknown model or GPU,
 a metric it does not compute, a free-text cell such as tp "mixed TP/PP/DP": the row is reported, the file goes on).
@@ -18,6 +19,9 @@ a metric it does not compute, a free-text cell such as tp "mixed TP/PP/DP": the 
 (fitted on other families, predicted from the datasheet and measured fractions), estimated (no points for the
 family or the engine).
 A malformed CSV (missing column, a `value` that is not a positive number) exits 2 naming the row and column.
+Serving rows are simulated once per distinct set of `simulate` flags (identical rows share a run), on the worker
+pool (planner.capacity.worker_pool; --workers) when a file has 40 or more of them, with progress lines on stderr for
+20 or more.
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     if args.workers is not None and not 1 <= args.workers <= 64:
-        raise InputError("--workers", f"must be 1 to 64, got {args.workers}")
+        raise InputError("--workers", "must be a whole number from 1 to 64")
     try:
         fmt, df = read_table(args.points, args)
     except InputError as err:  # rows and columns are positions in the --points file
