@@ -14,7 +14,7 @@ A run at --concurrency N is N closed-loop users; one at --request-rate R is arri
 
 from __future__ import annotations
 
-from planner.accuracy.user_points import MAX_MODEL_ID_CHARS, UserData, UserPoint, check_number
+from planner.accuracy.user_values import MAX_MODEL_ID_CHARS, UserData, UserPoint, check_number
 from planner.core.errors import InputError
 
 TIME_UNITS_MS = {"ms": 1.0, "s": 1e3, "sec": 1e3, "us": 1e-3, "ns": 1e-6}

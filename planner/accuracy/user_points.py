@@ -21,6 +21,8 @@ Three upload formats:
   time_per_output_token_ms (includes the first token), prompt_token_count, output_token_count,
   request_concurrency, requests_per_second, request_latency (seconds). Only "successful" requests are read.
 - A CSV with columns batch, input_tokens, output_tokens, tpot_ms, ttft_ms (one of the two times may be blank).
+- AIPerf's profile_export_aiperf.json (planner.accuracy.aiperf_export), told by its content.
+The point types and the number check every reader applies live in planner.accuracy.user_values.
 
 A serving run at a request rate has no fixed batch: its effective batch is taken as the concurrency, which is
 max_concurrency when the client capped it, GuideLLM's measured mean concurrency, or else Little's law
@@ -33,10 +35,13 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import dataclass
 
+from planner.accuracy.aiperf_export import is_aiperf, parse_aiperf
+from planner.accuracy.user_values import MAX_MODEL_ID_CHARS, UserData, UserPoint, check_number
 from planner.core.errors import InputError
 from planner.core.json_input import load_json
+
+_check = check_number
 
 CSV_COLUMNS = ("batch", "input_tokens", "output_tokens", "tpot_ms", "ttft_ms")
 CSV_ALIASES = {
@@ -50,37 +55,6 @@ CSV_ALIASES = {
     "concurrency": "batch",
     "batch_size": "batch",
 }
-
-
-@dataclass(frozen=True)
-class UserPoint:
-    """One measured operating point: B requests of I prompt and O output tokens, with TPOT and/or TTFT in ms."""
-
-    label: str
-    batch: float  # requests decoding together (effective concurrency for a serving run)
-    input_tokens: float
-    output_tokens: float
-    tpot_ms: float | None
-    ttft_ms: float | None
-    ttft_batch: float  # prompts prefilled together before the first token: B for a static batch, 1 when serving
-    note: str = ""
-    # how the client sent the requests: N users in a closed loop (vllm bench serve --max-concurrency N at rate inf,
-    # GuideLLM concurrent/synchronous), or arrivals at request_rate per second; None/False for a static batch
-    request_rate: float | None = None
-    users: int | None = None  # closed loop: this many clients, each sending its next request when a reply ends
-    # closed loop started as one burst (vllm bench serve / SGLang bench_serving at rate inf behind a semaphore of
-    # `users`, their warm-up gathered first): completed / users rounds measured, the first of them the burst
-    rounds: int | None = None
-
-
-@dataclass(frozen=True)
-class UserData:
-    """What an upload held: its format, the points, the model it names (if any) and what was approximated."""
-
-    kind: str  # benchmark_serving | guidellm | csv
-    points: tuple[UserPoint, ...]
-    model_id: str = ""
-    notes: tuple[str, ...] = ()
 
 
 def parse_upload(name: str, data: bytes | str, max_points: int | None = None) -> UserData:
@@ -109,8 +83,6 @@ def _parse_text(name: str, text: str, max_points: int | None) -> UserData:
                 raise err from None
         if isinstance(doc, dict) and "benchmarks" in doc:
             return parse_guidellm(doc)
-        from planner.accuracy.aiperf_export import is_aiperf, parse_aiperf  # it reads this module's point types
-
         if is_aiperf(doc):
             return parse_aiperf(doc)
         return parse_benchmark_serving(doc)
@@ -346,32 +318,6 @@ def _column(header: str) -> str:
     key = header.strip().lower().replace(" ", "_").replace("-", "_").replace("(ms)", "ms").replace("__", "_")
     key = key.removesuffix("_")
     return CSV_ALIASES.get(key, key)
-
-
-# -- numbers -------------------------------------------------------------------------------------------------------
-MAX_MODEL_ID_CHARS = 200  # a Hugging Face id is at most 96 characters; longer text is not a model name
-MAX_POINT_VALUE = 1e9  # 11 days in ms, 1e9 tokens or requests: beyond any benchmark; 1e300 only breaks the fit
-
-
-def _check(value, where: str) -> float:
-    """A finite, positive number (bools and strings that are not numbers are rejected with the field named)."""
-    if isinstance(value, bool):
-        raise InputError(where, f"must be a number, got {value!r}")
-    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."  # never echo a whole field
-    try:
-        x = float(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer such as 10^400
-        raise InputError(where, f"not a number: {shown}") from None
-    if math.isnan(x) or math.isinf(x):
-        raise InputError(where, f"must be finite, got {shown}")
-    if x <= 0:
-        raise InputError(where, f"must be positive, got {shown}")
-    if x > MAX_POINT_VALUE:
-        raise InputError(where, f"must be at most {MAX_POINT_VALUE:g} (ms, tokens or requests), got {shown}")
-    return x
-
-
-check_number = _check  # the readers of other tools' files (aiperf_export) check numbers the same way
 
 
 def _number(r: dict, key: str, where: str) -> float:
