@@ -9,7 +9,7 @@ import streamlit as st
 from planner.accuracy.bands import ANY, band_records
 from planner.accuracy.benchmark_plan import load_test_plan
 from planner.accuracy.kv_capacity_points import KV_CSV, kv_table
-from planner.accuracy.profile_fit import applicable_profile, fit_user_profile, profile_yaml
+from planner.accuracy.profile_fit import MAX_FIT_POINTS, applicable_profile, fit_user_profile, profile_yaml
 from planner.accuracy.published_points import MEASUREMENTS_CSVS
 from planner.accuracy.user_points import CSV_COLUMNS, parse_upload
 from planner.accuracy.validation import (
@@ -24,6 +24,7 @@ from planner.accuracy.validation import (
 )
 from planner.core.engine_defaults import ENGINES
 from planner.core.errors import InputError
+from planner.core.safe_text import display_name, inline_markdown
 from planner.core.scenario import Scenario, resolve, with_engine
 from planner.latency.efficiency import FIT_FIELDS, choose_profile
 from planner.latency.metrics import memory_limit, sweep
@@ -31,6 +32,7 @@ from planner.latency.perf_model import PerfModel
 from ui.charts.validation import before_after_chart, error_by_group_chart, parity_chart
 from ui.labels import error_text
 from ui.state import PROFILE_KEY, TARGET_KEY, current_scenario, resolved_or_stop  # noqa: E402  (the sidebar puts the calibration into the scenario)
+from ui.uploads import upload_limit
 from ui.workload_widgets import scenario_lengths
 
 SERVING_METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "throughput": "throughput"}
@@ -48,6 +50,7 @@ BAND_LEVELS = {
     "GPU generation": ("GPU generation",),
     "all rows": (),
 }
+MAX_UPLOAD_BYTES = 4_000_000  # a sweep's result files are kilobytes; 4 MB holds ~100,000 CSV rows, past the fit's cap
 ERROR_COLUMNS = {"median_abs_error_pct": "median |error| %", "p90_abs_error_pct": "p90 |error| %"}
 
 
@@ -68,7 +71,7 @@ def published_figures(points_csv: str, kv_csv: str, mtimes: tuple[float, ...], c
 @st.cache_data(show_spinner=False, max_entries=8)
 def fitted(text: str, name: str, scenario_json: str, engine: str):
     """Parse an upload and fit the profile for the scenario run by `engine` (cached on text, scenario, engine)."""
-    data = parse_upload(name, text)
+    data = parse_upload(name, text, max_points=MAX_FIT_POINTS)  # reading stops at the fit's limit, and says so
     r = with_engine(resolve(Scenario.model_validate_json(scenario_json)), engine)
     return data, fit_user_profile(r, data, choose_profile(engine, r.gpu.family).profile, name)
 
@@ -246,8 +249,9 @@ with tab_cal:
     )
     up = st.file_uploader(
         "vLLM benchmark_serving --save-result JSON, GuideLLM JSON report, or CSV",
-        type=["json", "csv"],
+        type=["json", "jsonl", "csv"],
         key="val_upload",
+        **upload_limit(MAX_UPLOAD_BYTES),
     )
     pasted = st.text_area(
         "…or paste the file's contents",
@@ -255,10 +259,15 @@ with tab_cal:
         height=100,
         placeholder=",".join(CSV_COLUMNS) + "\n8,512,256,10.5,133.9",
     )
-    text = up.getvalue().decode("utf-8-sig", errors="replace") if up is not None else pasted.strip()
-    name = up.name if up is not None else "pasted text"
+    raw = up.getvalue()[: MAX_UPLOAD_BYTES + 1] if up is not None else pasted.strip()[: MAX_UPLOAD_BYTES + 1]
+    text = raw.decode("utf-8-sig", errors="replace") if isinstance(raw, bytes) else raw
+    name = display_name(up.name) if up is not None else "pasted text"
     data = fit = None
-    if not text:
+    if len(raw) > MAX_UPLOAD_BYTES:
+        st.error(
+            f"{inline_markdown(name)}: larger than {MAX_UPLOAD_BYTES:,} bytes; not read (keep one row per load level)"
+        )
+    elif not text:
         stored = st.session_state.get(TARGET_KEY)
         if stored and st.button(
             f"Clear the calibration from {stored['source']} ({stored['engine']}/{stored['gpu_family']})",
@@ -276,11 +285,14 @@ with tab_cal:
         try:
             data, fit = fitted(text, name, s.model_dump_json(), engine)
         except InputError as err:
-            st.error(error_text(err))
+            st.error(error_text(err))  # escaped: a file's text cannot form a link
+        except (ValueError, TypeError, RecursionError) as err:  # a reader's gap: one line, never a traceback
+            st.error(f"{inline_markdown(name)}: not a readable result file ({type(err).__name__})")
     if fit is not None:
         if data.model_id and data.model_id.lower() not in (s.model.lower(), r.model.name.lower()):
             st.warning(
-                f"The results name model {data.model_id!r}; the scenario is {r.model.name}. "
+                f"The results name model {inline_markdown(repr(data.model_id[:120]))}; the scenario is "
+                f"{inline_markdown(r.model.name)}. "
                 "Pick the measured model in the sidebar, or the fit describes the wrong model."
             )
         c = st.columns(3)
@@ -293,7 +305,7 @@ with tab_cal:
             delta_color="inverse",
         )
         for note in data.notes:
-            st.caption(f"Approximation: {note}.")
+            st.caption(f"Approximation: {inline_markdown(note)}.")
         st.plotly_chart(before_after_chart(fit.table), width="stretch", key="val_chart_before_after")
         consts = pd.DataFrame(
             [

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import time
 
 import pytest
 
@@ -95,6 +97,11 @@ def test_hostile_trace_through_the_cli_names_the_row(tmp_path, capsys):
     assert "row 2, column prompt_tokens" in err
 
 
+SERVING = {"completed": 10, "total_input_tokens": 1000, "total_output_tokens": 500, "mean_ttft_ms": 40.0,
+           "mean_tpot_ms": 10.0, "request_rate": 4, "request_throughput": 3.9}  # fmt: skip
+_STAT = {"successful": {"mean": 10.0}}
+GUIDELLM = {"metrics": {k: _STAT for k in ("time_to_first_token_ms", "inter_token_latency_ms", "prompt_token_count",
+                                           "output_token_count", "request_concurrency")}}  # fmt: skip
 UPLOADS = {
     "deep.json": "[" * 100_000 + "]" * 100_000,
     "digits.json": '{"completed": ' + "9" * 5000 + "}",
@@ -104,6 +111,18 @@ UPLOADS = {
     "guidellm_config.json": '{"benchmarks": [{"config": "x", "metrics": 5}]}',
     "field_limit.csv": "batch,input_tokens,output_tokens,tpot_ms\n" + "1" * 200_000 + ",1,1,1\n",
     "inf.csv": "batch,input_tokens,output_tokens,tpot_ms\n1,1,1,inf\n",
+    # issue 57: each of these ended in a traceback (TypeError / AttributeError) before
+    "e2el_string.json": json.dumps({**SERVING, "mean_e2el_ms": "abc"}),
+    "guidellm_config_list.json": json.dumps({"benchmarks": [{**GUIDELLM, "config": [1, 2]}]}),
+    "guidellm_strategy_string.json": json.dumps({"benchmarks": [{**GUIDELLM, "config": {"strategy": "poisson"}}]}),
+    "guidellm_rate_nan.json": json.dumps({"benchmarks": [{**GUIDELLM, "config": {"strategy": {"rate": "NaN"}}}]}),
+    "nested_list.json": json.dumps({**SERVING, "mean_ttft_ms": [[5.0]]}),
+    "max_concurrency_string.json": json.dumps({**SERVING, "max_concurrency": "sixteen"}),
+    "negative.json": json.dumps({**SERVING, "mean_tpot_ms": -5}),
+    "nan_literal.json": json.dumps(SERVING)[:-1] + ', "mean_e2el_ms": NaN}',
+    "huge_float.json": json.dumps(SERVING)[:-1] + ', "mean_e2el_ms": 1e999}',
+    "bom_garbage.csv": "\ufeffbatch,input_tokens,output_tokens,tpot_ms\n1,1,1,\x00\n",
+    "wrong_type_rows.json": json.dumps([SERVING, "not a result"]),
 }
 
 
@@ -112,6 +131,56 @@ def test_hostile_calibration_uploads_are_one_line(name):
     with pytest.raises(InputError) as err:
         parse_upload(name, UPLOADS[name])
     assert len(str(err.value)) < MAX_LINE and "\n" not in str(err.value)
+
+
+NAMED = {  # the field each hostile upload's error names
+    "e2el_string.json": "result.mean_e2el_ms: not a number: 'abc'",
+    "guidellm_config_list.json": "benchmarks[0].config: must be an object, got list",
+    "guidellm_strategy_string.json": "benchmarks[0].config.strategy: must be an object, got str",
+    "guidellm_rate_nan.json": "benchmarks[0].config.strategy.rate: must be finite",
+    "nested_list.json": "result.mean_ttft_ms: not a number",
+    "max_concurrency_string.json": "result.max_concurrency: not a number",
+    "negative.json": "result.mean_tpot_ms: must be positive",
+    "nan_literal.json": "result.mean_e2el_ms: must be finite",
+    "huge_float.json": "result.mean_e2el_ms: must be finite",
+    "bom_garbage.csv": "row 2, column tpot_ms",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_hostile_uploads_name_their_field(name):
+    with pytest.raises(InputError, match=re.escape(NAMED[name])):
+        parse_upload(name, UPLOADS[name])
+
+
+@pytest.mark.parametrize("name", sorted(set(NAMED) - {"bom_garbage.csv"}))
+def test_hostile_result_files_through_validate_are_one_line(name, tmp_path, capsys):
+    path = tmp_path / name
+    path.write_text(UPLOADS[name])
+    err = _cli_one_line(["validate", "--points", str(path), "--gpu", "H100-SXM", "--model", "meta-llama/Llama-3.1-8B"],
+                        capsys)  # fmt: skip
+    assert NAMED[name].split(":")[0] in err, err
+
+
+def test_a_200000_character_cell_in_validates_csv_is_one_line(tmp_path, capsys):
+    header = (
+        "id,model,gpu,tp,weight_dtype,kv_dtype,engine,input_len,output_len,batch_or_concurrency,qps,metric,value,unit"
+    )
+    path = tmp_path / "points.csv"
+    path.write_text(header + "\n" + "x" * 200_000 + ",m,g,1,bf16,auto,vLLM,1,1,1,,m,1,ms\n")
+    err = _cli_one_line(["validate", "--points", str(path)], capsys)
+    assert "is not a readable CSV" in err
+
+
+def test_reading_stops_at_the_point_limit_and_says_so():
+    # a million rows: parsing stops after the limit (one row past it read to know there are more), in well under a
+    # second, instead of parsing every row and refusing afterwards
+    rows = "batch,input_tokens,output_tokens,tpot_ms\n" + "1,100,50,12\n" * 1_000_000
+    start = time.monotonic()
+    data = parse_upload("sweep.csv", rows, max_points=2_000)
+    assert len(data.points) == 2_000 and "stopped after the first 2,000 points" in data.notes[-1]
+    assert time.monotonic() - start < 5.0
+    assert len(parse_upload("s.csv", "batch,input_tokens,output_tokens,tpot_ms\n1,1,1,1\n", 2_000).points) == 1
 
 
 @pytest.mark.parametrize(

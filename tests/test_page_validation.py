@@ -139,3 +139,34 @@ def test_fourteen_metrics_get_fourteen_distinct_legend_keys(page):
         if t.get("mode") == "markers"
     ]
     assert len(keys) == 14 and len(set(keys)) == 14  # 10 colours repeated: two metrics looked the same
+
+
+@pytest.mark.parametrize(
+    "doc, field",
+    [
+        ({"mean_e2el_ms": "abc"}, "result.mean_e2el_ms"),  # issue 57: a TypeError on the page before
+        ({"max_concurrency": [[16]]}, "result.max_concurrency"),
+    ],
+)
+def test_a_hostile_result_file_is_one_named_error_on_the_page(page, doc, field):
+    base = json.loads((FIXTURES / "benchmark_serving_rate.json").read_text())
+    page.text_area(key="val_paste").set_value(json.dumps({**base, **doc})).run()
+    assert not page.exception
+    assert any(field in e.value for e in page.error)
+
+
+def test_guidellm_configs_of_the_wrong_type_are_named_on_the_page(page):
+    report = json.loads((FIXTURES / "guidellm.json").read_text())
+    report["benchmarks"][0]["config"] = [1, 2]  # issue 57: an AttributeError on the page before
+    page.text_area(key="val_paste").set_value(json.dumps(report)).run()
+    assert not page.exception
+    assert any("config: must be an object, got list" in e.value for e in page.error)  # brackets escaped
+
+
+def test_the_files_model_id_cannot_put_an_image_on_the_page(page):
+    base = json.loads((FIXTURES / "benchmark_serving.json").read_text())
+    base["model_id"] = "![x](https://example.invalid/pixel.png)"
+    page.text_area(key="val_paste").set_value(json.dumps(base)).run()
+    assert not page.exception
+    (warning,) = [w.value for w in page.warning if "The results name model" in w.value]
+    assert "![x](" not in warning and "\\[x\\]" in warning  # escaped: Markdown shows the text, loads nothing

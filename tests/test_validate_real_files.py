@@ -208,3 +208,37 @@ def test_a_closed_loop_result_file_is_scored_as_its_client_ran_it():
     # a run at a finite rate has no burst
     (rate,) = parse_upload("r.json", (FIXTURES / "benchmark_serving_rate.json").read_text()).points
     assert rate.rounds is None
+
+
+def test_a_mixed_rate_and_concurrency_sweep_is_predicted_row_by_row(tmp_path, capsys):
+    # a `vllm bench serve` sweep saved as one list: four runs at a request rate (Poisson arrivals, no cap), two at
+    # --max-concurrency N with rate inf; every run predicted through `simulate` (--rate R or --users N)
+    rate = json.loads((FIXTURES / "benchmark_serving_rate.json").read_text())
+    closed = json.loads((FIXTURES / "benchmark_serving.json").read_text())
+    runs = [{**rate, "request_rate": r, "request_throughput": 0.99 * r} for r in (1.0, 2.0, 4.0, 8.0)]
+    runs += [{**closed, "max_concurrency": n, "completed": 20 * n} for n in (4, 16)]
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(runs))
+    argv = ["validate", "--points", str(path), "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["rows"], out["rows_predicted"], out["rows_skipped"]) == (6, 6, 0)
+    by_row = {p["id"].rsplit(":", 1)[0]: p for p in out["points"] if p["metric"] == "mean_ttft_ms"}
+    assert len(by_row) == 6 and all(p["predicted"] > 0 for p in by_row.values())
+
+
+def test_identical_rows_are_simulated_once(monkeypatch):
+    # two identical runs in one file: one simulation, both rows predicted with the same figures
+    import planner.cli.validate_cmd as vc
+    from planner.accuracy.serving_points import upload_points
+    from planner.accuracy.user_points import parse_upload
+
+    calls = []
+    real = vc.simulate_argv
+    monkeypatch.setattr(vc, "simulate_argv", lambda argv: calls.append(argv) or real(argv))
+    one = json.loads((FIXTURES / "benchmark_serving.json").read_text())
+    data = parse_upload("two.json", json.dumps([one, one]))
+    points = upload_points(data, "meta-llama/Llama-3.1-8B", "H100-SXM", 1, "vllm")
+    predict = vc.predictions(points, workers=1)
+    a, b = (predict(p) for p in points)
+    assert len(calls) == 1 and a == b and a.ttft_ms > 0

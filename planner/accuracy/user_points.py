@@ -21,6 +21,8 @@ Three upload formats:
   time_per_output_token_ms (includes the first token), prompt_token_count, output_token_count,
   request_concurrency, requests_per_second, request_latency (seconds). Only "successful" requests are read.
 - A CSV with columns batch, input_tokens, output_tokens, tpot_ms, ttft_ms (one of the two times may be blank).
+- AIPerf's profile_export_aiperf.json (planner.accuracy.aiperf_export), told by its content.
+The point types and the number check every reader applies live in planner.accuracy.user_values.
 
 A serving run at a request rate has no fixed batch: its effective batch is taken as the concurrency, which is
 max_concurrency when the client capped it, GuideLLM's measured mean concurrency, or else Little's law
@@ -33,10 +35,13 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import dataclass
 
+from planner.accuracy.aiperf_export import is_aiperf, parse_aiperf
+from planner.accuracy.user_values import MAX_MODEL_ID_CHARS, UserData, UserPoint, check_number
 from planner.core.errors import InputError
 from planner.core.json_input import load_json
+
+_check = check_number
 
 CSV_COLUMNS = ("batch", "input_tokens", "output_tokens", "tpot_ms", "ttft_ms")
 CSV_ALIASES = {
@@ -52,42 +57,23 @@ CSV_ALIASES = {
 }
 
 
-@dataclass(frozen=True)
-class UserPoint:
-    """One measured operating point: B requests of I prompt and O output tokens, with TPOT and/or TTFT in ms."""
-
-    label: str
-    batch: float  # requests decoding together (effective concurrency for a serving run)
-    input_tokens: float
-    output_tokens: float
-    tpot_ms: float | None
-    ttft_ms: float | None
-    ttft_batch: float  # prompts prefilled together before the first token: B for a static batch, 1 when serving
-    note: str = ""
-    # how the client sent the requests: N users in a closed loop (vllm bench serve --max-concurrency N at rate inf,
-    # GuideLLM concurrent/synchronous), or arrivals at request_rate per second; None/False for a static batch
-    request_rate: float | None = None
-    users: int | None = None  # closed loop: this many clients, each sending its next request when a reply ends
-    # closed loop started as one burst (vllm bench serve / SGLang bench_serving at rate inf behind a semaphore of
-    # `users`, their warm-up gathered first): completed / users rounds measured, the first of them the burst
-    rounds: int | None = None
-
-
-@dataclass(frozen=True)
-class UserData:
-    """What an upload held: its format, the points, the model it names (if any) and what was approximated."""
-
-    kind: str  # benchmark_serving | guidellm | csv
-    points: tuple[UserPoint, ...]
-    model_id: str = ""
-    notes: tuple[str, ...] = ()
-
-
-def parse_upload(name: str, data: bytes | str) -> UserData:
-    """Dispatch on content: JSON with "benchmarks" is GuideLLM, other JSON benchmark_serving, else the CSV."""
+def parse_upload(name: str, data: bytes | str, max_points: int | None = None) -> UserData:
+    """Dispatch on content: JSON with "benchmarks" is GuideLLM, other JSON benchmark_serving, else the CSV. With
+    `max_points`, a CSV is read row by row and reading stops after that many points (the data's notes say so); a
+    JSON document's results past it are not read."""
     text = data.decode("utf-8-sig", errors="replace") if isinstance(data, bytes) else data
+    text = text.removeprefix("\ufeff")  # a byte-order mark left by a Windows editor
     if not text.strip():
         raise InputError(name or "upload", "is empty")
+    data = _parse_text(name, text, max_points)
+    if max_points is not None and len(data.points) > max_points:
+        kept = data.points[:max_points]
+        note = f"reading stopped after the first {max_points:,} points (the limit): the file holds more"
+        return UserData(data.kind, kept, data.model_id, (*data.notes, note))
+    return data
+
+
+def _parse_text(name: str, text: str, max_points: int | None) -> UserData:
     if text.lstrip()[:1] in "{[":
         try:
             doc = load_json(text, name or "upload", check_numbers=False)  # depth and digits; _check names a bad number
@@ -97,9 +83,11 @@ def parse_upload(name: str, data: bytes | str) -> UserData:
                 raise err from None
         if isinstance(doc, dict) and "benchmarks" in doc:
             return parse_guidellm(doc)
+        if is_aiperf(doc):
+            return parse_aiperf(doc)
         return parse_benchmark_serving(doc)
     try:
-        return parse_csv(text)
+        return parse_csv(text, max_points)
     except csv.Error as err:  # e.g. a cell over the csv module's 131,072-character field limit
         raise InputError(name or "CSV", f"is not a readable CSV ({str(err)[:80]})") from None
 
@@ -123,7 +111,8 @@ def parse_benchmark_serving(doc) -> UserData:
     if not results or not all(isinstance(r, dict) for r in results):
         raise InputError("benchmark_serving JSON", "must be a result object or a list of result objects")
     points = [_serving_point(r, f"result[{i}]" if isinstance(doc, list) else "result") for i, r in enumerate(results)]
-    model = str(results[0].get("model_id") or results[0].get("model") or results[0].get("tokenizer_id") or "")
+    model = results[0].get("model_id") or results[0].get("model") or results[0].get("tokenizer_id") or ""
+    model = model[:MAX_MODEL_ID_CHARS] if isinstance(model, str) else ""  # a name, never a whole field or a list
     sglang = any("mean_e2e_latency_ms" in r for r in results)
     return UserData(
         "sglang_bench_serving" if sglang else "benchmark_serving",
@@ -149,13 +138,15 @@ def _serving_point(r: dict, where: str) -> UserPoint:
     elif r.get("concurrency") is not None:  # SGLang: measured mean requests in flight
         batch, how = _number(r, "concurrency", where), "SGLang's measured mean concurrency"
     else:
-        e2e_ms = r.get("mean_e2el_ms") or r.get("mean_e2e_latency_ms") or ttft + (mean_out - 1) * tpot
+        e2e_key = next((k for k in ("mean_e2el_ms", "mean_e2e_latency_ms") if r.get(k) is not None), None)
+        e2e_ms = _check(r[e2e_key], f"{where}.{e2e_key}") if e2e_key else ttft + (mean_out - 1) * tpot
         throughput = r.get("request_throughput")
         lam = _number(r, "request_throughput", where) if throughput is not None else _number(r, "request_rate", where)
         batch, how = lam * e2e_ms / 1e3, f"Little's law {lam:.3g} req/s × {e2e_ms / 1e3:.3g} s"
-    label = f"rate {rate}" + (f", concurrency {r['max_concurrency']}" if r.get("max_concurrency") is not None else "")
-    closed = r.get("max_concurrency") is not None and _finite_rate(rate) is None
-    users = int(r["max_concurrency"]) if closed else None
+    cap = _number(r, "max_concurrency", where) if r.get("max_concurrency") is not None else None
+    label = f"rate {_shown(rate)}" + (f", concurrency {cap:g}" if cap is not None else "")
+    closed = cap is not None and _finite_rate(rate) is None
+    users = max(1, round(cap)) if closed else None
     return UserPoint(
         label=label,
         batch=max(batch, 1.0),
@@ -210,15 +201,15 @@ def parse_guidellm(doc: dict) -> UserData:
         if conc is None:
             rps, latency_s = _successful(m, "requests_per_second", where), _successful(m, "request_latency", where)
             conc, how = rps * latency_s, f"Little's law {rps:.3g} req/s × {latency_s:.3g} s"
-        strategy = ((b.get("config") or b.get("args") or {}).get("strategy") or {}) if isinstance(b, dict) else {}
-        label = str(strategy.get("type_", f"benchmark {i}")) + (
-            f" {strategy['rate']:g}/s" if isinstance(strategy.get("rate"), (int, float)) else ""
-        )
-        kind, streams = str(strategy.get("type_", "")), strategy.get("streams")
+        strategy = _strategy(b, f"benchmarks[{i}]")
+        kind = strategy.get("type_") if isinstance(strategy.get("type_"), str) else ""
+        rate = _optional(strategy, "rate", f"benchmarks[{i}].config.strategy")
+        streams = _optional(strategy, "streams", f"benchmarks[{i}].config.strategy")
+        label = _shown(kind or f"benchmark {i}") + (f" {rate:g}/s" if rate is not None else "")
         users = 1 if kind == "synchronous" else None  # GuideLLM synchronous: one request at a time
-        if kind == "concurrent" and isinstance(streams, (int, float)) and streams >= 1:
-            users = int(streams)
-        rate = strategy.get("rate") if kind in ("constant", "poisson") else None
+        if kind == "concurrent" and streams is not None and streams >= 1:
+            users = round(streams)
+        rate = rate if kind in ("constant", "poisson") else None
         points.append(
             UserPoint(
                 label=label,
@@ -244,6 +235,36 @@ def parse_guidellm(doc: dict) -> UserData:
     )
 
 
+def _strategy(b: dict, where: str) -> dict:
+    """A benchmark's scheduling strategy (config.strategy, or args.strategy in older reports); InputError naming the
+    field when the report holds something else there (a list, a string)."""
+    for key in ("config", "args"):
+        section = b.get(key)
+        if section is None:
+            continue
+        if not isinstance(section, dict):
+            raise InputError(f"{where}.{key}", f"must be an object, got {type(section).__name__}")
+        strategy = section.get("strategy")
+        if strategy is None:
+            continue
+        if not isinstance(strategy, dict):
+            raise InputError(f"{where}.{key}.strategy", f"must be an object, got {type(strategy).__name__}")
+        return strategy
+    return {}
+
+
+def _optional(d: dict, key: str, where: str) -> float | None:
+    """An optional positive number (None when absent or null), checked like every other number."""
+    return None if d.get(key) is None else _check(d[key], f"{where}.{key}")
+
+
+def _shown(text, limit: int = 40) -> str:
+    """A file's text for a label: printable and at most `limit` characters (never a whole field)."""
+    text = str(text)
+    text = text if text.isprintable() else repr(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _successful(m: dict, name: str, where: str, required: bool = True) -> float | None:
     dist = m.get(name)
     stats = dist.get("successful") if isinstance(dist, dict) else None
@@ -255,8 +276,10 @@ def _successful(m: dict, name: str, where: str, required: bool = True) -> float 
 
 
 # -- CSV -----------------------------------------------------------------------------------------------------------
-def parse_csv(text: str) -> UserData:
-    """Static-batch points from the simple CSV; InputError names the row and column of a bad cell."""
+def parse_csv(text: str, max_points: int | None = None) -> UserData:
+    """Static-batch points from the simple CSV; InputError names the row and column of a bad cell. Rows are read one
+    at a time: with `max_points`, reading stops at the first row past it (one more point than the limit, so the
+    caller can say the file had more)."""
     reader = csv.DictReader(io.StringIO(text.strip()))
     header = {h: _column(h) for h in (reader.fieldnames or [])}
     missing = [c for c in ("batch", "input_tokens", "output_tokens") if c not in header.values()]
@@ -266,7 +289,9 @@ def parse_csv(text: str) -> UserData:
         raise InputError("CSV", "needs a tpot_ms or a ttft_ms column")
     points = []
     for n, raw in enumerate(reader, start=2):
-        row = {header[k]: (v or "").strip() for k, v in raw.items() if k in header}
+        if max_points is not None and len(points) > max_points:
+            break  # stop reading: the rest of the file is never parsed
+        row = {header[k]: (v or "").strip() for k, v in raw.items() if k in header and isinstance(v, str)}
         cell = {c: _check(row[c], f"row {n}, column {c}") if row.get(c) else None for c in CSV_COLUMNS}
         for c in ("batch", "input_tokens", "output_tokens"):
             if cell[c] is None:
@@ -293,28 +318,6 @@ def _column(header: str) -> str:
     key = header.strip().lower().replace(" ", "_").replace("-", "_").replace("(ms)", "ms").replace("__", "_")
     key = key.removesuffix("_")
     return CSV_ALIASES.get(key, key)
-
-
-# -- numbers -------------------------------------------------------------------------------------------------------
-MAX_POINT_VALUE = 1e9  # 11 days in ms, 1e9 tokens or requests: beyond any benchmark; 1e300 only breaks the fit
-
-
-def _check(value, where: str) -> float:
-    """A finite, positive number (bools and strings that are not numbers are rejected with the field named)."""
-    if isinstance(value, bool):
-        raise InputError(where, f"must be a number, got {value!r}")
-    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."  # never echo a whole field
-    try:
-        x = float(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer such as 10^400
-        raise InputError(where, f"not a number: {shown}") from None
-    if math.isnan(x) or math.isinf(x):
-        raise InputError(where, f"must be finite, got {shown}")
-    if x <= 0:
-        raise InputError(where, f"must be positive, got {shown}")
-    if x > MAX_POINT_VALUE:
-        raise InputError(where, f"must be at most {MAX_POINT_VALUE:g} (ms, tokens or requests), got {shown}")
-    return x
 
 
 def _number(r: dict, key: str, where: str) -> float:
