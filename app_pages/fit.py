@@ -28,7 +28,10 @@ render_verdict(
     plan.context_tokens,
     plan.blockers[0].message if plan.blockers else "",
     plan.binding_limit,
+    plan,
 )
+dp = dep.data_parallel_size
+per_rank = f" per DP rank × {dp} DP ranks" if dp > 1 else ""
 c = st.columns(4)
 c[0].metric(
     "Parameters",
@@ -50,18 +53,20 @@ c[3].metric(
 c = st.columns(4)
 c[0].metric(
     "Textbook: requests fit",
-    f"{plan.textbook_max_requests:,}",
-    help=f"floor((GPU memory − weights) / KV per request), requests of {plan.context_tokens:,} tokens",
+    f"{plan.textbook_requests_per_replica:,}",
+    help=f"per replica: floor((GPU memory − weights) / KV per request) = {plan.textbook_max_requests:,}{per_rank}, "
+    f"requests of {plan.context_tokens:,} tokens",
 )
 c[1].metric(
     f"{r.engine.label}: requests fit",
-    f"{plan.paged_max_requests if starts else 0:,}",
-    help=f"requests of {plan.context_tokens:,} tokens in the paged pool's blocks"
+    f"{plan.paged_requests_per_replica if starts else 0:,}",
+    help=f"per replica: {plan.paged_max_requests:,}{per_rank}, requests of {plan.context_tokens:,} tokens in the "
+    "paged pool's blocks"
     + (
         ""
         if starts
         else f"; 0 because {r.engine.label} would not start (the verdict above): the pool itself would hold "
-        f"{plan.paged_max_requests:,}"
+        f"{plan.paged_requests_per_replica:,}"
     ),
 )
 c[2].metric(f"{r.engine.label}: max concurrency", f"{plan.max_concurrency:,.2f}x", help=plan.pool.log_lines[1])
@@ -108,6 +113,11 @@ box = folded("Formula: the textbook fit, with your numbers", "fit_formula_textbo
 if box:
     with box:
         windowed = " (windowed layers capped)" if r.model.sliding_window else ""
+        textbook_unit = (
+            f" per DP rank, × {dp} DP ranks = **{plan.textbook_requests_per_replica:,}** per replica"
+            if dp > 1
+            else " per replica"
+        )
         st.markdown(f"""
 - KV bytes per token = 2 × layers × KV heads × head dim × bytes = 2 × {r.model.num_layers} × {r.model.num_kv_heads}
   × {r.model.head_dim} × {r.kv_bytes:g} = **{plan.kv_bytes_per_token:,.0f} B**
@@ -118,7 +128,7 @@ if box:
   ({plan.weight_bytes_per_gpu / 1e9:,.2f} GB per GPU at TP {plan.tensor_parallel_size})
 - Fit = floor(({r.gpu.memory_gb:g} GB − {plan.weight_bytes_per_gpu / 1e9:,.2f} GB) /
   {plan.kv_bytes_per_request / plan.tensor_parallel_size / 1e9:,.3f} GB)
-  = **{plan.textbook_max_requests}** requests (per replica; an upper bound: no activations or runtime memory)
+  = **{plan.textbook_max_requests}** requests{textbook_unit} (an upper bound: no activations or runtime memory)
 """)
 box = folded(
     "Formula: vLLM's KV pool, with your numbers"

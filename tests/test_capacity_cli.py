@@ -128,3 +128,16 @@ def test_recommend_text_says_which_rows_were_not_searched(capsys):
     assert "not searched: provably dearer than the runner-up" in text
     skipped = [ln for ln in text.splitlines() if "not searched: ≥ $" in ln]
     assert skipped and not [ln for ln in skipped if "cannot meet the SLO" in ln]  # they were called infeasible
+
+
+def test_a_deployment_that_does_not_fit_is_not_priced(capsys):
+    # issue 56 #2: Qwen3.5-35B-A3B BF16 on one H100 at its 262,144-token window: vLLM's pool holds 195,312 tokens,
+    # fewer than one max_model_len request, so vLLM refuses to start; capacity planned 2 replicas at $5.38/h
+    from planner.cli import main
+
+    code = main(
+        "capacity --model Qwen/Qwen3.5-35B-A3B --gpu H100-SXM --target-rate 20 "
+        "--slo-ttft-p95 2 --slo-tpot-p95 0.1".split()
+    )
+    err = capsys.readouterr().err
+    assert code != 0 and "--max-model-len" in err and "vLLM refuses to start" in err and "No capacity or cost" in err

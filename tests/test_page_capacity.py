@@ -207,3 +207,15 @@ def test_a_prompt_pool_is_named_and_lifts_the_capacity():
     pooled, captions = capacity(20)
     assert any("prompts drawn from **20** distinct ones" in c for c in captions)
     assert pooled > 5 * fresh
+
+
+def test_a_deployment_that_does_not_fit_shows_the_fit_error_not_a_price():
+    # issue 56 #2: Qwen3.5-35B-A3B on one H100 ("Does not fit … vLLM refuses to start") was priced at $10.76/h
+    at = load()
+    at.session_state["scenario"] = Scenario(model="Qwen/Qwen3.5-35B-A3B", gpu="H100-SXM")
+    at.run()
+    assert not at.exception
+    assert any("vLLM refuses to start" in e.value and "No capacity or cost" in e.value for e in at.error), [
+        e.value for e in at.error
+    ]
+    assert "$ per hour" not in metrics(at)

@@ -375,3 +375,24 @@ def test_the_page_names_the_scenarios_engine_not_vllm():
     assert "in SGLang's KV pool" in at.success[0].value
     names = [t["name"] for c in at.get("plotly_chart") for t in json.loads(c.proto.spec)["data"]]
     assert "SGLang KV pool (blocks)" in names and not any(n.startswith("vLLM") for n in names)
+
+
+def test_dp_replica_holds_the_sum_over_its_ranks():
+    # issue 56 #1: DeepSeek-V3 FP8 on 8 × H200 as TP 1 × DP 8 + EP said "318 requests ... per replica", one DP
+    # rank's pool; the replica holds 8 × 318 = 2,544, more than TP 8's 356 (plan_memory's own per-rank figures)
+    dsv3 = dict(sb_model="deepseek-ai/DeepSeek-V3", sb_gpu="H200", sb_weights="fp8", sb_num_gpus=8)
+    at = app(sb_tp=1, sb_dp=8, sb_ep=True, **dsv3)
+    verdict = next(s.value for s in at.success)
+    assert "2,544 requests of 1,410 tokens fit at once per replica: 8 DP ranks × 318 per rank" in verdict, verdict
+    assert metrics(at)["vLLM: requests fit"] == "2,544"
+    tp8 = app(sb_tp=8, **dsv3)
+    assert "356 requests of 1,410 tokens fit at once per replica in" in next(s.value for s in tp8.success)
+
+
+def test_weights_that_cannot_fit_get_advice_that_can_work():
+    # issue 56 #5: DeepSeek-V3 FP8 (673 GB of weights) on one H100 with no single fix said "shorten the requests or
+    # lower max_model_len"; ceil(672.9 GB / 76.5 GB budget per GPU) = 9 GPUs at least
+    at = app(sb_model="deepseek-ai/DeepSeek-V3", sb_gpu="H100-SXM", sb_weights="fp8")
+    verdict = next(e.value for e in at.error if e.value.startswith("**Does not fit:**"))
+    assert "max_model_len" not in verdict and "shorten" not in verdict, verdict
+    assert "at least 9 GPUs" in verdict and "lower-precision weights" in verdict

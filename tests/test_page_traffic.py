@@ -239,3 +239,26 @@ def test_a_custom_scenario_keeps_the_deployments_prefix_caching_and_its_prompt_p
     assert at.toggle(key="load_prefix_caching").value is True  # vLLM V1's default: the deployment's switch
     assert at.number_input(key="load_prompt_pool").value == 20
     assert float(next(m.value for m in at.metric if m.label == "Prefix hit rate").rstrip("%")) > 80
+
+
+def test_goodput_is_plotted_over_the_window_served_is_counted_over():
+    # issue 56 #4: "Served vs offered" drew the run's goodput (whole makespan, drain included) above served (the
+    # steady window's completions) under a caption saying goodput never exceeds served; the sweep row carries the
+    # steady window's goodput (planner.capacity.load_sweep.steady_goodput_rps), counted over served's own window
+    from ui.charts.load import sweep_throughput
+
+    row = dict(
+        rate_per_s=20.0,
+        offered_requests_per_s=20.0,
+        served_requests_per_s=16.0,
+        goodput_requests_per_s=17.5,  # whole makespan: can exceed the steady window's served
+        goodput_served_requests_per_s=15.2,
+        throughput_tokens_per_s=3000.0,
+        sustains=False,
+        slo_ttft_s=2.0,
+        slo_tpot_s=0.1,
+    )
+    fig = sweep_throughput([row])
+    good = next(t for t in fig.data if t.name == "goodput (met the SLO)")
+    served = next(t for t in fig.data if t.name == "served")
+    assert list(good.y) == [15.2] and good.y[0] <= served.y[0]

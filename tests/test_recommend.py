@@ -129,3 +129,17 @@ def test_a_deployment_whose_price_alone_is_above_the_runner_up_is_never_run():
             r["usd_per_hour_lower_bound"] == r["gpus_per_replica"] * r["usd_per_gpu_hour"] > serial[1]["usd_per_hour"]
         )
         assert r["saturated_rps"] is None and "one replica" in r["reason"]
+
+
+def test_no_candidate_fits_advice_that_can_work():
+    # issue 56 #5: DeepSeek-V3 FP8 (673 GB of weights) on 1 × H100 (80 GB) fits no candidate; "try a larger GPU or
+    # a lower max_model_len" offered a change that cannot help weights that alone fill the GPU
+    import pytest
+
+    from planner.capacity.recommend import recommend
+    from planner.core.errors import InputError
+    from planner.core.scenario import Scenario
+
+    with pytest.raises(InputError) as err:
+        recommend(Scenario(model="deepseek-ai/DeepSeek-V3"), 1.0, gpu_ids=["H100-SXM"], weights=["fp8"], tps=(1,))
+    assert "lower-precision weights" in err.value.message and "more GPUs per replica" in err.value.message

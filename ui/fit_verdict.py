@@ -14,7 +14,7 @@ import streamlit as st
 
 from planner.core.engine import engine_for
 from planner.core.scenario import Scenario
-from planner.memory.fixes import nearest_fixes
+from planner.memory.fixes import nearest_fixes, no_fix_advice
 from ui.ranking import use_scenario
 
 LIMIT_TEXT = {
@@ -24,13 +24,30 @@ LIMIT_TEXT = {
 }
 
 
-def render_verdict(s: Scenario, requests: int, context_tokens: int, reason: str = "", limit: str = "") -> None:
-    """The plain verdict, naming the limit that binds (planner.memory.layer_groups.binding_limit); when it does not
-    fit, why (the memory plan's reason) and the nearest fixes, each with a "Use this" button."""
-    if requests >= 1:
-        st.success(
+def fits_sentence(engine: str, requests: int, context_tokens: int, dp: int = 1) -> str:
+    """How many requests fit, per replica = per DP rank × DP ranks (each rank has its own pool)."""
+    if dp <= 1:
+        return (
             f"**Fits.** {requests:,} requests of {context_tokens:,} tokens fit at once per replica in "
-            f"{engine_for(s.engine).label}'s KV pool" + (f"; {LIMIT_TEXT[limit]}." if limit in LIMIT_TEXT else "."),
+            f"{engine}'s KV pool"
+        )
+    return (
+        f"**Fits.** {requests * dp:,} requests of {context_tokens:,} tokens fit at once per replica: {dp} DP ranks × "
+        f"{requests:,} per rank, each rank in its own {engine} KV pool"
+    )
+
+
+def render_verdict(
+    s: Scenario, requests: int, context_tokens: int, reason: str = "", limit: str = "", plan=None
+) -> None:
+    """The plain verdict (`requests` per DP rank), naming the limit that binds (planner.memory.layer_groups.
+    binding_limit); when it does not fit, why (the memory plan's reason) and the nearest fixes, each with a "Use
+    this" button, or advice that can work when there is none (planner.memory.fixes.no_fix_advice)."""
+    if requests >= 1:
+        dp = plan.data_parallel_size if plan is not None else 1
+        st.success(
+            fits_sentence(engine_for(s.engine).label, requests, context_tokens, dp)
+            + (f"; {LIMIT_TEXT[limit]}." if limit in LIMIT_TEXT else "."),
             icon=":material/check_circle:",
         )
         return
@@ -40,7 +57,7 @@ def render_verdict(s: Scenario, requests: int, context_tokens: int, reason: str 
     )
     st.error(
         f"**Does not fit:** {why}."
-        + (" Nearest fixes:" if fixes else " No single change fits it: shorten the requests or lower max_model_len."),
+        + (" Nearest fixes:" if fixes else f" No single change fits it: {no_fix_advice(plan) if plan else ''}."),
         icon=":material/block:",
     )
     for i, fix in enumerate(fixes):

@@ -16,8 +16,10 @@ from planner.capacity.cost import (
     usd_per_million_output_at_capacity,
 )
 from planner.capacity.replicas import DEFAULT_REL_TOL, Probe, find_capacity, latency_bound_rate, probe, traffic_replica
+from planner.core.errors import InputError
 from planner.core.scenario import Scenario, resolve
 from planner.core.workload import SLO, TrafficSpec
+from planner.memory.plan import MemoryPlan
 from planner.sim.offload_plan import KVOffload
 from planner.sim.settings import SpecDecoding
 
@@ -98,6 +100,21 @@ class CapacityPlan:
         return out
 
 
+UNFIT_FIELD = {"pool_below_one_request": "max_model_len", "context_exceeds_memory": "max_model_len"}
+
+
+def refuse_unfit(plan: MemoryPlan) -> None:
+    """A deployment the memory plan says does not fit (the engine would not start) has no capacity and no price:
+    the same verdict as `memory` and the Does it fit? page, raised before any simulation (issue 56 #2)."""
+    if plan.blockers:
+        b = plan.blockers[0]
+        raise InputError(
+            UNFIT_FIELD.get(b.kind, "gpu"),
+            f"{b.message}. No capacity or cost for a deployment that does not fit (`servingplan memory --suggest`, "
+            "or the app's Does it fit? page, lists the nearest fixes)",
+        )
+
+
 def capacity_plan(
     s: Scenario,
     target_rps: float,
@@ -120,6 +137,7 @@ def capacity_plan(
     r = resolve(s)
     replicas_for(target_rps, 1.0, headroom)  # validates the target and headroom before simulating
     replica = traffic_replica(r, traffic, spec, offload)
+    refuse_unfit(replica.memory_plan)
     cap = find_capacity(replica, traffic, slo, rel_tol, saturated)  # one DP rank: each runs its own requests
     bound = None if latency_ratios is None else latency_bound_rate(replica, traffic, slo, latency_ratios, cap, rel_tol)
     tp, dp, gpus = r.deployment.tensor_parallel_size, r.deployment.data_parallel_size, r.deployment.gpus_per_replica

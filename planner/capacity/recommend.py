@@ -135,7 +135,11 @@ def recommend(
     options are keyword-only: headroom, prices, the candidate space, the tolerance and where the tasks run)."""
     tasks = tasks_for(s, target_rps, traffic, slo, headroom, prices, gpu_ids, weights, tps, rel_tol)
     if not tasks:
-        raise InputError("gpus", f"no GPU × precision × TP fits {s.model}: try a larger GPU or a lower max_model_len")
+        raise InputError(  # shorter requests cannot help weights that alone fill the GPUs (issue 56 #5)
+            "gpus",
+            f"no GPU × precision × TP fits {s.model}: try GPUs with more memory, lower-precision weights or more "
+            "GPUs per replica (a larger TP, or PP over nodes); a lower max_model_len helps only when the weights fit",
+        )
     if prune and not ray_address:
         return mark_pareto(rank(run_pruned(tasks, workers, progress)))
     return mark_pareto(rank(run_tasks(tasks, workers, ray_address, progress)))

@@ -9,7 +9,7 @@ from planner.core.scenario import resolve
 from planner.core.units import GiB, fmt_gb
 from planner.latency.collectives import collectives
 from planner.memory.engine_pool import EnginePool
-from planner.memory.fixes import nearest_fixes
+from planner.memory.fixes import nearest_fixes, no_fix_advice
 from planner.memory.plan import plan_memory
 
 
@@ -46,6 +46,7 @@ def run(args) -> int:
     if r.model.is_moe and plan.expert_parallel_size > 1 and r.deployment.moe_tensor_parallel_size > 1:
         par += f" (MoE-TP={r.deployment.moe_tensor_parallel_size})"
     log_label = "pool" if isinstance(plan.pool, EnginePool) else f"{r.engine.label} would log"
+    unit = "DP rank" if plan.data_parallel_size > 1 else "replica"  # each DP rank has its own pool
     lines = [
         f"{r.model.name} on {r.deployment.num_gpus} × {r.gpu.name} ({par}), weights {r.weights.label}, KV {r.kv.label}",
         f"  parameters            {plan.params:,}"
@@ -53,7 +54,7 @@ def run(args) -> int:
         f"  weights               {fmt_gb(plan.weight_bytes)} total, {fmt_gb(plan.weight_bytes_per_gpu)} per GPU",
         f"  KV per token          {plan.kv_bytes_per_token:,.0f} B ({plan.kv_bytes_per_token_per_gpu:,.0f} B per GPU)",
         f"  KV per request        {fmt_gb(plan.kv_bytes_per_request)} for {plan.context_tokens:,} tokens",
-        f"  textbook fit          {plan.textbook_max_requests} requests per replica "
+        f"  textbook fit          {plan.textbook_max_requests} requests per {unit} "
         f"(floor(({r.gpu.memory_gb:g} GB − weights) / KV per request))",
         f"  {r.engine.label} KV pool".ljust(24)
         + f"{plan.kv_pool_bytes_per_gpu / GiB:,.2f} GiB per GPU, {plan.kv_cache_tokens:,} tokens, "
@@ -77,7 +78,8 @@ def run(args) -> int:
     if args.suggest:
         fixes = nearest_fixes(s)
         out["fixes"] = [{"kind": f.kind, "label": f.label, "requests": f.requests} for f in fixes]
-        lines.append("nearest fixes:" if fixes else "nearest fixes: none (no single change makes it fit)")
+        none = f"nearest fixes: none (no single change makes it fit): {no_fix_advice(plan)}"
+        lines.append("nearest fixes:" if fixes else none)
         lines += [f"  {f.kind:<14}{f.label} → {f.requests:,} requests fit" for f in fixes]
     emit(out, args.json, "\n".join(lines))
     return 0

@@ -16,7 +16,7 @@ from planner.core.catalog import gpus, weight_precisions
 from planner.core.errors import InputError
 from planner.core.precision import label_on
 from planner.core.scenario import Scenario, resolve, with_deployment
-from planner.memory.plan import TP_DEGREES, plan_memory
+from planner.memory.plan import TP_DEGREES, MemoryPlan, plan_memory
 
 FIX_PRECISIONS = ("fp8", "int8", "awq-int4")  # smaller weights vLLM serves on every catalogue GPU (FP8: Marlin)
 
@@ -36,6 +36,24 @@ def requests_that_fit(s: Scenario) -> int:
     except InputError:
         return 0
     return plan.paged_max_requests if plan.fits and plan.num_gpu_blocks > 0 else 0
+
+
+def no_fix_advice(plan: MemoryPlan) -> str:
+    """What can still work when no single change fits. Weights that alone exceed a GPU's budget are not helped by
+    shorter requests or a lower max_model_len: they need more GPUs to spread over, fewer bits or a larger GPU."""
+    if any(b.kind == "weights_exceed_budget" for b in plan.blockers):
+        budget = plan.pool.budget_bytes
+        need = -(-plan.weight_bytes // budget) if budget > 0 else 0  # ceil(weights / budget per GPU), KV not counted
+        return (
+            f"the weights alone ({plan.weight_bytes / 1e9:,.0f} GB) need more memory than any single change gives: "
+            + (
+                f"spread them over at least {need:,.0f} GPUs of this kind (TP × PP, more than one node), "
+                if need
+                else ""
+            )
+            + "use lower-precision weights, or a GPU with more memory (several of these at once)"
+        )
+    return "shorten the requests or lower max_model_len"
 
 
 def _first(kind: str, options: list[tuple[str, Scenario]]) -> Fix | None:

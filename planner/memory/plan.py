@@ -45,13 +45,13 @@ class MemoryPlan:
     kv_bytes_per_request: float  # whole request on the whole model (all GPUs)
     gpu_memory_bytes: float  # marketed memory in decimal GB × 1e9 (textbook)
     usable_memory_bytes: int  # what CUDA reports (engine-realistic)
-    textbook_max_requests: int  # per replica
+    textbook_max_requests: int  # per DP rank (its TP × PP GPUs); × DP ranks per replica
     kv_pool_bytes_per_gpu: float
     num_gpu_blocks: int
     kv_cache_tokens: int
     max_model_len: int
-    max_concurrency: float  # vLLM's logged figure, per replica
-    paged_max_requests: int  # requests of context_tokens that fit in the pool's blocks
+    max_concurrency: float  # vLLM's logged figure, per DP rank (each rank logs its own pool)
+    paged_max_requests: int  # requests of context_tokens that fit in one DP rank's pool blocks
     contiguous_max_requests: int  # requests that fit when each reserves max_model_len
     num_replicas: int
     tensor_parallel_size: int
@@ -73,6 +73,16 @@ class MemoryPlan:
     state_bytes_per_request_per_gpu: float = 0.0  # linear-attention / Mamba state, fixed per request
     layer_kinds: tuple[GroupBytes, ...] = ()  # per layer kind on one GPU at context_tokens (hybrid models)
     hybrid: HybridFit | None = None  # vLLM's hybrid layout (groups, unified pages) when the model mixes kinds
+
+    @property
+    def paged_requests_per_replica(self) -> int:
+        """Requests of context_tokens one replica holds: each of its DP ranks has its own pool (per rank × DP)."""
+        return self.paged_max_requests * self.data_parallel_size
+
+    @property
+    def textbook_requests_per_replica(self) -> int:
+        """The textbook fit of one replica: per DP rank × DP ranks."""
+        return self.textbook_max_requests * self.data_parallel_size
 
     def to_dict(self) -> dict:
         """The `memory --json` keys as they were before engines had memory rules (the CLI appends engine_dict)."""

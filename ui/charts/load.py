@@ -113,7 +113,11 @@ def sweep_throughput(rows: list[dict], knee: dict | None = None) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=df["rate_per_s"],
-                y=df["goodput_requests_per_s"],
+                # the steady window's goodput, the window `served` is counted over (load_sweep.steady_goodput_rps);
+                # the run's goodput_requests_per_s spans the whole makespan and plotted above served (issue 56 #4)
+                y=df["goodput_served_requests_per_s"]
+                if "goodput_served_requests_per_s" in df
+                else df["goodput_requests_per_s"],
                 mode="lines+markers",
                 name="goodput (met the SLO)",
                 line=dict(color=KNEE_COLOR),
