@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 
 import pytest
 
@@ -174,12 +173,10 @@ def test_a_200000_character_cell_in_validates_csv_is_one_line(tmp_path, capsys):
 
 def test_reading_stops_at_the_point_limit_and_says_so():
     # a million rows: parsing stops after the limit (one row past it read to know there are more), in well under a
-    # second, instead of parsing every row and refusing afterwards
+    # second, instead of parsing every row and refusing afterwards (the time is a benchmark's, not this test's)
     rows = "batch,input_tokens,output_tokens,tpot_ms\n" + "1,100,50,12\n" * 1_000_000
-    start = time.monotonic()
     data = parse_upload("sweep.csv", rows, max_points=2_000)
     assert len(data.points) == 2_000 and "stopped after the first 2,000 points" in data.notes[-1]
-    assert time.monotonic() - start < 5.0
     assert len(parse_upload("s.csv", "batch,input_tokens,output_tokens,tpot_ms\n1,1,1,1\n", 2_000).points) == 1
 
 
