@@ -41,15 +41,13 @@ def parse_aiperf(doc: dict) -> UserData:
     else:
         batch, how = (users, "AIPerf --concurrency") if users is not None else (1.0, "AIPerf --request-rate")
     label = f"concurrency {users:g}" if users is not None else (f"rate {rate:g}/s" if rate else "run")
-    point = UserPoint(
-        label=label,
-        batch=max(batch, 1.0),
-        input_tokens=isl,
-        output_tokens=osl,
+    point = UserPoint.serving_run(
+        label,
+        batch,
+        how,
+        (isl, osl),
         tpot_ms=itl,
         ttft_ms=ttft,
-        ttft_batch=1.0,
-        note=f"batch ≈ {max(batch, 1.0):.1f} ({how})",
         request_rate=rate if users is None else None,
         users=max(1, round(users)) if users is not None else None,
     )

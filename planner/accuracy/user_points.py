@@ -147,15 +147,13 @@ def _serving_point(r: dict, where: str) -> UserPoint:
     label = f"rate {_shown(rate)}" + (f", concurrency {cap:g}" if cap is not None else "")
     closed = cap is not None and _finite_rate(rate) is None
     users = max(1, round(cap)) if closed else None
-    return UserPoint(
-        label=label,
-        batch=max(batch, 1.0),
-        input_tokens=mean_in,
-        output_tokens=mean_out,
+    return UserPoint.serving_run(
+        label,
+        batch,
+        how,
+        (mean_in, mean_out),
         tpot_ms=tpot,
         ttft_ms=ttft,
-        ttft_batch=1.0,
-        note=f"batch ≈ {max(batch, 1.0):.1f} ({how})",
         request_rate=_finite_rate(rate),
         users=users,
         rounds=max(1, round(completed / users)) if users else None,

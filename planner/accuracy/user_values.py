@@ -30,6 +30,15 @@ class UserPoint:
     # `users`, their warm-up gathered first): completed / users rounds measured, the first of them the burst
     rounds: int | None = None
 
+    @classmethod
+    def serving_run(cls, label: str, batch: float, how: str, tokens: tuple[float, float], **measured) -> UserPoint:
+        """A serving benchmark's point: `batch` requests in flight (at least 1, `how` says where it came from),
+        `tokens` = (mean prompt, mean output), one prompt prefilled at a time; `measured` = tpot_ms, ttft_ms,
+        request_rate, users, rounds."""
+        batch = max(batch, 1.0)
+        return cls(label=label, batch=batch, input_tokens=tokens[0], output_tokens=tokens[1], ttft_batch=1.0,
+                   note=f"batch ≈ {batch:.1f} ({how})", **measured)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class UserData:
